@@ -1,0 +1,131 @@
+"""Global batch sizes that divide evenly across replicas, and datasets re-batched to them.
+
+The user's ``batch_size`` is always the **global** batch: the samples in one step across all
+replicas. Keras 3 averages the *first* batch across replicas to build the model, so a first batch
+that does not split evenly crashes under MirroredStrategy (``AddN must have the same size and
+shape``). :func:`adjust_global_batch` moves the batch to the nearest multiple of the replica count
+and says so. No sample is dropped: an uneven *last* batch is fine, and is kept.
+
+Example:
+    >>> d = adjust_global_batch(33, num_replicas=2)
+    >>> (d.global_batch_size, d.per_replica_batch_size)
+    (34, 17)
+    >>> print(d.warning)  # doctest: +ELLIPSIS
+    batch_size=33 is not divisible by 2 replicas; using the nearest multiple, 34 (17 per replica)...
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+from autodist.errors import BatchSizeError
+
+__all__ = ["BatchDecision", "adjust_global_batch", "dataset_batch_size", "prepare_dataset"]
+
+#: Keras's own default when ``fit`` gets no ``batch_size``.
+KERAS_DEFAULT_BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class BatchDecision:
+    """The batch size autodist will use, and why."""
+
+    requested_batch_size: int
+    global_batch_size: int
+    per_replica_batch_size: int
+    warning: str | None = None
+
+
+def validate_batch_size(batch_size: Any, *, name: str = "batch_size") -> int:
+    """Return ``batch_size`` as an int, or raise :class:`BatchSizeError` with the fix."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+        if isinstance(batch_size, float) and batch_size.is_integer() and batch_size > 0:
+            return int(batch_size)
+        raise BatchSizeError(
+            f"{name} must be a positive integer (Received: {name}={batch_size!r} of type "
+            f"{type(batch_size).__name__}). It is the global batch: the samples in one training "
+            f"step across all replicas. Pass an int such as {name}=64."
+        )
+    if batch_size <= 0:
+        raise BatchSizeError(
+            f"{name} must be at least 1 (Received: {name}={batch_size}). It is the global batch, "
+            f"split across replicas. Pass a positive int such as {name}=64."
+        )
+    return int(batch_size)
+
+
+def adjust_global_batch(batch_size: Any, num_replicas: int) -> BatchDecision:
+    """Move ``batch_size`` to the nearest multiple of ``num_replicas`` (never 0).
+
+    Ties go up, so no replica's share shrinks. The warning names both numbers.
+
+    Args:
+        batch_size: the requested global batch.
+        num_replicas: replicas that share each step.
+
+    Raises:
+        BatchSizeError: when ``batch_size`` is not a positive integer.
+
+    Example:
+        >>> adjust_global_batch(64, 4).per_replica_batch_size
+        16
+        >>> adjust_global_batch(1, 2).global_batch_size
+        2
+    """
+    requested = validate_batch_size(batch_size)
+    if requested % num_replicas == 0:
+        return BatchDecision(requested, requested, requested // num_replicas)
+    lower = (requested // num_replicas) * num_replicas
+    upper = lower + num_replicas
+    adjusted = upper if lower == 0 or (upper - requested) <= (requested - lower) else lower
+    warning = (
+        f"batch_size={requested} is not divisible by {num_replicas} replicas; using the nearest "
+        f"multiple, {adjusted} ({adjusted // num_replicas} per replica). No samples are dropped: "
+        f"the last batch of each epoch holds the remainder. Pass a multiple of {num_replicas} "
+        "to silence this."
+    )
+    return BatchDecision(requested, adjusted, adjusted // num_replicas, warning)
+
+
+def dataset_batch_size(dataset: Any) -> int | None:
+    """The batch size a batched ``tf.data.Dataset`` was built with, or ``None`` if unknown.
+
+    It follows the chain of datasets back (through ``prefetch``, ``map``, ``cache``, ...) to the
+    nearest ``batch``. It reads no data.
+    """
+    node = dataset
+    for _ in range(64):
+        size = getattr(node, "_batch_size", None)
+        if size is not None:
+            try:
+                value = int(size.numpy()) if hasattr(size, "numpy") else int(size)
+            except (TypeError, ValueError):
+                return None
+            return value if value > 0 else None
+        node = getattr(node, "_input_dataset", None)
+        if node is None:
+            return None
+    return None
+
+
+def prepare_dataset(dataset: Any, global_batch_size: int) -> Any:
+    """Re-batch a batched dataset to ``global_batch_size`` and set its auto-shard policy.
+
+    ``rebatch`` keeps every sample: a smaller final batch holds the remainder. The auto-shard
+    policy becomes ``DATA`` for in-memory data (the only kind this function can check from the
+    graph): ``FILE`` sharding of a dataset not read from files makes TensorFlow warn and fall back.
+    A policy the user set explicitly is kept.
+    """
+    import tensorflow as tf
+
+    if dataset_batch_size(dataset) != global_batch_size:
+        dataset = dataset.rebatch(global_batch_size, drop_remainder=False)
+    policy = tf.data.experimental.AutoShardPolicy
+    current = dataset.options().experimental_distribute.auto_shard_policy
+    if current == policy.AUTO:
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = policy.DATA
+        dataset = dataset.with_options(options)
+    return dataset

@@ -1,0 +1,193 @@
+"""Command line: ``python -m autodist {inspect,plan,demo}`` (also the ``autodist`` script).
+
+Each sub-command is ``<name>_parser(subparsers)`` + ``<name>_command(args) -> data``; :func:`main`
+prints the data as text (for bug reports) or, with ``--json``, as JSON.
+
+Example:
+    >>> from autodist.cli import main
+    >>> main(["plan", "--num-params", "1000", "--batch-size", "64", "--json"])  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from autodist.errors import AutodistError
+from autodist.hardware import HardwareSnapshot, detect
+from autodist.planning import StrategyKind, plan
+
+__all__ = ["main"]
+
+STRATEGY_CHOICES = ["auto"] + [kind.value for kind in StrategyKind]
+
+
+def _gib(num_bytes: int | None) -> str:
+    return "unknown (could not be read)" if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"
+
+
+def _unknown(value: Any, why: str) -> str:
+    return f"not checked ({why})" if value is None else str(value)
+
+
+def snapshot_text(snap: HardwareSnapshot) -> list[str]:
+    lines = [
+        f"tensorflow: {snap.tensorflow_version or 'not installed'}"
+        + ("" if snap.tensorflow_cuda_build is None else f" (CUDA build: {snap.tensorflow_cuda_build})"),
+        f"keras: {snap.keras_version or 'not installed'} ({snap.keras_flavor})",
+        f"platform: {snap.platform}",
+        f"cpus: {snap.num_cpus}; logical CPU devices: {snap.num_cpu_devices}",
+        f"host memory: {_gib(snap.host_memory_bytes)}",
+        f"GPUs seen by the NVIDIA driver: {_unknown(snap.num_driver_gpus, 'no NVML driver')}",
+        f"GPUs seen by TensorFlow: {_unknown(snap.num_tensorflow_gpus, '--fast skips TensorFlow')}",
+    ]
+    for index, gpu in enumerate(snap.gpus):
+        lines.append(
+            f"  gpu {index}: {gpu.name}, {_gib(gpu.memory_bytes)}, compute capability "
+            f"{gpu.compute_capability or 'unknown'}"
+        )
+    lines.append(f"TPU: {f'{snap.tpu.source}={snap.tpu.name}' if snap.tpu else 'no TPU'}")
+    if snap.cluster:
+        c = snap.cluster
+        lines.append(
+            f"cluster ({c.source}): task {c.task_type} {c.task_index}, {c.num_workers} worker(s), "
+            f"{c.num_ps} ps, chief: {c.is_chief}"
+        )
+    else:
+        lines.append("cluster: none (single machine)")
+    lines += [f"diagnosis: {note}" for note in snap.diagnostics]
+    return lines
+
+
+# ----------------------------------------------------------------------------- inspect
+
+
+def inspect_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("inspect", help="print the hardware report and the plan")
+    parser.add_argument("--json", action="store_true", help="print JSON: {snapshot, plan}")
+    parser.add_argument("--fast", action="store_true", help="do not import TensorFlow")
+    parser.set_defaults(command=inspect_command, render=render_inspect)
+
+
+def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
+    start = time.perf_counter()
+    snap = detect(fast=args.fast)
+    the_plan = plan(snap)
+    return {
+        "snapshot": snap.to_dict(),
+        "plan": the_plan.to_dict(),
+        "detect_seconds": round(time.perf_counter() - start, 3),
+    }
+
+
+def render_inspect(data: dict[str, Any]) -> str:
+    snap = HardwareSnapshot.from_dict(data["snapshot"])
+    from autodist.planning import Plan  # noqa: F401  (text of the plan comes from plan())
+
+    lines = ["== autodist inspect =="] + snapshot_text(snap)
+    lines.append(f"detection took {data['detect_seconds']} s")
+    lines.append("")
+    lines.append(_plan_text(data["plan"]))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- plan
+
+
+def plan_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("plan", help="dry-run the planner on real or simulated hardware")
+    parser.add_argument("--snapshot", help="a snapshot JSON file (as `inspect --json` writes it)")
+    parser.add_argument("--num-params", type=int, help="the model's parameter count")
+    parser.add_argument("--batch-size", type=int, help="the global batch size")
+    parser.add_argument("--strategy", default="auto", choices=STRATEGY_CHOICES)
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.set_defaults(command=plan_command, render=lambda data: _plan_text(data))
+
+
+def plan_command(args: argparse.Namespace) -> dict[str, Any]:
+    if args.snapshot:
+        try:
+            with open(args.snapshot, encoding="utf-8") as handle:
+                raw = json.load(handle)
+        except (OSError, json.JSONDecodeError) as err:
+            raise AutodistError(
+                f"Could not read the snapshot {args.snapshot!r}: {err}. Expected a JSON file as "
+                "`python -m autodist inspect --json > snap.json` writes it."
+            ) from None
+        snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw))
+    else:
+        snap = detect(fast=True)
+    return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy).to_dict()
+
+
+def _plan_text(data: dict[str, Any]) -> str:
+    lines = [f"plan: {data['strategy']} with {data['num_replicas']} replica(s)"]
+    if data["devices"]:
+        lines[0] += f" on {', '.join(data['devices'])}"
+    if data["num_workers"] > 1:
+        lines.append(f"  workers: {data['num_workers']}")
+    if data["cross_device_ops"]:
+        lines.append(f"  all-reduce: {data['cross_device_ops']}")
+    lines.append(
+        f"  batch: global {data['global_batch_size']} = {data['per_replica_batch_size']} per replica"
+    )
+    if data["footprint_bytes"] is not None:
+        lines.append(f"  training footprint: {_gib(data['footprint_bytes'])}")
+    lines += [f"  why: {reason}" for reason in data["reasons"]]
+    lines += [f"  warning: {warning}" for warning in data["warnings"]]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- demo
+
+
+def demo_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("demo", help="train on the bundled digits data set")
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(command=demo_command, render=render_demo)
+
+
+def demo_command(args: argparse.Namespace) -> dict[str, Any]:
+    from autodist.demo import run_demo
+
+    return run_demo(epochs=args.epochs, batch_size=args.batch_size)
+
+
+def render_demo(data: dict[str, Any]) -> str:
+    return (
+        f"demo: trained on {data['num_train']} bundled digit images for {data['epochs']} epochs "
+        f"under the {data['strategy']} strategy ({data['num_replicas']} replica(s))\n"
+        f"demo: test accuracy {data['test_accuracy']:.3f} on {data['num_test']} held-out images "
+        f"(test loss {data['test_loss']:.3f})"
+    )
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="autodist", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="name", required=True)
+    for add in (inspect_parser, plan_parser, demo_parser):
+        add(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        data = args.command(args)
+    except AutodistError as err:
+        print(f"autodist: error: {err}", file=sys.stderr)
+        return 2
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2))
+    else:
+        print(args.render(data))
+    return 0

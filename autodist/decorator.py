@@ -1,0 +1,158 @@
+"""Custom training code under the chosen strategy: ``@distributed``, ``init`` and loss averaging.
+
+Example:
+    >>> import autodist
+    >>> @autodist.distributed(batch_size=64)
+    ... def train(plan, strategy):
+    ...     return plan.global_batch_size, strategy.num_replicas_in_sync
+    >>> train()
+    (64, 1)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import inspect
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from autodist.errors import AutodistError, BatchSizeError
+from autodist.hardware import detect
+from autodist.log import get_logger, warn_all
+from autodist.planning import Plan, StrategyKind, plan
+from autodist.strategies import build_strategy
+
+__all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_ACTIVE: contextvars.ContextVar[tuple[Plan, Any] | None] = contextvars.ContextVar(
+    "autodist_active", default=None
+)
+
+
+def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None, **plan_kwargs: Any) -> tuple[Plan, Any]:
+    """Detect, plan and create the strategy now, before any other TensorFlow work.
+
+    Call it at the top of a script when the script touches TensorFlow before ``autodist.fit``
+    (logical CPU devices and multi-worker collectives must be set up first).
+
+    Returns:
+        ``(plan, strategy)``.
+
+    Example:
+        >>> import autodist
+        >>> the_plan, strategy = autodist.init()
+        >>> the_plan.strategy in list(autodist.StrategyKind)
+        True
+    """
+    the_plan = plan(detect(), strategy=strategy, batch_size=batch_size, environ=os.environ, **plan_kwargs)
+    return the_plan, build_strategy(the_plan)
+
+
+def current_plan() -> Plan | None:
+    """The plan of the enclosing ``@distributed`` function, or ``None`` outside one."""
+    active = _ACTIVE.get()
+    return active[0] if active else None
+
+
+@contextlib.contextmanager
+def _activate(the_plan: Plan, strategy: Any) -> Iterator[None]:
+    token = _ACTIVE.set((the_plan, strategy))
+    try:
+        with strategy.scope():
+            yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def distributed(
+    fn: F | None = None,
+    *,
+    strategy: str | StrategyKind = "auto",
+    batch_size: int | None = None,
+    num_params: int | None = None,
+) -> Any:
+    """Run a training function inside the chosen strategy's scope.
+
+    Use it bare (``@autodist.distributed``) or with options. The function may declare parameters
+    named ``plan`` (the :class:`~autodist.planning.Plan`) and ``strategy`` (the
+    ``tf.distribute.Strategy``); autodist fills them. Models, optimizers and metrics created in the
+    function are created in the scope.
+
+    Args:
+        fn: the function (when used bare).
+        strategy: ``"auto"`` or a strategy to force.
+        batch_size: the global batch; ``plan.global_batch_size`` holds it, divisible by the
+            replica count.
+        num_params: the model size, to check GPU memory.
+
+    Example:
+        >>> import autodist
+        >>> @autodist.distributed
+        ... def replicas(strategy):
+        ...     return strategy.num_replicas_in_sync
+        >>> replicas()
+        1
+    """
+
+    def decorate(function: F) -> F:
+        parameters = inspect.signature(function).parameters
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            the_plan, distribution = init(strategy=strategy, batch_size=batch_size, num_params=num_params)
+            get_logger().info(the_plan.summary(include_warnings=False))
+            warn_all(the_plan.warnings)
+            if "plan" in parameters and "plan" not in kwargs:
+                kwargs["plan"] = the_plan
+            if "strategy" in parameters and "strategy" not in kwargs:
+                kwargs["strategy"] = distribution
+            with _activate(the_plan, distribution):
+                return function(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def compute_average_loss(
+    per_example_loss: Any, *, global_batch_size: int | None = None, sample_weight: Any = None
+) -> Any:
+    """Average a per-example loss over the **global** batch, for custom training loops.
+
+    Each replica sees ``per_replica_batch_size`` examples; dividing its loss sum by the global batch
+    (not the local one) makes the all-reduced gradient the gradient of the global mean. Inside a
+    ``@distributed`` function the global batch comes from the plan.
+
+    Args:
+        per_example_loss: the loss of each example in this replica's batch.
+        global_batch_size: overrides the plan's global batch.
+        sample_weight: optional weights per example.
+
+    Raises:
+        BatchSizeError: outside ``@distributed`` with no ``global_batch_size``.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> float(compute_average_loss(tf.constant([1.0, 3.0]), global_batch_size=4))
+        1.0
+    """
+    import tensorflow as tf
+
+    if global_batch_size is None:
+        active = current_plan()
+        if active is None or active.global_batch_size is None:
+            raise BatchSizeError(
+                "compute_average_loss needs the global batch size, and no @autodist.distributed "
+                "function is running. Expected to be called inside one, or with "
+                "global_batch_size=. Pass global_batch_size=<samples per step across replicas>."
+            )
+        global_batch_size = active.global_batch_size
+    if global_batch_size <= 0:
+        raise AutodistError(f"global_batch_size must be positive (Received: {global_batch_size}).")
+    return tf.nn.compute_average_loss(
+        per_example_loss, sample_weight=sample_weight, global_batch_size=global_batch_size
+    )

@@ -1,0 +1,53 @@
+"""Errors and warnings that autodist raises on purpose.
+
+Every error autodist raises deliberately is an :class:`AutodistError`. Each message says what
+happened, what was expected, and how to fix it, and quotes the values it received.
+
+Example:
+    >>> import autodist
+    >>> try:
+    ...     autodist.plan(autodist.HardwareSnapshot.cpu_only(), batch_size=0)
+    ... except autodist.AutodistError as err:
+    ...     print(type(err).__name__)
+    BatchSizeError
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AutodistError",
+    "AutodistWarning",
+    "BatchSizeError",
+    "ClusterConfigError",
+    "ModelPlacementError",
+    "RuntimeAlreadyStartedError",
+    "StrategyUnavailableError",
+]
+
+
+class AutodistError(Exception):
+    """Base class of every error autodist raises on purpose."""
+
+
+class ClusterConfigError(AutodistError, ValueError):
+    """The cluster definition (TF_CONFIG, SLURM, ...) is malformed or inconsistent."""
+
+
+class StrategyUnavailableError(AutodistError):
+    """A strategy was forced, but this machine or cluster cannot run it."""
+
+
+class BatchSizeError(AutodistError, ValueError):
+    """The batch size cannot be used (not a positive integer, or unknown where it is needed)."""
+
+
+class ModelPlacementError(AutodistError):
+    """The model cannot be moved into, or built inside, the strategy's scope."""
+
+
+class RuntimeAlreadyStartedError(AutodistError, RuntimeError):
+    """The TensorFlow runtime started before autodist could configure it."""
+
+
+class AutodistWarning(UserWarning):
+    """Something autodist changed on the user's behalf (a batch size, a compile setting)."""

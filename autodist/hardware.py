@@ -1,0 +1,373 @@
+"""See the world: probe the hardware and return a frozen, JSON-round-trippable snapshot.
+
+Each hardware fact comes from exactly one module-level probe function (``nvml_gpus``,
+``tensorflow_gpus``, ``tpu_environment``, ...); tests replace that one function. :func:`detect`
+never writes ``os.environ``, never connects to a TPU and never starts the TensorFlow runtime:
+it may call ``tf.config.list_physical_devices`` and ``get_device_details``, which are safe before
+``MultiWorkerMirroredStrategy`` is created, and nothing else.
+
+Example:
+    >>> import autodist
+    >>> snap = autodist.detect(fast=True)     # fast: skips importing TensorFlow
+    >>> snap.num_cpus >= 1
+    True
+    >>> autodist.HardwareSnapshot.from_dict(snap.to_dict()) == snap
+    True
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from autodist.cluster import ClusterInfo, detect_cluster
+from autodist.errors import AutodistError
+
+__all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
+
+#: Environment variable that splits the host CPU into N logical devices (see README).
+CPU_DEVICES_ENV = "AUTODIST_CPU_DEVICES"
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU. ``memory_bytes`` and ``compute_capability`` are ``None`` when unknown."""
+
+    name: str
+    memory_bytes: int | None = None
+    compute_capability: str | None = None
+
+
+@dataclass(frozen=True)
+class TpuInfo:
+    """A TPU found from the environment, without connecting to it.
+
+    Attributes:
+        source: the evidence, for example ``"TPU_NAME"`` or ``"/dev/accel0"``.
+        name: the TPU name or address, when the environment gives one.
+        num_cores: cores, when known without connecting (``None`` otherwise).
+    """
+
+    source: str
+    name: str | None = None
+    num_cores: int | None = None
+
+
+@dataclass(frozen=True)
+class HardwareSnapshot:
+    """What autodist saw on this machine. Frozen; ``to_dict``/``from_dict`` round-trip via JSON.
+
+    Attributes:
+        tensorflow_version: installed TensorFlow, or ``None``.
+        keras_version: the version of the Keras that ``tf.keras`` resolves to.
+        keras_flavor: ``"keras3"``, or ``"tf_keras"`` when ``TF_USE_LEGACY_KERAS`` selects it.
+        platform: ``sys.platform`` (NCCL exists on Linux only).
+        num_cpus: CPU cores this process may use.
+        host_memory_bytes: total host memory, or ``None`` when unknown.
+        num_cpu_devices: logical CPU devices requested with ``AUTODIST_CPU_DEVICES`` (default 1).
+        gpus: the GPUs TensorFlow can use (memory from NVML when the driver is present).
+        num_driver_gpus: GPUs the NVIDIA driver reports, or ``None`` without a driver.
+        num_tensorflow_gpus: GPUs TensorFlow sees, or ``None`` when not checked (``fast``).
+        tensorflow_cuda_build: whether TensorFlow was built with CUDA, ``None`` if not checked.
+        tpu: a TPU found from the environment, or ``None``.
+        cluster: the cluster this process belongs to, or ``None``.
+        diagnostics: plain sentences about likely set-up problems.
+    """
+
+    tensorflow_version: str | None
+    keras_version: str | None
+    keras_flavor: str
+    platform: str
+    num_cpus: int
+    host_memory_bytes: int | None
+    num_cpu_devices: int = 1
+    gpus: tuple[GpuInfo, ...] = ()
+    num_driver_gpus: int | None = None
+    num_tensorflow_gpus: int | None = None
+    tensorflow_cuda_build: bool | None = None
+    tpu: TpuInfo | None = None
+    cluster: ClusterInfo | None = None
+    diagnostics: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gpus"] = [asdict(g) for g in self.gpus]
+        data["tpu"] = asdict(self.tpu) if self.tpu else None
+        data["cluster"] = self.cluster.to_dict() if self.cluster else None
+        data["diagnostics"] = list(self.diagnostics)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HardwareSnapshot:
+        """Rebuild a snapshot from :meth:`to_dict` output (for example ``inspect --json``)."""
+        known = {f for f in cls.__dataclass_fields__}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["gpus"] = tuple(GpuInfo(**g) for g in data.get("gpus") or ())
+        kwargs["tpu"] = TpuInfo(**data["tpu"]) if data.get("tpu") else None
+        kwargs["cluster"] = ClusterInfo.from_dict(data["cluster"]) if data.get("cluster") else None
+        kwargs["diagnostics"] = tuple(data.get("diagnostics") or ())
+        return cls(**kwargs)
+
+    @classmethod
+    def cpu_only(cls, **overrides: Any) -> HardwareSnapshot:
+        """A plain CPU machine, for dry runs and examples.
+
+        Example:
+            >>> HardwareSnapshot.cpu_only(num_cpus=8).num_cpus
+            8
+        """
+        base = cls(
+            tensorflow_version=None,
+            keras_version=None,
+            keras_flavor="keras3",
+            platform="linux",
+            num_cpus=1,
+            host_memory_bytes=None,
+        )
+        return replace(base, **overrides)
+
+
+# ----------------------------------------------------------------------------- probes
+
+
+def package_version(name: str) -> str | None:
+    """Installed version of a distribution, without importing it."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def tensorflow_version() -> str | None:
+    """TensorFlow's version from package metadata (any of its wheels), without importing it."""
+    for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"):
+        version = package_version(dist)
+        if version:
+            return version
+    return None
+
+
+def keras_flavor(environ: Mapping[str, str]) -> str:
+    """``tf_keras`` when ``TF_USE_LEGACY_KERAS`` is on and tf_keras is installed, else ``keras3``."""
+    legacy = environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
+    if legacy and importlib.util.find_spec("tf_keras") is not None:
+        return "tf_keras"
+    return "keras3"
+
+
+def num_cpus() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def host_memory_bytes() -> int | None:
+    """Total host memory, from psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().total)
+
+
+def nvml_gpus() -> list[GpuInfo] | None:
+    """GPUs as the NVIDIA driver reports them, through NVML; ``None`` when there is no driver.
+
+    NVML lists every GPU on the machine; ``CUDA_VISIBLE_DEVICES`` is applied in :func:`detect`.
+    """
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return None
+    try:
+        gpus = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            if isinstance(name, bytes):
+                name = name.decode()
+            memory = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+            try:
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+                capability: str | None = f"{major}.{minor}"
+            except Exception:
+                capability = None
+            gpus.append(GpuInfo(name=name, memory_bytes=memory, compute_capability=capability))
+        return gpus
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def tensorflow_gpus() -> list[GpuInfo] | None:
+    """GPUs TensorFlow can use, from ``list_physical_devices``; ``None`` without TensorFlow.
+
+    Only physical-device queries are made, so the runtime is not started.
+    """
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return None
+    gpus = []
+    for device in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(device) or {}
+        capability = details.get("compute_capability")
+        if isinstance(capability, tuple):
+            capability = ".".join(str(part) for part in capability)
+        gpus.append(GpuInfo(name=details.get("device_name", device.name), compute_capability=capability))
+    return gpus
+
+
+def tensorflow_cuda_build() -> bool | None:
+    """Whether the installed TensorFlow was built with CUDA (``tensorflow-cpu`` was not)."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return None
+    return bool(tf.test.is_built_with_cuda())
+
+
+def tpu_environment(environ: Mapping[str, str]) -> TpuInfo | None:
+    """A TPU, judged from the environment and device files alone: no resolver, no network."""
+    for variable in ("TPU_NAME", "COLAB_TPU_ADDR"):
+        if environ.get(variable):
+            return TpuInfo(source=variable, name=environ[variable])
+    if environ.get("PJRT_DEVICE", "").upper() == "TPU":
+        return TpuInfo(source="PJRT_DEVICE", name="local")
+    if environ.get("TPU_WORKER_ID", "").strip():
+        return TpuInfo(source="TPU_WORKER_ID", name="local")
+    accel = sorted(glob.glob("/dev/accel[0-9]*"))
+    if accel:
+        return TpuInfo(source=accel[0], name="local")
+    return None
+
+
+# ----------------------------------------------------------------------------- detect
+
+
+def _cpu_devices(environ: Mapping[str, str]) -> int:
+    raw = environ.get(CPU_DEVICES_ENV, "").strip()
+    if not raw:
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise AutodistError(
+            f"{CPU_DEVICES_ENV} must be a positive integer (Received: {CPU_DEVICES_ENV}={raw!r}). "
+            f"Expected the number of logical CPU devices to split the host CPU into, for example "
+            f"{CPU_DEVICES_ENV}=2. Unset it to use one CPU device."
+        )
+    return value
+
+
+def _visible(gpus: list[GpuInfo], environ: Mapping[str, str]) -> list[GpuInfo]:
+    """Apply ``CUDA_VISIBLE_DEVICES`` (integer form) to the driver's list."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return gpus
+    picked = []
+    for token in visible.split(","):
+        token = token.strip()
+        if not token.isdigit():
+            return gpus if token else picked  # UUID form: keep the driver's list
+        if int(token) < len(gpus):
+            picked.append(gpus[int(token)])
+    return picked
+
+
+def _merge_gpus(driver: list[GpuInfo] | None, tf_gpus: list[GpuInfo] | None) -> list[GpuInfo]:
+    if tf_gpus is None:  # fast mode: trust the driver
+        return list(driver or [])
+    merged = []
+    for index, gpu in enumerate(tf_gpus):
+        source = driver[index] if driver and index < len(driver) else None
+        merged.append(
+            GpuInfo(
+                name=source.name if source else gpu.name,
+                memory_bytes=source.memory_bytes if source else None,
+                compute_capability=gpu.compute_capability
+                or (source.compute_capability if source else None),
+            )
+        )
+    return merged
+
+
+def _diagnose(driver: list[GpuInfo] | None, tf_gpus: list[GpuInfo] | None, cuda_build: bool | None) -> list[str]:
+    notes = []
+    if driver and tf_gpus is not None and not tf_gpus:
+        if cuda_build is False:
+            fix = (
+                "the installed TensorFlow is a CPU-only build (tensorflow-cpu, or a wheel without "
+                "CUDA). Fix: pip uninstall tensorflow-cpu && pip install 'tensorflow[and-cuda]'"
+            )
+        else:
+            fix = (
+                "TensorFlow could not load the CUDA libraries or CUDA_VISIBLE_DEVICES hides the "
+                "GPUs. Fix: pip install 'tensorflow[and-cuda]' (it brings matching CUDA and cuDNN), "
+                "and check CUDA_VISIBLE_DEVICES"
+            )
+        notes.append(
+            f"The NVIDIA driver sees {len(driver)} GPU(s) but TensorFlow sees none: likely {fix}."
+        )
+    if tf_gpus and driver is None:
+        notes.append("TensorFlow sees GPUs but NVML is unavailable: GPU memory is unknown.")
+    return notes
+
+
+def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> HardwareSnapshot:
+    """Probe this machine and return a :class:`HardwareSnapshot`.
+
+    Args:
+        environ: the environment to read; ``os.environ`` when ``None``. It is never written.
+        fast: skip importing TensorFlow (GPUs then come from the NVIDIA driver alone).
+
+    Returns:
+        The snapshot.
+
+    Raises:
+        ClusterConfigError: when the cluster definition (TF_CONFIG, ...) is malformed.
+        AutodistError: when ``AUTODIST_CPU_DEVICES`` is not a positive integer.
+
+    Example:
+        >>> snap = detect({"TF_CONFIG": ""}, fast=True)
+        >>> snap.cluster is None
+        True
+    """
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    cluster = detect_cluster(env)
+    flavor = keras_flavor(env)
+    driver = nvml_gpus()
+    visible_driver = _visible(driver, env) if driver is not None else None
+    tf_gpus = None if fast else tensorflow_gpus()
+    cuda_build = None if fast else tensorflow_cuda_build()
+    return HardwareSnapshot(
+        tensorflow_version=tensorflow_version(),
+        keras_version=package_version("tf_keras" if flavor == "tf_keras" else "keras"),
+        keras_flavor=flavor,
+        platform=sys.platform,
+        num_cpus=num_cpus(),
+        host_memory_bytes=host_memory_bytes(),
+        num_cpu_devices=_cpu_devices(env),
+        gpus=tuple(_merge_gpus(visible_driver, tf_gpus)),
+        num_driver_gpus=None if driver is None else len(driver),
+        num_tensorflow_gpus=None if tf_gpus is None else len(tf_gpus),
+        tensorflow_cuda_build=cuda_build,
+        tpu=tpu_environment(env),
+        cluster=cluster,
+        diagnostics=tuple(_diagnose(visible_driver, tf_gpus, cuda_build)),
+    )

@@ -1,0 +1,210 @@
+"""Workarounds for Keras 3 bugs under ``tf.distribute``, each gated on the versions tested.
+
+Every workaround here names its upstream bug, the Keras versions it was tested on, and a test in
+``tests/test_keras_compat.py`` that reproduces the bug with plain Keras. That test fails the day
+the bug is fixed upstream, which is the signal to delete the workaround.
+
+Gating: a workaround is active for Keras ``>= first_affected`` up to the newest *minor* release
+it was tested on (``last_tested``). On newer Keras it is not applied, and autodist logs once that
+it was skipped. ``AUTODIST_KERAS_COMPAT=force`` applies every workaround whatever the version;
+``AUTODIST_KERAS_COMPAT=off`` applies none (to check whether one is still needed).
+
+Example:
+    >>> from autodist.keras_compat import WORKAROUNDS
+    >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.15.1", environ={})
+    True
+    >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.99.0", environ={})
+    False
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["WORKAROUNDS", "Workaround", "compile_overrides", "patch_aggregating_variable_updates"]
+
+COMPAT_ENV = "AUTODIST_KERAS_COMPAT"
+_log = logging.getLogger("autodist")
+_SKIPPED_LOGGED: set[str] = set()
+
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    """``"3.15.1"`` → ``(3, 15, 1)``; pre-release suffixes are ignored."""
+    if not version:
+        return ()
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """One upstream bug that autodist works around."""
+
+    name: str
+    upstream: str
+    summary: str
+    first_affected: str
+    last_tested: str
+
+    def is_active(self, keras_version: str | None, environ: Mapping[str, str] | None = None) -> bool:
+        """Whether to apply it for this Keras 3 version (see the module docstring)."""
+        env = os.environ if environ is None else environ
+        mode = env.get(COMPAT_ENV, "").strip().lower()
+        if mode == "off":
+            return False
+        if mode == "force":
+            return True
+        version = version_tuple(keras_version)
+        if not version or version < version_tuple(self.first_affected):
+            return False
+        if version[:2] > version_tuple(self.last_tested)[:2]:
+            if self.name not in _SKIPPED_LOGGED:
+                _SKIPPED_LOGGED.add(self.name)
+                _log.warning(
+                    "autodist: the workaround %r (%s) was tested up to Keras %s; Keras %s is newer, "
+                    "so it is not applied. If you hit that bug, set %s=force.",
+                    self.name, self.upstream, self.last_tested, keras_version, COMPAT_ENV,
+                )
+            return False
+        return True
+
+
+WORKAROUNDS: dict[str, Workaround] = {
+    w.name: w
+    for w in (
+        Workaround(
+            name="aggregating_variable_updates",
+            upstream="Keras 3 Variable.assign_add is assign(self + value)",
+            summary=(
+                "Under CentralStorageStrategy (and ParameterServerStrategy) metric state lives in "
+                "AggregatingVariables with SUM aggregation. Keras 3 implements assign_add as "
+                "assign(old + delta), so N replicas write N*old + sum(deltas): History and "
+                "evaluate report wrong loss and metrics. autodist routes assign_add/assign_sub on "
+                "AggregatingVariables to TensorFlow's own delta updates."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+        ),
+        Workaround(
+            name="mirrored_steps_per_execution",
+            upstream="keras-team/keras#19246",
+            summary=(
+                "Under MirroredStrategy, steps_per_execution > 1 fails with 'You must feed a value "
+                "for placeholder tensor'. autodist runs with steps_per_execution=1 there."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+        ),
+        Workaround(
+            name="mirrored_jit_compile",
+            upstream="Keras 3 + MirroredStrategy + XLA",
+            summary=(
+                "Under MirroredStrategy, jit_compile=True fails with 'Trying to access resource "
+                "... located in device CPU:1 from device CPU:0'. autodist runs with "
+                "jit_compile=False there."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+        ),
+    )
+}
+
+#: Strategies under which Keras 3's compiled step breaks with the settings above.
+_MIRRORED_KINDS = ("mirrored", "multi_worker_mirrored")
+
+
+def compile_overrides(
+    strategy: str,
+    keras_flavor: str,
+    keras_version: str | None,
+    *,
+    jit_compile: Any,
+    steps_per_execution: Any,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Compile settings to change for this strategy, and a warning for each change.
+
+    Pure: it reads the values and the versions, and touches no model.
+
+    Example:
+        >>> overrides, warnings = compile_overrides("mirrored", "keras3", "3.15.1",
+        ...     jit_compile=True, steps_per_execution=8, environ={})
+        >>> overrides
+        {'jit_compile': False, 'steps_per_execution': 1}
+    """
+    overrides: dict[str, Any] = {}
+    warnings: list[str] = []
+    if keras_flavor != "keras3" or str(strategy) not in _MIRRORED_KINDS:
+        return overrides, warnings
+    fix = WORKAROUNDS["mirrored_jit_compile"]
+    if jit_compile is True and fix.is_active(keras_version, environ):
+        overrides["jit_compile"] = False
+        warnings.append(
+            f"jit_compile=True is turned off under {strategy}: Keras {keras_version} fails there "
+            "('Trying to access resource ... located in device ... from device ...'). The model "
+            "trains without XLA; use a single-device plan to keep XLA."
+        )
+    fix = WORKAROUNDS["mirrored_steps_per_execution"]
+    if isinstance(steps_per_execution, int) and steps_per_execution > 1 and fix.is_active(
+        keras_version, environ
+    ):
+        overrides["steps_per_execution"] = 1
+        warnings.append(
+            f"steps_per_execution={steps_per_execution} is set to 1 under {strategy}: Keras "
+            f"{keras_version} fails there with 'You must feed a value for placeholder tensor' "
+            "(keras-team/keras#19246)."
+        )
+    return overrides, warnings
+
+
+def apply_compile_overrides(model: Any, overrides: Mapping[str, Any]) -> None:
+    """Set the overridden compile settings on a compiled Keras 3 model (side effect)."""
+    if not overrides:
+        return
+    if "jit_compile" in overrides:
+        model._jit_compile = overrides["jit_compile"]
+    if "steps_per_execution" in overrides:
+        model.steps_per_execution = overrides["steps_per_execution"]
+    model.train_function = model.test_function = model.predict_function = None
+
+
+_PATCHED: dict[str, Any] = {}
+
+
+def patch_aggregating_variable_updates() -> bool:
+    """Make Keras 3 ``assign_add``/``assign_sub`` on AggregatingVariables a true delta update.
+
+    Idempotent. Other variables keep Keras's own code path. Returns whether the patch is in place.
+    """
+    if "assign_add" in _PATCHED:
+        return True
+    from keras.src.backend.tensorflow import core
+    from tensorflow.python.distribute import ps_values
+
+    original_add = core.Variable.assign_add
+    original_sub = core.Variable.assign_sub
+
+    def _delta(self: Any, value: Any) -> Any:
+        import tensorflow as tf
+
+        value = self._convert_to_tensor(value, dtype=self._dtype)
+        return tf.cast(value, self._value.dtype)
+
+    def assign_add(self: Any, value: Any) -> Any:
+        if isinstance(getattr(self, "_value", None), ps_values.AggregatingVariable):
+            return self._value.assign_add(_delta(self, value))
+        return original_add(self, value)
+
+    def assign_sub(self: Any, value: Any) -> Any:
+        if isinstance(getattr(self, "_value", None), ps_values.AggregatingVariable):
+            return self._value.assign_sub(_delta(self, value))
+        return original_sub(self, value)
+
+    core.Variable.assign_add = assign_add
+    core.Variable.assign_sub = assign_sub
+    _PATCHED.update(assign_add=original_add, assign_sub=original_sub)
+    return True

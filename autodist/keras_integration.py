@@ -1,0 +1,318 @@
+"""``autodist.fit``: ``model.fit`` under the strategy autodist chose. The only module that calls Keras.
+
+Flow: detect → plan → build the strategy (before anything else touches the runtime) → put the model
+in the strategy's scope → prepare the input for the global batch → ``fit`` inside the scope →
+copy the trained state back into the caller's model.
+
+Example:
+    >>> import numpy as np, keras, autodist
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> history = autodist.fit(model, np.ones((64, 4)), np.ones((64, 1)), batch_size=16, verbose=0)
+    >>> len(history.history["loss"])
+    1
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from autodist.batching import dataset_batch_size, prepare_dataset
+from autodist.errors import AutodistError, BatchSizeError, ModelPlacementError
+from autodist.hardware import detect
+from autodist.keras_compat import apply_compile_overrides, compile_overrides
+from autodist.log import get_logger, warn_all
+from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of, plan
+from autodist.strategies import build_strategy
+
+__all__ = ["fit"]
+
+_MOVABLE_INPUT_NOTE = (
+    "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
+    "{replicas} (the replica count), or pass numpy arrays or a tf.data.Dataset"
+)
+
+
+def _is_model(obj: Any) -> bool:
+    return hasattr(obj, "fit") and hasattr(obj, "compile") and hasattr(obj, "get_weights")
+
+
+def _is_compiled(model: Any) -> bool:
+    compiled = getattr(model, "compiled", None)
+    if compiled is None:
+        compiled = getattr(model, "_is_compiled", None)
+    return bool(compiled) and getattr(model, "optimizer", None) is not None
+
+
+def _model_strategy(model: Any) -> Any:
+    """The strategy a model's variables were created under (``None``: no scope)."""
+    if keras_flavor_of(model) == "tf_keras":
+        return getattr(model, "_distribution_strategy", None)
+    return getattr(model, "_distribute_strategy", None)
+
+
+def _keras_module(flavor: str) -> Any:
+    if flavor == "tf_keras":
+        import tf_keras
+
+        return tf_keras
+    import keras
+
+    return keras
+
+
+def _custom_objects(model: Any) -> dict[str, Any]:
+    """Classes and functions of the live model, so ``load_model`` finds unregistered ones."""
+    objects: dict[str, Any] = {type(model).__name__: type(model)}
+    layers = model._flatten_layers() if hasattr(model, "_flatten_layers") else getattr(model, "layers", [])
+    for layer in layers:
+        objects.setdefault(type(layer).__name__, type(layer))
+    loss = getattr(model, "loss", None)
+    for item in loss.values() if isinstance(loss, Mapping) else (loss if isinstance(loss, (list, tuple)) else [loss]):
+        if callable(item):
+            name = getattr(item, "__name__", type(item).__name__)
+            objects.setdefault(name, item if hasattr(item, "__name__") else type(item))
+    return objects
+
+
+def move_into_scope(model: Any, strategy: Any) -> Any:
+    """A copy of ``model`` whose variables (and optimizer state) live in ``strategy``'s scope.
+
+    It saves to a temporary ``.keras`` file and loads inside the scope: unlike ``clone_model``
+    plus ``compile``, this keeps the optimizer's state (Adam's moments, ``iterations``).
+
+    Raises:
+        ModelPlacementError: when the model cannot be saved and loaded (custom objects that
+            cannot be serialised); the message names the fix.
+    """
+    flavor = keras_flavor_of(model)
+    keras_module = _keras_module(flavor)
+    fix = (
+        "Pass a zero-argument function that builds and compiles the model instead "
+        "(autodist.fit(build_model, x, y, ...)): autodist then builds it inside the strategy's "
+        "scope. Or make custom layers serialisable (get_config and "
+        "@keras.saving.register_keras_serializable())."
+    )
+    with tempfile.TemporaryDirectory(prefix="autodist-move-") as folder:
+        path = os.path.join(folder, "model.keras")
+        try:
+            model.save(path)
+        except Exception as err:
+            raise ModelPlacementError(
+                f"The model was built outside the {type(strategy).__name__} scope, and autodist "
+                f"could not save it to move it inside: {type(err).__name__}: {err}. Expected a "
+                f"model that Keras can save to .keras. {fix}"
+            ) from err
+        try:
+            with strategy.scope(), warnings.catch_warnings():
+                # An optimizer that never ran has no slots yet; Keras warns that it skips them.
+                warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+                moved = keras_module.models.load_model(path, custom_objects=_custom_objects(model))
+        except Exception as err:
+            raise ModelPlacementError(
+                f"The model was built outside the {type(strategy).__name__} scope, and autodist "
+                f"could not rebuild it inside: {type(err).__name__}: {err}. Expected a model "
+                f"that keras.models.load_model can rebuild from its config. {fix}"
+            ) from err
+    return moved
+
+
+def _variables(optimizer: Any) -> list[Any]:
+    found = optimizer.variables
+    return list(found() if callable(found) else found)
+
+
+def copy_training_state(source: Any, target: Any) -> None:
+    """Copy weights and optimizer state from ``source`` into ``target`` (same architecture)."""
+    target.set_weights(source.get_weights())
+    src_opt, dst_opt = getattr(source, "optimizer", None), getattr(target, "optimizer", None)
+    if src_opt is None or dst_opt is None:
+        return
+    src_vars = _variables(src_opt)
+    dst_vars = _variables(dst_opt)
+    if len(dst_vars) < len(src_vars):
+        dst_opt.build(target.trainable_variables)
+        dst_vars = _variables(dst_opt)
+    if [tuple(v.shape) for v in src_vars] != [tuple(v.shape) for v in dst_vars]:
+        raise AutodistError(
+            "The trained weights were copied back into your model, but its optimizer's variables "
+            f"do not match the trained copy's ({len(dst_vars)} against {len(src_vars)}). "
+            "Expected the same optimizer on both. Use history.model, which holds the full state."
+        )
+    for dst, src in zip(dst_vars, src_vars):
+        dst.assign(src.numpy())
+
+
+def _build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
+    with strategy.scope():
+        model = builder()
+    if not _is_model(model):
+        raise ModelPlacementError(
+            f"The function passed to autodist.fit returned {type(model).__name__}, not a Keras "
+            "model. Expected a zero-argument function that builds, compiles and returns the "
+            "model, for example: def build(): m = keras.Sequential([...]); m.compile(...); "
+            "return m."
+        )
+    if not _is_compiled(model):
+        raise ModelPlacementError(
+            "The function passed to autodist.fit returned a model that is not compiled. Call "
+            "model.compile(optimizer=..., loss=...) inside the function before returning it."
+        )
+    return model
+
+
+def _prepare_input(x: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
+    """Return ``x`` ready for the plan, and set ``batch_size`` in ``fit_kwargs`` where it applies."""
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        assert the_plan.global_batch_size is not None
+        return prepare_dataset(x, the_plan.global_batch_size)
+    if x is None or _is_array_like(x):
+        fit_kwargs["batch_size"] = the_plan.global_batch_size
+        return x
+    return x
+
+
+def _is_array_like(x: Any) -> bool:
+    if isinstance(x, Mapping):
+        return all(_is_array_like(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return all(_is_array_like(v) for v in x)
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def fit(
+    model: Any,
+    x: Any = None,
+    y: Any = None,
+    *,
+    batch_size: int | None = None,
+    epochs: int = 1,
+    strategy: str | StrategyKind = "auto",
+    num_params: int | None = None,
+    gpu_memory_fraction: float | None = None,
+    **fit_kwargs: Any,
+) -> Any:
+    """Train ``model`` like ``model.fit``, under the strategy autodist picks for this machine.
+
+    Args:
+        model: a compiled Keras model (Keras 3 or tf_keras), built anywhere; or a zero-argument
+            function that builds and compiles one, which autodist calls inside the scope.
+        x: input data, as for ``model.fit`` (numpy arrays, tensors, a ``tf.data.Dataset``, ...).
+        y: targets, as for ``model.fit``.
+        batch_size: the **global** batch. Moved to the nearest multiple of the replica count,
+            with a warning. For a batched dataset, the dataset is re-batched to it.
+        epochs: as for ``model.fit``.
+        strategy: ``"auto"``, or a strategy name to force (``"mirrored"``, ...).
+        num_params: the model size, for a model built by a function (to check GPU memory).
+        gpu_memory_fraction: share of GPU memory the model may use (default 0.9).
+        **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
+            ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
+
+    Returns:
+        The ``keras.callbacks.History`` of the run. The caller's model object holds the trained
+        weights and optimizer state afterwards; for a model built by a function, it is
+        ``history.model``. ``history.plan`` is the :class:`~autodist.planning.Plan` that ran.
+
+    Raises:
+        AutodistError: for a model, batch size or strategy that cannot work, with the fix.
+
+    Example:
+        >>> import numpy as np, keras, autodist
+        >>> def build():
+        ...     m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        ...     m.compile(optimizer="sgd", loss="mse")
+        ...     return m
+        >>> history = autodist.fit(build, np.ones((64, 4)), np.ones((64, 1)), batch_size=32, verbose=0)
+        >>> history.model is not None
+        True
+    """
+    builder = None if _is_model(model) else model
+    if builder is not None and not callable(builder):
+        raise ModelPlacementError(
+            f"autodist.fit got {type(model).__name__} as the model. Expected a compiled Keras model "
+            "or a zero-argument function that builds and compiles one."
+        )
+    if builder is None and not _is_compiled(model):
+        raise ModelPlacementError(
+            "autodist.fit got a model that is not compiled. Expected a compiled model, as for "
+            "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
+            "that builds and compiles it."
+        )
+    if "batch_size" in fit_kwargs:  # unreachable through the signature; kept for **kwargs callers
+        batch_size = fit_kwargs.pop("batch_size")
+    import tensorflow as tf
+
+    requested = batch_size
+    if requested is None and isinstance(x, tf.data.Dataset):
+        requested = dataset_batch_size(x)
+    plan_kwargs: dict[str, Any] = {}
+    if gpu_memory_fraction is not None:
+        plan_kwargs["gpu_memory_fraction"] = gpu_memory_fraction
+    the_plan = plan(
+        detect(),
+        model=None if builder is not None else model,
+        num_params=num_params,
+        batch_size=requested,
+        strategy=strategy,
+        environ=os.environ,
+        **plan_kwargs,
+    )
+    if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:
+        raise BatchSizeError(
+            "autodist could not find the batch size of the tf.data.Dataset passed as x, and it "
+            f"must split each batch over {the_plan.num_replicas} replicas. Expected a dataset "
+            "batched with .batch(n), or a batch_size. Pass batch_size= (the global batch) and "
+            "autodist re-batches the dataset to it."
+        )
+    distribution = build_strategy(the_plan)
+    extra_warnings: list[str] = []
+    moved = False
+    if builder is not None:
+        trained = _build_in_scope(builder, distribution)
+        info = describe_model(trained)
+        overrides, extra_warnings = compile_overrides(
+            the_plan.strategy.value,
+            info.keras_flavor or the_plan.keras_flavor,
+            info.keras_version,
+            jit_compile=info.jit_compile,
+            steps_per_execution=info.steps_per_execution,
+            environ=os.environ,
+        )
+    else:
+        trained = model
+        overrides = dict(the_plan.compile_overrides)
+        if _needs_move(model, the_plan, distribution):
+            trained = move_into_scope(model, distribution)
+            moved = True
+    apply_compile_overrides(trained, overrides)
+    if not _is_array_like(x) and x is not None and not isinstance(x, tf.data.Dataset) and the_plan.num_replicas > 1:
+        extra_warnings.append(
+            _MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas)
+        )
+    logger = get_logger()
+    logger.info(the_plan.summary(include_warnings=False))
+    warn_all(list(the_plan.warnings) + extra_warnings)
+
+    fit_kwargs = dict(fit_kwargs)
+    x = _prepare_input(x, the_plan, fit_kwargs)
+    with distribution.scope():
+        history = trained.fit(x, y, epochs=epochs, **fit_kwargs)
+    if moved:
+        copy_training_state(trained, model)
+        history.set_model(model)
+        model.history = history
+    history.plan = the_plan
+    return history
+
+
+def _needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
+    current = _model_strategy(model)
+    if the_plan.strategy == StrategyKind.DEFAULT:
+        return current is not None and current is not distribution
+    return current is not distribution

@@ -1,0 +1,511 @@
+"""Decide: a pure function from a hardware snapshot (and optional model facts) to a :class:`Plan`.
+
+:func:`plan` starts no TensorFlow runtime and reads no environment: the same inputs give the same
+plan, with the reasons for each choice as data. The rules, in order:
+
+1. A TPU means ``tpu``.
+2. A cluster whose task is an ``evaluator`` trains nothing: ``default``.
+3. A cluster with ``ps`` tasks means ``parameter_server``.
+4. A cluster with 2 or more workers (chief counted) means ``multi_worker_mirrored``.
+5. 2 or more GPUs mean ``mirrored``, or ``central_storage`` when the model's training footprint
+   does not fit the smallest GPU.
+6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` when the model does not fit.
+7. CPU only means ``default``; with ``AUTODIST_CPU_DEVICES=N`` (N >= 2), ``mirrored`` over the N
+   logical CPU devices.
+
+Training footprint (documented in the README)::
+
+    footprint_bytes = num_params * bytes_per_param * (2 + optimizer_slots) * (1 + activation_fraction)
+
+weights and gradients (the 2), one copy per optimizer slot (Adam keeps 2, momentum SGD 1), and an
+activation allowance as a fraction of those (default 0.5). The model fits a GPU when the footprint
+is at most ``gpu_memory_fraction`` (default 0.9) of that GPU's memory.
+
+Example:
+    >>> from autodist import HardwareSnapshot, GpuInfo, plan
+    >>> gpus = tuple(GpuInfo("NVIDIA A100", 40 * 2**30, "8.0") for _ in range(4))
+    >>> p = plan(HardwareSnapshot.cpu_only(gpus=gpus), num_params=10_000_000, batch_size=250)
+    >>> (p.strategy.value, p.num_replicas, p.global_batch_size, p.per_replica_batch_size)
+    ('mirrored', 4, 252, 63)
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from autodist.batching import KERAS_DEFAULT_BATCH_SIZE, adjust_global_batch
+from autodist.errors import AutodistError, StrategyUnavailableError
+from autodist.hardware import HardwareSnapshot
+from autodist.keras_compat import compile_overrides
+
+__all__ = ["ModelInfo", "Plan", "StrategyKind", "describe_model", "plan", "training_footprint_bytes"]
+
+
+class StrategyKind(str, Enum):
+    """The seven strategies. Values are plain strings, so a user may pass ``"mirrored"``."""
+
+    DEFAULT = "default"
+    ONE_DEVICE = "one_device"
+    MIRRORED = "mirrored"
+    CENTRAL_STORAGE = "central_storage"
+    MULTI_WORKER_MIRRORED = "multi_worker_mirrored"
+    PARAMETER_SERVER = "parameter_server"
+    TPU = "tpu"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Per-variable slots each optimizer keeps (Keras names, lower case). Unknown ones count 2.
+OPTIMIZER_SLOTS = {
+    "sgd": 0, "rmsprop": 1, "adagrad": 1, "adadelta": 2, "adam": 2, "adamw": 2, "adamax": 2,
+    "nadam": 2, "ftrl": 2, "lion": 1, "lamb": 2, "adafactor": 1, "loss_scale_optimizer": 2,
+}
+DEFAULT_OPTIMIZER_SLOTS = 2
+DEFAULT_GPU_MEMORY_FRACTION = 0.9
+DEFAULT_ACTIVATION_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the planner needs to know about a model. Read from attributes only."""
+
+    num_params: int | None = None
+    optimizer: str | None = None
+    optimizer_slots: int = DEFAULT_OPTIMIZER_SLOTS
+    bytes_per_param: int = 4
+    keras_flavor: str | None = None
+    keras_version: str | None = None
+    jit_compile: Any = None
+    steps_per_execution: Any = 1
+
+
+def keras_flavor_of(model: Any) -> str:
+    """``"tf_keras"`` for a tf_keras model, else ``"keras3"``."""
+    module = type(model).__module__
+    for cls in type(model).__mro__:
+        if cls.__module__.startswith("tf_keras"):
+            return "tf_keras"
+    return "tf_keras" if module.startswith("tf_keras") else "keras3"
+
+
+def describe_model(model: Any) -> ModelInfo:
+    """Read the planner's facts from a Keras model (Keras 3 or tf_keras). Starts nothing.
+
+    Example:
+        >>> import keras
+        >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        >>> m.compile(optimizer="adam", loss="mse")
+        >>> info = describe_model(m)
+        >>> (info.num_params, info.optimizer, info.optimizer_slots)
+        (10, 'adam', 2)
+    """
+    try:
+        num_params: int | None = int(model.count_params())
+    except Exception:  # not built yet
+        num_params = None
+    optimizer = getattr(model, "optimizer", None)
+    name = getattr(optimizer, "name", None) if optimizer is not None else None
+    slots = DEFAULT_OPTIMIZER_SLOTS
+    if name:
+        base = name.lower().split("/")[0].rstrip("0123456789_")
+        slots = OPTIMIZER_SLOTS.get(base, DEFAULT_OPTIMIZER_SLOTS)
+        if base == "sgd" and float(getattr(optimizer, "momentum", 0.0) or 0.0) > 0:
+            slots = 1
+    bytes_per_param = 4
+    weights = getattr(model, "weights", None) or []
+    if weights:
+        size = getattr(getattr(weights[0], "dtype", None), "size", None)
+        if isinstance(size, int) and size > 0:
+            bytes_per_param = size
+        elif str(getattr(weights[0], "dtype", "")).endswith(("float16", "bfloat16")):
+            bytes_per_param = 2
+    flavor = keras_flavor_of(model)
+    package = sys.modules.get("tf_keras" if flavor == "tf_keras" else "keras")
+    return ModelInfo(
+        num_params=num_params,
+        optimizer=name.lower() if name else None,
+        optimizer_slots=slots,
+        bytes_per_param=bytes_per_param,
+        keras_flavor=flavor,
+        keras_version=getattr(package, "__version__", None),
+        jit_compile=getattr(model, "_jit_compile", None),
+        steps_per_execution=getattr(model, "steps_per_execution", 1),
+    )
+
+
+def training_footprint_bytes(
+    num_params: int,
+    *,
+    bytes_per_param: int = 4,
+    optimizer_slots: int = DEFAULT_OPTIMIZER_SLOTS,
+    activation_fraction: float = DEFAULT_ACTIVATION_FRACTION,
+) -> int:
+    """Estimated device memory to train a model (see the module docstring for the formula).
+
+    Example:
+        >>> training_footprint_bytes(1_000_000)  # fp32, Adam: 4 MB x (2 + 2) x 1.5
+        24000000
+    """
+    return int(num_params * bytes_per_param * (2 + optimizer_slots) * (1 + activation_fraction))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The strategy autodist will build, with its configuration and the reasons for each choice.
+
+    Attributes:
+        strategy: which strategy.
+        num_replicas: replicas in sync across the whole job (``num_workers`` x local replicas).
+        devices: the local compute devices (``/gpu:0``, ``/cpu:1``, ...).
+        parameter_device: where CentralStorage keeps variables; ``None`` otherwise.
+        cross_device_ops: ``nccl``, ``collective`` (TensorFlow's CollectiveAllReduce),
+            ``ring``, ``hierarchical_copy``, ``reduction_to_one_device``, or ``None``.
+        num_workers: training workers in the job (1 on a single host).
+        global_batch_size: samples per step across all replicas, divisible by ``num_replicas``.
+        per_replica_batch_size: ``global_batch_size // num_replicas``.
+        requested_batch_size: what the caller asked for.
+        num_cpu_devices: logical CPU devices to create before the runtime starts.
+        compile_overrides: compile settings changed for this strategy (``jit_compile``, ...).
+        footprint_bytes: estimated training footprint, when the model size is known.
+        keras_flavor: ``keras3`` or ``tf_keras``.
+        reasons: one sentence per choice, with the numbers that drove it.
+        warnings: things autodist changed or could not check.
+    """
+
+    strategy: StrategyKind
+    num_replicas: int
+    devices: tuple[str, ...] = ()
+    parameter_device: str | None = None
+    cross_device_ops: str | None = None
+    num_workers: int = 1
+    global_batch_size: int | None = None
+    per_replica_batch_size: int | None = None
+    requested_batch_size: int | None = None
+    num_cpu_devices: int = 1
+    compile_overrides: dict[str, Any] = field(default_factory=dict, hash=False)
+    footprint_bytes: int | None = None
+    keras_flavor: str = "keras3"
+    keras_version: str | None = None
+    reasons: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy.value,
+            "num_replicas": self.num_replicas,
+            "devices": list(self.devices),
+            "parameter_device": self.parameter_device,
+            "cross_device_ops": self.cross_device_ops,
+            "num_workers": self.num_workers,
+            "global_batch_size": self.global_batch_size,
+            "per_replica_batch_size": self.per_replica_batch_size,
+            "requested_batch_size": self.requested_batch_size,
+            "num_cpu_devices": self.num_cpu_devices,
+            "compile_overrides": dict(self.compile_overrides),
+            "footprint_bytes": self.footprint_bytes,
+            "keras_flavor": self.keras_flavor,
+            "keras_version": self.keras_version,
+            "reasons": list(self.reasons),
+            "warnings": list(self.warnings),
+        }
+
+    def summary(self, *, include_warnings: bool = True) -> str:
+        """A few lines for the log and for bug reports (warnings too, unless told otherwise)."""
+        lines = [f"autodist plan: {self.strategy.value} with {self.num_replicas} replica(s)"]
+        if self.devices:
+            lines[0] += f" on {', '.join(self.devices)}"
+        if self.num_workers > 1:
+            lines[0] += f" per worker x {self.num_workers} workers"
+        if self.global_batch_size is not None:
+            lines.append(
+                f"  batch: global {self.global_batch_size} = {self.per_replica_batch_size} per "
+                f"replica x {self.num_replicas}"
+            )
+        lines += [f"  why: {reason}" for reason in self.reasons]
+        if include_warnings:
+            lines += [f"  warning: {warning}" for warning in self.warnings]
+        return "\n".join(lines)
+
+
+def _gib(num_bytes: int | None) -> str:
+    return "unknown" if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"
+
+
+def _coerce_kind(strategy: Any) -> StrategyKind | None:
+    if strategy is None or (isinstance(strategy, str) and strategy.lower() == "auto"):
+        return None
+    try:
+        return StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).lower())
+    except ValueError:
+        valid = ", ".join(["auto"] + [k.value for k in StrategyKind])
+        raise AutodistError(
+            f"Unknown strategy {strategy!r}. Expected one of: {valid}. Pass strategy='auto' to let "
+            "autodist choose."
+        ) from None
+
+
+def plan(
+    snapshot: HardwareSnapshot | None = None,
+    *,
+    model: Any = None,
+    model_info: ModelInfo | None = None,
+    num_params: int | None = None,
+    batch_size: int | None = None,
+    strategy: str | StrategyKind = "auto",
+    gpu_memory_fraction: float = DEFAULT_GPU_MEMORY_FRACTION,
+    activation_fraction: float = DEFAULT_ACTIVATION_FRACTION,
+    optimizer_slots: int | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Plan:
+    """Choose and configure a strategy. Pure: no TensorFlow runtime, no side effects.
+
+    Args:
+        snapshot: the hardware; :func:`autodist.detect` is called when ``None``.
+        model: a Keras model to read the size, optimizer and compile settings from.
+        model_info: the same facts given directly (tests, dry runs).
+        num_params: the model's parameter count, when no model is given.
+        batch_size: the requested **global** batch; Keras's default 32 when ``None``.
+        strategy: ``"auto"`` or a :class:`StrategyKind` value to force.
+        gpu_memory_fraction: the fraction of each GPU's memory the model may use.
+        activation_fraction: the activation allowance in the footprint formula.
+        optimizer_slots: slots per variable, overriding what the optimizer implies.
+        environ: only for the Keras compatibility switch (``AUTODIST_KERAS_COMPAT``).
+
+    Returns:
+        The :class:`Plan`.
+
+    Raises:
+        StrategyUnavailableError: when a forced strategy cannot run here.
+        BatchSizeError: when ``batch_size`` is not a positive integer.
+        AutodistError: for an unknown strategy name.
+
+    Example:
+        >>> p = plan(HardwareSnapshot.cpu_only(num_cpu_devices=2), batch_size=33)
+        >>> (p.strategy.value, p.global_batch_size)
+        ('mirrored', 34)
+    """
+    if snapshot is None:
+        from autodist.hardware import detect
+
+        snapshot = detect()
+    if not 0 < gpu_memory_fraction <= 1:
+        raise AutodistError(
+            f"gpu_memory_fraction must be in (0, 1] (Received: {gpu_memory_fraction!r}). It is "
+            "the share of each GPU's memory the model may use, for example 0.9."
+        )
+    forced = _coerce_kind(strategy)
+    if model_info is None:
+        model_info = describe_model(model) if model is not None else ModelInfo()
+    params = num_params if num_params is not None else model_info.num_params
+    slots = optimizer_slots if optimizer_slots is not None else model_info.optimizer_slots
+    footprint = (
+        training_footprint_bytes(
+            params,
+            bytes_per_param=model_info.bytes_per_param,
+            optimizer_slots=slots,
+            activation_fraction=activation_fraction,
+        )
+        if params is not None
+        else None
+    )
+    flavor = model_info.keras_flavor or snapshot.keras_flavor
+    reasons: list[str] = []
+    warnings: list[str] = list(snapshot.diagnostics)
+
+    choice = _choose(snapshot, forced, footprint, gpu_memory_fraction, reasons, warnings)
+    kind, devices, parameter_device, cross_ops, num_workers = choice
+    local = max(1, len(devices)) if kind not in (StrategyKind.PARAMETER_SERVER,) else 1
+    num_replicas = local * num_workers
+    if kind == StrategyKind.TPU:
+        num_replicas = (snapshot.tpu.num_cores if snapshot.tpu and snapshot.tpu.num_cores else 8)
+
+    requested = batch_size if batch_size is not None else KERAS_DEFAULT_BATCH_SIZE
+    decision = adjust_global_batch(requested, num_replicas)
+    if batch_size is None:
+        reasons.append(f"no batch_size given: Keras's default global batch {requested} applies")
+    if decision.warning:
+        warnings.append(decision.warning)
+
+    overrides, override_warnings = compile_overrides(
+        kind.value,
+        flavor,
+        model_info.keras_version
+        or (snapshot.keras_version if flavor == snapshot.keras_flavor else None),
+        jit_compile=model_info.jit_compile,
+        steps_per_execution=model_info.steps_per_execution,
+        environ=environ if environ is not None else {},
+    )
+    warnings += override_warnings
+    return Plan(
+        strategy=kind,
+        num_replicas=num_replicas,
+        devices=tuple(devices),
+        parameter_device=parameter_device,
+        cross_device_ops=cross_ops,
+        num_workers=num_workers,
+        global_batch_size=decision.global_batch_size,
+        per_replica_batch_size=decision.per_replica_batch_size,
+        requested_batch_size=decision.requested_batch_size,
+        num_cpu_devices=snapshot.num_cpu_devices,
+        compile_overrides=overrides,
+        footprint_bytes=footprint,
+        keras_flavor=flavor,
+        keras_version=model_info.keras_version or snapshot.keras_version,
+        reasons=tuple(reasons),
+        warnings=tuple(warnings),
+    )
+
+
+def _gpu_cross_ops(snapshot: HardwareSnapshot, warnings: list[str]) -> str:
+    names = sorted({gpu.name for gpu in snapshot.gpus})
+    if len(names) > 1:
+        warnings.append(
+            f"mixed GPU models ({', '.join(names)}): the slowest GPU sets the pace of every step; "
+            "using ReductionToOneDevice, which tolerates mixed devices"
+        )
+        return "reduction_to_one_device"
+    if snapshot.platform.startswith("linux"):
+        return "nccl"
+    return "hierarchical_copy"
+
+
+def _fits(snapshot: HardwareSnapshot, footprint: int | None, fraction: float, reasons: list[str]) -> bool:
+    if footprint is None:
+        reasons.append(
+            "model size unknown (pass a built model or num_params=) so GPU memory was not checked"
+        )
+        return True
+    memories = [gpu.memory_bytes for gpu in snapshot.gpus if gpu.memory_bytes]
+    if not memories:
+        reasons.append("GPU memory unknown (no NVML), so the model is assumed to fit")
+        return True
+    smallest = min(memories)
+    budget = int(smallest * fraction)
+    fits = footprint <= budget
+    reasons.append(
+        f"training footprint {_gib(footprint)} {'fits' if fits else 'does not fit'} "
+        f"{fraction:.0%} of the smallest GPU's {_gib(smallest)} ({_gib(budget)})"
+    )
+    return fits
+
+
+def _choose(
+    snapshot: HardwareSnapshot,
+    forced: StrategyKind | None,
+    footprint: int | None,
+    fraction: float,
+    reasons: list[str],
+    warnings: list[str],
+) -> tuple[StrategyKind, list[str], str | None, str | None, int]:
+    """Returns (kind, local devices, parameter device, cross-device ops, number of workers)."""
+    K = StrategyKind
+    cluster = snapshot.cluster
+    gpus = [f"/gpu:{i}" for i in range(len(snapshot.gpus))]
+    cpus = [f"/cpu:{i}" for i in range(snapshot.num_cpu_devices)]
+    local_devices = gpus or cpus
+    multi_worker = cluster is not None and cluster.num_workers >= 2
+    single_host = (K.DEFAULT, K.ONE_DEVICE, K.MIRRORED, K.CENTRAL_STORAGE)
+
+    if forced is not None:
+        reasons.append(f"strategy={forced.value!r} was forced by the caller")
+        if forced == K.TPU and snapshot.tpu is None:
+            raise StrategyUnavailableError(
+                "strategy='tpu' was forced, but no TPU was found: none of TPU_NAME, "
+                "COLAB_TPU_ADDR, TPU_WORKER_ID, PJRT_DEVICE=TPU is set and there is no "
+                "/dev/accel* device. Expected a TPU VM, Colab/Kaggle TPU runtime or TPU_NAME. "
+                "Run on a TPU host, or use strategy='auto'."
+            )
+        if forced == K.PARAMETER_SERVER and (cluster is None or cluster.num_ps == 0):
+            raise StrategyUnavailableError(
+                "strategy='parameter_server' was forced, but the cluster has no 'ps' tasks "
+                f"(Received: cluster={cluster.cluster_spec if cluster else None}). Expected "
+                "TF_CONFIG with 'ps' addresses. Add ps tasks (python -m autodist launch --workers "
+                "2 --ps 1 train.py), or use strategy='auto'."
+            )
+        if forced == K.MULTI_WORKER_MIRRORED and cluster is None:
+            raise StrategyUnavailableError(
+                "strategy='multi_worker_mirrored' was forced, but no cluster is defined (no "
+                "TF_CONFIG or cluster manager variables). Expected every worker to know the "
+                "cluster. Start the job with python -m autodist launch --workers 2 train.py, set "
+                "TF_CONFIG on each worker, or use strategy='mirrored' on one machine."
+            )
+        if forced in single_host and multi_worker:
+            raise StrategyUnavailableError(
+                f"strategy={forced.value!r} trains on one machine, but this process is "
+                f"{cluster.task_type} {cluster.task_index} of a {cluster.num_workers}-worker "
+                "cluster: every worker would train its own unsynchronised copy. Use "
+                "strategy='auto' or 'multi_worker_mirrored', or unset TF_CONFIG."
+            )
+
+    kind = forced
+    if kind is None:
+        if snapshot.tpu is not None:
+            reasons.append(f"a TPU was found ({snapshot.tpu.source}={snapshot.tpu.name})")
+            kind = K.TPU
+        elif cluster is not None and cluster.task_type == "evaluator":
+            reasons.append("this task is the cluster's evaluator: it evaluates, it does not train")
+            kind = K.DEFAULT
+        elif cluster is not None and cluster.num_ps > 0:
+            reasons.append(
+                f"the cluster has {cluster.num_ps} ps task(s) and {cluster.num_workers} worker(s) "
+                f"({cluster.source}): asynchronous parameter-server training"
+            )
+            kind = K.PARAMETER_SERVER
+        elif multi_worker:
+            reasons.append(
+                f"the cluster has {cluster.num_workers} workers ({cluster.source}): synchronous "
+                "multi-worker training"
+            )
+            kind = K.MULTI_WORKER_MIRRORED
+        else:
+            if cluster is not None:
+                reasons.append(f"{cluster.source} defines a single worker: planning for one machine")
+            if len(gpus) >= 2:
+                reasons.append(f"{len(gpus)} GPUs found")
+                kind = K.MIRRORED if _fits(snapshot, footprint, fraction, reasons) else K.CENTRAL_STORAGE
+            elif len(gpus) == 1:
+                reasons.append(f"1 GPU found ({snapshot.gpus[0].name}, {_gib(snapshot.gpus[0].memory_bytes)})")
+                kind = K.ONE_DEVICE if _fits(snapshot, footprint, fraction, reasons) else K.CENTRAL_STORAGE
+            elif len(cpus) >= 2:
+                reasons.append(
+                    f"no GPU; AUTODIST_CPU_DEVICES={len(cpus)} splits the CPU into {len(cpus)} "
+                    "logical devices"
+                )
+                kind = K.MIRRORED
+            else:
+                reasons.append("no GPU or TPU: TensorFlow's default strategy uses the CPU")
+                kind = K.DEFAULT
+        if kind == K.CENTRAL_STORAGE:
+            reasons.append("variables are kept on /cpu:0 and the GPUs compute (central_storage)")
+
+    if kind == K.DEFAULT:
+        return kind, [], None, None, 1
+    if kind == K.ONE_DEVICE:
+        return kind, [local_devices[0] if gpus else "/cpu:0"], None, None, 1
+    if kind == K.MIRRORED:
+        if gpus:
+            return kind, gpus, None, _gpu_cross_ops(snapshot, warnings), 1
+        if len(cpus) == 1:
+            warnings.append("mirrored over one CPU device gives no parallelism")
+        reasons.append("CPU devices all-reduce with TensorFlow's CollectiveAllReduce; NCCL needs GPUs")
+        return kind, cpus, None, "collective", 1
+    if kind == K.CENTRAL_STORAGE:
+        return kind, local_devices, "/cpu:0", None, 1
+    if kind == K.MULTI_WORKER_MIRRORED:
+        assert cluster is not None
+        ops = "nccl" if gpus and snapshot.platform.startswith("linux") else "ring"
+        reasons.append(
+            "workers all-reduce with NCCL (GPUs on every worker)" if ops == "nccl"
+            else "workers all-reduce with RING collectives on CPU"
+        )
+        return kind, local_devices, None, ops, cluster.num_workers
+    if kind == K.PARAMETER_SERVER:
+        assert cluster is not None
+        return kind, local_devices, None, None, cluster.num_workers
+    # TPU
+    return kind, [], None, None, 1
