@@ -12,14 +12,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import inspect
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from autodist.errors import AutodistError, BatchSizeError
+from autodist.batching import validate_batch_size
 from autodist.hardware import detect
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind, plan
@@ -28,9 +27,9 @@ from autodist.strategies import build_strategy
 __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_ACTIVE: contextvars.ContextVar[tuple[Plan, Any] | None] = contextvars.ContextVar(
-    "autodist_active", default=None
-)
+# A process-wide stack, not a ContextVar: MirroredStrategy runs each replica's function in a
+# thread of its own, and context variables do not reach new threads.
+_ACTIVE: list[tuple[Plan, Any]] = []
 
 
 def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None, **plan_kwargs: Any) -> tuple[Plan, Any]:
@@ -54,18 +53,17 @@ def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None
 
 def current_plan() -> Plan | None:
     """The plan of the enclosing ``@distributed`` function, or ``None`` outside one."""
-    active = _ACTIVE.get()
-    return active[0] if active else None
+    return _ACTIVE[-1][0] if _ACTIVE else None
 
 
 @contextlib.contextmanager
 def _activate(the_plan: Plan, strategy: Any) -> Iterator[None]:
-    token = _ACTIVE.set((the_plan, strategy))
+    _ACTIVE.append((the_plan, strategy))
     try:
         with strategy.scope():
             yield
     finally:
-        _ACTIVE.reset(token)
+        _ACTIVE.pop()
 
 
 def distributed(
@@ -125,7 +123,8 @@ def compute_average_loss(
 
     Each replica sees ``per_replica_batch_size`` examples; dividing its loss sum by the global batch
     (not the local one) makes the all-reduced gradient the gradient of the global mean. Inside a
-    ``@distributed`` function the global batch comes from the plan.
+    ``@distributed`` function the global batch comes from the plan; elsewhere, without
+    ``global_batch_size``, it is this replica's batch times the replicas in sync (TensorFlow's rule).
 
     Args:
         per_example_loss: the loss of each example in this replica's batch.
@@ -133,7 +132,7 @@ def compute_average_loss(
         sample_weight: optional weights per example.
 
     Raises:
-        BatchSizeError: outside ``@distributed`` with no ``global_batch_size``.
+        BatchSizeError: when ``global_batch_size`` is not a positive integer.
 
     Example:
         >>> import tensorflow as tf
@@ -144,15 +143,9 @@ def compute_average_loss(
 
     if global_batch_size is None:
         active = current_plan()
-        if active is None or active.global_batch_size is None:
-            raise BatchSizeError(
-                "compute_average_loss needs the global batch size, and no @autodist.distributed "
-                "function is running. Expected to be called inside one, or with "
-                "global_batch_size=. Pass global_batch_size=<samples per step across replicas>."
-            )
-        global_batch_size = active.global_batch_size
-    if global_batch_size <= 0:
-        raise AutodistError(f"global_batch_size must be positive (Received: {global_batch_size}).")
+        global_batch_size = active.global_batch_size if active is not None else None
+    else:
+        global_batch_size = validate_batch_size(global_batch_size, name="global_batch_size")
     return tf.nn.compute_average_loss(
         per_example_loss, sample_weight=sample_weight, global_batch_size=global_batch_size
     )

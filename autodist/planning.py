@@ -319,9 +319,11 @@ def plan(
 
     choice = _choose(snapshot, forced, footprint, gpu_memory_fraction, reasons, warnings)
     kind, devices, parameter_device, cross_ops, num_workers = choice
-    local = max(1, len(devices)) if kind not in (StrategyKind.PARAMETER_SERVER,) else 1
-    num_replicas = local * num_workers
-    if kind == StrategyKind.TPU:
+    num_replicas = max(1, len(devices)) * num_workers
+    if kind == StrategyKind.PARAMETER_SERVER:
+        # Each step runs on one worker, asynchronously: one replica in sync, as in TensorFlow.
+        num_replicas = 1
+    elif kind == StrategyKind.TPU:
         num_replicas = (snapshot.tpu.num_cores if snapshot.tpu and snapshot.tpu.num_cores else 8)
 
     requested = batch_size if batch_size is not None else KERAS_DEFAULT_BATCH_SIZE
@@ -506,6 +508,7 @@ def _choose(
         return kind, local_devices, None, ops, cluster.num_workers
     if kind == K.PARAMETER_SERVER:
         assert cluster is not None
-        return kind, local_devices, None, None, cluster.num_workers
+        reasons.append("each step runs on one worker against the ps variables: one replica in sync")
+        return kind, local_devices, None, None, len(cluster.cluster_spec.get("worker", []))
     # TPU
     return kind, [], None, None, 1

@@ -1,0 +1,104 @@
+"""Shared fixtures: an environment-leak guard, a snapshot factory and a subprocess runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autodist.cluster import parse_tf_config
+from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+GIB = 2**30
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tensorflow_imported():
+    """Import TensorFlow and Keras once, first: importing them sets variables (TF2_BEHAVIOR, ...)."""
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def no_environment_leaks(tensorflow_imported):
+    """Fail any test that changes os.environ (TF_CONFIG leaking between tests is our bug class)."""
+    before = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    yield
+    after = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    if before != after:
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        for key in changed:
+            if key in before:
+                os.environ[key] = before[key]
+            else:
+                os.environ.pop(key, None)
+        pytest.fail(f"test leaked environment variables: {changed}")
+
+
+def make_snapshot(
+    *,
+    num_gpus: int = 0,
+    gpu_memory_gib: float | None = 16,
+    gpu_names: list[str] | None = None,
+    num_cpu_devices: int = 1,
+    tf_config: dict[str, Any] | None = None,
+    tpu: bool = False,
+    platform: str = "linux",
+    keras_version: str = "3.15.1",
+) -> HardwareSnapshot:
+    """A synthetic snapshot for planner tests: no hardware, no TensorFlow."""
+    names = gpu_names or ["NVIDIA A100-SXM4-40GB"] * num_gpus
+    memory = None if gpu_memory_gib is None else int(gpu_memory_gib * GIB)
+    return HardwareSnapshot(
+        tensorflow_version="2.21.0",
+        keras_version=keras_version,
+        keras_flavor="keras3",
+        platform=platform,
+        num_cpus=8,
+        host_memory_bytes=64 * GIB,
+        num_cpu_devices=num_cpu_devices,
+        gpus=tuple(GpuInfo(names[i], memory, "8.0") for i in range(num_gpus)),
+        num_driver_gpus=num_gpus,
+        num_tensorflow_gpus=num_gpus,
+        tpu=TpuInfo(source="TPU_NAME", name="my-tpu", num_cores=8) if tpu else None,
+        cluster=parse_tf_config(json.dumps(tf_config)) if tf_config else None,
+    )
+
+
+def subprocess_env(**overrides: str | None) -> dict[str, str]:
+    """A clean environment for a child process: no inherited cluster or autodist settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTODIST_", "TF_CONFIG", "TF_USE_LEGACY"))}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def run_python(args: list[str], *, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``python ARGS`` with a hard timeout; the child is killed if it overruns."""
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+
+
+def run_scenario(script: str, *args: str, timeout: float = 300, **env: str | None) -> dict[str, Any]:
+    """Run tests/scenarios/SCRIPT in a fresh process and return its ``RESULT`` JSON."""
+    proc = run_python([str(SCENARIOS / script), *args], env=subprocess_env(**env), timeout=timeout)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise AssertionError(
+            f"{script} {' '.join(args)} failed (exit {proc.returncode}):\n"
+            f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-6000:]}"
+        )
+    return json.loads(lines[-1][len("RESULT "):])

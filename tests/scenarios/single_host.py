@@ -1,0 +1,215 @@
+"""Real TensorFlow training cases, run in a fresh process (see tests/test_training.py).
+
+The parent sets AUTODIST_CPU_DEVICES (and TF_USE_LEGACY_KERAS for tf_keras) before this process
+starts, exactly as a user would. Each case prints nothing; the process prints one line,
+``RESULT <json>``, with the measured values. Assertions live in the tests, not here.
+
+Usage: python single_host.py {keras3,tf_keras}
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import sys
+import warnings
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import autodist  # noqa: E402  (imported first: it splits the CPU when TensorFlow loads)
+import numpy as np  # noqa: E402
+
+FLAVOR = sys.argv[1] if len(sys.argv) > 1 else "keras3"
+if FLAVOR == "tf_keras":
+    import tf_keras as keras  # noqa: E402
+else:
+    import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+NUM_SAMPLES, NUM_FEATURES, NUM_CLASSES = 256, 12, 3
+rng = np.random.default_rng(7)
+X = rng.normal(size=(NUM_SAMPLES, NUM_FEATURES)).astype("float32")
+Y = (np.argmax(X[:, :NUM_CLASSES] + 0.5 * rng.normal(size=(NUM_SAMPLES, NUM_CLASSES)), axis=1)).astype("int32")
+log_stream = io.StringIO()
+logging.getLogger("autodist").addHandler(logging.StreamHandler(log_stream))
+logging.getLogger("autodist").setLevel(logging.INFO)
+
+
+def build(optimizer: str = "sgd", compile_kwargs: dict | None = None):
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential(
+        [keras.Input((NUM_FEATURES,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(NUM_CLASSES)]
+    )
+    opt = keras.optimizers.SGD(0.1) if optimizer == "sgd" else keras.optimizers.Adam(0.01)
+    model.compile(
+        optimizer=opt,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        **(compile_kwargs or {}),
+    )
+    return model
+
+
+def max_diff(a, b) -> float:
+    return float(max(np.abs(x - y).max() for x, y in zip(a, b)))
+
+
+def reference(batch_size: int = 32, epochs: int = 1):
+    """Plain single-device model.fit: no strategy, no autodist."""
+    model = build()
+    history = model.fit(X, Y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0)
+    evaluation = model.evaluate(X, Y, batch_size=batch_size, verbose=0)
+    return model, history.history, evaluation
+
+
+def history_gap(h1: dict, h2: dict) -> float:
+    return float(max(abs(a - b) for key in h1 for a, b in zip(h1[key], h2[key])))
+
+
+def case_equivalence(strategy: str, ref_model, ref_hist, ref_eval) -> dict:
+    """autodist.fit against plain model.fit: weights, History and evaluate (caller's and in-scope)."""
+    import autodist.keras_integration as integration
+
+    moved: list = []
+    original = integration.move_into_scope
+
+    def remember(model, strategy_obj):
+        moved.append(original(model, strategy_obj))
+        return moved[-1]
+
+    integration.move_into_scope = remember
+    try:
+        model = build()
+        history = autodist.fit(
+            model, X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, strategy=strategy
+        )
+    finally:
+        integration.move_into_scope = original
+    evaluation = model.evaluate(X, Y, batch_size=32, verbose=0)
+    # The copy that trained in the strategy's scope, evaluated there: where the upstream metric
+    # bug showed (CentralStorage).
+    scoped_eval = moved[0].evaluate(X, Y, batch_size=32, verbose=0) if moved else None
+    return {
+        "strategy": history.plan.strategy.value,
+        "num_replicas": history.plan.num_replicas,
+        "moved_into_scope": bool(moved),
+        "weight_diff": max_diff(model.get_weights(), ref_model.get_weights()),
+        "history_gap": history_gap(history.history, ref_hist),
+        "evaluate_gap": float(max(abs(a - b) for a, b in zip(evaluation, ref_eval))),
+        "scoped_evaluate_gap": None
+        if scoped_eval is None
+        else float(max(abs(a - b) for a, b in zip(scoped_eval, ref_eval))),
+        "caller_is_history_model": history.model is model,
+    }
+
+
+def case_batch_33() -> dict:
+    model = build()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = autodist.fit(model, X, Y, batch_size=33, epochs=1, verbose=0)
+    messages = [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)]
+    return {
+        "global_batch_size": history.plan.global_batch_size,
+        "loss": history.history["loss"][0],
+        "warnings": messages,
+    }
+
+
+def case_built_outside() -> dict:
+    model = build("adam", {"jit_compile": True, "steps_per_execution": 4} if FLAVOR == "keras3" else None)
+    model.fit(X[:64], Y[:64], batch_size=32, epochs=1, verbose=0)  # partly trained: Adam has state
+    iterations_before = int(model.optimizer.iterations.numpy())
+    before = [w.copy() for w in model.get_weights()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", autodist.AutodistWarning)
+        history = autodist.fit(model, X, Y, batch_size=64, epochs=2, verbose=0)
+    return {
+        "strategy": history.plan.strategy.value,
+        "iterations_before": iterations_before,
+        "iterations_after": int(model.optimizer.iterations.numpy()),
+        "weights_changed": max_diff(model.get_weights(), before),
+        "history_model_is_caller": history.model is model,
+        "loss": history.history["loss"],
+    }
+
+
+def case_callable() -> dict:
+    history = autodist.fit(lambda: build("adam"), X, Y, batch_size=64, epochs=3, verbose=0)
+    weight = history.model.weights[0]
+    value = getattr(weight, "value", weight)
+    return {
+        "strategy": history.plan.strategy.value,
+        "variable_type": type(value).__name__,
+        "loss": history.history["loss"],
+    }
+
+
+def case_decorator(ref_model) -> dict:
+    @autodist.distributed(batch_size=32)
+    def train(plan, strategy):
+        model = build()
+        optimizer = model.optimizer
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+        dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(plan.global_batch_size)
+        dist = strategy.experimental_distribute_dataset(dataset)
+
+        @tf.function
+        def step(batch):
+            def replica_step(inputs):
+                x, y = inputs
+                with tf.GradientTape() as tape:
+                    loss = autodist.compute_average_loss(loss_fn(y, model(x, training=True)))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            return strategy.reduce("SUM", strategy.run(replica_step, args=(batch,)), axis=None)
+
+        losses = [float(step(batch)) for batch in dist]
+        return model, losses, plan
+
+    model, losses, plan = train()
+    return {
+        "strategy": plan.strategy.value,
+        "num_replicas": plan.num_replicas,
+        "weight_diff": max_diff(model.get_weights(), ref_model.get_weights()),
+        "num_steps": len(losses),
+    }
+
+
+def case_dataset() -> dict:
+    dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(33)
+    model = build()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = autodist.fit(model, dataset, epochs=1, verbose=0)
+    return {
+        "global_batch_size": history.plan.global_batch_size,
+        "loss": history.history["loss"][0],
+        "warnings": [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)],
+    }
+
+
+def main() -> None:
+    results: dict = {"flavor": FLAVOR, "logical_cpus": len(tf.config.list_logical_devices("CPU"))}
+    ref = reference()
+    strategies = ["auto"] if FLAVOR == "tf_keras" else ["auto", "default", "one_device", "central_storage"]
+    for strategy in strategies:
+        results[f"equivalence_{strategy}"] = case_equivalence(strategy, *ref)
+    results["built_outside"] = case_built_outside()
+    results["callable"] = case_callable()
+    if FLAVOR == "keras3":
+        results["batch_33"] = case_batch_33()
+        results["decorator"] = case_decorator(ref[0])
+        results["dataset"] = case_dataset()
+    results["plan_log_count"] = log_stream.getvalue().count("autodist plan:")
+    # one plan per autodist.fit call and one per @distributed call
+    results["num_plans_made"] = len(strategies) + 2 + (3 if FLAVOR == "keras3" else 0)
+    print("RESULT " + json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

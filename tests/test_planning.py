@@ -1,0 +1,161 @@
+"""The planner's rules, as a table: synthetic snapshot → strategy, batch sizes, and a reason."""
+
+from __future__ import annotations
+
+import pytest
+
+import autodist
+from autodist.planning import ModelInfo, StrategyKind, plan, training_footprint_bytes
+from tests.conftest import make_snapshot
+
+WORKERS_2 = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}
+CHIEF_WORKER = {"cluster": {"chief": ["h0:2222"], "worker": ["h1:2222"]}, "task": {"type": "worker", "index": 0}}
+SINGLE_WORKER = {"cluster": {"worker": ["127.0.0.1:2222"]}, "task": {"type": "worker", "index": 0}}
+WITH_PS = {
+    "cluster": {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "ps": ["h3:1"]},
+    "task": {"type": "worker", "index": 1},
+}
+EVALUATOR = {"cluster": {"worker": ["h1:1", "h2:1"], "evaluator": ["h3:1"]}, "task": {"type": "evaluator", "index": 0}}
+
+SMALL = 1_000_000  # 24 MB to train with Adam
+LARGE = 5_000_000_000  # 120 GB to train with Adam
+
+# (id, snapshot kwargs, plan kwargs, strategy, replicas, global batch, per replica, reason phrase, devices)
+CASES = [
+    ("cpu", {}, {"batch_size": 64}, "default", 1, 64, 64, "no GPU or TPU", ()),
+    ("cpu-default-batch", {}, {}, "default", 1, 32, 32, "Keras's default global batch 32", ()),
+    ("cpu-logical-2", {"num_cpu_devices": 2}, {"batch_size": 33}, "mirrored", 2, 34, 17, "AUTODIST_CPU_DEVICES=2", ("/cpu:0", "/cpu:1")),
+    ("cpu-logical-4", {"num_cpu_devices": 4}, {"batch_size": 64}, "mirrored", 4, 64, 16, "4 logical devices", ("/cpu:0", "/cpu:1", "/cpu:2", "/cpu:3")),
+    ("1-gpu", {"num_gpus": 1}, {"num_params": SMALL, "batch_size": 64}, "one_device", 1, 64, 64, "fits", ("/gpu:0",)),
+    ("1-gpu-too-small", {"num_gpus": 1, "gpu_memory_gib": 8}, {"num_params": LARGE}, "central_storage", 1, 32, 32, "does not fit", ("/gpu:0",)),
+    ("2-gpu", {"num_gpus": 2}, {"num_params": SMALL, "batch_size": 64}, "mirrored", 2, 64, 32, "2 GPUs found", ("/gpu:0", "/gpu:1")),
+    ("8-gpu", {"num_gpus": 8}, {"num_params": SMALL, "batch_size": 100}, "mirrored", 8, 104, 13, "8 GPUs found", tuple(f"/gpu:{i}" for i in range(8))),
+    ("8-gpu-large-model", {"num_gpus": 8, "gpu_memory_gib": 16}, {"num_params": LARGE, "batch_size": 64}, "central_storage", 8, 64, 8, "does not fit", tuple(f"/gpu:{i}" for i in range(8))),
+    ("gpu-unknown-size", {"num_gpus": 2}, {"batch_size": 64}, "mirrored", 2, 64, 32, "model size unknown", ("/gpu:0", "/gpu:1")),
+    ("gpu-unknown-memory", {"num_gpus": 2, "gpu_memory_gib": None}, {"num_params": LARGE}, "mirrored", 2, 32, 16, "GPU memory unknown", ("/gpu:0", "/gpu:1")),
+    ("tpu", {"tpu": True, "num_gpus": 2}, {"batch_size": 128}, "tpu", 8, 128, 16, "a TPU was found", ()),
+    ("tf-config-single-worker", {"tf_config": SINGLE_WORKER}, {"batch_size": 64}, "default", 1, 64, 64, "single worker", ()),
+    ("tf-config-2-workers", {"tf_config": WORKERS_2}, {"batch_size": 64}, "multi_worker_mirrored", 2, 64, 32, "2 workers", ("/cpu:0",)),
+    ("tf-config-chief-worker-gpus", {"tf_config": CHIEF_WORKER, "num_gpus": 4}, {"batch_size": 64}, "multi_worker_mirrored", 8, 64, 8, "NCCL", tuple(f"/gpu:{i}" for i in range(4))),
+    ("tf-config-ps", {"tf_config": WITH_PS}, {"batch_size": 64}, "parameter_server", 1, 64, 64, "1 ps task", ("/cpu:0",)),
+    ("tf-config-evaluator", {"tf_config": EVALUATOR}, {"batch_size": 64}, "default", 1, 64, 64, "evaluator", ()),
+]
+
+
+@pytest.mark.parametrize(
+    "snapshot_kwargs, plan_kwargs, strategy, replicas, global_batch, per_replica, phrase, devices",
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_plan_table(snapshot_kwargs, plan_kwargs, strategy, replicas, global_batch, per_replica, phrase, devices):
+    result = plan(make_snapshot(**snapshot_kwargs), **plan_kwargs)
+    assert result.strategy == StrategyKind(strategy)
+    assert result.num_replicas == replicas
+    assert result.global_batch_size == global_batch
+    assert result.per_replica_batch_size == per_replica
+    assert result.global_batch_size % result.num_replicas == 0
+    assert result.devices == devices
+    assert any(phrase in reason for reason in result.reasons), result.reasons
+
+
+@pytest.mark.parametrize(
+    "snapshot_kwargs, expected",
+    [
+        ({"num_gpus": 2}, "nccl"),
+        ({"num_gpus": 2, "platform": "win32"}, "hierarchical_copy"),
+        ({"num_cpu_devices": 2}, "collective"),
+        ({"num_gpus": 2, "gpu_names": ["NVIDIA A100", "NVIDIA V100"]}, "reduction_to_one_device"),
+        ({"tf_config": WORKERS_2}, "ring"),
+        ({"tf_config": WORKERS_2, "num_gpus": 2}, "nccl"),
+    ],
+)
+def test_cross_device_ops(snapshot_kwargs, expected):
+    assert plan(make_snapshot(**snapshot_kwargs), num_params=SMALL).cross_device_ops == expected
+
+
+def test_nccl_never_on_cpu():
+    for snap in (make_snapshot(num_cpu_devices=4), make_snapshot(tf_config=WORKERS_2)):
+        assert plan(snap, strategy="auto").cross_device_ops != "nccl"
+
+
+def test_mixed_gpus_warn_and_name_both_models():
+    result = plan(make_snapshot(num_gpus=2, gpu_names=["NVIDIA A100", "NVIDIA V100"]))
+    assert any("mixed GPU models" in w and "A100" in w and "V100" in w for w in result.warnings)
+
+
+def test_gpu_memory_fraction_can_flip_the_choice():
+    # 16 GiB GPU; footprint of 500M params with SGD: 4 B * 2 * 1.5 = 6 GB (5.6 GiB).
+    snap = make_snapshot(num_gpus=2, gpu_memory_gib=16)
+    info = ModelInfo(num_params=500_000_000, optimizer="sgd", optimizer_slots=0)
+    assert plan(snap, model_info=info).strategy == StrategyKind.MIRRORED
+    assert plan(snap, model_info=info, gpu_memory_fraction=0.3).strategy == StrategyKind.CENTRAL_STORAGE
+
+
+def test_footprint_formula_counts_weights_grads_slots_and_activations():
+    assert training_footprint_bytes(1000, optimizer_slots=2, activation_fraction=0.5) == 1000 * 4 * 4 * 1.5
+    assert training_footprint_bytes(1000, bytes_per_param=2, optimizer_slots=0, activation_fraction=0) == 4000
+
+
+@pytest.mark.parametrize("kind", ["default", "one_device", "mirrored", "central_storage"])
+def test_forcing_a_single_host_strategy(kind):
+    result = plan(make_snapshot(num_gpus=2), num_params=SMALL, strategy=kind)
+    assert result.strategy.value == kind
+    assert any("forced" in reason for reason in result.reasons)
+
+
+def test_forced_one_device_on_cpu_uses_cpu0():
+    assert plan(make_snapshot(), strategy="one_device").devices == ("/cpu:0",)
+
+
+def test_strategy_accepts_enum_and_string():
+    snap = make_snapshot(num_cpu_devices=2)
+    assert plan(snap, strategy=StrategyKind.CENTRAL_STORAGE).strategy == plan(snap, strategy="central_storage").strategy
+
+
+def test_plan_is_deterministic_and_serialisable():
+    snap = make_snapshot(num_gpus=4)
+    first, second = plan(snap, num_params=SMALL, batch_size=30), plan(snap, num_params=SMALL, batch_size=30)
+    assert first == second
+    data = first.to_dict()
+    assert data["strategy"] == "mirrored" and data["global_batch_size"] == 32
+    assert isinstance(data["reasons"], list) and data["reasons"]
+
+
+def test_plan_reads_the_model(keras_model):
+    result = plan(make_snapshot(num_gpus=1, gpu_memory_gib=16), model=keras_model)
+    assert result.footprint_bytes == training_footprint_bytes(keras_model.count_params(), optimizer_slots=2)
+    assert result.strategy == StrategyKind.ONE_DEVICE
+
+
+def test_compile_settings_that_break_mirrored_are_overridden(keras_model):
+    keras_model.compile(optimizer="adam", loss="mse", jit_compile=True, steps_per_execution=8)
+    result = plan(make_snapshot(num_cpu_devices=2), model=keras_model)
+    assert result.compile_overrides == {"jit_compile": False, "steps_per_execution": 1}
+    assert any("keras#19246" in w for w in result.warnings)
+    # Not under the default strategy: there they work and are kept.
+    assert plan(make_snapshot(), model=keras_model).compile_overrides == {}
+
+
+@pytest.fixture
+def keras_model():
+    import keras
+
+    model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(5)])
+    model.compile(optimizer="adam", loss="mse")
+    return model
+
+
+def test_plan_does_not_import_tensorflow():
+    from tests.conftest import run_python, subprocess_env
+
+    code = (
+        "import sys, autodist; from tests.conftest import make_snapshot; "
+        "autodist.plan(make_snapshot(num_gpus=2), num_params=10); print('tensorflow' in sys.modules)"
+    )
+    proc = run_python(["-c", code], env=subprocess_env(), timeout=60)
+    assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_public_names():
+    for name in ("fit", "plan", "detect", "distributed", "compute_average_loss", "AutodistError", "ClusterConfigError", "StrategyKind", "HardwareSnapshot", "Plan"):
+        assert hasattr(autodist, name)
