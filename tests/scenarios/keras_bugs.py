@@ -1,0 +1,68 @@
+"""Plain Keras 3 reproductions of the upstream bugs autodist works around (no autodist here,
+except where a case applies autodist's patch to show that it fixes the bug).
+
+Run with 2 logical CPUs in a fresh process; prints ``RESULT <json>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+DEVICES = ["/cpu:0", "/cpu:1"]
+
+
+def central_storage_mean() -> float:
+    """Mean of 0..7 fed in two global batches over 2 replicas; the right answer is 3.5."""
+    strategy = tf.distribute.experimental.CentralStorageStrategy(compute_devices=DEVICES, parameter_device="/cpu:0")
+    with strategy.scope():
+        metric = keras.metrics.Mean()
+    dataset = strategy.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensor_slices(np.arange(8, dtype="float32")).batch(4)
+    )
+
+    @tf.function
+    def step(batch):
+        strategy.run(metric.update_state, args=(batch,))
+
+    for batch in dataset:
+        step(batch)
+    return float(metric.result())
+
+
+def mirrored_fit_error(**compile_kwargs) -> str | None:
+    strategy = tf.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse", **compile_kwargs)
+    try:
+        model.fit(np.ones((64, 4), "float32"), np.ones((64, 2), "float32"), batch_size=16, verbose=0)
+    except Exception as err:  # the upstream failure is what we record
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def main() -> None:
+    results = {
+        "keras_version": keras.__version__,
+        "central_storage_mean_unpatched": central_storage_mean(),
+        "mirrored_steps_per_execution_error": mirrored_fit_error(steps_per_execution=4),
+        "mirrored_jit_compile_error": mirrored_fit_error(jit_compile=True),
+    }
+    from autodist.keras_compat import patch_aggregating_variable_updates
+
+    patch_aggregating_variable_updates()
+    results["central_storage_mean_patched"] = central_storage_mean()
+    print("RESULT " + json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""The command line: inspect, plan (dry run on simulated hardware), and its error path."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from autodist import hardware
+from autodist.cli import inspect_command, main, render_inspect
+from autodist.hardware import GpuInfo
+from tests.conftest import GIB, make_snapshot, run_python, subprocess_env
+
+
+def test_inspect_json_from_a_new_process():
+    proc = run_python(["-m", "autodist", "inspect", "--json"], env=subprocess_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(proc.stdout)
+    snapshot = data["snapshot"]
+    for key in ("tensorflow_version", "keras_version", "keras_flavor", "num_cpus", "host_memory_bytes", "gpus", "tpu", "cluster"):
+        assert key in snapshot
+    assert snapshot["keras_flavor"] == "keras3"
+    assert snapshot["num_tensorflow_gpus"] == 0
+    assert data["plan"]["strategy"] == "default"
+    assert data["plan"]["reasons"]
+
+
+def test_inspect_text_is_a_bug_report():
+    proc = run_python(["-m", "autodist", "inspect", "--fast"], env=subprocess_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    for phrase in ("tensorflow:", "keras:", "host memory:", "TPU: no TPU", "cluster: none", "plan: default", "why:"):
+        assert phrase in text, text
+    assert "not checked (--fast skips TensorFlow)" in text
+
+
+def test_inspect_diagnoses_gpus_tensorflow_cannot_see(monkeypatch):
+    monkeypatch.setattr(hardware, "nvml_gpus", lambda: [GpuInfo("NVIDIA A100", 40 * GIB, "8.0")])
+    monkeypatch.setattr(hardware, "tensorflow_gpus", lambda: [])
+    monkeypatch.setattr(hardware, "tensorflow_cuda_build", lambda: False)
+    text = render_inspect(inspect_command(argparse.Namespace(fast=False)))
+    assert "diagnosis: The NVIDIA driver sees 1 GPU(s) but TensorFlow sees none" in text
+    assert "pip uninstall tensorflow-cpu" in text
+
+
+def test_plan_dry_run_on_a_simulated_machine(tmp_path, capsys):
+    snap_file = tmp_path / "snap.json"
+    snap_file.write_text(json.dumps({"snapshot": make_snapshot(num_gpus=8, gpu_memory_gib=16).to_dict()}))
+    assert main(["plan", "--snapshot", str(snap_file), "--num-params", "1000000", "--batch-size", "100", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["strategy"], data["num_replicas"], data["global_batch_size"]) == ("mirrored", 8, 104)
+    assert main(["plan", "--snapshot", str(snap_file), "--num-params", "5000000000"]) == 0
+    assert "plan: central_storage with 8 replica(s)" in capsys.readouterr().out
+
+
+def test_plan_with_forced_strategy_that_cannot_run(tmp_path, capsys):
+    snap_file = tmp_path / "snap.json"
+    snap_file.write_text(json.dumps(make_snapshot().to_dict()))
+    assert main(["plan", "--snapshot", str(snap_file), "--strategy", "tpu"]) == 2
+    assert "autodist: error: strategy='tpu' was forced, but no TPU was found" in capsys.readouterr().err
+
+
+def test_plan_with_unreadable_snapshot(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    assert main(["plan", "--snapshot", str(bad)]) == 2
+    assert "inspect --json" in capsys.readouterr().err

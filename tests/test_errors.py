@@ -1,0 +1,114 @@
+"""Bad input gets an AutodistError that says what happened, what was expected and how to fix it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import autodist
+from autodist.errors import (
+    AutodistError,
+    BatchSizeError,
+    ClusterConfigError,
+    ModelPlacementError,
+    RuntimeAlreadyStartedError,
+    StrategyUnavailableError,
+)
+from tests.conftest import make_snapshot, run_python, subprocess_env
+
+TWO_WORKERS = {"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}
+
+# (id, call, error type, phrases the message must contain)
+PLAN_ERRORS = [
+    ("malformed-tf-config", lambda: autodist.detect({"TF_CONFIG": "{not json"}, fast=True), ClusterConfigError, ["not valid JSON", "Received: TF_CONFIG={not json"]),
+    ("tf-config-index", lambda: autodist.detect({"TF_CONFIG": json.dumps({**TWO_WORKERS, "task": {"type": "worker", "index": 2}})}, fast=True), ClusterConfigError, ["out of range", "0 to 1"]),
+    ("batch-zero", lambda: autodist.plan(make_snapshot(), batch_size=0), BatchSizeError, ["at least 1", "Received: batch_size=0"]),
+    ("batch-float", lambda: autodist.plan(make_snapshot(), batch_size=12.5), BatchSizeError, ["positive integer", "12.5", "Pass an int"]),
+    ("forced-tpu-missing", lambda: autodist.plan(make_snapshot(), strategy="tpu"), StrategyUnavailableError, ["no TPU was found", "strategy='auto'"]),
+    ("forced-ps-missing", lambda: autodist.plan(make_snapshot(tf_config=TWO_WORKERS), strategy="parameter_server"), StrategyUnavailableError, ["no 'ps' tasks", "--ps 1"]),
+    ("forced-mwms-no-cluster", lambda: autodist.plan(make_snapshot(), strategy="multi_worker_mirrored"), StrategyUnavailableError, ["no cluster is defined", "autodist launch"]),
+    ("single-host-in-cluster", lambda: autodist.plan(make_snapshot(tf_config=TWO_WORKERS), strategy="mirrored"), StrategyUnavailableError, ["2-worker cluster", "unsynchronised"]),
+    ("unknown-strategy", lambda: autodist.plan(make_snapshot(), strategy="horovod"), AutodistError, ["Unknown strategy 'horovod'", "mirrored"]),
+    ("memory-fraction", lambda: autodist.plan(make_snapshot(), gpu_memory_fraction=0), AutodistError, ["gpu_memory_fraction", "0.9"]),
+    ("cpu-devices-env", lambda: autodist.detect({"AUTODIST_CPU_DEVICES": "-1"}, fast=True), AutodistError, ["AUTODIST_CPU_DEVICES='-1'", "Unset it"]),
+]
+
+
+@pytest.mark.parametrize("call, error, phrases", [e[1:] for e in PLAN_ERRORS], ids=[e[0] for e in PLAN_ERRORS])
+def test_plan_level_errors(call, error, phrases):
+    with pytest.raises(error) as caught:
+        call()
+    assert isinstance(caught.value, AutodistError)
+    for phrase in phrases:
+        assert phrase in str(caught.value), str(caught.value)
+
+
+def _data():
+    return np.ones((8, 4), "float32"), np.zeros((8, 1), "float32")
+
+
+def test_fit_uncompiled_model():
+    import keras
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    with pytest.raises(ModelPlacementError, match="not compiled.*model.compile"):
+        autodist.fit(model, *_data(), batch_size=4, verbose=0)
+
+
+def test_fit_builder_returning_something_else():
+    with pytest.raises(ModelPlacementError, match="returned dict, not a Keras model"):
+        autodist.fit(lambda: {}, *_data(), batch_size=4, verbose=0)
+
+
+def test_fit_builder_returning_uncompiled_model():
+    import keras
+
+    with pytest.raises(ModelPlacementError, match="not compiled.*inside the function"):
+        autodist.fit(lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]), *_data(), batch_size=4, verbose=0)
+
+
+def test_fit_not_a_model():
+    with pytest.raises(ModelPlacementError, match="got str as the model"):
+        autodist.fit("model.keras", *_data(), verbose=0)
+
+
+def test_model_that_cannot_move_into_scope_names_the_fix():
+    """A subclassed model without get_config, built outside the scope that one_device needs."""
+    import keras
+
+    class Unserialisable(keras.Model):
+        def __init__(self, width):
+            super().__init__()
+            self.dense = keras.layers.Dense(width)
+
+        def call(self, x):
+            return self.dense(x)
+
+    model = Unserialisable(1)
+    model(np.ones((1, 4), "float32"))
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ModelPlacementError) as caught:
+        autodist.fit(model, *_data(), batch_size=4, verbose=0, strategy="one_device")
+    message = str(caught.value)
+    assert "outside the OneDeviceStrategy scope" in message
+    assert "zero-argument function that builds and compiles" in message
+
+
+def test_runtime_started_before_cpu_split():
+    """TensorFlow ran an op before autodist was imported: the split is impossible, and we say why."""
+    code = (
+        "import tensorflow as tf, numpy as np, keras\n"
+        "tf.constant(1.0) + 1\n"
+        "import autodist\n"
+        "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]); m.compile('sgd', 'mse')\n"
+        "try:\n"
+        "    autodist.fit(m, np.ones((8, 4)), np.ones((8, 1)), batch_size=4, verbose=0)\n"
+        "except autodist.RuntimeAlreadyStartedError as err:\n"
+        "    print('ERROR', err)\n"
+    )
+    proc = run_python(["-c", code], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=120)
+    assert "ERROR AUTODIST_CPU_DEVICES=2 asks for 2 logical CPU devices" in proc.stdout, proc.stderr[-2000:]
+    assert "autodist.init()" in proc.stdout
+    assert issubclass(RuntimeAlreadyStartedError, AutodistError)

@@ -1,0 +1,74 @@
+"""Each Keras 3 workaround: its gate, and a test that fails the day it is no longer needed.
+
+If a ``test_still_needed_*`` test fails after a Keras upgrade, upstream fixed the bug: delete the
+workaround from ``autodist/keras_compat.py`` (and this test), and re-run the suite.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from autodist.keras_compat import WORKAROUNDS, compile_overrides, version_tuple
+from tests.conftest import run_scenario
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    return run_scenario("keras_bugs.py", timeout=240)
+
+
+def test_still_needed_central_storage_metrics(upstream):
+    # Keras 3 assign_add = assign(old + delta); SUM aggregation over 2 replicas double-counts old.
+    assert upstream["central_storage_mean_unpatched"] == pytest.approx(2.8333333, abs=1e-5), (
+        "CentralStorage metrics are right without autodist's patch: remove "
+        "'aggregating_variable_updates' from autodist/keras_compat.py"
+    )
+
+
+def test_aggregating_variable_patch_fixes_it(upstream):
+    assert upstream["central_storage_mean_patched"] == pytest.approx(3.5)
+
+
+def test_still_needed_mirrored_steps_per_execution(upstream):
+    error = upstream["mirrored_steps_per_execution_error"]
+    assert error is not None and "You must feed a value for placeholder tensor" in error, (
+        "Mirrored + steps_per_execution works upstream now: remove 'mirrored_steps_per_execution'"
+    )
+
+
+def test_still_needed_mirrored_jit_compile(upstream):
+    error = upstream["mirrored_jit_compile_error"]
+    assert error is not None and "Trying to access resource" in error, (
+        "Mirrored + jit_compile works upstream now: remove 'mirrored_jit_compile'"
+    )
+
+
+@pytest.mark.parametrize(
+    "version, environ, active",
+    [
+        ("3.15.1", {}, True),
+        ("3.0.0", {}, True),
+        ("3.15.9", {}, True),
+        ("3.16.0", {}, False),  # newer than tested: not applied (logged once)
+        ("2.15.0", {}, False),
+        (None, {}, False),
+        ("3.16.0", {"AUTODIST_KERAS_COMPAT": "force"}, True),
+        ("3.15.1", {"AUTODIST_KERAS_COMPAT": "off"}, False),
+    ],
+)
+def test_gates(version, environ, active):
+    for workaround in WORKAROUNDS.values():
+        assert workaround.is_active(version, environ) is active
+
+
+def test_overrides_only_for_keras3_mirrored():
+    args = dict(jit_compile=True, steps_per_execution=4, environ={})
+    assert compile_overrides("mirrored", "keras3", "3.15.1", **args)[0] == {"jit_compile": False, "steps_per_execution": 1}
+    assert compile_overrides("central_storage", "keras3", "3.15.1", **args)[0] == {}
+    assert compile_overrides("mirrored", "tf_keras", "2.21.0", **args)[0] == {}
+    assert compile_overrides("mirrored", "keras3", "3.15.1", jit_compile="auto", steps_per_execution=1, environ={})[0] == {}
+
+
+def test_version_tuple():
+    assert version_tuple("3.15.1") == (3, 15, 1)
+    assert version_tuple("3.16.0.dev2026110101") == (3, 16, 0)

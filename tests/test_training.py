@@ -1,0 +1,114 @@
+"""Real training with real TensorFlow, each configuration in a fresh process.
+
+AUTODIST_CPU_DEVICES splits the CPU into logical devices, so MirroredStrategy and
+CentralStorageStrategy run for real. Every figure is compared with a plain single-device
+``model.fit`` run in the same process (SGD, no shuffle, same global batch).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_scenario
+
+WEIGHT_TOLERANCE = 1e-4
+METRIC_TOLERANCE = 1e-3
+
+
+@pytest.fixture(scope="module")
+def cpu2():
+    return run_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="2")
+
+
+@pytest.fixture(scope="module")
+def cpu4():
+    return run_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="4")
+
+
+@pytest.fixture(scope="module")
+def legacy():
+    return run_scenario("single_host.py", "tf_keras", AUTODIST_CPU_DEVICES="2", TF_USE_LEGACY_KERAS="1")
+
+
+def _check_equivalence(case, strategy, replicas):
+    assert case["strategy"] == strategy
+    assert case["num_replicas"] == replicas
+    assert case["weight_diff"] <= WEIGHT_TOLERANCE
+    assert case["history_gap"] <= METRIC_TOLERANCE, "History loss/metrics differ from single device"
+    assert case["evaluate_gap"] <= METRIC_TOLERANCE, "evaluate differs from single device"
+    if case["scoped_evaluate_gap"] is not None:
+        assert case["scoped_evaluate_gap"] <= METRIC_TOLERANCE, "evaluate under the strategy differs"
+    assert case["caller_is_history_model"]
+
+
+def test_logical_devices_were_created(cpu2, cpu4, legacy):
+    assert (cpu2["logical_cpus"], cpu4["logical_cpus"], legacy["logical_cpus"]) == (2, 4, 2)
+
+
+def test_mirrored_2_matches_single_device(cpu2):
+    _check_equivalence(cpu2["equivalence_auto"], "mirrored", 2)
+    assert cpu2["equivalence_auto"]["moved_into_scope"]
+
+
+def test_mirrored_4_matches_single_device(cpu4):
+    _check_equivalence(cpu4["equivalence_auto"], "mirrored", 4)
+
+
+@pytest.mark.parametrize("strategy, replicas", [("default", 1), ("one_device", 1), ("central_storage", 2)])
+def test_every_buildable_strategy_reports_single_device_numbers(cpu2, strategy, replicas):
+    _check_equivalence(cpu2[f"equivalence_{strategy}"], strategy, replicas)
+
+
+def test_central_storage_4_reports_single_device_numbers(cpu4):
+    _check_equivalence(cpu4["equivalence_central_storage"], "central_storage", 4)
+
+
+def test_batch_33_on_2_replicas_trains_with_a_warning(cpu2):
+    case = cpu2["batch_33"]
+    assert case["global_batch_size"] == 34
+    assert case["loss"] == pytest.approx(case["loss"])  # finite: NaN != NaN
+    assert any("batch_size=33" in w and "34" in w for w in case["warnings"])
+
+
+def test_batched_dataset_is_rebatched(cpu2):
+    case = cpu2["dataset"]
+    assert case["global_batch_size"] == 34
+    assert 0 < case["loss"] < 10
+    assert any("batch_size=33" in w for w in case["warnings"])
+
+
+def test_model_built_outside_scope_trains_the_callers_object(cpu2):
+    case = cpu2["built_outside"]
+    assert case["strategy"] == "mirrored"
+    assert case["weights_changed"] > 1e-3
+    assert case["history_model_is_caller"]
+    # 2 earlier steps, then 2 epochs x 4 steps: Adam's state was kept, not reset, and copied back.
+    assert case["iterations_before"] == 2
+    assert case["iterations_after"] == 2 + 2 * 4
+
+
+def test_model_building_callable(cpu2):
+    case = cpu2["callable"]
+    assert case["strategy"] == "mirrored"
+    assert case["variable_type"] == "MirroredVariable"
+    assert case["loss"][-1] < case["loss"][0]
+
+
+def test_decorator_custom_loop_divides_by_global_batch(cpu2):
+    case = cpu2["decorator"]
+    assert (case["strategy"], case["num_replicas"], case["num_steps"]) == ("mirrored", 2, 8)
+    # Same weights as single-device fit only if each replica divided by the GLOBAL batch.
+    assert case["weight_diff"] <= WEIGHT_TOLERANCE
+
+
+def test_plan_logged_once_per_call(cpu2):
+    assert cpu2["plan_log_count"] == cpu2["num_plans_made"]
+
+
+def test_tf_keras_model_trains(legacy):
+    assert legacy["flavor"] == "tf_keras"
+    _check_equivalence(legacy["equivalence_auto"], "mirrored", 2)
+    case = legacy["built_outside"]
+    assert case["history_model_is_caller"] and case["weights_changed"] > 1e-3
+    assert case["iterations_after"] == case["iterations_before"] + 2 * 4
+    assert legacy["callable"]["loss"][-1] < legacy["callable"]["loss"][0]
