@@ -80,6 +80,10 @@ def distributed(
     ``tf.distribute.Strategy``); autodist fills them. Models, optimizers and metrics created in the
     function are created in the scope.
 
+    In a custom loop with Keras 3, call ``optimizer.build(model.trainable_variables)`` before the
+    first step: an optimizer with slots (Adam, ...) that builds itself inside ``strategy.run``
+    fails under MirroredStrategy with "You must feed a value for placeholder tensor".
+
     Args:
         fn: the function (when used bare).
         strategy: ``"auto"`` or a strategy to force.
