@@ -19,10 +19,11 @@ from autodist.errors import (
     BatchSizeError,
     ClusterConfigError,
     ModelPlacementError,
+    PeerError,
     RuntimeAlreadyStartedError,
     StrategyUnavailableError,
 )
-from autodist.cluster import ClusterInfo
+from autodist.cluster import ClusterInfo, is_chief
 from autodist.decorator import compute_average_loss, current_plan, distributed, init
 from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo, detect
 from autodist.keras_integration import fit
@@ -46,6 +47,7 @@ __all__ = [
     "HardwareSnapshot",
     "ModelInfo",
     "ModelPlacementError",
+    "PeerError",
     "Plan",
     "RuntimeAlreadyStartedError",
     "StrategyKind",
@@ -58,5 +60,6 @@ __all__ = [
     "distributed",
     "fit",
     "init",
+    "is_chief",
     "plan",
 ]

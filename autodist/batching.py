@@ -22,7 +22,13 @@ from typing import Any
 
 from autodist.errors import BatchSizeError
 
-__all__ = ["BatchDecision", "adjust_global_batch", "dataset_batch_size", "prepare_dataset"]
+__all__ = [
+    "BatchDecision",
+    "adjust_global_batch",
+    "arrays_to_dataset",
+    "dataset_batch_size",
+    "prepare_dataset",
+]
 
 #: Keras's own default when ``fit`` gets no ``batch_size``.
 KERAS_DEFAULT_BATCH_SIZE = 32
@@ -129,3 +135,63 @@ def prepare_dataset(dataset: Any, global_batch_size: int) -> Any:
         options.experimental_distribute.auto_shard_policy = policy.DATA
         dataset = dataset.with_options(options)
     return dataset
+
+
+def _with_data_sharding(dataset: Any) -> Any:
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options)
+
+
+def arrays_to_dataset(
+    x: Any,
+    y: Any = None,
+    sample_weight: Any = None,
+    *,
+    global_batch_size: int,
+    shuffle: bool = True,
+    seed: int = 0,
+    validation_split: float = 0.0,
+) -> tuple[Any, Any]:
+    """In-memory arrays as ``(train, validation)`` datasets that every worker reads identically.
+
+    For multi-worker training. Keras's own array adapter shuffles with an unseeded op, so each
+    worker would take its shard of a *different* order: some samples seen twice, others never.
+    Here the shuffle is seeded the same on every worker, the batch is the global batch, and the
+    auto-shard policy is ``DATA``, so each global batch is the one a single process would train
+    on. ``validation_split`` takes the last fraction, before shuffling, as Keras does.
+
+    Returns:
+        ``(train_dataset, validation_dataset or None)``.
+    """
+    import math
+
+    import tensorflow as tf
+
+    def slice_all(structure: Any, start: int, stop: int | None) -> Any:
+        return tf.nest.map_structure(lambda a: a[start:stop], structure)
+
+    leaves = tf.nest.flatten(x)
+    num_samples = int(leaves[0].shape[0])
+    if y is None and sample_weight is not None:
+        raise ValueError("sample_weight needs targets (y)")  # fit passes such input to Keras as is
+    parts = tuple(part for part in (x, y, sample_weight) if part is not None)
+    validation = None
+    if validation_split:
+        split_at = int(math.floor(num_samples * (1.0 - validation_split)))
+        validation_parts = tuple(None if p is None else slice_all(p, split_at, None) for p in parts)
+        parts = tuple(None if p is None else slice_all(p, 0, split_at) for p in parts)
+        validation = _with_data_sharding(
+            tf.data.Dataset.from_tensor_slices(_pack(validation_parts)).batch(global_batch_size)
+        )
+        num_samples = split_at
+    train = tf.data.Dataset.from_tensor_slices(_pack(parts))
+    if shuffle:
+        train = train.shuffle(num_samples, seed=seed, reshuffle_each_iteration=True)
+    return _with_data_sharding(train.batch(global_batch_size)), validation
+
+
+def _pack(parts: tuple[Any, ...]) -> Any:
+    return parts[0] if len(parts) == 1 else parts

@@ -1,4 +1,4 @@
-"""Command line: ``python -m autodist {inspect,plan,demo}`` (also the ``autodist`` script).
+"""Command line: ``python -m autodist {inspect,plan,demo,launch}`` (also the ``autodist`` script).
 
 Each sub-command is ``<name>_parser(subparsers)`` + ``<name>_command(args) -> data``; :func:`main`
 prints the data as text (for bug reports) or, with ``--json``, as JSON.
@@ -168,13 +168,74 @@ def render_demo(data: dict[str, Any]) -> str:
     )
 
 
+# ----------------------------------------------------------------------------- launch
+
+
+def launch_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "launch",
+        help="run a training script as a local cluster on 127.0.0.1",
+        description="Start the workers (and ps) of one job on 127.0.0.1, each with its own TF_CONFIG.",
+    )
+    parser.add_argument("--workers", type=int, required=True, help="worker processes")
+    parser.add_argument("--ps", type=int, default=0, help="parameter-server processes (adds a chief)")
+    parser.add_argument("--max-restarts", type=int, default=0, help="restarts of the whole job after a failure")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds the whole job may run")
+    parser.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument("--backup-dir", default=None, help="backup directory shared by restarts")
+    parser.add_argument("--dry-run", action="store_true", help="print each task's TF_CONFIG and command")
+    parser.add_argument("--hosts", default=None, help="comma-separated hosts: print a per-host plan")
+    parser.add_argument("--json", action="store_true", help="with --dry-run or --hosts, print JSON")
+    parser.add_argument("script")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    parser.set_defaults(command=launch_command, render=render_launch)
+
+
+def launch_command(args: argparse.Namespace) -> dict[str, Any]:
+    from autodist import launch
+
+    if args.hosts:
+        hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
+        return {"tasks": launch.host_plan(hosts, args.workers, args.ps, args.script, args.args)}
+    if args.dry_run:
+        cluster = launch.local_cluster(args.workers, args.ps)
+        command = " ".join([sys.executable, args.script, *args.args])
+        return {
+            "tasks": [
+                {"task": f"{c['task']['type']} {c['task']['index']}", "host": launch.LOOPBACK, "tf_config": c, "command": command}
+                for c in launch.task_configs(cluster)
+            ]
+        }
+    result = launch.Launcher(
+        args.workers,
+        args.ps,
+        max_restarts=args.max_restarts,
+        timeout=args.timeout,
+        grace=args.grace,
+        backup_dir=args.backup_dir,
+    ).run(args.script, args.args)
+    return {"exit_code": result.exit_code, "attempts": result.attempts, "failed_task": result.failed_task}
+
+
+def render_launch(data: dict[str, Any]) -> str:
+    if "tasks" in data:
+        lines = []
+        for task in data["tasks"]:
+            lines.append(f"# {task['task']} on {task['host']}")
+            lines.append(f"TF_CONFIG='{json.dumps(task['tf_config'])}' {task['command']}")
+        return "\n".join(lines)
+    if data["exit_code"] == 0:
+        return f"[launcher] job finished: every task exited 0 ({data['attempts']} attempt(s))"
+    return f"[launcher] job failed: {data['failed_task'] or 'timeout'} (exit code {data['exit_code']})"
+
+
 # ----------------------------------------------------------------------------- main
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="autodist", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="name", required=True)
-    for add in (inspect_parser, plan_parser, demo_parser):
+    for add in (inspect_parser, plan_parser, demo_parser, launch_parser):
         add(subparsers)
     return parser
 
@@ -190,4 +251,4 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(data, indent=2))
     else:
         print(args.render(data))
-    return 0
+    return int(data.get("exit_code", 0)) if isinstance(data, dict) else 0

@@ -20,6 +20,7 @@ __all__ = [
     "BatchSizeError",
     "ClusterConfigError",
     "ModelPlacementError",
+    "PeerError",
     "RuntimeAlreadyStartedError",
     "StrategyUnavailableError",
 ]
@@ -51,3 +52,7 @@ class RuntimeAlreadyStartedError(AutodistError, RuntimeError):
 
 class AutodistWarning(UserWarning):
     """Something autodist changed on the user's behalf (a batch size, a compile setting)."""
+
+
+class PeerError(AutodistError, RuntimeError):
+    """A worker of the cluster stopped, or never came, while this one needed it."""

@@ -26,7 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["WORKAROUNDS", "Workaround", "compile_overrides", "patch_aggregating_variable_updates"]
+__all__ = [
+    "WORKAROUNDS",
+    "Workaround",
+    "compile_overrides",
+    "patch_aggregating_variable_updates",
+    "patch_multi_worker_trainer",
+]
 
 COMPAT_ENV = "AUTODIST_KERAS_COMPAT"
 _log = logging.getLogger("autodist")
@@ -106,6 +112,30 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "Under MirroredStrategy, jit_compile=True fails with 'Trying to access resource "
                 "... located in device CPU:1 from device CPU:0'. autodist runs with "
                 "jit_compile=False there."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+        ),
+        Workaround(
+            name="multi_worker_symbolic_build",
+            upstream="keras-team/keras#20585",
+            summary=(
+                "Under MultiWorkerMirroredStrategy, fit's _maybe_symbolic_build averages the first "
+                "data batch across workers (strategy.reduce('MEAN', PerReplica)) only to learn its "
+                "shapes, and fails: 'Attempt to convert a value (PerReplica...) to a Tensor'. "
+                "autodist builds from this worker's first replica's batch instead."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+        ),
+        Workaround(
+            name="multi_worker_scalar_reduce",
+            upstream="tensorflow/tensorflow#72388",
+            summary=(
+                "Under MultiWorkerMirroredStrategy, reduce_per_replica averages each step's logs "
+                "with strategy.reduce('MEAN', v, axis=0); the logs are scalars, so it fails with "
+                "'Invalid reduction dimension 0 for input with 0 dimensions'. autodist reduces "
+                "rank-0 values with axis=None; other values keep Keras's path."
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
@@ -208,3 +238,70 @@ def patch_aggregating_variable_updates() -> bool:
     core.Variable.assign_sub = assign_sub
     _PATCHED.update(assign_add=original_add, assign_sub=original_sub)
     return True
+
+
+def _multi_worker(strategy: Any) -> bool:
+    from keras.src.backend.tensorflow import trainer
+
+    return bool(trainer._collective_all_reduce_multi_worker(strategy))
+
+
+def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
+    """Apply the active multi-worker workarounds to Keras 3's TF trainer. Idempotent.
+
+    Both patches act only when the strategy is MultiWorkerMirroredStrategy in multi-worker mode;
+    every other strategy keeps Keras's own code. Returns the names of the patches in place.
+    """
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer
+
+    applied = []
+    if WORKAROUNDS["multi_worker_symbolic_build"].is_active(keras_version):
+        if "symbolic_build" not in _PATCHED:
+            original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
+
+            def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
+                if iterator is None or self._distribute_strategy is None or not _multi_worker(self.distribute_strategy):
+                    return original_build(self, iterator=iterator, data_batch=data_batch)
+                import tensorflow as tf
+
+                strategy = self.distribute_strategy
+                for _, _, batches in iterator:
+                    batch = next(batches)
+                    data_batch = tree.map_structure(
+                        lambda v: strategy.experimental_local_results(v)[0]
+                        if isinstance(v, tf.distribute.DistributedValues)
+                        else v,
+                        batch,
+                    )
+                    break
+                with strategy.scope():
+                    self._symbolic_build(data_batch=data_batch)
+
+            trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
+            _PATCHED["symbolic_build"] = original_build
+        applied.append("multi_worker_symbolic_build")
+    if WORKAROUNDS["multi_worker_scalar_reduce"].is_active(keras_version):
+        if "reduce_per_replica" not in _PATCHED:
+            original_reduce = trainer.reduce_per_replica
+
+            def _rank(value: Any) -> int | None:
+                sample = value.values[0] if hasattr(value, "values") else value
+                shape = getattr(sample, "shape", None)
+                return None if shape is None else shape.rank
+
+            def reduce_per_replica(values: Any, strategy: Any, reduction: str) -> Any:
+                if reduction not in ("auto", "mean") or not _multi_worker(strategy):
+                    return original_reduce(values, strategy, reduction)
+
+                def reduce_one(value: Any) -> Any:
+                    if _rank(value) == 0:
+                        return strategy.reduce("MEAN", value, axis=None)
+                    return original_reduce(value, strategy, reduction)
+
+                return tree.map_structure(reduce_one, values)
+
+            trainer.reduce_per_replica = reduce_per_replica
+            _PATCHED["reduce_per_replica"] = original_reduce
+        applied.append("multi_worker_scalar_reduce")
+    return applied

@@ -21,8 +21,9 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from autodist.batching import dataset_batch_size, prepare_dataset
-from autodist.errors import AutodistError, BatchSizeError, ModelPlacementError
+from autodist.batching import arrays_to_dataset, dataset_batch_size, prepare_dataset
+from autodist.callbacks import ChiefDuties
+from autodist.errors import AutodistError, BatchSizeError, ModelPlacementError, PeerError
 from autodist.hardware import detect
 from autodist.keras_compat import apply_compile_overrides, compile_overrides
 from autodist.log import get_logger, warn_all
@@ -30,6 +31,8 @@ from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_o
 from autodist.strategies import build_strategy
 
 __all__ = ["fit"]
+
+PEER_TIMEOUT_ENV = "AUTODIST_PEER_TIMEOUT"
 
 _MOVABLE_INPUT_NOTE = (
     "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
@@ -165,17 +168,37 @@ def _build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
     return model
 
 
-def _prepare_input(x: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
-    """Return ``x`` ready for the plan, and set ``batch_size`` in ``fit_kwargs`` where it applies."""
+def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """Return ``(x, y)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where it applies."""
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
         assert the_plan.global_batch_size is not None
-        return prepare_dataset(x, the_plan.global_batch_size)
-    if x is None or _is_array_like(x):
-        fit_kwargs["batch_size"] = the_plan.global_batch_size
-        return x
-    return x
+        return prepare_dataset(x, the_plan.global_batch_size), y
+    if x is None or not _is_array_like(x):
+        return x, y
+    assert the_plan.global_batch_size is not None
+    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
+    if multi_worker and not (y is None and fit_kwargs.get("sample_weight") is not None):
+        train, validation = arrays_to_dataset(
+            x,
+            y,
+            fit_kwargs.pop("sample_weight", None),
+            global_batch_size=the_plan.global_batch_size,
+            shuffle=bool(fit_kwargs.pop("shuffle", True)),
+            validation_split=float(fit_kwargs.pop("validation_split", 0.0) or 0.0),
+        )
+        validation_data = fit_kwargs.get("validation_data")
+        if isinstance(validation_data, tuple) and all(_is_array_like(v) for v in validation_data if v is not None):
+            fit_kwargs["validation_data"] = arrays_to_dataset(
+                *validation_data, global_batch_size=the_plan.global_batch_size, shuffle=False
+            )[0]
+        elif validation is not None:
+            fit_kwargs["validation_data"] = validation
+        fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
+        return train, None
+    fit_kwargs["batch_size"] = the_plan.global_batch_size
+    return x, y
 
 
 def _is_array_like(x: Any) -> bool:
@@ -196,6 +219,8 @@ def fit(
     strategy: str | StrategyKind = "auto",
     num_params: int | None = None,
     gpu_memory_fraction: float | None = None,
+    backup_dir: str | bool | None = None,
+    peer_timeout_seconds: float | None = None,
     **fit_kwargs: Any,
 ) -> Any:
     """Train ``model`` like ``model.fit``, under the strategy autodist picks for this machine.
@@ -211,6 +236,11 @@ def fit(
         strategy: ``"auto"``, or a strategy name to force (``"mirrored"``, ...).
         num_params: the model size, for a model built by a function (to check GPU memory).
         gpu_memory_fraction: share of GPU memory the model may use (default 0.9).
+        backup_dir: multi-worker runs add ``BackupAndRestore`` with one folder per worker under
+            this directory (default: ``AUTODIST_BACKUP_DIR``, which the launcher sets, else a
+            temporary folder named after the cluster). ``False`` turns it off.
+        peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
+            with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
         **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
             ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
 
@@ -221,6 +251,7 @@ def fit(
 
     Raises:
         AutodistError: for a model, batch size or strategy that cannot work, with the fix.
+        PeerError: when a worker of the cluster is lost during multi-worker training.
 
     Example:
         >>> import numpy as np, keras, autodist
@@ -244,16 +275,71 @@ def fit(
             "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
             "that builds and compiles it."
         )
-    if "batch_size" in fit_kwargs:  # unreachable through the signature; kept for **kwargs callers
-        batch_size = fit_kwargs.pop("batch_size")
+    import tensorflow as tf
+
+    the_plan = _plan_for(model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds)
+    distribution = build_strategy(the_plan)
+    trained, moved, extra_warnings = _model_in_scope(model, builder, the_plan, distribution)
+    if not _is_array_like(x) and x is not None and not isinstance(x, tf.data.Dataset) and the_plan.num_replicas > 1:
+        extra_warnings.append(
+            _MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas)
+        )
+    get_logger().info(the_plan.summary(include_warnings=False))
+    warn_all(list(the_plan.warnings) + extra_warnings)
+
+    fit_kwargs = dict(fit_kwargs)
+    x, y = _prepare_input(x, y, the_plan, fit_kwargs)
+    duties = ChiefDuties(
+        the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None,
+        _keras_module(keras_flavor_of(trained)),
+        backup_dir,
+    )
+    fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
+    succeeded = False
+    try:
+        with distribution.scope():
+            history = trained.fit(x, y, epochs=epochs, **fit_kwargs)
+        succeeded = True
+    except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:
+        if duties.cluster is None:
+            raise
+        raise PeerError(_peer_message(the_plan, err)) from err
+    finally:
+        duties.restore(succeeded=succeeded)
+    if moved:
+        copy_training_state(trained, model)
+        history.set_model(model)
+        model.history = history
+    history.plan = the_plan
+    return history
+
+
+def _plan_for(
+    model: Any,
+    builder: Any,
+    x: Any,
+    batch_size: int | None,
+    strategy: Any,
+    num_params: int | None,
+    gpu_memory_fraction: float | None,
+    peer_timeout_seconds: float | None,
+) -> Plan:
     import tensorflow as tf
 
     requested = batch_size
     if requested is None and isinstance(x, tf.data.Dataset):
         requested = dataset_batch_size(x)
-    plan_kwargs: dict[str, Any] = {}
+    options: dict[str, Any] = {}
     if gpu_memory_fraction is not None:
-        plan_kwargs["gpu_memory_fraction"] = gpu_memory_fraction
+        options["gpu_memory_fraction"] = gpu_memory_fraction
+    timeout = peer_timeout_seconds if peer_timeout_seconds is not None else os.environ.get(PEER_TIMEOUT_ENV)
+    if timeout is not None:
+        try:
+            options["peer_timeout_seconds"] = float(timeout)
+        except ValueError:
+            raise AutodistError(
+                f"{PEER_TIMEOUT_ENV} must be a number of seconds (Received: {PEER_TIMEOUT_ENV}={timeout!r})."
+            ) from None
     the_plan = plan(
         detect(),
         model=None if builder is not None else model,
@@ -261,7 +347,7 @@ def fit(
         batch_size=requested,
         strategy=strategy,
         environ=os.environ,
-        **plan_kwargs,
+        **options,
     )
     if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:
         raise BatchSizeError(
@@ -270,13 +356,15 @@ def fit(
             "batched with .batch(n), or a batch_size. Pass batch_size= (the global batch) and "
             "autodist re-batches the dataset to it."
         )
-    distribution = build_strategy(the_plan)
-    extra_warnings: list[str] = []
-    moved = False
+    return the_plan
+
+
+def _model_in_scope(model: Any, builder: Any, the_plan: Plan, distribution: Any) -> tuple[Any, bool, list[str]]:
+    """The model to train (built, moved or as given), whether it was moved, and extra warnings."""
     if builder is not None:
         trained = _build_in_scope(builder, distribution)
         info = describe_model(trained)
-        overrides, extra_warnings = compile_overrides(
+        overrides, warnings_ = compile_overrides(
             the_plan.strategy.value,
             info.keras_flavor or the_plan.keras_flavor,
             info.keras_version,
@@ -284,31 +372,27 @@ def fit(
             steps_per_execution=info.steps_per_execution,
             environ=os.environ,
         )
-    else:
-        trained = model
-        overrides = dict(the_plan.compile_overrides)
-        if _needs_move(model, the_plan, distribution):
-            trained = move_into_scope(model, distribution)
-            moved = True
-    apply_compile_overrides(trained, overrides)
-    if not _is_array_like(x) and x is not None and not isinstance(x, tf.data.Dataset) and the_plan.num_replicas > 1:
-        extra_warnings.append(
-            _MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas)
-        )
-    logger = get_logger()
-    logger.info(the_plan.summary(include_warnings=False))
-    warn_all(list(the_plan.warnings) + extra_warnings)
+        apply_compile_overrides(trained, overrides)
+        return trained, False, warnings_
+    trained, moved = model, False
+    if _needs_move(model, the_plan, distribution):
+        trained, moved = move_into_scope(model, distribution), True
+    apply_compile_overrides(trained, dict(the_plan.compile_overrides))
+    return trained, moved, []
 
-    fit_kwargs = dict(fit_kwargs)
-    x = _prepare_input(x, the_plan, fit_kwargs)
-    with distribution.scope():
-        history = trained.fit(x, y, epochs=epochs, **fit_kwargs)
-    if moved:
-        copy_training_state(trained, model)
-        history.set_model(model)
-        model.history = history
-    history.plan = the_plan
-    return history
+
+def _peer_message(the_plan: Plan, err: Exception) -> str:
+    cluster = the_plan.cluster
+    assert cluster is not None
+    first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return (
+        f"{cluster.task_type} {cluster.task_index} lost contact with a peer during multi-worker "
+        f"training ({type(err).__name__}: {first_line[:300]}). Expected all "
+        f"{cluster.num_workers} workers to run to the end; one stopped or became unreachable. "
+        "Find the failed worker's own error in its log. To survive such failures, start the job "
+        "with python -m autodist launch --max-restarts 1 (or your cluster manager's restart "
+        "policy): training resumes from the last finished epoch through BackupAndRestore."
+    )
 
 
 def _needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:

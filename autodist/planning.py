@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from autodist.cluster import ClusterInfo
 from autodist.batching import KERAS_DEFAULT_BATCH_SIZE, adjust_global_batch
 from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.hardware import HardwareSnapshot
@@ -68,6 +69,7 @@ OPTIMIZER_SLOTS = {
 DEFAULT_OPTIMIZER_SLOTS = 2
 DEFAULT_GPU_MEMORY_FRACTION = 0.9
 DEFAULT_ACTIVATION_FRACTION = 0.5
+DEFAULT_PEER_TIMEOUT_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,9 @@ class Plan:
         num_cpu_devices: logical CPU devices to create before the runtime starts.
         compile_overrides: compile settings changed for this strategy (``jit_compile``, ...).
         footprint_bytes: estimated training footprint, when the model size is known.
+        cluster: the cluster this process belongs to, for multi-worker and parameter-server plans.
+        peer_timeout_seconds: how long a worker waits for its peers (to connect, or inside a
+            collective) before the job fails with an error instead of hanging.
         keras_flavor: ``keras3`` or ``tf_keras``.
         reasons: one sentence per choice, with the numbers that drove it.
         warnings: things autodist changed or could not check.
@@ -191,6 +196,8 @@ class Plan:
     footprint_bytes: int | None = None
     keras_flavor: str = "keras3"
     keras_version: str | None = None
+    cluster: ClusterInfo | None = None
+    peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -210,6 +217,8 @@ class Plan:
             "footprint_bytes": self.footprint_bytes,
             "keras_flavor": self.keras_flavor,
             "keras_version": self.keras_version,
+            "cluster": self.cluster.to_dict() if self.cluster else None,
+            "peer_timeout_seconds": self.peer_timeout_seconds,
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
         }
@@ -260,6 +269,7 @@ def plan(
     gpu_memory_fraction: float = DEFAULT_GPU_MEMORY_FRACTION,
     activation_fraction: float = DEFAULT_ACTIVATION_FRACTION,
     optimizer_slots: int | None = None,
+    peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS,
     environ: Mapping[str, str] | None = None,
 ) -> Plan:
     """Choose and configure a strategy. Pure: no TensorFlow runtime, no side effects.
@@ -274,6 +284,7 @@ def plan(
         gpu_memory_fraction: the fraction of each GPU's memory the model may use.
         activation_fraction: the activation allowance in the footprint formula.
         optimizer_slots: slots per variable, overriding what the optimizer implies.
+        peer_timeout_seconds: multi-worker only: the longest wait for peers before failing.
         environ: only for the Keras compatibility switch (``AUTODIST_KERAS_COMPAT``).
 
     Returns:
@@ -293,6 +304,11 @@ def plan(
         from autodist.hardware import detect
 
         snapshot = detect()
+    if not peer_timeout_seconds > 0:
+        raise AutodistError(
+            f"peer_timeout_seconds must be positive (Received: {peer_timeout_seconds!r}). It bounds "
+            "how long a worker waits for its peers, for example 300."
+        )
     if not 0 < gpu_memory_fraction <= 1:
         raise AutodistError(
             f"gpu_memory_fraction must be in (0, 1] (Received: {gpu_memory_fraction!r}). It is "
@@ -358,6 +374,8 @@ def plan(
         footprint_bytes=footprint,
         keras_flavor=flavor,
         keras_version=model_info.keras_version or snapshot.keras_version,
+        cluster=snapshot.cluster if kind in (StrategyKind.MULTI_WORKER_MIRRORED, StrategyKind.PARAMETER_SERVER) else None,
+        peer_timeout_seconds=float(peer_timeout_seconds),
         reasons=tuple(reasons),
         warnings=tuple(warnings),
     )

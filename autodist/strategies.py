@@ -22,9 +22,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from autodist.errors import RuntimeAlreadyStartedError, StrategyUnavailableError
+from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
 from autodist.hardware import CPU_DEVICES_ENV
-from autodist.keras_compat import WORKAROUNDS, patch_aggregating_variable_updates
+from autodist.keras_compat import (
+    WORKAROUNDS,
+    patch_aggregating_variable_updates,
+    patch_multi_worker_trainer,
+)
 from autodist.planning import Plan, StrategyKind
 
 __all__ = ["apply_cpu_devices_on_import", "build_strategy", "configure_cpu_devices", "runtime_started"]
@@ -68,6 +72,38 @@ def configure_cpu_devices(num_devices: int) -> None:
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)]
     )
+
+
+def _bound_peer_waits(cluster: Any, timeout: float) -> None:
+    """Make the strategy constructor raise, not hang, when a peer never connects.
+
+    MultiWorkerMirroredStrategy keeps a coordination service that is already configured. We
+    configure it first with a registration deadline. TensorFlow's Python API has no parameter for
+    the barrier that turns the deadline into an error on the leader (without it the leader waits
+    for ever, and ignores SIGTERM), so that one field is set on the config proto (TF 2.16-2.21).
+    """
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    if ctx.coordination_service is not None:
+        return
+    from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+
+    leader = "chief" if "chief" in cluster.cluster_spec else "worker"
+    jobs = [
+        coordination_config_pb2.CoordinatedJob(name=name, num_tasks=len(cluster.cluster_spec[name]))
+        for name in ("chief", "worker")
+        if name in cluster.cluster_spec
+    ]
+    ctx.configure_coordination_service(
+        service_type="standalone",
+        service_leader=f"/job:{leader}/replica:0/task:0",
+        cluster_register_timeout_in_ms=int(timeout * 1000),
+        coordinated_jobs=jobs,
+    )
+    config = getattr(ctx, "_coordination_service_config", None)
+    if config is not None and hasattr(config, "cluster_register_with_barrier"):
+        config.cluster_register_with_barrier = True
 
 
 class _ConfigureAfterImport(importlib.abc.MetaPathFinder):
@@ -165,11 +201,62 @@ def build_strategy(plan: Plan) -> Any:
             plan.keras_version
         ):
             patch_aggregating_variable_updates()
+    elif kind == StrategyKind.MULTI_WORKER_MIRRORED:
+        strategy = _multi_worker_mirrored(plan)
     else:
         raise StrategyUnavailableError(
             f"autodist {__import__('autodist').__version__} cannot build {kind.value!r} yet. "
-            "Expected one of default, one_device, mirrored, central_storage. Use one of those, "
+            "Expected one of default, one_device, mirrored, central_storage, multi_worker_mirrored. Use one of those, "
             "or create the strategy yourself and call model.fit inside strategy.scope()."
         )
     _STRATEGIES[key] = strategy
+    return strategy
+
+
+def _multi_worker_mirrored(plan: Plan) -> Any:
+    """MultiWorkerMirroredStrategy from the validated cluster, created before any op runs."""
+    import tensorflow as tf
+
+    cluster = plan.cluster
+    assert cluster is not None
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(
+            "MultiWorkerMirroredStrategy must be created before TensorFlow runs anything, but the "
+            "runtime has already started: something ran an op, built a Keras model or listed "
+            "logical devices before autodist could create the strategy (TensorFlow would fail "
+            "with 'Collective ops must be configured at program startup'). Let autodist go first: "
+            "pass a function that builds and compiles the model (autodist.fit(build_model, ...)), "
+            "build it inside an @autodist.distributed function, or call autodist.init() at the "
+            "top of the script, before the model is built."
+        )
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster.cluster_spec),
+        task_type=cluster.task_type,
+        task_id=cluster.task_index,
+        num_accelerators={"GPU": len(plan.devices)} if plan.devices and plan.devices[0].startswith("/gpu") else None,
+        rpc_layer=cluster.rpc_layer or "grpc",
+    )
+    implementation = {
+        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+    }.get(plan.cross_device_ops or "", tf.distribute.experimental.CommunicationImplementation.AUTO)
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=implementation, timeout_seconds=plan.peer_timeout_seconds
+    )
+    _bound_peer_waits(cluster, plan.peer_timeout_seconds)
+    try:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=resolver, communication_options=options
+        )
+    except tf.errors.DeadlineExceededError as err:
+        raise PeerError(
+            f"{cluster.task_type} {cluster.task_index} waited {plan.peer_timeout_seconds:g} s for "
+            f"the other {cluster.num_workers - 1} worker(s) of {cluster.cluster_spec} to connect, "
+            "and they did not. Expected every task of the cluster to start. Check that each "
+            "worker runs the same script with its own task index and that the addresses are "
+            "reachable; allow a longer wait with AUTODIST_PEER_TIMEOUT=<seconds> or "
+            f"peer_timeout_seconds=. (TensorFlow: {str(err).strip().splitlines()[0][:200]})"
+        ) from err
+    if plan.keras_flavor == "keras3":
+        patch_multi_worker_trainer(plan.keras_version)
     return strategy

@@ -1,0 +1,138 @@
+"""Chief duties and automatic backups for multi-worker training.
+
+- File-writing callbacks (``ModelCheckpoint``, ``TensorBoard``, ``CSVLogger``, and any callback
+  with a ``filepath``, ``log_dir`` or ``filename`` string) write to the user's paths on the chief
+  only. Every other worker writes to a private temporary directory, removed afterwards. Non-chief
+  workers must still *run* the save: saving under MultiWorkerMirroredStrategy runs collective ops,
+  and a worker that skips it leaves the others waiting.
+- ``BackupAndRestore`` is added in multi-worker runs (first in the list, so a backup of an epoch
+  exists before any later callback of that epoch runs), with one folder per worker: Keras 3 fails
+  with one folder shared by all workers (``FileExistsError``, then ``BlockingIOError``).
+
+Example:
+    >>> from autodist.callbacks import backup_folder
+    >>> backup_folder("/tmp/job", "worker", 1)
+    '/tmp/job/worker-1'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from autodist.cluster import ClusterInfo
+
+__all__ = ["ChiefDuties", "backup_folder", "default_backup_root"]
+
+FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
+BACKUP_ENV = "AUTODIST_BACKUP_DIR"
+
+
+def backup_folder(root: str, task_type: str, task_index: int) -> str:
+    """This worker's own backup folder under ``root``."""
+    return os.path.join(root, f"{task_type}-{task_index}")
+
+
+def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str:
+    """``AUTODIST_BACKUP_DIR`` (the launcher sets it), else a folder named after the cluster."""
+    if environ.get(BACKUP_ENV):
+        return environ[BACKUP_ENV]
+    digest = hashlib.sha1(json.dumps(cluster.cluster_spec, sort_keys=True).encode()).hexdigest()[:12]
+    return os.path.join(tempfile.gettempdir(), f"autodist-backup-{digest}")
+
+
+@dataclass
+class ChiefDuties:
+    """Rewrites callbacks for this worker's role; :meth:`restore` undoes it and cleans up.
+
+    Args:
+        cluster: the cluster, or ``None`` on a single machine (then nothing changes).
+        keras_module: ``keras`` or ``tf_keras``, whichever the model uses.
+        backup_dir: the backup root; ``False`` turns the automatic backup off.
+    """
+
+    cluster: ClusterInfo | None
+    keras_module: Any
+    backup_dir: str | bool | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    _changed: list[tuple[Any, str, Any]] = field(default_factory=list)
+    _private_dir: str | None = None
+    _backup_root: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.cluster is not None and self.cluster.num_workers >= 2
+
+    def prepare(self, callbacks: list[Any] | None) -> list[Any]:
+        """The callbacks to pass to ``fit`` on this worker."""
+        callbacks = list(callbacks or [])
+        if not self.active:
+            return callbacks
+        assert self.cluster is not None
+        backup_cls = self.keras_module.callbacks.BackupAndRestore
+        user_backups = [cb for cb in callbacks if isinstance(cb, backup_cls)]
+        for cb in user_backups:  # one folder per worker, chief included (Keras 3 shared-folder bug)
+            self._set(cb, "backup_dir", backup_folder(cb.backup_dir, self.cluster.task_type, self.cluster.task_index))
+            _refresh_backup_paths(cb)
+        if not self.cluster.is_chief:
+            for cb in callbacks:
+                if isinstance(cb, backup_cls):
+                    continue
+                for attribute in FILE_ATTRIBUTES:
+                    value = getattr(cb, attribute, None)
+                    if isinstance(value, str) and value:
+                        self._set(cb, attribute, os.path.join(self._private(), os.path.basename(value.rstrip("/")) or attribute))
+        if not user_backups and self.backup_dir is not False:
+            root = self.backup_dir if isinstance(self.backup_dir, str) else default_backup_root(self.cluster, self.environ)
+            self._backup_root = root
+            folder = backup_folder(root, self.cluster.task_type, self.cluster.task_index)
+            callbacks.insert(0, backup_cls(backup_dir=folder))
+        return callbacks
+
+    def _private(self) -> str:
+        if self._private_dir is None:
+            assert self.cluster is not None
+            self._private_dir = tempfile.mkdtemp(prefix=f"autodist-{self.cluster.task_type}-{self.cluster.task_index}-")
+        return self._private_dir
+
+    def _set(self, obj: Any, attribute: str, value: Any) -> None:
+        self._changed.append((obj, attribute, getattr(obj, attribute)))
+        setattr(obj, attribute, value)
+
+    def restore(self, *, succeeded: bool) -> None:
+        """Put the user's callbacks back as they were and remove private files."""
+        for obj, attribute, value in reversed(self._changed):
+            setattr(obj, attribute, value)
+            if attribute == "backup_dir":
+                _refresh_backup_paths(obj)
+        self._changed.clear()
+        if self._private_dir is not None:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir = None
+        if succeeded and self._backup_root and self.cluster is not None:
+            # Keras deletes the checkpoint at the end of a finished fit; drop the empty folders.
+            for folder in (backup_folder(self._backup_root, self.cluster.task_type, self.cluster.task_index), self._backup_root):
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    pass
+
+
+def _refresh_backup_paths(callback: Any) -> None:
+    """Keras derives file names from ``backup_dir`` in ``__init__``; keep them in step."""
+    root = callback.backup_dir
+    names = (
+        ("_weights_path", "latest.weights.h5"),
+        ("_training_metadata_path", "training_metadata.json"),
+        ("_prev_weights_path", "latest.weights.h5.bkp"),
+        ("_prev_training_metadata_path", "training_metadata.json.bkp"),
+    )
+    for attribute, name in names:
+        if hasattr(callback, attribute):  # Keras 3; tf_keras derives its paths at train time
+            setattr(callback, attribute, os.path.join(root, name))
