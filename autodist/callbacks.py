@@ -6,8 +6,12 @@
   workers must still *run* the save: saving under MultiWorkerMirroredStrategy runs collective ops,
   and a worker that skips it leaves the others waiting.
 - ``BackupAndRestore`` is added in multi-worker runs (first in the list, so a backup of an epoch
-  exists before any later callback of that epoch runs), with one folder per worker: Keras 3 fails
-  with one folder shared by all workers (``FileExistsError``, then ``BlockingIOError``).
+  exists before any later callback of that epoch runs). With Keras 3 each worker gets its own
+  folder: Keras 3 fails with one folder shared by all workers (``FileExistsError``, then
+  ``BlockingIOError``). tf_keras is the opposite: its chief writes ``chief/`` in one shared folder
+  and every worker restores from there, so per-worker folders make the workers resume at
+  different epochs. tf_keras gets the shared folder (on several hosts it must be on a shared
+  file system, as tf_keras requires).
 
 Example:
     >>> from autodist.callbacks import backup_folder
@@ -76,8 +80,9 @@ class ChiefDuties:
             return callbacks
         assert self.cluster is not None
         backup_cls = self.keras_module.callbacks.BackupAndRestore
+        per_worker = self.keras_module.__name__.split(".")[0] != "tf_keras"
         user_backups = [cb for cb in callbacks if isinstance(cb, backup_cls)]
-        for cb in user_backups:  # one folder per worker, chief included (Keras 3 shared-folder bug)
+        for cb in user_backups if per_worker else ():  # Keras 3 shared-folder bug: one per worker
             self._set(cb, "backup_dir", backup_folder(cb.backup_dir, self.cluster.task_type, self.cluster.task_index))
             _refresh_backup_paths(cb)
         if not self.cluster.is_chief:
@@ -91,7 +96,7 @@ class ChiefDuties:
         if not user_backups and self.backup_dir is not False:
             root = self.backup_dir if isinstance(self.backup_dir, str) else default_backup_root(self.cluster, self.environ)
             self._backup_root = root
-            folder = backup_folder(root, self.cluster.task_type, self.cluster.task_index)
+            folder = backup_folder(root, self.cluster.task_type, self.cluster.task_index) if per_worker else root
             callbacks.insert(0, backup_cls(backup_dir=folder))
         return callbacks
 

@@ -1,10 +1,10 @@
 """One worker's side of a multi-worker job, started by ``python -m autodist launch``.
 
-Usage: multi_worker.py OUTDIR MODE   (MODE: train | fault | checkpoint | reference)
+Usage: multi_worker.py OUTDIR MODE   (MODE: train | fault | checkpoint | die | reference)
 
 Each worker writes OUTDIR/<task>.json (history, plan) and OUTDIR/<task>.npz (final weights).
 ``reference`` runs the same training in one process without a cluster. ``fault`` makes worker 1
-exit abnormally after epoch 2 on the first attempt only. Every epoch each worker appends
+exit abnormally after epoch 2 on the first attempt only; ``die`` makes it exit after epoch 1. Every epoch each worker appends
 "<attempt> <epoch>" to OUTDIR/<task>-epochs.txt, so the test can see what ran, and when.
 """
 
@@ -54,6 +54,8 @@ class EpochLog(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if MODE == "fault" and TASK == "worker-1" and ATTEMPT == 0 and epoch == 1:
             os._exit(17)  # abnormal exit after epoch 2, once
+        if MODE == "die" and TASK == "worker-1" and epoch == 0:
+            os._exit(17)  # dies mid-job, with no launcher to stop the others
 
 
 class PathProbe(keras.callbacks.Callback):
@@ -68,7 +70,7 @@ class PathProbe(keras.callbacks.Callback):
 
 
 callbacks = [EpochLog()]
-epochs = {"train": 1, "reference": 1, "fault": 5, "checkpoint": 2}[MODE]
+epochs = {"train": 1, "reference": 1, "fault": 5, "checkpoint": 2, "die": 50}[MODE]
 probe = None
 if MODE == "checkpoint":
     checkpoint = keras.callbacks.ModelCheckpoint(os.path.join(OUTDIR, "ckpt", "model.keras"))
