@@ -27,7 +27,9 @@ __all__ = [
     "adjust_global_batch",
     "arrays_to_dataset",
     "dataset_batch_size",
+    "file_source_count",
     "prepare_dataset",
+    "shard_policy",
 ]
 
 #: Keras's own default when ``fit`` gets no ``batch_size``.
@@ -116,23 +118,84 @@ def dataset_batch_size(dataset: Any) -> int | None:
     return None
 
 
-def prepare_dataset(dataset: Any, global_batch_size: int) -> Any:
+_READER_OPS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+
+
+def _children(node: Any) -> list[Any]:
+    found = [getattr(node, name, None) for name in ("_input_dataset", "_dataset")]
+    found += list(getattr(node, "_input_datasets", None) or [])
+    return [child for child in found if child is not None]
+
+
+def _reads_files(function: Any) -> bool:
+    try:
+        graph_def = function.function.graph.as_graph_def()
+    except AttributeError:
+        return False
+    ops = {node.op for node in graph_def.node}
+    ops |= {node.op for f in graph_def.library.function for node in f.node_def}
+    return any(op.startswith(_READER_OPS) for op in ops)
+
+
+def _finite_cardinality(dataset: Any) -> int | None:
+    try:
+        count = int(dataset.cardinality())
+    except Exception:
+        return None
+    return count if count >= 0 else None
+
+
+def file_source_count(dataset: Any) -> int | None:
+    """How many files a dataset reads, when its graph says so; ``None`` for in-memory data.
+
+    It recognises file readers (``TFRecordDataset(files)``, ``TextLineDataset``,
+    ``FixedLengthRecordDataset``) and ``interleave`` over a list of files (``list_files``).
+    """
+    stack, seen = [dataset], 0
+    while stack and seen < 256:
+        node, seen = stack.pop(), seen + 1
+        filenames = getattr(node, "_filenames", None)
+        if filenames is not None and hasattr(filenames, "cardinality"):
+            return _finite_cardinality(filenames)
+        function = getattr(node, "_map_func", None)
+        if "Interleave" in type(node).__name__ and function is not None and _reads_files(function):
+            return _finite_cardinality(node._input_dataset)
+        stack.extend(_children(node))
+    return None
+
+
+def shard_policy(dataset: Any, num_workers: int) -> tuple[Any, str]:
+    """The auto-shard policy for ``dataset`` across ``num_workers`` workers, and the reason.
+
+    ``FILE`` only when the dataset reads at least one file per worker; otherwise ``DATA`` (for
+    in-memory data, FILE sharding makes TensorFlow warn and fall back; with fewer files than
+    workers, some workers would get no data at all).
+    """
+    import tensorflow as tf
+
+    policy = tf.data.experimental.AutoShardPolicy
+    files = file_source_count(dataset)
+    if files is not None and files >= num_workers:
+        return policy.FILE, f"FILE sharding: the dataset reads {files} files for {num_workers} workers"
+    if files is not None:
+        return policy.DATA, f"DATA sharding: {files} file(s) are fewer than {num_workers} workers"
+    return policy.DATA, "DATA sharding: the dataset is not read from files"
+
+
+def prepare_dataset(dataset: Any, global_batch_size: int, num_workers: int = 1) -> Any:
     """Re-batch a batched dataset to ``global_batch_size`` and set its auto-shard policy.
 
     ``rebatch`` keeps every sample: a smaller final batch holds the remainder. The auto-shard
-    policy becomes ``DATA`` for in-memory data (the only kind this function can check from the
-    graph): ``FILE`` sharding of a dataset not read from files makes TensorFlow warn and fall back.
-    A policy the user set explicitly is kept.
+    policy follows :func:`shard_policy`. A policy the user set explicitly is kept.
     """
     import tensorflow as tf
 
     if dataset_batch_size(dataset) != global_batch_size:
         dataset = dataset.rebatch(global_batch_size, drop_remainder=False)
-    policy = tf.data.experimental.AutoShardPolicy
     current = dataset.options().experimental_distribute.auto_shard_policy
-    if current == policy.AUTO:
+    if current == tf.data.experimental.AutoShardPolicy.AUTO:
         options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = policy.DATA
+        options.experimental_distribute.auto_shard_policy = shard_policy(dataset, num_workers)[0]
         dataset = dataset.with_options(options)
     return dataset
 

@@ -174,7 +174,7 @@ def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -
 
     if isinstance(x, tf.data.Dataset):
         assert the_plan.global_batch_size is not None
-        return prepare_dataset(x, the_plan.global_batch_size), y
+        return prepare_dataset(x, the_plan.global_batch_size, the_plan.num_workers), y
     if x is None or not _is_array_like(x):
         return x, y
     assert the_plan.global_batch_size is not None

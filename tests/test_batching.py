@@ -59,3 +59,34 @@ def test_unbatched_dataset_has_no_batch_size():
     import tensorflow as tf
 
     assert dataset_batch_size(tf.data.Dataset.range(8)) is None
+
+
+@pytest.fixture
+def record_files(tmp_path):
+    import tensorflow as tf
+
+    paths = []
+    for index in range(3):
+        path = str(tmp_path / f"part-{index}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            writer.write(b"sample")
+        paths.append(path)
+    return paths
+
+
+def test_shard_policy_file_only_with_enough_files(record_files, tmp_path):
+    import tensorflow as tf
+
+    from autodist.batching import file_source_count, shard_policy
+
+    policy = tf.data.experimental.AutoShardPolicy
+    direct = tf.data.TFRecordDataset(record_files).batch(2)
+    listed = tf.data.Dataset.list_files(str(tmp_path / "*.tfrecord"), shuffle=False).interleave(tf.data.TFRecordDataset).batch(2)
+    in_memory = tf.data.Dataset.from_tensor_slices(["a", "b", "c"]).batch(2)
+    assert (file_source_count(direct), file_source_count(listed), file_source_count(in_memory)) == (3, 3, None)
+    assert shard_policy(direct, 2)[0] == policy.FILE
+    assert shard_policy(listed, 3)[0] == policy.FILE
+    assert shard_policy(direct, 4) == (policy.DATA, "DATA sharding: 3 file(s) are fewer than 4 workers")
+    assert shard_policy(in_memory, 2)[0] == policy.DATA
+    prepared = prepare_dataset(direct, 2, num_workers=2)
+    assert prepared.options().experimental_distribute.auto_shard_policy == policy.FILE

@@ -24,3 +24,17 @@ def test_custom_loop_example():
     assert proc.returncode == 0, proc.stderr[-3000:]
     match = re.search(r"mirrored x 2: train accuracy ([0-9.]+)", proc.stdout)
     assert match and float(match.group(1)) > 0.9, proc.stdout
+
+
+def test_multi_worker_example_through_the_launcher(tmp_path):
+    proc = run_python(
+        ["-m", "autodist", "launch", "--workers", "2", "--timeout", "150", str(ROOT / "examples" / "multi_worker.py"), "--out", str(tmp_path)],
+        env=subprocess_env(),
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "[worker 0] multi_worker_mirrored: 2 workers, global batch 128" in proc.stdout
+    assert "[worker 1] multi_worker_mirrored" not in proc.stdout  # only the chief reports
+    accuracy = float(re.search(r"\[worker 0\] validation accuracy: ([0-9.]+)", proc.stdout).group(1))
+    assert accuracy > 0.8
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.keras"]

@@ -1,0 +1,115 @@
+"""The launcher, with small scripts and no TensorFlow: prefixes, failures, restarts, timeouts."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pytest
+
+from autodist.cli import main
+from autodist.errors import AutodistError
+from autodist.launch import Launcher, host_plan, local_cluster, task_configs
+
+TASK_SCRIPT = """
+import json, os, signal, sys, time
+config = json.loads(os.environ["TF_CONFIG"])
+task = f"{config['task']['type']}-{config['task']['index']}"
+attempt = int(os.environ["AUTODIST_LAUNCH_ATTEMPT"])
+mode = sys.argv[1]
+print("hello", task, "attempt", attempt, "backup", os.environ["AUTODIST_BACKUP_DIR"], flush=True)
+if mode == "ok":
+    sys.exit(0)
+if mode == "fail-once" and task == "worker-1" and attempt == 0:
+    sys.exit(3)
+if mode == "fail" and task == "worker-1":
+    print("worker 1 is about to fail", flush=True)
+    sys.exit(3)
+if mode in ("fail", "hang"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as TensorFlow does while it waits for peers
+    time.sleep(120)
+sys.exit(0)
+"""
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "task.py"
+    path.write_text(TASK_SCRIPT)
+    return str(path)
+
+
+def run(script, mode, **kwargs):
+    out = io.StringIO()
+    launcher = Launcher(kwargs.pop("workers", 2), kwargs.pop("ps", 0), out=out, grace=kwargs.pop("grace", 1.0), **kwargs)
+    start = time.monotonic()
+    result = launcher.run(script, [mode])
+    return result, out.getvalue(), time.monotonic() - start
+
+
+def test_every_task_runs_with_its_own_tf_config_and_prefix(script):
+    result, output, _ = run(script, "ok", workers=2, ps=1)
+    assert result.exit_code == 0 and result.attempts == 1
+    for task in ("chief 0", "worker 0", "worker 1", "ps 0"):
+        name = task.replace(" ", "-")
+        assert f"[{task}] hello {name} attempt 0" in output
+
+
+def test_failure_stops_the_others_and_names_the_task(script):
+    """worker 0 ignores SIGTERM: it must be SIGKILLed after the grace, not waited on for 120 s."""
+    result, output, elapsed = run(script, "fail", grace=1.0)
+    assert result.exit_code == 3
+    assert result.failed_task == "worker 1" and result.failed_code == 3
+    assert "worker 1 exited with code 3; stopped the other tasks" in output
+    assert "[launcher]   worker 1 is about to fail" in output  # its last lines
+    assert elapsed < 20
+
+
+def test_restart_after_failure(script):
+    result, output, _ = run(script, "fail-once", max_restarts=1)
+    assert result.exit_code == 0 and result.attempts == 2
+    assert "restarting the job: attempt 2 of 2" in output
+    assert "[worker 1] hello worker-1 attempt 1" in output
+    backups = {line.split("backup ")[1] for line in output.splitlines() if "backup " in line}
+    assert len(backups) == 1, "every attempt must share one backup directory"
+
+
+def test_timeout_bounds_a_hung_job(script):
+    result, output, elapsed = run(script, "hang", timeout=2.0, grace=1.0)
+    assert result.exit_code == 124
+    assert "ran past --timeout 2 s" in output
+    assert elapsed < 15
+
+
+def test_only_loopback_and_distinct_ports():
+    spec = local_cluster(num_workers=3, num_ps=2)
+    addresses = [a for group in spec.values() for a in group]
+    assert all(a.startswith("127.0.0.1:") for a in addresses)
+    assert len(set(addresses)) == len(addresses) == 6  # a chief is added when there are ps tasks
+    assert [c["task"] for c in task_configs(spec)][0] == {"type": "chief", "index": 0}
+
+
+def test_dry_run_prints_copyable_tf_configs(capsys):
+    assert main(["launch", "--workers", "2", "--dry-run", "--json", "train.py", "--epochs", "3"]) == 0
+    tasks = json.loads(capsys.readouterr().out)["tasks"]
+    assert [t["task"] for t in tasks] == ["worker 0", "worker 1"]
+    assert tasks[1]["tf_config"]["task"] == {"type": "worker", "index": 1}
+    assert tasks[0]["command"].endswith("train.py --epochs 3")
+
+
+def test_hosts_plan(capsys):
+    assert main(["launch", "--workers", "2", "--ps", "1", "--hosts", "h0,h1,h2,h3", "train.py"]) == 0
+    text = capsys.readouterr().out
+    assert "# chief 0 on h0" in text and "# ps 0 on h3" in text
+    assert '"ps": ["h3:2222"]' in text
+
+
+def test_hosts_count_must_match():
+    with pytest.raises(AutodistError, match="names 2 host"):
+        host_plan(["a", "b"], 3, 0, "train.py", [])
+
+
+def test_missing_script():
+    with pytest.raises(AutodistError, match="does not exist"):
+        Launcher(2).run("/nonexistent/train.py", [])

@@ -1,0 +1,194 @@
+"""Real multi-worker jobs: 2 worker processes on 127.0.0.1, started by the launcher.
+
+Every job has a wall-clock bound (the launcher's --timeout, and the subprocess timeout above it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodist.launch import local_cluster, task_configs
+from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
+
+SCRIPT = str(SCENARIOS / "multi_worker.py")
+JOB_TIMEOUT = 180
+
+
+def launch(*args: str, timeout: float = JOB_TIMEOUT, **env: str | None):
+    return run_python(
+        ["-m", "autodist", "launch", "--timeout", str(timeout - 20), "--grace", "3", *args],
+        env=subprocess_env(**env),
+        timeout=timeout,
+    )
+
+
+def weights(path: Path) -> list[np.ndarray]:
+    with np.load(path) as data:
+        return [data[key] for key in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+
+
+def max_diff(a, b) -> float:
+    return float(max(np.abs(x - y).max() for x, y in zip(a, b)))
+
+
+def epochs_run(out: Path, task: str) -> list[tuple[int, int]]:
+    lines = (out / f"{task}-epochs.txt").read_text().split()
+    return [(int(a), int(e)) for a, e in zip(lines[::2], lines[1::2])]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    proc = run_python([SCRIPT, str(out), "reference"], env=subprocess_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return weights(out / "single.npz")
+
+
+@pytest.mark.parametrize("legacy", [None, "1"], ids=["keras3", "tf_keras"])
+def test_two_workers_match_each_other_and_a_single_process(tmp_path, reference, legacy):
+    proc = launch("--workers", "2", SCRIPT, str(tmp_path), "train", TF_USE_LEGACY_KERAS=legacy)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "[launcher] job finished: every task exited 0" in proc.stdout
+    assert re.search(r"\[worker 1\] .*autodist plan: multi_worker_mirrored with 2 replica", proc.stdout)
+    w0, w1 = weights(tmp_path / "worker-0.npz"), weights(tmp_path / "worker-1.npz")
+    assert max_diff(w0, w1) == 0.0, "workers must end with identical weights"
+    assert max_diff(w0, reference) <= 1e-4, "one epoch of SGD must match one process at the same global batch"
+    for task in ("worker-0", "worker-1"):
+        result = json.loads((tmp_path / f"{task}.json").read_text())
+        assert (result["strategy"], result["num_replicas"]) == ("multi_worker_mirrored", 2)
+        assert result["is_chief"] == (task == "worker-0")
+
+
+@pytest.mark.parametrize("legacy", [None, "1"], ids=["keras3", "tf_keras"])
+def test_worker_failure_with_restart_resumes_at_epoch_3(tmp_path, legacy):
+    proc = launch("--workers", "2", "--max-restarts", "1", SCRIPT, str(tmp_path), "fault", TF_USE_LEGACY_KERAS=legacy)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "worker 1 exited with code 17" in proc.stdout
+    assert "restarting the job: attempt 2 of 2" in proc.stdout
+    for task in ("worker-0", "worker-1"):
+        # epochs 1 and 2 on attempt 0; then epochs 3, 4, 5, each exactly once, on attempt 1
+        assert epochs_run(tmp_path, task) == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)]
+    assert max_diff(weights(tmp_path / "worker-0.npz"), weights(tmp_path / "worker-1.npz")) == 0.0
+
+
+def test_worker_failure_without_restart_fails_fast_and_names_the_task(tmp_path):
+    start = time.monotonic()
+    proc = launch("--workers", "2", SCRIPT, str(tmp_path), "fault")
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 17
+    assert "[launcher] job failed after" in proc.stdout and "worker 1 exited with code 17" in proc.stdout
+    assert "last lines of worker 1" in proc.stdout
+    assert elapsed < 90, elapsed
+    print(f"failed job ended {elapsed:.1f} s after launch")
+
+
+def test_never_started_peer_fails_in_bounded_time(tmp_path):
+    config = task_configs(local_cluster(2, 0))[0]  # worker 0 only; worker 1 never starts
+    start = time.monotonic()
+    proc = run_python(
+        [SCRIPT, str(tmp_path), "train"],
+        env=subprocess_env(TF_CONFIG=json.dumps(config), AUTODIST_PEER_TIMEOUT="5"),
+        timeout=90,
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode != 0
+    assert "PeerError: worker 0 waited 5 s for the other 1 worker(s)" in proc.stderr
+    assert "AUTODIST_PEER_TIMEOUT" in proc.stderr
+    assert elapsed < 45, elapsed
+    print(f"never-started peer: failed after {elapsed:.1f} s (peer timeout 5 s)")
+
+
+def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(tmp_path):
+    """No launcher here: the survivor itself must notice and stop with a clear error."""
+    import subprocess
+    import sys
+
+    processes = []
+    start = time.monotonic()
+    try:
+        for config in task_configs(local_cluster(2, 0)):
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, SCRIPT, str(tmp_path), "die"],
+                    env=subprocess_env(TF_CONFIG=json.dumps(config)),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    cwd=ROOT,
+                    start_new_session=True,
+                )
+            )
+        _, survivor_err = processes[0].communicate(timeout=120)
+        elapsed = time.monotonic() - start
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, 9)
+                process.wait(timeout=10)
+    assert processes[1].returncode == 17
+    assert processes[0].returncode != 0
+    assert "autodist.errors.PeerError: worker 0 lost contact with a peer" in survivor_err
+    assert "--max-restarts" in survivor_err
+    assert elapsed < 90, elapsed
+    print(f"peer died mid-training: survivor stopped {elapsed:.1f} s after launch")
+
+
+def test_chief_only_checkpoint_and_no_stray_directories(tmp_path):
+    out, scratch = tmp_path / "out", tmp_path / "scratch"
+    out.mkdir()
+    scratch.mkdir()
+    proc = launch("--workers", "2", SCRIPT, str(out), "checkpoint", TMPDIR=str(scratch))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert sorted(p.name for p in (out / "ckpt").iterdir()) == ["model.keras"]
+    chief = json.loads((out / "worker-0.json").read_text())
+    other = json.loads((out / "worker-1.json").read_text())
+    user_path = str(out / "ckpt" / "model.keras")
+    assert chief["checkpoint_paths"] == [user_path, user_path]
+    assert all(path != user_path and "autodist-worker-1-" in path for path in other["checkpoint_paths"])
+    assert other["checkpoint_path_after"] == user_path, "the user's callback is restored after fit"
+    assert list(scratch.iterdir()) == [], "private directories and backups must be removed"
+
+
+def test_model_built_before_the_strategy_gets_a_clear_error(tmp_path):
+    config = task_configs(local_cluster(2, 0))[0]
+    code = (
+        "import autodist, keras, numpy as np\n"
+        "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]); m.compile('sgd', 'mse')\n"
+        "autodist.fit(m, np.ones((8, 4)), np.ones((8, 1)), batch_size=4, verbose=0)\n"
+    )
+    proc = run_python(["-c", code], env=subprocess_env(TF_CONFIG=json.dumps(config)), timeout=60)
+    assert proc.returncode != 0
+    assert "RuntimeAlreadyStartedError: MultiWorkerMirroredStrategy must be created before" in proc.stderr
+    assert "autodist.init()" in proc.stderr and "autodist.fit(build_model" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def upstream_mwms():
+    results = {}
+    for mode in ("none", "symbolic_build"):
+        proc = launch("--workers", "2", str(SCENARIOS / "keras_mwms_bug.py"), mode, timeout=120)
+        lines = [line for line in proc.stdout.splitlines() if "RESULT " in line]
+        assert len(lines) == 2, proc.stdout[-3000:]
+        results[mode] = [json.loads(line.split("RESULT ", 1)[1])["error"] for line in lines]
+    return results
+
+
+def test_still_needed_multi_worker_symbolic_build(upstream_mwms):
+    assert all(e and "unsupported type" in e and "PerReplica" in e for e in upstream_mwms["none"]), (
+        "Keras 3 fits under MultiWorkerMirrored without autodist's symbolic-build fix: remove "
+        "'multi_worker_symbolic_build' from autodist/keras_compat.py"
+    )
+
+
+def test_still_needed_multi_worker_scalar_reduce(upstream_mwms):
+    assert all(e and "Invalid reduction dimension 0" in e for e in upstream_mwms["symbolic_build"]), (
+        "Keras 3 reduces scalar logs under MultiWorkerMirrored now: remove "
+        "'multi_worker_scalar_reduce' from autodist/keras_compat.py"
+    )
