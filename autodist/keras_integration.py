@@ -288,6 +288,9 @@ def fit(
     warn_all(list(the_plan.warnings) + extra_warnings)
 
     fit_kwargs = dict(fit_kwargs)
+    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        history = _fit_parameter_server(trained, distribution, x, y, the_plan, epochs, fit_kwargs)
+        return _finish(history, model, trained, moved, the_plan)
     x, y = _prepare_input(x, y, the_plan, fit_kwargs)
     duties = ChiefDuties(
         the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None,
@@ -306,12 +309,27 @@ def fit(
         raise PeerError(_peer_message(the_plan, err)) from err
     finally:
         duties.restore(succeeded=succeeded)
+    return _finish(history, model, trained, moved, the_plan)
+
+
+def _finish(history: Any, model: Any, trained: Any, moved: bool, the_plan: Plan) -> Any:
     if moved:
         copy_training_state(trained, model)
         history.set_model(model)
         model.history = history
     history.plan = the_plan
     return history
+
+
+def _fit_parameter_server(trained: Any, distribution: Any, x: Any, y: Any, the_plan: Plan, epochs: int, fit_kwargs: dict[str, Any]) -> Any:
+    from autodist import parameter_server
+
+    assert the_plan.global_batch_size is not None
+    if keras_flavor_of(trained) == "tf_keras":
+        train = parameter_server.fit_tf_keras
+    else:
+        train = parameter_server.fit_keras3
+    return train(trained, distribution, x, y, global_batch_size=the_plan.global_batch_size, epochs=epochs, fit_kwargs=fit_kwargs)
 
 
 def _plan_for(

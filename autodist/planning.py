@@ -177,6 +177,7 @@ class Plan:
         cluster: the cluster this process belongs to, for multi-worker and parameter-server plans.
         peer_timeout_seconds: how long a worker waits for its peers (to connect, or inside a
             collective) before the job fails with an error instead of hanging.
+        inter_op_threads: inter-op threads to set before the runtime starts (``None``: leave).
         keras_flavor: ``keras3`` or ``tf_keras``.
         reasons: one sentence per choice, with the numbers that drove it.
         warnings: things autodist changed or could not check.
@@ -198,6 +199,7 @@ class Plan:
     keras_version: str | None = None
     cluster: ClusterInfo | None = None
     peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS
+    inter_op_threads: int | None = None
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -219,6 +221,7 @@ class Plan:
             "keras_version": self.keras_version,
             "cluster": self.cluster.to_dict() if self.cluster else None,
             "peer_timeout_seconds": self.peer_timeout_seconds,
+            "inter_op_threads": self.inter_op_threads,
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
         }
@@ -359,6 +362,20 @@ def plan(
         environ=environ if environ is not None else {},
     )
     warnings += override_warnings
+    inter_op = None
+    if kind == StrategyKind.PARAMETER_SERVER and snapshot.cluster is not None:
+        # Measured: with inter-op threads <= workers the coordinator's fit hung (> 240 s); with
+        # workers + 1 it completed. Never fewer than the cores.
+        inter_op = max(snapshot.num_cpus, num_workers + 1)
+        reasons.append(
+            f"the coordinator gets {inter_op} inter-op threads (at least workers + 1 = "
+            f"{num_workers + 1}): with fewer, scheduling steps on {num_workers} workers can hang"
+        )
+        if snapshot.cluster.num_ps > 1:
+            reasons.append(
+                f"large variables are split into up to {snapshot.cluster.num_ps} shards (one per ps "
+                "task) by a MinSizePartitioner of 256 KiB"
+            )
     return Plan(
         strategy=kind,
         num_replicas=num_replicas,
@@ -376,6 +393,7 @@ def plan(
         keras_version=model_info.keras_version or snapshot.keras_version,
         cluster=snapshot.cluster if kind in (StrategyKind.MULTI_WORKER_MIRRORED, StrategyKind.PARAMETER_SERVER) else None,
         peer_timeout_seconds=float(peer_timeout_seconds),
+        inter_op_threads=inter_op,
         reasons=tuple(reasons),
         warnings=tuple(warnings),
     )

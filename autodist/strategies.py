@@ -203,10 +203,12 @@ def build_strategy(plan: Plan) -> Any:
             patch_aggregating_variable_updates()
     elif kind == StrategyKind.MULTI_WORKER_MIRRORED:
         strategy = _multi_worker_mirrored(plan)
+    elif kind == StrategyKind.PARAMETER_SERVER:
+        strategy = _parameter_server(plan)
     else:
         raise StrategyUnavailableError(
             f"autodist {__import__('autodist').__version__} cannot build {kind.value!r} yet. "
-            "Expected one of default, one_device, mirrored, central_storage, multi_worker_mirrored. Use one of those, "
+            "Expected one of default, one_device, mirrored, central_storage, multi_worker_mirrored, parameter_server. Use one of those, "
             "or create the strategy yourself and call model.fit inside strategy.scope()."
         )
     _STRATEGIES[key] = strategy
@@ -259,4 +261,43 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
         ) from err
     if plan.keras_flavor == "keras3":
         patch_multi_worker_trainer(plan.keras_version)
+    return strategy
+
+
+def _parameter_server(plan: Plan) -> Any:
+    """On the chief: ParameterServerStrategy. On worker and ps tasks: serve, then end the process."""
+    import tensorflow as tf
+
+    from autodist.parameter_server import serve
+
+    cluster = plan.cluster
+    assert cluster is not None
+    if cluster.task_type in ("worker", "ps"):
+        serve(cluster, plan.peer_timeout_seconds)  # never returns
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(
+            "ParameterServerStrategy must connect to the cluster before TensorFlow runs anything "
+            "on the chief, but the runtime has already started (an op ran or a model was built "
+            "first). Pass a function that builds and compiles the model to autodist.fit, build it "
+            "inside an @autodist.distributed function, or call autodist.init() at the top of the "
+            "script."
+        )
+    if plan.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(plan.inter_op_threads)
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster.cluster_spec),
+        task_type=cluster.task_type,
+        task_id=cluster.task_index,
+        rpc_layer=cluster.rpc_layer or "grpc",
+    )
+    partitioner = None
+    if cluster.num_ps > 1:
+        partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
+            min_shard_bytes=256 << 10, max_shards=cluster.num_ps
+        )
+    strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+    if plan.keras_flavor == "keras3" and WORKAROUNDS["aggregating_variable_updates"].is_active(plan.keras_version):
+        # Metric state lives on the ps tasks as AggregatingVariables: Keras 3's assign(old + delta)
+        # would also race between workers; TensorFlow's delta update does not.
+        patch_aggregating_variable_updates()
     return strategy

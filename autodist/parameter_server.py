@@ -1,0 +1,270 @@
+"""ParameterServerStrategy: variables on ``ps`` tasks, steps on ``worker`` tasks, the chief coordinates.
+
+The same script runs on every task:
+
+- on ``worker`` and ``ps`` tasks, :func:`serve` starts a ``tf.distribute.Server`` and serves until
+  the chief is gone (finished or failed), then ends the process with exit code 0. A task whose
+  chief never appears gives up after the peer timeout, with exit code 1;
+- on the chief, :func:`fit_keras3` (Keras 3 has no parameter-server ``fit``, keras#18624) or
+  :func:`fit_tf_keras` trains. Training is asynchronous: each step runs on one worker, against the
+  variables on the ps tasks, so one replica is in sync and the global batch is the step's batch.
+
+Worker failures are the coordinator's business: TensorFlow's ``ClusterCoordinator`` re-runs the
+steps of a worker that fails on the others, and uses the worker again when it comes back. A ps
+failure loses variables: the coordinator raises, and autodist turns that into a ``PeerError``.
+
+Example:
+    >>> steps_per_epoch(1000, 64)
+    16
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from autodist.cluster import ClusterInfo
+from autodist.errors import AutodistError, PeerError
+
+__all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "steps_per_epoch"]
+
+#: ``fit`` keywords the Keras 3 parameter-server loop cannot honour, with the alternative.
+UNSUPPORTED_KERAS3 = {
+    "validation_data": "evaluate on the chief after fit (model.evaluate outside the strategy), or use tf_keras (TF_USE_LEGACY_KERAS=1), whose parameter-server fit validates",
+    "validation_split": "split the data yourself and evaluate after fit, or use tf_keras (TF_USE_LEGACY_KERAS=1)",
+    "validation_steps": "drop it: the Keras 3 parameter-server loop does not validate",
+    "validation_freq": "drop it: the Keras 3 parameter-server loop does not validate",
+    "validation_batch_size": "drop it: the Keras 3 parameter-server loop does not validate",
+    "class_weight": "turn the class weights into sample_weight= (one weight per sample)",
+}
+
+
+def steps_per_epoch(num_samples: int, global_batch_size: int) -> int:
+    """Steps that cover every sample once: ``ceil(num_samples / global_batch_size)``."""
+    return max(1, math.ceil(num_samples / global_batch_size))
+
+
+def chief_alive(address: str, timeout: float = 1.0) -> bool:
+    """Whether the chief's server accepts a TCP connection at ``host:port``."""
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def serve(cluster: ClusterInfo, peer_timeout: float, *, poll_seconds: float = 1.0, misses: int = 3) -> NoReturn:
+    """Serve this worker or ps task until the chief is gone, then end the process.
+
+    A TensorFlow server cannot be stopped from Python and keeps the process alive, so the process
+    ends with ``os._exit``: 0 once the chief has come and gone, 1 if it never came within
+    ``peer_timeout`` seconds.
+    """
+    import tensorflow as tf
+
+    tf.distribute.Server(
+        tf.train.ClusterSpec(cluster.cluster_spec),
+        job_name=cluster.task_type,
+        task_index=cluster.task_index,
+        protocol=cluster.rpc_layer or "grpc",
+        start=True,
+    )
+    chief = cluster.cluster_spec["chief"][0]
+    name = f"{cluster.task_type} {cluster.task_index}"
+    print(f"autodist: {name} serving the parameter-server job until the chief at {chief} finishes", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + peer_timeout
+    seen, missed = False, 0
+    while True:
+        if chief_alive(chief):
+            seen, missed = True, 0
+        elif seen:
+            missed += 1
+            if missed >= misses:
+                print(f"autodist: {name}: the chief is gone; exiting", file=sys.stderr, flush=True)
+                sys.stdout.flush()
+                os._exit(0)
+        elif time.monotonic() > deadline:
+            print(
+                f"autodist: error: {name} waited {peer_timeout:g} s for the chief at {chief}, and it "
+                "never came. Expected the chief task to run the same script. Start it, or allow a "
+                "longer wait with AUTODIST_PEER_TIMEOUT.",
+                file=sys.stderr,
+                flush=True,
+            )
+            os._exit(1)
+        time.sleep(poll_seconds)
+
+
+def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int, shuffle: bool, seed: int = 0) -> Callable[[Any], Any]:
+    """A ``dataset_fn(input_context)`` that each worker calls to build its own input pipeline.
+
+    Each worker reads its own shard (``input_pipeline_id``), shuffled with its own seed, repeated
+    without end: the coordinator decides how many steps make an epoch.
+    """
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        dataset = x.unbatch() if x.element_spec is not None else x
+
+        def from_dataset(context: Any) -> Any:
+            shard = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
+            return shard.repeat().batch(global_batch_size).prefetch(2)
+
+        return from_dataset
+    parts = tuple(part for part in (x, y, sample_weight) if part is not None)
+    data = parts[0] if len(parts) == 1 else parts
+
+    def from_arrays(context: Any) -> Any:
+        dataset = tf.data.Dataset.from_tensor_slices(data).shard(context.num_input_pipelines, context.input_pipeline_id)
+        if shuffle:
+            dataset = dataset.shuffle(4096, seed=seed + context.input_pipeline_id, reshuffle_each_iteration=True)
+        return dataset.repeat().batch(global_batch_size).prefetch(2)
+
+    return from_arrays
+
+
+def _first_batch(x: Any, y: Any, sample_weight: Any, size: int) -> tuple[Any, Any, Any]:
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        batch = next(iter(x.unbatch().batch(size).take(1)))
+        batch = batch if isinstance(batch, tuple) else (batch,)
+        return tuple(batch) + (None,) * (3 - len(batch))  # type: ignore[return-value]
+    head = lambda part: None if part is None else tf.nest.map_structure(lambda a: a[:size], part)  # noqa: E731
+    return head(x), head(y), head(sample_weight)
+
+
+def _num_samples(x: Any) -> int | None:
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        count = int(x.unbatch().cardinality())
+        return count if count >= 0 else None
+    return int(tf.nest.flatten(x)[0].shape[0])
+
+
+def _steps(x: Any, global_batch_size: int, given: int | None) -> int:
+    if given is not None:
+        return int(given)
+    count = _num_samples(x)
+    if count is None:
+        raise AutodistError(
+            "Parameter-server training needs the number of steps per epoch, and the dataset's size "
+            "is unknown (infinite or not countable). Expected arrays, a finite dataset, or "
+            "steps_per_epoch=. Pass steps_per_epoch=<steps>."
+        )
+    return steps_per_epoch(count, global_batch_size)
+
+
+def fit_keras3(
+    model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: dict[str, Any]
+) -> Any:
+    """Train a Keras 3 model with ``ClusterCoordinator``: the model's own ``train_step``, loss,
+    optimizer and metrics; epoch-level callbacks; returns a ``History`` like ``fit``."""
+    import keras
+    import tensorflow as tf
+
+    for name, alternative in UNSUPPORTED_KERAS3.items():
+        if fit_kwargs.get(name) is not None and fit_kwargs.get(name) != 0.0:
+            raise AutodistError(
+                f"fit({name}=...) is not supported for Keras 3 under parameter-server training: "
+                f"Keras 3 has no parameter-server fit (keras#18624) and autodist's loop trains only. "
+                f"Fix: {alternative}."
+            )
+    sample_weight = fit_kwargs.pop("sample_weight", None)
+    verbose = fit_kwargs.pop("verbose", "auto")
+    initial_epoch = int(fit_kwargs.pop("initial_epoch", 0))
+    steps = _steps(x, global_batch_size, fit_kwargs.pop("steps_per_epoch", None))
+    shuffle = bool(fit_kwargs.pop("shuffle", True))
+    user_callbacks = fit_kwargs.pop("callbacks", None) or []
+    for ignored in ("batch_size", "steps_per_execution", "validation_split", "class_weight"):
+        fit_kwargs.pop(ignored, None)
+    if fit_kwargs:
+        raise AutodistError(
+            f"fit keywords {sorted(fit_kwargs)} are not supported for Keras 3 under parameter-server "
+            "training. Expected callbacks, verbose, epochs, initial_epoch, steps_per_epoch, shuffle, "
+            "sample_weight. Drop them, or use tf_keras (TF_USE_LEGACY_KERAS=1)."
+        )
+
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        # Build the model, its metrics and the optimizer's slots here, on the chief: variables
+        # created inside a scheduled step would be created on a worker.
+        model._symbolic_build(data_batch=_first_batch(x, y, sample_weight, min(global_batch_size, 8)))
+        model.optimizer.build(model.trainable_variables)
+    dataset_fn = dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
+    per_worker = coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn))
+    iterator = iter(per_worker)
+
+    @tf.function
+    def train_step(batches: Any) -> Any:
+        return strategy.run(model.train_step, args=(next(batches),))
+
+    callbacks = keras.callbacks.CallbackList(
+        user_callbacks, add_history=True, add_progbar=False, model=model, epochs=epochs, steps=steps, verbose=0
+    )
+    history = next(cb for cb in callbacks.callbacks if isinstance(cb, keras.callbacks.History))
+    model.stop_training = False
+    callbacks.on_train_begin()
+    logs: dict[str, float] = {}
+    try:
+        for epoch in range(initial_epoch, epochs):
+            for metric in model.metrics:
+                metric.reset_state()
+            callbacks.on_epoch_begin(epoch)
+            started = time.monotonic()
+            for _ in range(steps):
+                coordinator.schedule(train_step, args=(iterator,))
+            coordinator.join()
+            logs = {name: float(value) for name, value in model.get_metrics_result().items()}
+            if verbose not in (0, "0"):
+                print(
+                    f"Epoch {epoch + 1}/{epochs} - {steps} steps - {time.monotonic() - started:.1f}s - "
+                    + " - ".join(f"{name}: {value:.4f}" for name, value in logs.items()),
+                    flush=True,
+                )
+            callbacks.on_epoch_end(epoch, logs)
+            if model.stop_training:
+                break
+    except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as err:
+        raise PeerError(_ps_lost(err)) from err
+    callbacks.on_train_end(logs)
+    model.history = history
+    return history
+
+
+def fit_tf_keras(
+    model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: dict[str, Any]
+) -> Any:
+    """tf_keras's own parameter-server ``fit``, fed by a ``DatasetCreator`` built from the input."""
+    import tensorflow as tf
+    import tf_keras
+
+    sample_weight = fit_kwargs.pop("sample_weight", None)
+    shuffle = bool(fit_kwargs.pop("shuffle", True))
+    fit_kwargs.pop("batch_size", None)
+    steps = _steps(x, global_batch_size, fit_kwargs.pop("steps_per_epoch", None))
+    creator = tf_keras.utils.experimental.DatasetCreator(
+        dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
+    )
+    try:
+        with strategy.scope():
+            return model.fit(creator, epochs=epochs, steps_per_epoch=steps, **fit_kwargs)
+    except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as err:
+        raise PeerError(_ps_lost(err)) from err
+
+
+def _ps_lost(err: Exception) -> str:
+    first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+    return (
+        f"Parameter-server training lost a task it cannot do without ({type(err).__name__}: {first}). "
+        "Expected every ps task to stay up: a ps holds part of the variables, so its loss ends the "
+        "job (a lost worker's steps are re-run on the others). Restart the job, for example with "
+        "python -m autodist launch --max-restarts 1, and check the failed task's own log."
+    )

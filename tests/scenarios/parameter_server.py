@@ -1,0 +1,63 @@
+"""One task's side of a parameter-server job, started by ``python -m autodist launch --ps 1``.
+
+Usage: parameter_server.py OUTDIR MODE   (MODE: train | long)
+
+Every task runs this same script. On worker and ps tasks autodist.fit serves and ends the
+process; on the chief it trains and writes OUTDIR/chief.json. ``long`` trains for many epochs,
+writing OUTDIR/chief-started once the first epoch ends (for the kill-the-chief test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import autodist  # noqa: E402
+import numpy as np  # noqa: E402
+
+OUTDIR, MODE = sys.argv[1], sys.argv[2]
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras  # noqa: E402
+else:
+    import keras  # noqa: E402
+
+rng = np.random.default_rng(7)
+X = rng.normal(size=(512, 12)).astype("float32")
+Y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(512, 3)), axis=1).astype("int32")
+
+
+def build():
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential(
+        [keras.Input((12,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(3)]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    return model
+
+
+class Started(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        open(os.path.join(OUTDIR, "chief-started"), "w").close()
+
+
+epochs = 3 if MODE == "train" else 10_000
+history = autodist.fit(build, X, Y, batch_size=32, epochs=epochs, verbose=0, callbacks=[Started()])
+variable = history.model.trainable_variables[0]
+with open(os.path.join(OUTDIR, "chief.json"), "w") as handle:
+    json.dump(
+        {
+            "history": history.history,
+            "strategy": history.plan.strategy.value,
+            "global_batch_size": history.plan.global_batch_size,
+            "variable_device": str(getattr(getattr(variable, "value", variable), "device", "")),
+        },
+        handle,
+    )
+print("chief done", history.history["loss"])
