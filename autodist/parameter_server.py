@@ -261,7 +261,9 @@ def fit_tf_keras(
 
 
 def _ps_lost(err: Exception) -> str:
-    first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    telling = [line for line in lines if "/job:" in line or "unavailable" in line.lower()]
+    first = (telling or lines or [type(err).__name__])[0][:300]
     return (
         f"Parameter-server training lost a task it cannot do without ({type(err).__name__}: {first}). "
         "Expected every ps task to stay up: a ps holds part of the variables, so its loss ends the "

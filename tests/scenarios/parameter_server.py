@@ -4,7 +4,7 @@ Usage: parameter_server.py OUTDIR MODE   (MODE: train | long)
 
 Every task runs this same script. On worker and ps tasks autodist.fit serves and ends the
 process; on the chief it trains and writes OUTDIR/chief.json. ``long`` trains for many epochs,
-writing OUTDIR/chief-started once the first epoch ends (for the kill-the-chief test).
+writing the count of finished epochs to OUTDIR/chief-started (for the tests that kill a task).
 """
 
 from __future__ import annotations
@@ -43,8 +43,12 @@ def build():
 
 
 class Started(keras.callbacks.Callback):
+    """Writes the number of finished epochs to OUTDIR/chief-started."""
+
     def on_epoch_end(self, epoch, logs=None):
-        open(os.path.join(OUTDIR, "chief-started"), "w").close()
+        with open(os.path.join(OUTDIR, "chief-started.tmp"), "w") as handle:
+            handle.write(str(epoch + 1))
+        os.replace(os.path.join(OUTDIR, "chief-started.tmp"), os.path.join(OUTDIR, "chief-started"))
 
 
 epochs = 3 if MODE == "train" else 10_000

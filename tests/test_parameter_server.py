@@ -1,0 +1,146 @@
+"""Parameter-server jobs on 127.0.0.1: chief + 2 workers + 1 ps, each a real process.
+
+Every process has a bound: the launcher's --timeout, or an explicit wait with SIGKILL after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autodist.errors import AutodistError
+from autodist.launch import local_cluster, task_configs
+from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
+
+SCRIPT = str(SCENARIOS / "parameter_server.py")
+
+
+@pytest.mark.parametrize("legacy", [None, "1"], ids=["keras3", "tf_keras"])
+def test_launcher_runs_chief_workers_and_ps(tmp_path, legacy):
+    start = time.monotonic()
+    proc = run_python(
+        ["-m", "autodist", "launch", "--workers", "2", "--ps", "1", "--timeout", "150", "--grace", "3", SCRIPT, str(tmp_path), "train"],
+        env=subprocess_env(TF_USE_LEGACY_KERAS=legacy),
+        timeout=180,
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "[launcher] job finished: every task exited 0" in proc.stdout
+    for task in ("worker 0", "worker 1", "ps 0"):
+        assert f"[{task}] autodist: {task}: the chief is gone; exiting" in proc.stdout
+    result = json.loads((tmp_path / "chief.json").read_text())
+    loss = result["history"]["loss"]
+    assert result["strategy"] == "parameter_server" and len(loss) == 3
+    assert loss[0] > loss[1] > loss[2], loss
+    if not legacy:
+        assert result["variable_device"].startswith("/job:ps/")
+    print(f"parameter-server job ({'tf_keras' if legacy else 'keras3'}): {elapsed:.1f} s, loss {loss}")
+
+
+class Job:
+    """The four tasks started by hand (no launcher), so a test can kill one of them."""
+
+    def __init__(self, out):
+        self.out = out
+        self.processes = {}
+        for config in task_configs(local_cluster(2, 1)):
+            name = f"{config['task']['type']}-{config['task']['index']}"
+            self.processes[name] = subprocess.Popen(
+                [sys.executable, SCRIPT, str(out), "long"],
+                env=subprocess_env(TF_CONFIG=json.dumps(config), AUTODIST_PEER_TIMEOUT="60"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+                start_new_session=True,
+            )
+
+    def epochs(self) -> int:
+        try:
+            return int((self.out / "chief-started").read_text() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def wait_for_epochs(self, count: int, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while self.epochs() < count:
+            assert time.monotonic() < deadline, f"the chief did not finish {count} epoch(s) in {timeout} s"
+            time.sleep(0.2)
+
+    def kill(self, name: str) -> None:
+        os.killpg(self.processes[name].pid, signal.SIGKILL)
+        self.processes[name].wait(timeout=10)
+
+    def wait(self, name: str, timeout: float) -> tuple[int, str]:
+        _, err = self.processes[name].communicate(timeout=timeout)
+        return self.processes[name].returncode, err
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+
+@pytest.fixture
+def job(tmp_path):
+    running = Job(tmp_path)
+    yield running
+    running.close()
+
+
+def test_killing_the_chief_ends_workers_and_ps(job):
+    job.wait_for_epochs(1)
+    job.kill("chief-0")
+    killed = time.monotonic()
+    for name in ("worker-0", "worker-1", "ps-0"):
+        code, err = job.wait(name, timeout=30)
+        assert code == 0, err[-2000:]
+        assert "the chief is gone; exiting" in err
+    elapsed = time.monotonic() - killed
+    assert elapsed < 30
+    print(f"chief killed: workers and ps exited {elapsed:.1f} s later")
+
+
+def test_losing_a_worker_keeps_training(job):
+    """The coordinator re-runs a lost worker's steps on the other one: epochs keep finishing."""
+    job.wait_for_epochs(1)
+    job.kill("worker-1")
+    before = job.epochs()
+    job.wait_for_epochs(before + 3, timeout=60)
+    assert job.processes["chief-0"].poll() is None
+
+
+def test_losing_the_ps_fails_the_chief_with_a_clear_error(job):
+    job.wait_for_epochs(1)
+    job.kill("ps-0")
+    killed = time.monotonic()
+    code, err = job.wait("chief-0", timeout=60)
+    elapsed = time.monotonic() - killed
+    assert code != 0
+    assert "autodist.errors.PeerError: Parameter-server training lost a task" in err
+    assert "--max-restarts" in err
+    for name in ("worker-0", "worker-1"):
+        assert job.wait(name, timeout=30)[0] == 0
+    print(f"ps killed: the chief failed {elapsed:.1f} s later")
+
+
+@pytest.mark.parametrize("keyword", ["validation_split", "validation_data", "class_weight"])
+def test_keras3_loop_refuses_what_it_cannot_do(keyword):
+    from autodist.parameter_server import fit_keras3
+
+    value = {"validation_split": 0.2, "validation_data": ([1], [1]), "class_weight": {0: 1.0}}[keyword]
+    with pytest.raises(AutodistError, match=f"fit\\({keyword}=...\\) is not supported.*Fix: "):
+        fit_keras3(None, None, None, None, global_batch_size=8, epochs=1, fit_kwargs={keyword: value})
+
+
+def test_steps_per_epoch_rule():
+    from autodist.parameter_server import steps_per_epoch
+
+    assert (steps_per_epoch(512, 32), steps_per_epoch(513, 32), steps_per_epoch(5, 32)) == (16, 17, 1)
