@@ -64,14 +64,19 @@ def validate_batch_size(batch_size: Any, *, name: str = "batch_size") -> int:
     return int(batch_size)
 
 
-def adjust_global_batch(batch_size: Any, num_replicas: int) -> BatchDecision:
+def adjust_global_batch(
+    batch_size: Any, num_replicas: int, *, per_replica_multiple: int = 1, drop_remainder: bool = False
+) -> BatchDecision:
     """Move ``batch_size`` to the nearest multiple of ``num_replicas`` (never 0).
 
-    Ties go up, so no replica's share shrinks. The warning names both numbers.
+    Ties go up, so no replica's share shrinks. The warning names both numbers. With
+    ``per_replica_multiple`` (8 on TPUs), each replica's share is also a multiple of it.
 
     Args:
         batch_size: the requested global batch.
         num_replicas: replicas that share each step.
+        per_replica_multiple: the multiple each replica's share must be.
+        drop_remainder: whether the last partial batch will be dropped (only changes the words).
 
     Raises:
         BatchSizeError: when ``batch_size`` is not a positive integer.
@@ -83,16 +88,26 @@ def adjust_global_batch(batch_size: Any, num_replicas: int) -> BatchDecision:
         2
     """
     requested = validate_batch_size(batch_size)
-    if requested % num_replicas == 0:
+    unit = num_replicas * per_replica_multiple
+    if requested % unit == 0:
         return BatchDecision(requested, requested, requested // num_replicas)
-    lower = (requested // num_replicas) * num_replicas
-    upper = lower + num_replicas
+    lower = (requested // unit) * unit
+    upper = lower + unit
     adjusted = upper if lower == 0 or (upper - requested) <= (requested - lower) else lower
+    what = (
+        f"not divisible by {num_replicas} replicas"
+        if per_replica_multiple == 1
+        else f"not a multiple of {unit} ({num_replicas} replicas x {per_replica_multiple} per replica)"
+    )
+    remainder = (
+        "The last partial batch of each epoch is dropped (static shapes); fit says how many samples."
+        if drop_remainder
+        else "No samples are dropped: the last batch of each epoch holds the remainder."
+    )
     warning = (
-        f"batch_size={requested} is not divisible by {num_replicas} replicas; using the nearest "
-        f"multiple, {adjusted} ({adjusted // num_replicas} per replica). No samples are dropped: "
-        f"the last batch of each epoch holds the remainder. Pass a multiple of {num_replicas} "
-        "to silence this."
+        f"batch_size={requested} is {what}; using the nearest multiple, {adjusted} "
+        f"({adjusted // num_replicas} per replica). {remainder} Pass a multiple of {unit} to "
+        "silence this."
     )
     return BatchDecision(requested, adjusted, adjusted // num_replicas, warning)
 
@@ -182,16 +197,17 @@ def shard_policy(dataset: Any, num_workers: int) -> tuple[Any, str]:
     return policy.DATA, "DATA sharding: the dataset is not read from files"
 
 
-def prepare_dataset(dataset: Any, global_batch_size: int, num_workers: int = 1) -> Any:
+def prepare_dataset(dataset: Any, global_batch_size: int, num_workers: int = 1, *, drop_remainder: bool = False) -> Any:
     """Re-batch a batched dataset to ``global_batch_size`` and set its auto-shard policy.
 
-    ``rebatch`` keeps every sample: a smaller final batch holds the remainder. The auto-shard
-    policy follows :func:`shard_policy`. A policy the user set explicitly is kept.
+    ``rebatch`` keeps every sample (a smaller final batch holds the remainder) unless
+    ``drop_remainder`` (TPUs need static shapes). The auto-shard policy follows
+    :func:`shard_policy`. A policy the user set explicitly is kept.
     """
     import tensorflow as tf
 
-    if dataset_batch_size(dataset) != global_batch_size:
-        dataset = dataset.rebatch(global_batch_size, drop_remainder=False)
+    if drop_remainder or dataset_batch_size(dataset) != global_batch_size:
+        dataset = dataset.rebatch(global_batch_size, drop_remainder=drop_remainder)
     current = dataset.options().experimental_distribute.auto_shard_policy
     if current == tf.data.experimental.AutoShardPolicy.AUTO:
         options = tf.data.Options()
@@ -217,6 +233,7 @@ def arrays_to_dataset(
     shuffle: bool = True,
     seed: int = 0,
     validation_split: float = 0.0,
+    drop_remainder: bool = False,
 ) -> tuple[Any, Any]:
     """In-memory arrays as ``(train, validation)`` datasets that every worker reads identically.
 
@@ -247,14 +264,21 @@ def arrays_to_dataset(
         validation_parts = tuple(None if p is None else slice_all(p, split_at, None) for p in parts)
         parts = tuple(None if p is None else slice_all(p, 0, split_at) for p in parts)
         validation = _with_data_sharding(
-            tf.data.Dataset.from_tensor_slices(_pack(validation_parts)).batch(global_batch_size)
+            tf.data.Dataset.from_tensor_slices(_pack(validation_parts)).batch(
+                global_batch_size, drop_remainder=drop_remainder
+            )
         )
         num_samples = split_at
     train = tf.data.Dataset.from_tensor_slices(_pack(parts))
     if shuffle:
         train = train.shuffle(num_samples, seed=seed, reshuffle_each_iteration=True)
-    return _with_data_sharding(train.batch(global_batch_size)), validation
+    return _with_data_sharding(train.batch(global_batch_size, drop_remainder=drop_remainder)), validation
 
 
 def _pack(parts: tuple[Any, ...]) -> Any:
     return parts[0] if len(parts) == 1 else parts
+
+
+def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | None:
+    """Samples ``drop_remainder`` leaves out of each epoch (``None`` when the count is unknown)."""
+    return None if num_samples is None else num_samples % global_batch_size

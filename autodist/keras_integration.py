@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from autodist.batching import arrays_to_dataset, dataset_batch_size, prepare_dataset
+from autodist.batching import arrays_to_dataset, dataset_batch_size, dropped_samples, prepare_dataset
 from autodist.callbacks import ChiefDuties
 from autodist.errors import AutodistError, BatchSizeError, ModelPlacementError, PeerError
 from autodist.hardware import detect
@@ -168,37 +168,74 @@ def _build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
     return model
 
 
-def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    """Return ``(x, y)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where it applies."""
+def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> tuple[Any, Any, list[str]]:
+    """Return ``(x, y, warnings)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where
+    Keras should batch the arrays itself."""
     import tensorflow as tf
 
+    batch = the_plan.global_batch_size
+    assert batch is not None
+    drop = the_plan.drop_remainder
     if isinstance(x, tf.data.Dataset):
-        assert the_plan.global_batch_size is not None
-        return prepare_dataset(x, the_plan.global_batch_size, the_plan.num_workers), y
+        prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop)
+        count = int(x.unbatch().cardinality()) if drop and dataset_batch_size(x) is not None else -1
+        return prepared, y, [_drop_warning(count if count >= 0 else None, batch)] if drop else []
     if x is None or not _is_array_like(x):
-        return x, y
-    assert the_plan.global_batch_size is not None
-    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
-    if multi_worker and not (y is None and fit_kwargs.get("sample_weight") is not None):
+        return x, y, []
+    own_dataset = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED or drop
+    if own_dataset and not (y is None and fit_kwargs.get("sample_weight") is not None):
+        split = float(fit_kwargs.pop("validation_split", 0.0) or 0.0)
+        num_samples = int(tf.nest.flatten(x)[0].shape[0])
         train, validation = arrays_to_dataset(
             x,
             y,
             fit_kwargs.pop("sample_weight", None),
-            global_batch_size=the_plan.global_batch_size,
+            global_batch_size=batch,
             shuffle=bool(fit_kwargs.pop("shuffle", True)),
-            validation_split=float(fit_kwargs.pop("validation_split", 0.0) or 0.0),
+            validation_split=split,
+            drop_remainder=drop,
         )
         validation_data = fit_kwargs.get("validation_data")
         if isinstance(validation_data, tuple) and all(_is_array_like(v) for v in validation_data if v is not None):
             fit_kwargs["validation_data"] = arrays_to_dataset(
-                *validation_data, global_batch_size=the_plan.global_batch_size, shuffle=False
+                *validation_data, global_batch_size=batch, shuffle=False, drop_remainder=drop
             )[0]
         elif validation is not None:
             fit_kwargs["validation_data"] = validation
         fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
-        return train, None
-    fit_kwargs["batch_size"] = the_plan.global_batch_size
-    return x, y
+        warnings_ = [_drop_warning(int(num_samples * (1 - split)), batch)] if drop else []
+        return train, None, [w for w in warnings_ if w]
+    fit_kwargs["batch_size"] = batch
+    return x, y, []
+
+
+def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
+    dropped = dropped_samples(num_samples, global_batch_size)
+    if dropped is None:
+        return (
+            f"TPUs need static shapes: the last partial batch of each epoch (fewer than "
+            f"{global_batch_size} samples) is dropped; the dataset's size is unknown, so the count is too."
+        )
+    if dropped == 0:
+        return ""
+    return (
+        f"TPUs need static shapes: the last partial batch is dropped, {dropped} of {num_samples} "
+        f"samples each epoch (global batch {global_batch_size}). Pick a batch size that divides "
+        f"{num_samples} to train on every sample."
+    )
+
+
+def _apply_mixed_precision(enabled: bool, builder: Any, the_plan: Plan) -> list[str]:
+    if not enabled:
+        return []
+    if builder is None:
+        return [
+            "mixed_precision=True applies to models autodist builds from a function; your model "
+            "was built already. Call keras.mixed_precision.set_global_policy('mixed_bfloat16') "
+            "before building it."
+        ]
+    _keras_module(the_plan.keras_flavor).mixed_precision.set_global_policy("mixed_bfloat16")
+    return []
 
 
 def _is_array_like(x: Any) -> bool:
@@ -221,6 +258,7 @@ def fit(
     gpu_memory_fraction: float | None = None,
     backup_dir: str | bool | None = None,
     peer_timeout_seconds: float | None = None,
+    mixed_precision: bool = False,
     **fit_kwargs: Any,
 ) -> Any:
     """Train ``model`` like ``model.fit``, under the strategy autodist picks for this machine.
@@ -241,6 +279,8 @@ def fit(
             temporary folder named after the cluster). ``False`` turns it off.
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
+        mixed_precision: set Keras's global ``mixed_bfloat16`` policy before building the model
+            (recommended on TPU). Only for a model autodist builds from a function.
         **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
             ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
 
@@ -277,9 +317,15 @@ def fit(
         )
     import tensorflow as tf
 
-    the_plan = _plan_for(model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds)
+    plan_args = (model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds)
+    the_plan = _plan_for(*plan_args)
     distribution = build_strategy(the_plan)
+    if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
+        # Connected: plan the batch again with the real number of cores.
+        the_plan = _plan_for(*plan_args, tpu_cores=int(distribution.num_replicas_in_sync))
+    precision_warnings = _apply_mixed_precision(mixed_precision, builder, the_plan)
     trained, moved, extra_warnings = _model_in_scope(model, builder, the_plan, distribution)
+    extra_warnings = precision_warnings + extra_warnings
     if not _is_array_like(x) and x is not None and not isinstance(x, tf.data.Dataset) and the_plan.num_replicas > 1:
         extra_warnings.append(
             _MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas)
@@ -291,7 +337,8 @@ def fit(
     if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         history = _fit_parameter_server(trained, distribution, x, y, the_plan, epochs, fit_kwargs)
         return _finish(history, model, trained, moved, the_plan)
-    x, y = _prepare_input(x, y, the_plan, fit_kwargs)
+    x, y, input_warnings = _prepare_input(x, y, the_plan, fit_kwargs)
+    warn_all([w for w in input_warnings if w])
     duties = ChiefDuties(
         the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None,
         _keras_module(keras_flavor_of(trained)),
@@ -341,7 +388,10 @@ def _plan_for(
     num_params: int | None,
     gpu_memory_fraction: float | None,
     peer_timeout_seconds: float | None,
+    tpu_cores: int | None = None,
 ) -> Plan:
+    import dataclasses
+
     import tensorflow as tf
 
     requested = batch_size
@@ -358,8 +408,11 @@ def _plan_for(
             raise AutodistError(
                 f"{PEER_TIMEOUT_ENV} must be a number of seconds (Received: {PEER_TIMEOUT_ENV}={timeout!r})."
             ) from None
+    snapshot = detect()
+    if tpu_cores is not None and snapshot.tpu is not None:
+        snapshot = dataclasses.replace(snapshot, tpu=dataclasses.replace(snapshot.tpu, num_cores=tpu_cores))
     the_plan = plan(
-        detect(),
+        snapshot,
         model=None if builder is not None else model,
         num_params=num_params,
         batch_size=requested,

@@ -38,9 +38,9 @@ from enum import Enum
 from typing import Any
 
 from autodist.cluster import ClusterInfo
-from autodist.batching import KERAS_DEFAULT_BATCH_SIZE, adjust_global_batch
+from autodist.batching import KERAS_DEFAULT_BATCH_SIZE, adjust_global_batch, validate_batch_size
 from autodist.errors import AutodistError, StrategyUnavailableError
-from autodist.hardware import HardwareSnapshot
+from autodist.hardware import HardwareSnapshot, TpuInfo
 from autodist.keras_compat import compile_overrides
 
 __all__ = ["ModelInfo", "Plan", "StrategyKind", "describe_model", "plan", "training_footprint_bytes"]
@@ -178,6 +178,8 @@ class Plan:
         peer_timeout_seconds: how long a worker waits for its peers (to connect, or inside a
             collective) before the job fails with an error instead of hanging.
         inter_op_threads: inter-op threads to set before the runtime starts (``None``: leave).
+        tpu: the TPU to connect to, for ``tpu`` plans.
+        drop_remainder: drop the last partial batch of each epoch (static shapes, TPU).
         keras_flavor: ``keras3`` or ``tf_keras``.
         reasons: one sentence per choice, with the numbers that drove it.
         warnings: things autodist changed or could not check.
@@ -200,6 +202,8 @@ class Plan:
     cluster: ClusterInfo | None = None
     peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS
     inter_op_threads: int | None = None
+    tpu: TpuInfo | None = None
+    drop_remainder: bool = False
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -222,6 +226,8 @@ class Plan:
             "cluster": self.cluster.to_dict() if self.cluster else None,
             "peer_timeout_seconds": self.peer_timeout_seconds,
             "inter_op_threads": self.inter_op_threads,
+            "tpu": {"source": self.tpu.source, "name": self.tpu.name, "num_cores": self.tpu.num_cores} if self.tpu else None,
+            "drop_remainder": self.drop_remainder,
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
         }
@@ -346,7 +352,33 @@ def plan(
         num_replicas = (snapshot.tpu.num_cores if snapshot.tpu and snapshot.tpu.num_cores else 8)
 
     requested = batch_size if batch_size is not None else KERAS_DEFAULT_BATCH_SIZE
-    decision = adjust_global_batch(requested, num_replicas)
+    per_replica_multiple = 1
+    if kind == StrategyKind.TPU:
+        if snapshot.tpu is None or snapshot.tpu.num_cores is None:
+            reasons.append(
+                f"{num_replicas} TPU cores assumed until autodist connects (a v2-8/v3-8); the batch "
+                "is planned again with the real count once connected"
+            )
+        else:
+            reasons.append(f"one replica per TPU core: {num_replicas}")
+        if validate_batch_size(requested) >= num_replicas * 8:
+            per_replica_multiple = 8
+            reasons.append("each core's batch is a multiple of 8, the TPU's efficient shape (8x128 tiles)")
+        reasons.append(
+            "TPUs need static shapes: the last partial batch of an epoch is dropped "
+            "(drop_remainder), and fit warns with the number of samples dropped"
+        )
+        reasons.append(
+            "bf16 mixed precision is recommended on TPU: pass mixed_precision=True to "
+            "autodist.fit (applied to models it builds) or set keras.mixed_precision's "
+            "'mixed_bfloat16' policy before building the model"
+        )
+    decision = adjust_global_batch(
+        requested,
+        num_replicas,
+        per_replica_multiple=per_replica_multiple,
+        drop_remainder=kind == StrategyKind.TPU,
+    )
     if batch_size is None:
         reasons.append(f"no batch_size given: Keras's default global batch {requested} applies")
     if decision.warning:
@@ -394,6 +426,8 @@ def plan(
         cluster=snapshot.cluster if kind in (StrategyKind.MULTI_WORKER_MIRRORED, StrategyKind.PARAMETER_SERVER) else None,
         peer_timeout_seconds=float(peer_timeout_seconds),
         inter_op_threads=inter_op,
+        tpu=snapshot.tpu if kind == StrategyKind.TPU else None,
+        drop_remainder=kind == StrategyKind.TPU,
         reasons=tuple(reasons),
         warnings=tuple(warnings),
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.util
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -205,10 +206,12 @@ def build_strategy(plan: Plan) -> Any:
         strategy = _multi_worker_mirrored(plan)
     elif kind == StrategyKind.PARAMETER_SERVER:
         strategy = _parameter_server(plan)
+    elif kind == StrategyKind.TPU:
+        strategy = _tpu(plan)
     else:
         raise StrategyUnavailableError(
             f"autodist {__import__('autodist').__version__} cannot build {kind.value!r} yet. "
-            "Expected one of default, one_device, mirrored, central_storage, multi_worker_mirrored, parameter_server. Use one of those, "
+            "Expected one of the seven StrategyKind values. Use one of those, "
             "or create the strategy yourself and call model.fit inside strategy.scope()."
         )
     _STRATEGIES[key] = strategy
@@ -301,3 +304,64 @@ def _parameter_server(plan: Plan) -> Any:
         # would also race between workers; TensorFlow's delta update does not.
         patch_aggregating_variable_updates()
     return strategy
+
+
+#: How long the TPU resolver may take. With TPU_NAME set it makes an HTTP lookup with no timeout
+#: of its own; against an endpoint that never answered it hung until killed.
+TPU_RESOLVE_TIMEOUT_SECONDS = 30.0
+
+
+def tpu_cluster_resolver(tpu: str | None, timeout: float = TPU_RESOLVE_TIMEOUT_SECONDS) -> Any:
+    """The one place a ``TPUClusterResolver`` is created: in a thread, given ``timeout`` seconds.
+
+    Raises:
+        StrategyUnavailableError: when the resolver fails or does not answer in time.
+    """
+    import tensorflow as tf
+
+    outcome: dict[str, Any] = {}
+
+    def resolve() -> None:
+        try:
+            outcome["resolver"] = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        except Exception as err:  # reported below with the fix
+            outcome["error"] = err
+
+    worker = threading.Thread(target=resolve, name="autodist-tpu-resolver", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise StrategyUnavailableError(
+            f"Looking up the TPU {tpu!r} did not finish in {timeout:g} s (TPUClusterResolver makes "
+            "a network lookup with no timeout of its own). Expected the TPU to answer at once. "
+            "Check TPU_NAME / COLAB_TPU_ADDR and that this VM can reach the TPU; unset them to "
+            "train without a TPU."
+        )
+    if "error" in outcome:
+        err = outcome["error"]
+        raise StrategyUnavailableError(
+            f"The TPU {tpu!r} could not be resolved: {type(err).__name__}: {err}. Expected a "
+            "reachable TPU (a TPU VM, Colab or Kaggle TPU runtime, or TPU_NAME of a TPU node). "
+            "Fix the TPU settings, or pass strategy='auto' with them unset."
+        ) from err
+    return outcome["resolver"]
+
+
+def _tpu(plan: Plan) -> Any:
+    """Resolve, connect, initialise the TPU system, then create TPUStrategy: once, first."""
+    import tensorflow as tf
+
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(
+            "The TPU must be connected before TensorFlow runs anything, but the runtime has "
+            "already started (an op ran or a model was built first). Pass a function that builds "
+            "the model to autodist.fit, use @autodist.distributed, or call autodist.init() at the "
+            "top of the script."
+        )
+    name = plan.tpu.name if plan.tpu else None
+    if plan.tpu is not None and plan.tpu.source == "COLAB_TPU_ADDR" and name and "://" not in name:
+        name = f"grpc://{name}"
+    resolver = tpu_cluster_resolver(name or None)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)

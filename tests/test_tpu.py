@@ -1,0 +1,90 @@
+"""The TPU path: cheap detection, the batch rule, initialisation order, and a resolver that hangs."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import autodist
+from autodist import strategies
+from autodist.errors import StrategyUnavailableError
+from tests.conftest import make_snapshot, run_python, run_scenario, subprocess_env
+
+
+@pytest.fixture(scope="module")
+def fake_tpu():
+    return run_scenario("tpu_fake.py", TPU_NAME="my-tpu", timeout=120)
+
+
+def test_initialisation_order(fake_tpu):
+    assert fake_tpu["calls"] == [
+        "resolve(my-tpu, runtime_started=False)",
+        "connect_to_cluster",
+        "initialize_tpu_system",
+        "TPUStrategy(my-tpu)",
+    ], "resolve, connect and initialise once, before any other TensorFlow work"
+
+
+def test_batch_rule_before_and_after_connecting(fake_tpu):
+    before, after = fake_tpu["init_plan"], fake_tpu["fit_plan"]
+    # 8 cores assumed before connecting: 100 -> 128 (16 per core, a multiple of 8)
+    assert (before["num_replicas"], before["global_batch_size"], before["per_replica_batch_size"]) == (8, 128, 16)
+    assert any("assumed" in r for r in before["reasons"])
+    # connected: 4 cores -> 100 becomes 96 (24 per core), planned again
+    assert (after["num_replicas"], after["global_batch_size"], after["per_replica_batch_size"]) == (4, 96, 24)
+    assert any("multiple of 8" in r for r in after["reasons"]) and any("bf16" in r for r in after["reasons"])
+
+
+def test_static_shapes_drop_the_remainder_and_say_how_many(fake_tpu):
+    assert fake_tpu["steps"] == 1000 // 96  # 10 full batches; the last 40 samples are dropped
+    assert any("40 of 1000 samples" in w for w in fake_tpu["warnings"]), fake_tpu["warnings"]
+    assert fake_tpu["policy"] == "float32"  # bf16 only when the user opts in
+
+
+@pytest.mark.parametrize(
+    "requested, cores, expected",
+    [(100, 8, 128), (64, 8, 64), (1024, 32, 1024), (1000, 32, 1024), (12, 8, 16), (3, 8, 8)],
+)
+def test_tpu_batch_table(requested, cores, expected):
+    snapshot = make_snapshot(tpu=True)
+    snapshot = snapshot.__class__(**{**snapshot.__dict__, "tpu": autodist.TpuInfo("TPU_NAME", "t", cores)})
+    result = autodist.plan(snapshot, batch_size=requested)
+    assert (result.strategy.value, result.num_replicas, result.global_batch_size) == ("tpu", cores, expected)
+    assert result.drop_remainder
+
+
+def test_hanging_resolver_times_out(monkeypatch):
+    import tensorflow as tf
+
+    release = threading.Event()
+
+    class Hanging:
+        def __init__(self, tpu=None):
+            release.wait(30)  # an endpoint that accepts connections and never answers
+
+    monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Hanging)
+    start = time.monotonic()
+    with pytest.raises(StrategyUnavailableError, match="did not finish in 0.5 s.*TPU_NAME"):
+        strategies.tpu_cluster_resolver("my-tpu", timeout=0.5)
+    release.set()
+    assert time.monotonic() - start < 3
+
+
+def test_real_resolver_without_a_tpu_fails_at_once():
+    start = time.monotonic()
+    with pytest.raises(StrategyUnavailableError, match="Please provide a TPU Name"):
+        strategies.tpu_cluster_resolver(None, timeout=10)
+    elapsed = time.monotonic() - start
+    assert elapsed < 2
+    print(f"TPUClusterResolver() without a TPU failed after {elapsed * 1000:.1f} ms")
+
+
+def test_inspect_reports_no_tpu_quickly():
+    start = time.monotonic()
+    proc = run_python(["-m", "autodist", "inspect", "--fast"], env=subprocess_env(), timeout=60)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0 and "TPU: no TPU" in proc.stdout
+    assert elapsed < 10
+    print(f"inspect --fast (new process, no TPU): {elapsed:.2f} s")
