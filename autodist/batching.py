@@ -28,6 +28,7 @@ __all__ = [
     "arrays_to_dataset",
     "dataset_batch_size",
     "file_source_count",
+    "looks_batched",
     "prepare_dataset",
     "shard_policy",
 ]
@@ -197,16 +198,35 @@ def shard_policy(dataset: Any, num_workers: int) -> tuple[Any, str]:
     return policy.DATA, "DATA sharding: the dataset is not read from files"
 
 
-def prepare_dataset(dataset: Any, global_batch_size: int, num_workers: int = 1, *, drop_remainder: bool = False) -> Any:
-    """Re-batch a batched dataset to ``global_batch_size`` and set its auto-shard policy.
+def looks_batched(dataset: Any) -> bool:
+    """Whether a dataset's elements have an unknown leading dimension, as batched elements do."""
+    import tensorflow as tf
 
-    ``rebatch`` keeps every sample (a smaller final batch holds the remainder) unless
-    ``drop_remainder`` (TPUs need static shapes). The auto-shard policy follows
-    :func:`shard_policy`. A policy the user set explicitly is kept.
+    specs = tf.nest.flatten(dataset.element_spec)
+    return any(getattr(s, "shape", None) is not None and s.shape.rank and s.shape[0] is None for s in specs)
+
+
+def prepare_dataset(
+    dataset: Any,
+    global_batch_size: int,
+    num_workers: int = 1,
+    *,
+    drop_remainder: bool = False,
+    rebatch: bool = True,
+) -> Any:
+    """Bring a dataset to ``global_batch_size`` and set its auto-shard policy.
+
+    A batched dataset is re-batched (``rebatch`` keeps every sample: a smaller final batch holds
+    the remainder, unless ``drop_remainder``, for TPUs' static shapes). An unbatched one is
+    batched. ``rebatch=False`` leaves the batching alone (one replica, batch size unknown). The
+    auto-shard policy follows :func:`shard_policy`; a policy the user set explicitly is kept.
     """
     import tensorflow as tf
 
-    if drop_remainder or dataset_batch_size(dataset) != global_batch_size:
+    known = dataset_batch_size(dataset)
+    if known is None and not looks_batched(dataset):
+        dataset = dataset.batch(global_batch_size, drop_remainder=drop_remainder)
+    elif rebatch and (drop_remainder or known != global_batch_size):
         dataset = dataset.rebatch(global_batch_size, drop_remainder=drop_remainder)
     current = dataset.options().experimental_distribute.auto_shard_policy
     if current == tf.data.experimental.AutoShardPolicy.AUTO:
@@ -255,8 +275,6 @@ def arrays_to_dataset(
 
     leaves = tf.nest.flatten(x)
     num_samples = int(leaves[0].shape[0])
-    if y is None and sample_weight is not None:
-        raise ValueError("sample_weight needs targets (y)")  # fit passes such input to Keras as is
     parts = tuple(part for part in (x, y, sample_weight) if part is not None)
     validation = None
     if validation_split:

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,7 +48,10 @@ def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str
     """``AUTODIST_BACKUP_DIR`` (the launcher sets it), else a folder named after the cluster."""
     if environ.get(BACKUP_ENV):
         return environ[BACKUP_ENV]
-    digest = hashlib.sha1(json.dumps(cluster.cluster_spec, sort_keys=True).encode()).hexdigest()[:12]
+    # The cluster and the command line: another script, or the same one with other arguments,
+    # on the same hosts and ports must not resume this run's backup.
+    key = json.dumps({"cluster": cluster.cluster_spec, "argv": [os.path.abspath(sys.argv[0])] + sys.argv[1:]}, sort_keys=True)
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
     return os.path.join(tempfile.gettempdir(), f"autodist-backup-{digest}")
 
 

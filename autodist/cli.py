@@ -19,7 +19,7 @@ from typing import Any
 
 from autodist.errors import AutodistError
 from autodist.hardware import HardwareSnapshot, detect
-from autodist.planning import StrategyKind, plan
+from autodist.planning import StrategyKind, format_gib, plan
 
 __all__ = ["main"]
 
@@ -27,7 +27,7 @@ STRATEGY_CHOICES = ["auto"] + [kind.value for kind in StrategyKind]
 
 
 def _gib(num_bytes: int | None) -> str:
-    return "unknown (could not be read)" if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"
+    return format_gib(num_bytes, unknown="unknown (could not be read)")
 
 
 def _unknown(value: Any, why: str) -> str:
@@ -86,8 +86,6 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
 
 def render_inspect(data: dict[str, Any]) -> str:
     snap = HardwareSnapshot.from_dict(data["snapshot"])
-    from autodist.planning import Plan  # noqa: F401  (text of the plan comes from plan())
-
     lines = ["== autodist inspect =="] + snapshot_text(snap)
     lines.append(f"detection took {data['detect_seconds']} s")
     lines.append("")
@@ -118,7 +116,7 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
                 f"Could not read the snapshot {args.snapshot!r}: {err}. Expected a JSON file as "
                 "`python -m autodist inspect --json > snap.json` writes it."
             ) from None
-        snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw))
+        snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw) if isinstance(raw, dict) else raw)
     else:
         snap = detect(fast=True)
     return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy).to_dict()

@@ -2,7 +2,8 @@
 
 Each cluster manager is a small class with ``detect(environ) -> bool`` and
 ``read(environ) -> ClusterInfo | None``. :func:`detect_cluster` tries them in the fixed order of
-:data:`CLUSTER_ENVIRONMENTS`. Nothing here imports TensorFlow or touches the network; the result
+:data:`CLUSTER_ENVIRONMENTS`. Nothing here touches the network or the TensorFlow runtime; only the
+SLURM reader imports TensorFlow (for its host-list parsers), and only under SLURM. The result
 is validated data that ``tf.distribute`` can consume as it is (:meth:`ClusterInfo.tf_config`).
 
 Example:
@@ -157,6 +158,12 @@ def validate_cluster(
                 )
             seen[address] = kind
         spec[str(kind)] = list(addresses)
+    if spec.get("ps") and len(spec.get("chief", [])) != 1:
+        raise ClusterConfigError(
+            f"{source} has 'ps' tasks but no chief {quoted}. Expected exactly one chief: in "
+            "parameter-server training the chief coordinates the workers. Add a \"chief\" "
+            "address (python -m autodist launch --ps adds one)."
+        )
     if len(spec.get("chief", [])) > 1:
         raise ClusterConfigError(
             f"{source} has {len(spec['chief'])} chief tasks {quoted}. Expected at most one. Make "
@@ -272,6 +279,12 @@ def _from_sparse_cluster(sparse: Any, *, source: str, raw: str) -> dict[str, lis
     dense: dict[str, list[str]] = {}
     for kind, entries in sparse.items():
         if isinstance(entries, Mapping):
+            if not all(str(k).isdigit() for k in entries):
+                raise ClusterConfigError(
+                    f'{source} "sparseCluster" gives {kind!r} the keys {sorted(map(str, entries))} '
+                    f"(Received: {source}={_shorten(raw)}). Expected task indices as keys, for "
+                    'example {"worker": {"0": "host:2222"}}.'
+                )
             dense[kind] = [entries[k] for k in sorted(entries, key=lambda k: int(k))]
         else:
             dense[kind] = entries
@@ -430,7 +443,10 @@ class SlurmEnvironment:
 def _port(environ: Mapping[str, str], name: str, default: int) -> int:
     raw = environ.get(name, str(default))
     if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise ClusterConfigError(f"{name} must be a port number (Received: {name}={raw!r}).")
+        raise ClusterConfigError(
+            f"{name} must be a port number (Received: {name}={raw!r}). Expected an integer from 1 "
+            f"to 65535. Set it to a free port, or unset it for the default {default}."
+        )
     return int(raw)
 
 

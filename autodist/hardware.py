@@ -105,7 +105,20 @@ class HardwareSnapshot:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HardwareSnapshot:
-        """Rebuild a snapshot from :meth:`to_dict` output (for example ``inspect --json``)."""
+        """Rebuild a snapshot from :meth:`to_dict` output (for example ``inspect --json``).
+
+        Raises:
+            AutodistError: when ``data`` is not a snapshot, naming what is missing.
+        """
+        required = ("keras_flavor", "platform", "num_cpus")
+        missing = [k for k in required if not isinstance(data, Mapping) or k not in data]
+        if missing:
+            raise AutodistError(
+                f"Not a hardware snapshot: missing {', '.join(missing)} (Received: "
+                f"{type(data).__name__} with keys {sorted(data)[:10] if isinstance(data, Mapping) else '-'}). "
+                "Expected the JSON that `python -m autodist inspect --json > snap.json` writes."
+            )
+        data = {"tensorflow_version": None, "keras_version": None, "host_memory_bytes": None, **data}
         known = {f for f in cls.__dataclass_fields__}
         kwargs = {k: v for k, v in data.items() if k in known}
         kwargs["gpus"] = tuple(GpuInfo(**g) for g in data.get("gpus") or ())
@@ -276,17 +289,23 @@ def _cpu_devices(environ: Mapping[str, str]) -> int:
 
 
 def _visible(gpus: list[GpuInfo], environ: Mapping[str, str]) -> list[GpuInfo]:
-    """Apply ``CUDA_VISIBLE_DEVICES`` (integer form) to the driver's list."""
+    """Apply ``CUDA_VISIBLE_DEVICES`` to the driver's list, as CUDA reads it.
+
+    CUDA stops at the first invalid entry: ``-1`` hides every GPU, ``0,-1`` keeps GPU 0. UUID
+    entries (``GPU-...``, ``MIG-...``) cannot be matched without more NVML calls, so the driver's
+    list is kept for them.
+    """
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return gpus
     picked = []
     for token in visible.split(","):
         token = token.strip()
-        if not token.isdigit():
-            return gpus if token else picked  # UUID form: keep the driver's list
-        if int(token) < len(gpus):
-            picked.append(gpus[int(token)])
+        if token.startswith(("GPU-", "MIG-")):
+            return gpus
+        if not token.isdigit() or int(token) >= len(gpus):
+            break
+        picked.append(gpus[int(token)])
     return picked
 
 

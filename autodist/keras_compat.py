@@ -117,13 +117,15 @@ WORKAROUNDS: dict[str, Workaround] = {
             last_tested="3.15.1",
         ),
         Workaround(
-            name="multi_worker_symbolic_build",
+            name="first_batch_symbolic_build",
             upstream="keras-team/keras#20585",
             summary=(
-                "Under MultiWorkerMirroredStrategy, fit's _maybe_symbolic_build averages the first "
-                "data batch across workers (strategy.reduce('MEAN', PerReplica)) only to learn its "
-                "shapes, and fails: 'Attempt to convert a value (PerReplica...) to a Tensor'. "
-                "autodist builds from this worker's first replica's batch instead."
+                "fit/evaluate/predict's _maybe_symbolic_build averages the first data batch across "
+                "replicas (strategy.reduce('MEAN', PerReplica)) only to learn its shapes. Under "
+                "MultiWorkerMirroredStrategy that fails ('Attempt to convert a value (PerReplica...) "
+                "to a Tensor'); under MirroredStrategy a first batch that does not split evenly "
+                "(validation data, a data set smaller than the batch) fails with 'AddN must have "
+                "the same size and shape'. autodist builds from the first local replica's batch."
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
@@ -246,22 +248,29 @@ def _multi_worker(strategy: Any) -> bool:
     return bool(trainer._collective_all_reduce_multi_worker(strategy))
 
 
-def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
-    """Apply the active multi-worker workarounds to Keras 3's TF trainer. Idempotent.
+def _mirrored(strategy: Any) -> bool:
+    import tensorflow as tf
 
-    Both patches act only when the strategy is MultiWorkerMirroredStrategy in multi-worker mode;
-    every other strategy keeps Keras's own code. Returns the names of the patches in place.
+    return isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
+
+
+def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
+    """Apply the active Mirrored/multi-worker workarounds to Keras 3's TF trainer. Idempotent.
+
+    The symbolic-build patch acts under MirroredStrategy and MultiWorkerMirroredStrategy; the
+    scalar-reduce patch only in multi-worker mode. Every other strategy keeps Keras's own code.
+    Returns the names of the patches in place.
     """
     from keras.src import tree
     from keras.src.backend.tensorflow import trainer
 
     applied = []
-    if WORKAROUNDS["multi_worker_symbolic_build"].is_active(keras_version):
+    if WORKAROUNDS["first_batch_symbolic_build"].is_active(keras_version):
         if "symbolic_build" not in _PATCHED:
             original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
 
             def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
-                if iterator is None or self._distribute_strategy is None or not _multi_worker(self.distribute_strategy):
+                if iterator is None or self._distribute_strategy is None or not _mirrored(self.distribute_strategy):
                     return original_build(self, iterator=iterator, data_batch=data_batch)
                 import tensorflow as tf
 
@@ -280,7 +289,7 @@ def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
 
             trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
             _PATCHED["symbolic_build"] = original_build
-        applied.append("multi_worker_symbolic_build")
+        applied.append("first_batch_symbolic_build")
     if WORKAROUNDS["multi_worker_scalar_reduce"].is_active(keras_version):
         if "reduce_per_replica" not in _PATCHED:
             original_reduce = trainer.reduce_per_replica

@@ -15,17 +15,32 @@ Example:
 
 from __future__ import annotations
 
+import collections.abc
+import contextlib
+import inspect
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from autodist.batching import arrays_to_dataset, dataset_batch_size, dropped_samples, prepare_dataset
 from autodist.callbacks import ChiefDuties
-from autodist.errors import AutodistError, BatchSizeError, ModelPlacementError, PeerError
+from autodist.errors import (
+    AutodistError,
+    BatchSizeError,
+    ModelPlacementError,
+    PeerError,
+    StrategyUnavailableError,
+)
 from autodist.hardware import detect
-from autodist.keras_compat import apply_compile_overrides, compile_overrides
+from autodist.keras_compat import (
+    WORKAROUNDS,
+    apply_compile_overrides,
+    compile_overrides,
+    patch_aggregating_variable_updates,
+    patch_multi_worker_trainer,
+)
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of, plan
 from autodist.strategies import build_strategy
@@ -168,23 +183,39 @@ def _build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
     return model
 
 
-def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> tuple[Any, Any, list[str]]:
+def _batches_itself(x: Any) -> bool:
+    """Inputs Keras refuses ``batch_size`` for: they yield ready-made batches."""
+    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
+        return True
+    return any(cls.__name__ in ("PyDataset", "Sequence", "DatasetCreator") for cls in type(x).__mro__)
+
+
+def _prepare_input(
+    x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *, batch_given: bool = True
+) -> tuple[Any, Any, list[str]]:
     """Return ``(x, y, warnings)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where
-    Keras should batch the arrays itself."""
+    Keras batches the input itself from it."""
     import tensorflow as tf
 
     batch = the_plan.global_batch_size
     assert batch is not None
     drop = the_plan.drop_remainder
     if isinstance(x, tf.data.Dataset):
-        prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop)
+        # Unknown batching and no batch_size on one replica: nothing to divide, leave it alone.
+        keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
+        prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
         count = int(x.unbatch().cardinality()) if drop and dataset_batch_size(x) is not None else -1
         return prepared, y, [_drop_warning(count if count >= 0 else None, batch)] if drop else []
-    if x is None or not _is_array_like(x):
+    if x is None or _batches_itself(x):
+        return x, y, []
+    if not _is_array_like(x):  # pandas DataFrames, lists, ...: Keras batches them by batch_size
+        fit_kwargs["batch_size"] = batch
         return x, y, []
     own_dataset = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED or drop
     if own_dataset and not (y is None and fit_kwargs.get("sample_weight") is not None):
         split = float(fit_kwargs.pop("validation_split", 0.0) or 0.0)
+        if fit_kwargs.get("validation_data") is not None:
+            split = 0.0  # as in Keras: validation_data wins over validation_split
         num_samples = int(tf.nest.flatten(x)[0].shape[0])
         train, validation = arrays_to_dataset(
             x,
@@ -225,17 +256,38 @@ def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
     )
 
 
-def _apply_mixed_precision(enabled: bool, builder: Any, the_plan: Plan) -> list[str]:
+@contextlib.contextmanager
+def _mixed_precision(enabled: bool, builder: Any, the_plan: Plan) -> Iterator[list[str]]:
+    """Set ``mixed_bfloat16`` while autodist builds the model, then restore the user's policy."""
     if not enabled:
-        return []
+        yield []
+        return
     if builder is None:
-        return [
+        yield [
             "mixed_precision=True applies to models autodist builds from a function; your model "
             "was built already. Call keras.mixed_precision.set_global_policy('mixed_bfloat16') "
             "before building it."
         ]
-    _keras_module(the_plan.keras_flavor).mixed_precision.set_global_policy("mixed_bfloat16")
-    return []
+        return
+    precision = _keras_module(the_plan.keras_flavor).mixed_precision
+    previous = precision.global_policy()
+    precision.set_global_policy("mixed_bfloat16")
+    try:
+        yield []
+    finally:
+        precision.set_global_policy(previous)
+
+
+def _apply_keras_workarounds(trained: Any, the_plan: Plan) -> None:
+    """Apply the Keras 3 workarounds this model needs, judged by the model's own Keras (idempotent)."""
+    if keras_flavor_of(trained) != "keras3":
+        return
+    version = describe_model(trained).keras_version
+    if the_plan.strategy in (StrategyKind.CENTRAL_STORAGE, StrategyKind.PARAMETER_SERVER):
+        if WORKAROUNDS["aggregating_variable_updates"].is_active(version):
+            patch_aggregating_variable_updates()
+    if the_plan.strategy in (StrategyKind.MIRRORED, StrategyKind.MULTI_WORKER_MIRRORED):
+        patch_multi_worker_trainer(version)
 
 
 def _is_array_like(x: Any) -> bool:
@@ -323,10 +375,18 @@ def fit(
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
         # Connected: plan the batch again with the real number of cores.
         the_plan = _plan_for(*plan_args, tpu_cores=int(distribution.num_replicas_in_sync))
-    precision_warnings = _apply_mixed_precision(mixed_precision, builder, the_plan)
-    trained, moved, extra_warnings = _model_in_scope(model, builder, the_plan, distribution)
+    if the_plan.cluster is not None and the_plan.cluster.task_type == "evaluator":
+        raise StrategyUnavailableError(
+            f"This process is the cluster's evaluator ({the_plan.cluster.source}), and "
+            "autodist.fit trains. Expected fit on the chief and workers only. On the evaluator, "
+            "run keras.utils.SidecarEvaluator (or model.evaluate on the checkpoints the chief "
+            "writes) instead of autodist.fit."
+        )
+    with _mixed_precision(mixed_precision, builder, the_plan) as precision_warnings:
+        trained, moved, extra_warnings = _model_in_scope(model, builder, the_plan, distribution)
     extra_warnings = precision_warnings + extra_warnings
-    if not _is_array_like(x) and x is not None and not isinstance(x, tf.data.Dataset) and the_plan.num_replicas > 1:
+    _apply_keras_workarounds(trained, the_plan)
+    if x is not None and _batches_itself(x) and the_plan.num_replicas > 1:
         extra_warnings.append(
             _MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas)
         )
@@ -334,10 +394,46 @@ def fit(
     warn_all(list(the_plan.warnings) + extra_warnings)
 
     fit_kwargs = dict(fit_kwargs)
+    with _copy_back_on_interrupt(model, trained, moved):
+        return _train(
+            trained, distribution, model, moved, x, y, the_plan, epochs, backup_dir, fit_kwargs, batch_size is not None
+        )
+
+
+@contextlib.contextmanager
+def _copy_back_on_interrupt(model: Any, trained: Any, moved: bool) -> Iterator[None]:
+    """Like model.fit, an interrupted fit (Ctrl-C, a callback raising) leaves the caller's model
+    with the training done so far."""
+    try:
+        yield
+    except BaseException:
+        if moved:
+            try:
+                copy_training_state(trained, model)
+            except Exception:  # the original error matters more
+                pass
+        raise
+
+
+def _train(
+    trained: Any,
+    distribution: Any,
+    model: Any,
+    moved: bool,
+    x: Any,
+    y: Any,
+    the_plan: Plan,
+    epochs: int,
+    backup_dir: Any,
+    fit_kwargs: dict[str, Any],
+    batch_given: bool,
+) -> Any:
+    import tensorflow as tf
+
     if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         history = _fit_parameter_server(trained, distribution, x, y, the_plan, epochs, fit_kwargs)
         return _finish(history, model, trained, moved, the_plan)
-    x, y, input_warnings = _prepare_input(x, y, the_plan, fit_kwargs)
+    x, y, input_warnings = _prepare_input(x, y, the_plan, fit_kwargs, batch_given=batch_given)
     warn_all([w for w in input_warnings if w])
     duties = ChiefDuties(
         the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None,
@@ -405,8 +501,10 @@ def _plan_for(
         try:
             options["peer_timeout_seconds"] = float(timeout)
         except ValueError:
+            source = "peer_timeout_seconds" if peer_timeout_seconds is not None else PEER_TIMEOUT_ENV
             raise AutodistError(
-                f"{PEER_TIMEOUT_ENV} must be a number of seconds (Received: {PEER_TIMEOUT_ENV}={timeout!r})."
+                f"{source} must be a number of seconds (Received: {source}={timeout!r}). It bounds "
+                "how long a worker waits for its peers; pass a number such as 300."
             ) from None
     snapshot = detect()
     if tpu_cores is not None and snapshot.tpu is not None:

@@ -34,12 +34,12 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from autodist.callbacks import BACKUP_ENV
 from autodist.errors import AutodistError
 
 __all__ = ["Launcher", "host_plan", "local_cluster", "task_configs"]
 
 LOOPBACK = "127.0.0.1"
-BACKUP_ENV = "AUTODIST_BACKUP_DIR"
 ATTEMPT_ENV = "AUTODIST_LAUNCH_ATTEMPT"
 TAIL_LINES = 20
 
@@ -162,7 +162,10 @@ class Launcher:
     ) -> None:
         _check_counts(num_workers, num_ps)
         if max_restarts < 0:
-            raise AutodistError(f"--max-restarts must be 0 or more (Received: {max_restarts}).")
+            raise AutodistError(
+                f"--max-restarts must be 0 or more (Received: {max_restarts}). It is how many times "
+                "the whole job restarts after a failure; pass 0 (no restart) or more."
+            )
         self.num_workers, self.num_ps = num_workers, num_ps
         self.max_restarts, self.timeout, self.grace = max_restarts, timeout, grace
         self.backup_dir = backup_dir
@@ -247,6 +250,7 @@ class Launcher:
         backup_dir = self.backup_dir or tempfile.mkdtemp(prefix="autodist-job-")
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         attempt = 0
+        previous = _raise_on_termination()
         try:
             while True:
                 started = time.monotonic()
@@ -274,6 +278,7 @@ class Launcher:
                 self._print(summary)
                 self._print(f"[launcher] restarting the job: attempt {attempt + 1} of {self.max_restarts + 1}")
         finally:
+            _restore_handlers(previous)
             if own_backup:
                 shutil.rmtree(backup_dir, ignore_errors=True)
 
@@ -284,6 +289,30 @@ class Launcher:
             lines.append(f"[launcher] last lines of {task.name}:")
             lines += [f"[launcher]   {line}" for line in task.tail] or ["[launcher]   (no output)"]
         return "\n".join(lines)
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP reached the launcher: stop every task, then exit."""
+
+
+def _raise_on_termination() -> dict[int, Any]:
+    """Turn SIGTERM/SIGHUP into an exception, so the ``finally`` that stops the tasks runs.
+
+    The tasks run in their own sessions (so they can be stopped as groups); without this, a
+    terminated launcher would leave them running.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated(signum)
+
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+
+def _restore_handlers(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:

@@ -174,7 +174,7 @@ class Plan:
         num_cpu_devices: logical CPU devices to create before the runtime starts.
         compile_overrides: compile settings changed for this strategy (``jit_compile``, ...).
         footprint_bytes: estimated training footprint, when the model size is known.
-        cluster: the cluster this process belongs to, for multi-worker and parameter-server plans.
+        cluster: the cluster this process belongs to, if any.
         peer_timeout_seconds: how long a worker waits for its peers (to connect, or inside a
             collective) before the job fails with an error instead of hanging.
         inter_op_threads: inter-op threads to set before the runtime starts (``None``: leave).
@@ -250,8 +250,12 @@ class Plan:
         return "\n".join(lines)
 
 
-def _gib(num_bytes: int | None) -> str:
-    return "unknown" if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"
+def format_gib(num_bytes: int | None, unknown: str = "unknown") -> str:
+    """``17179869184`` → ``"16.0 GiB"``; ``unknown`` when ``None``."""
+    return unknown if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"
+
+
+_gib = format_gib
 
 
 def _coerce_kind(strategy: Any) -> StrategyKind | None:
@@ -423,7 +427,7 @@ def plan(
         footprint_bytes=footprint,
         keras_flavor=flavor,
         keras_version=model_info.keras_version or snapshot.keras_version,
-        cluster=snapshot.cluster if kind in (StrategyKind.MULTI_WORKER_MIRRORED, StrategyKind.PARAMETER_SERVER) else None,
+        cluster=snapshot.cluster,
         peer_timeout_seconds=float(peer_timeout_seconds),
         inter_op_threads=inter_op,
         tpu=snapshot.tpu if kind == StrategyKind.TPU else None,

@@ -39,8 +39,6 @@ _STRATEGIES: dict[tuple[Any, ...], Any] = {}
 
 def runtime_started() -> bool:
     """Whether the TensorFlow runtime (its device context) is already initialised."""
-    import sys
-
     if "tensorflow" not in sys.modules:
         return False
     from tensorflow.python.eager import context
@@ -194,6 +192,8 @@ def build_strategy(plan: Plan) -> Any:
         strategy = tf.distribute.MirroredStrategy(
             devices=list(plan.devices), cross_device_ops=_cross_device_ops(plan.cross_device_ops)
         )
+        if plan.keras_flavor == "keras3":
+            patch_multi_worker_trainer(plan.keras_version)
     elif kind == StrategyKind.CENTRAL_STORAGE:
         strategy = tf.distribute.experimental.CentralStorageStrategy(
             compute_devices=list(plan.devices), parameter_device=plan.parameter_device

@@ -199,3 +199,15 @@ def test_is_chief():
     assert is_chief({})
     assert is_chief({"SM_HOSTS": '["algo-1","algo-2"]', "SM_CURRENT_HOST": "algo-1"})
     assert not is_chief(SLURM_ENV)
+
+
+def test_ps_tasks_need_a_chief():
+    raw = json.dumps({"cluster": {"worker": ["a:1", "b:1"], "ps": ["c:1"]}, "task": {"type": "ps", "index": 0}})
+    with pytest.raises(ClusterConfigError, match="'ps' tasks but no chief.*--ps adds one"):
+        parse_tf_config(raw)
+
+
+def test_sparse_cluster_keys_must_be_indices():
+    raw = json.dumps({"sparseCluster": {"worker": {"a": "h:1"}}, "task": {"type": "worker", "index": 0}})
+    with pytest.raises(ClusterConfigError, match="Expected task indices as keys"):
+        parse_tf_config(raw)

@@ -142,3 +142,19 @@ def test_import_and_fast_detect_do_not_import_tensorflow():
     code = "import sys, autodist; autodist.detect(fast=True); print('tensorflow' in sys.modules, 'keras' in sys.modules)"
     proc = run_python(["-c", code], env=subprocess_env(), timeout=60)
     assert proc.stdout.strip() == "False False", proc.stderr
+
+
+@pytest.mark.parametrize("visible, expected", [("-1", 0), ("0,-1", 1), ("", 0), ("1,0", 2), ("GPU-8a3f", 2), ("5", 0)])
+def test_cuda_visible_devices_as_cuda_reads_it(monkeypatch, visible, expected):
+    monkeypatch.setattr(hardware, "nvml_gpus", lambda: [H100, H100])
+    monkeypatch.setattr(hardware, "tensorflow_gpus", lambda: [])
+    monkeypatch.setattr(hardware, "tensorflow_cuda_build", lambda: True)
+    snap = detect({"CUDA_VISIBLE_DEVICES": visible}, fast=True)
+    assert len(snap.gpus) == expected
+    if expected == 0:  # GPUs hidden on purpose: no "reinstall TensorFlow" diagnosis
+        assert not detect({"CUDA_VISIBLE_DEVICES": visible}).diagnostics
+
+
+def test_snapshot_file_that_is_not_a_snapshot():
+    with pytest.raises(autodist.AutodistError, match="missing keras_flavor, platform, num_cpus.*inspect --json"):
+        HardwareSnapshot.from_dict({"gpus": []})

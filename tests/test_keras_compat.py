@@ -29,6 +29,14 @@ def test_aggregating_variable_patch_fixes_it(upstream):
     assert upstream["central_storage_mean_patched"] == pytest.approx(3.5)
 
 
+def test_still_needed_first_batch_symbolic_build_mirrored(upstream):
+    error = upstream["mirrored_uneven_first_batch_error"]
+    assert error is not None and "AddN must have the same size and shape" in error, (
+        "Mirrored evaluates an uneven first batch upstream now: the Mirrored half of "
+        "'first_batch_symbolic_build' can go"
+    )
+
+
 def test_still_needed_mirrored_steps_per_execution(upstream):
     error = upstream["mirrored_steps_per_execution_error"]
     assert error is not None and "You must feed a value for placeholder tensor" in error, (

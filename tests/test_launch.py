@@ -113,3 +113,37 @@ def test_hosts_count_must_match():
 def test_missing_script():
     with pytest.raises(AutodistError, match="does not exist"):
         Launcher(2).run("/nonexistent/train.py", [])
+
+
+def test_terminating_the_launcher_stops_its_tasks(script, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, subprocess_env
+
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--grace", "1", script, "hang"],
+        env=subprocess_env(), stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    pids = []
+    try:
+        while len(pids) < 2:
+            line = launcher.stdout.readline()
+            assert line, "the launcher ended early"
+            if "hello" in line:
+                pids.append(int(subprocess.check_output(["pgrep", "-f", "-n", f"{script} hang"]).split()[0]))
+        time.sleep(0.5)
+        launcher.send_signal(signal.SIGTERM)
+        launcher.wait(timeout=20)
+        deadline = time.monotonic() + 10
+        alive = True
+        while alive and time.monotonic() < deadline:
+            alive = subprocess.run(["pgrep", "-f", f"{script} hang"], capture_output=True).returncode == 0
+            time.sleep(0.2)
+        assert not alive, "tasks outlived a terminated launcher"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        subprocess.run(["pkill", "-9", "-f", f"{script} hang"])

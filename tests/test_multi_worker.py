@@ -180,10 +180,10 @@ def upstream_mwms():
     return results
 
 
-def test_still_needed_multi_worker_symbolic_build(upstream_mwms):
+def test_still_needed_first_batch_symbolic_build_multi_worker(upstream_mwms):
     assert all(e and "unsupported type" in e and "PerReplica" in e for e in upstream_mwms["none"]), (
         "Keras 3 fits under MultiWorkerMirrored without autodist's symbolic-build fix: remove "
-        "'multi_worker_symbolic_build' from autodist/keras_compat.py"
+        "'first_batch_symbolic_build' from autodist/keras_compat.py"
     )
 
 
@@ -192,3 +192,15 @@ def test_still_needed_multi_worker_scalar_reduce(upstream_mwms):
         "Keras 3 reduces scalar logs under MultiWorkerMirrored now: remove "
         "'multi_worker_scalar_reduce' from autodist/keras_compat.py"
     )
+
+
+def test_default_backup_folder_depends_on_the_command_line(monkeypatch):
+    from autodist.callbacks import default_backup_root
+    from autodist.cluster import parse_tf_config
+
+    cluster = parse_tf_config(json.dumps(task_configs({"worker": ["h:1", "h:2"]})[0]))
+    monkeypatch.setattr("sys.argv", ["train.py", "--lr", "0.1"])
+    first = default_backup_root(cluster, {})
+    monkeypatch.setattr("sys.argv", ["train.py", "--lr", "0.2"])
+    assert default_backup_root(cluster, {}) != first
+    assert default_backup_root(cluster, {"AUTODIST_BACKUP_DIR": "/shared/job"}) == "/shared/job"

@@ -50,8 +50,23 @@ def mirrored_fit_error(**compile_kwargs) -> str | None:
     return None
 
 
+def mirrored_uneven_validation_error() -> str | None:
+    strategy = tf.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((64, 4), "float32"), np.ones((64, 2), "float32")
+    validation = tf.data.Dataset.from_tensor_slices((x[:33], y[:33])).batch(33)
+    try:
+        model.fit(x, y, batch_size=16, validation_data=validation, verbose=0)
+    except Exception as err:  # the upstream failure is what we record
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 def main() -> None:
     results = {
+        "mirrored_uneven_first_batch_error": mirrored_uneven_validation_error(),
         "keras_version": keras.__version__,
         "central_storage_mean_unpatched": central_storage_mean(),
         "mirrored_steps_per_execution_error": mirrored_fit_error(steps_per_execution=4),

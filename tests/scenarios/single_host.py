@@ -107,13 +107,18 @@ def case_equivalence(strategy: str, ref_model, ref_hist, ref_eval) -> dict:
 
 def case_batch_33() -> dict:
     model = build()
+    counter = CountBatches()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        history = autodist.fit(model, X, Y, batch_size=33, epochs=1, verbose=0)
+        history = autodist.fit(model, X, Y, batch_size=33, epochs=1, verbose=0, shuffle=False, callbacks=[counter])
+    reference_model = build()
+    expected = reference_model.fit(X, Y, batch_size=34, epochs=1, shuffle=False, verbose=0).history
     messages = [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)]
     return {
         "global_batch_size": history.plan.global_batch_size,
         "loss": history.history["loss"][0],
+        "loss_gap_vs_single_device_34": abs(history.history["loss"][0] - expected["loss"][0]),
+        "batches": counter.train,
         "warnings": messages,
     }
 
@@ -193,6 +198,58 @@ def case_dataset() -> dict:
     }
 
 
+class CountBatches(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.train, self.test = 0, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.train += 1
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.test += 1
+
+
+def case_fit_keywords() -> dict:
+    """The fit keywords users pass, under the strategy, against the same call on one device."""
+    val = tf.data.Dataset.from_tensor_slices((X[:66], Y[:66])).batch(33)
+    weights = np.linspace(0.5, 1.5, NUM_SAMPLES).astype("float32")
+    results = {}
+    calls = {
+        "validation_dataset_33": dict(validation_data=val),
+        "validation_batch_size_33": dict(validation_data=(X[:66], Y[:66]), validation_batch_size=33),
+        "small_validation": dict(validation_data=(X[:25], Y[:25])),
+        "class_weight": dict(class_weight={0: 1.0, 1: 2.0, 2: 0.5}),
+        "sample_weight": dict(sample_weight=weights),
+        "initial_epoch_steps": dict(initial_epoch=1, steps_per_epoch=4),
+    }
+    for name, kwargs in calls.items():
+        reference_model = build()
+        expected = reference_model.fit(X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0, **kwargs).history
+        model = build()
+        got = autodist.fit(model, X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0, **kwargs).history
+        results[name] = {"gap": history_gap(got, expected), "keys": sorted(got), "epochs": len(got["loss"])}
+    counter = CountBatches()
+    small = autodist.fit(build(), X[:25], Y[:25], batch_size=32, epochs=1, verbose=0, callbacks=[counter])
+    results["small_train_set"] = {"loss": small.history["loss"][0], "batches": counter.train}
+    return results
+
+
+class Interrupt(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+
+def case_interrupted() -> dict:
+    model = build()
+    try:
+        autodist.fit(model, X, Y, batch_size=64, epochs=10, verbose=0, callbacks=[Interrupt()])
+    except KeyboardInterrupt:
+        pass
+    return {"iterations": int(model.optimizer.iterations.numpy())}
+
+
 def main() -> None:
     results: dict = {"flavor": FLAVOR, "logical_cpus": len(tf.config.list_logical_devices("CPU"))}
     ref = reference()
@@ -205,9 +262,11 @@ def main() -> None:
         results["batch_33"] = case_batch_33()
         results["decorator"] = case_decorator(ref[0])
         results["dataset"] = case_dataset()
+        results["fit_keywords"] = case_fit_keywords()
+        results["interrupted"] = case_interrupted()
     results["plan_log_count"] = log_stream.getvalue().count("autodist plan:")
     # one plan per autodist.fit call and one per @distributed call
-    results["num_plans_made"] = len(strategies) + 2 + (3 if FLAVOR == "keras3" else 0)
+    results["num_plans_made"] = len(strategies) + 2 + (3 + 6 + 1 + 1 if FLAVOR == "keras3" else 0)
     print("RESULT " + json.dumps(results))
 
 

@@ -1,0 +1,1 @@
+"""autodist benchmarks: ratios measured side by side in one run. See run.py."""

@@ -1,0 +1,94 @@
+"""Scaling worker: one process pinned to one core, 1 intra-op and 1 inter-op thread.
+
+Usage: python benchmarks/_scaling.py STEPS PER_WORKER_BATCH MODE   (MODE: autodist | manual)
+Without TF_CONFIG it trains alone; under ``autodist launch`` each worker pins itself to core
+<task index>. The chief prints ``RESULT`` with samples/s over the timed epochs and, in a
+cluster, the time of one all-reduce of the model's gradients.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+STEPS, PER_WORKER, MODE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+index = config["task"]["index"] if config else 0
+num_workers = len(config["cluster"]["worker"]) if config else 1
+os.sched_setaffinity(0, {index % os.cpu_count()})
+
+import autodist  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+GLOBAL = PER_WORKER * num_workers
+EPOCHS = 3  # the first one (tracing, connecting) is not timed
+rng = np.random.default_rng(index)
+X = rng.random((STEPS * GLOBAL, 32, 32, 3), dtype=np.float32)
+Y = rng.integers(0, 10, STEPS * GLOBAL).astype("int32")
+
+
+def build():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(10),
+        ]
+    )
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+class Timer(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.starts, self.ends = {}, {}
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.starts[epoch] = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.ends[epoch] = time.perf_counter()
+
+
+timer = Timer()
+if MODE == "manual" and config:
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    with strategy.scope():
+        model = build()
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    data = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL).with_options(options)
+    model.fit(data, epochs=EPOCHS, verbose=0, callbacks=[timer])
+else:
+    history = autodist.fit(build, X, Y, batch_size=GLOBAL, epochs=EPOCHS, verbose=0, callbacks=[timer], shuffle=False, backup_dir=False)
+    model, strategy = history.model, history.model.distribute_strategy
+seconds = sum(timer.ends[e] - timer.starts[e] for e in range(1, EPOCHS))
+result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_workers": num_workers, "params": model.count_params()}
+if num_workers > 1:
+    grads = [tf.zeros_like(v) for v in model.trainable_variables]
+
+    @tf.function
+    def all_reduce():
+        return strategy.run(lambda: tf.distribute.get_replica_context().all_reduce("SUM", grads))
+
+    all_reduce()
+    start = time.perf_counter()
+    for _ in range(20):
+        all_reduce()
+    result["all_reduce_ms"] = (time.perf_counter() - start) / 20 * 1000
+    result["step_ms"] = seconds / ((EPOCHS - 1) * STEPS) * 1000
+if index == 0:
+    print("RESULT " + json.dumps(result), flush=True)

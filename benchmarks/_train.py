@@ -1,0 +1,108 @@
+"""Benchmark worker: time ``fit`` arms alternately in one fresh process. Prints ``RESULT <json>``.
+
+Usage: python benchmarks/_train.py '<spec json>'
+spec: {"model": "mlp"|"cnn", "samples": N, "batch": B, "epochs": E, "rounds": R, "arms": [...]}
+An arm is "manual:<strategy>" (the strategy built by hand, model.fit in its scope) or
+"autodist:<strategy>[:spe8|:jit|:noprefetch|:prefetch]" (autodist.fit; "auto" lets it choose).
+Each arm runs once to warm up, then once per round, in an order that rotates every round.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import autodist  # noqa: E402  (first: AUTODIST_CPU_DEVICES splits the CPU when TF loads)
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+spec = json.loads(sys.argv[1])
+rng = np.random.default_rng(0)
+if spec["model"] == "cnn":
+    X = rng.random((spec["samples"], 32, 32, 3), dtype=np.float32)
+else:
+    X = rng.random((spec["samples"], 784), dtype=np.float32)
+Y = rng.integers(0, 10, spec["samples"]).astype("int32")
+
+
+def build(compile_kwargs=None):
+    keras.utils.set_random_seed(0)
+    if spec["model"] == "cnn":
+        layers = [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(64, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(10),
+        ]
+    else:
+        layers = [keras.Input((784,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)]
+    model = keras.Sequential(layers)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        **(compile_kwargs or {}),
+    )
+    return model
+
+
+_manual: dict[str, object] = {}
+
+
+def manual_strategy(kind: str):
+    if kind not in _manual:
+        devices = [f"/cpu:{i}" for i in range(int(os.environ.get("AUTODIST_CPU_DEVICES") or 1))]
+        _manual[kind] = {
+            "default": lambda: tf.distribute.get_strategy(),
+            "one_device": lambda: tf.distribute.OneDeviceStrategy("/cpu:0"),
+            "mirrored": lambda: tf.distribute.MirroredStrategy(devices),
+            "central_storage": lambda: tf.distribute.experimental.CentralStorageStrategy(devices, parameter_device="/cpu:0"),
+        }[kind]()
+    return _manual[kind]
+
+
+def run_arm(arm: str) -> float:
+    parts = arm.split(":")
+    kind, strategy = parts[0], parts[1]
+    option = parts[2] if len(parts) > 2 else ""
+    start = time.perf_counter()
+    if kind == "manual":
+        distribution = manual_strategy(strategy)
+        with distribution.scope():
+            model = build()
+            model.fit(X, Y, batch_size=spec["batch"], epochs=spec["epochs"], verbose=0)
+    else:
+        compile_kwargs = {"steps_per_execution": 8} if option == "spe8" else {"jit_compile": True} if option == "jit" else {}
+        data: object = X
+        labels: object = Y
+        if option in ("prefetch", "noprefetch"):
+            dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(spec["batch"])
+            data, labels = (dataset.prefetch(tf.data.AUTOTUNE) if option == "prefetch" else dataset), None
+        autodist.fit(
+            lambda: build(compile_kwargs),
+            data,
+            labels,
+            batch_size=spec["batch"],
+            epochs=spec["epochs"],
+            verbose=0,
+            strategy=strategy,
+        )
+    return time.perf_counter() - start
+
+
+times: dict[str, list[float]] = {arm: [] for arm in spec["arms"]}
+for arm in spec["arms"]:
+    run_arm(arm)  # warm-up
+for round_index in range(spec["rounds"]):
+    shift = round_index % len(spec["arms"])
+    for arm in spec["arms"][shift:] + spec["arms"][:shift]:
+        times[arm].append(run_arm(arm))
+print("RESULT " + json.dumps({"times": times, "samples_per_call": spec["samples"] * spec["epochs"]}))

@@ -1,0 +1,104 @@
+"""Shared pieces: the machine record, interleaved timing, statistics, and subprocess runs.
+
+Absolute times on a shared 2-core machine are noise; every figure is a ratio of two things
+measured alternately (A B A B ...) in the same run, after a warm-up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Figure:
+    """One row of the results table."""
+
+    name: str
+    goal: str
+    ratios: list[float]
+    passed: bool
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.ratios) if self.ratios else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(median=self.median, min=min(self.ratios, default=None), max=max(self.ratios, default=None))
+        return data
+
+
+def machine() -> dict[str, Any]:
+    from autodist.hardware import detect
+
+    snap = detect(fast=True)
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpus": snap.num_cpus,
+        "memory_gib": round((snap.host_memory_bytes or 0) / 2**30, 1),
+        "python": platform.python_version(),
+        "tensorflow": snap.tensorflow_version,
+        "keras": snap.keras_version,
+        "gpus": [g.name for g in snap.gpus] or None,
+        "platform": platform.platform(),
+    }
+
+
+def interleave(pairs: int, first: Callable[[], float], second: Callable[[], float], warmup: int = 1) -> list[float]:
+    """Ratios second/first over ``pairs`` alternating runs, after ``warmup`` runs of each."""
+    for _ in range(warmup):
+        first()
+        second()
+    ratios = []
+    for index in range(pairs):
+        if index % 2 == 0:
+            a = first()
+            b = second()
+        else:
+            b = second()
+            a = first()
+        ratios.append(b / a)
+    return ratios
+
+
+def env(**overrides: str | None) -> dict[str, str]:
+    result = {k: v for k, v in os.environ.items() if not k.startswith(("AUTODIST_", "TF_CONFIG"))}
+    result.update(TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT) + os.pathsep + result.get("PYTHONPATH", ""))
+    for key, value in overrides.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def run_json(args: list[str], *, timeout: float, **overrides: str | None) -> dict[str, Any]:
+    """Run ``python ARGS`` (bounded) and return the JSON of its last ``RESULT`` line."""
+    proc = subprocess.run(
+        [sys.executable, *args], env=env(**overrides), capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def wall(args: list[str], *, timeout: float = 120, **overrides: str | None) -> float:
+    """Wall-clock seconds of ``python ARGS`` in a new process."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, *args], env=env(**overrides), capture_output=True, timeout=timeout, cwd=ROOT, check=True)
+    return time.perf_counter() - start
