@@ -91,10 +91,11 @@ def run_json(args: list[str], *, timeout: float, **overrides: str | None) -> dic
     proc = subprocess.run(
         [sys.executable, *args], env=env(**overrides), capture_output=True, text=True, timeout=timeout, cwd=ROOT
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    # "RESULT {...}", or "[worker 0] RESULT {...}" when the launcher prefixes it
+    lines = [line.split("RESULT ", 1)[1] for line in proc.stdout.splitlines() if "RESULT " in line]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1])
 
 
 def wall(args: list[str], *, timeout: float = 120, **overrides: str | None) -> float:

@@ -1,0 +1,90 @@
+"""Run every benchmark and print one table: figure, goal, median, min-max, pass/short.
+
+    python -m benchmarks            # the full suite (under 10 minutes on 2 cores)
+    python -m benchmarks --quick    # a smoke run (about 2 minutes): checks it runs, not the goals
+
+Writes benchmarks/results.json and benchmarks/results.png (the ratios as a bar chart), and
+records the machine. Run it on an otherwise idle machine: figures are ratios measured side by
+side, but two cores shared with something else still skew them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import decision, defaults, detection, overhead, scaling
+from benchmarks.common import Figure, machine
+
+HERE = Path(__file__).resolve().parent
+SUITES = {"overhead": overhead, "scaling": scaling, "detection": detection, "decision": decision, "defaults": defaults}
+
+
+def table(figures: list[Figure]) -> str:
+    rows = [("figure", "goal", "median", "min-max", "result")]
+    for f in figures:
+        spread = f"{min(f.ratios):.3f}-{max(f.ratios):.3f}" if f.ratios else "-"
+        rows.append((f.name, f.goal, f"{f.median:.3f}", spread, "pass" if f.passed else "short"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def chart(figures: list[Figure], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(figures) + 1.2))
+    names = [f.name for f in figures][::-1]
+    medians = [f.median for f in figures][::-1]
+    errors = [[f.median - min(f.ratios) for f in figures][::-1], [max(f.ratios) - f.median for f in figures][::-1]]
+    colors = ["#3a7" if f.passed else "#d64" for f in figures][::-1]
+    ax.barh(names, medians, xerr=errors, color=colors)
+    ax.axvline(1.0, color="#555", linewidth=0.8)
+    ax.set_xlabel("ratio (median, min-max); green: goal met")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: small sizes, one round")
+    parser.add_argument("--only", nargs="*", choices=sorted(SUITES), help="run only these")
+    parser.add_argument("--out", default=str(HERE), help="folder for results.json and results.png")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    figures: list[Figure] = []
+    for name, module in SUITES.items():
+        if args.only and name not in args.only:
+            continue
+        began = time.monotonic()
+        figures += module.run(args.quick)
+        print(f"[benchmarks] {name}: {time.monotonic() - began:.0f} s", flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {
+        "machine": machine(),
+        "quick": args.quick,
+        "seconds": round(time.monotonic() - started, 1),
+        "figures": [f.to_dict() for f in figures],
+    }
+    (out / "results.json").write_text(json.dumps(record, indent=2))
+    drew = chart(figures, out / "results.png")
+    m = record["machine"]
+    print(f"\nautodist benchmarks, {m['date']}: {m['cpus']} cores, {m['memory_gib']} GiB, TF {m['tensorflow']}, Keras {m['keras']}, GPUs: {m['gpus'] or 'none'}{' (quick)' if args.quick else ''}")
+    print(table(figures))
+    for f in figures:
+        if f.note:
+            print(f"- {f.name}: {f.note}")
+    print(f"\n{len(figures)} figures in {record['seconds']} s; wrote {out / 'results.json'}" + (f" and {out / 'results.png'}" if drew else " (no matplotlib: no chart)"))
+    return 0
