@@ -407,10 +407,16 @@ def plan(
             f"the coordinator gets {inter_op} inter-op threads (at least workers + 1 = "
             f"{num_workers + 1}): with fewer, scheduling steps on {num_workers} workers can hang"
         )
-        if snapshot.cluster.num_ps > 1:
+        if snapshot.cluster.num_ps > 1 and flavor == "tf_keras":
             reasons.append(
                 f"large variables are split into up to {snapshot.cluster.num_ps} shards (one per ps "
                 "task) by a MinSizePartitioner of 256 KiB"
+            )
+        elif snapshot.cluster.num_ps > 1:
+            reasons.append(
+                "variables are not split across ps tasks: Keras 3 cannot train a ShardedVariable "
+                "('ShardedVariable' object has no attribute 'handle'); each variable lives whole "
+                "on one ps task, placed round-robin. tf_keras (TF_USE_LEGACY_KERAS=1) partitions"
             )
     return Plan(
         strategy=kind,

@@ -294,7 +294,7 @@ def _parameter_server(plan: Plan) -> Any:
         rpc_layer=cluster.rpc_layer or "grpc",
     )
     partitioner = None
-    if cluster.num_ps > 1:
+    if cluster.num_ps > 1 and plan.keras_flavor == "tf_keras":  # Keras 3 cannot train ShardedVariables
         partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
             min_shard_bytes=256 << 10, max_shards=cluster.num_ps
         )

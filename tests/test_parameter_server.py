@@ -144,3 +144,20 @@ def test_steps_per_epoch_rule():
     from autodist.parameter_server import steps_per_epoch
 
     assert (steps_per_epoch(512, 32), steps_per_epoch(513, 32), steps_per_epoch(5, 32)) == (16, 17, 1)
+
+
+@pytest.mark.parametrize("legacy, variable", [(None, "CachingVariable"), ("1", "ShardedVariable")], ids=["keras3", "tf_keras"])
+def test_two_ps_tasks_and_a_large_embedding(legacy, variable):
+    """tf_keras shards the embedding over both ps tasks; Keras 3 cannot train a ShardedVariable,
+    so its variables stay whole, and the plan says why."""
+    proc = run_python(
+        ["-m", "autodist", "launch", "--workers", "1", "--ps", "2", "--timeout", "150", "--grace", "3", str(SCENARIOS / "ps_embedding.py")],
+        env=subprocess_env(TF_USE_LEGACY_KERAS=legacy),
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    result = json.loads(next(line for line in proc.stdout.splitlines() if "RESULT " in line).split("RESULT ", 1)[1])
+    assert result["variable"] == variable
+    assert len(result["loss"]) == 2
+    phrase = "split into up to 2 shards" if legacy else "Keras 3 cannot train a ShardedVariable"
+    assert any(phrase in reason for reason in result["reasons"])
