@@ -19,6 +19,22 @@ SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 GIB = 2**30
 
 
+_FIGURES: list[str] = []
+
+
+@pytest.fixture
+def report():
+    """Record a measured figure; it is printed in the run's summary ("autodist figures")."""
+    return _FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FIGURES:
+        terminalreporter.section("autodist figures")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tensorflow_imported():
     """Import TensorFlow and Keras once, first: importing them sets variables (TF2_BEHAVIOR, ...)."""

@@ -78,7 +78,7 @@ def test_worker_failure_with_restart_resumes_at_epoch_3(tmp_path, legacy):
     assert max_diff(weights(tmp_path / "worker-0.npz"), weights(tmp_path / "worker-1.npz")) == 0.0
 
 
-def test_worker_failure_without_restart_fails_fast_and_names_the_task(tmp_path):
+def test_worker_failure_without_restart_fails_fast_and_names_the_task(tmp_path, report):
     start = time.monotonic()
     proc = launch("--workers", "2", SCRIPT, str(tmp_path), "fault")
     elapsed = time.monotonic() - start
@@ -86,10 +86,10 @@ def test_worker_failure_without_restart_fails_fast_and_names_the_task(tmp_path):
     assert "[launcher] job failed after" in proc.stdout and "worker 1 exited with code 17" in proc.stdout
     assert "last lines of worker 1" in proc.stdout
     assert elapsed < 90, elapsed
-    print(f"failed job ended {elapsed:.1f} s after launch")
+    report(f"failed job ended {elapsed:.1f} s after launch")
 
 
-def test_never_started_peer_fails_in_bounded_time(tmp_path):
+def test_never_started_peer_fails_in_bounded_time(tmp_path, report):
     config = task_configs(local_cluster(2, 0))[0]  # worker 0 only; worker 1 never starts
     start = time.monotonic()
     proc = run_python(
@@ -102,10 +102,10 @@ def test_never_started_peer_fails_in_bounded_time(tmp_path):
     assert "PeerError: worker 0 waited 5 s for the other 1 worker(s)" in proc.stderr
     assert "AUTODIST_PEER_TIMEOUT" in proc.stderr
     assert elapsed < 45, elapsed
-    print(f"never-started peer: failed after {elapsed:.1f} s (peer timeout 5 s)")
+    report(f"never-started peer: failed after {elapsed:.1f} s (peer timeout 5 s)")
 
 
-def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(tmp_path):
+def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(tmp_path, report):
     """No launcher here: the survivor itself must notice and stop with a clear error."""
     import subprocess
     import sys
@@ -137,7 +137,7 @@ def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(tmp_path):
     assert "autodist.errors.PeerError: worker 0 lost contact with a peer" in survivor_err
     assert "--max-restarts" in survivor_err
     assert elapsed < 90, elapsed
-    print(f"peer died mid-training: survivor stopped {elapsed:.1f} s after launch")
+    report(f"peer died mid-training: survivor stopped {elapsed:.1f} s after launch")
 
 
 def test_chief_only_checkpoint_and_no_stray_directories(tmp_path):

@@ -22,7 +22,7 @@ SCRIPT = str(SCENARIOS / "parameter_server.py")
 
 
 @pytest.mark.parametrize("legacy", [None, "1"], ids=["keras3", "tf_keras"])
-def test_launcher_runs_chief_workers_and_ps(tmp_path, legacy):
+def test_launcher_runs_chief_workers_and_ps(tmp_path, legacy, report):
     start = time.monotonic()
     proc = run_python(
         ["-m", "autodist", "launch", "--workers", "2", "--ps", "1", "--timeout", "150", "--grace", "3", SCRIPT, str(tmp_path), "train"],
@@ -40,7 +40,7 @@ def test_launcher_runs_chief_workers_and_ps(tmp_path, legacy):
     assert loss[0] > loss[1] > loss[2], loss
     if not legacy:
         assert result["variable_device"].startswith("/job:ps/")
-    print(f"parameter-server job ({'tf_keras' if legacy else 'keras3'}): {elapsed:.1f} s, loss {loss}")
+    report(f"parameter-server job ({'tf_keras' if legacy else 'keras3'}): {elapsed:.1f} s, loss {loss}")
 
 
 class Job:
@@ -95,7 +95,7 @@ def job(tmp_path):
     running.close()
 
 
-def test_killing_the_chief_ends_workers_and_ps(job):
+def test_killing_the_chief_ends_workers_and_ps(job, report):
     job.wait_for_epochs(1)
     job.kill("chief-0")
     killed = time.monotonic()
@@ -105,7 +105,7 @@ def test_killing_the_chief_ends_workers_and_ps(job):
         assert "the chief is gone; exiting" in err
     elapsed = time.monotonic() - killed
     assert elapsed < 30
-    print(f"chief killed: workers and ps exited {elapsed:.1f} s later")
+    report(f"chief killed: workers and ps exited {elapsed:.1f} s later")
 
 
 def test_losing_a_worker_keeps_training(job):
@@ -117,7 +117,7 @@ def test_losing_a_worker_keeps_training(job):
     assert job.processes["chief-0"].poll() is None
 
 
-def test_losing_the_ps_fails_the_chief_with_a_clear_error(job):
+def test_losing_the_ps_fails_the_chief_with_a_clear_error(job, report):
     job.wait_for_epochs(1)
     job.kill("ps-0")
     killed = time.monotonic()
@@ -128,7 +128,7 @@ def test_losing_the_ps_fails_the_chief_with_a_clear_error(job):
     assert "--max-restarts" in err
     for name in ("worker-0", "worker-1"):
         assert job.wait(name, timeout=30)[0] == 0
-    print(f"ps killed: the chief failed {elapsed:.1f} s later")
+    report(f"ps killed: the chief failed {elapsed:.1f} s later")
 
 
 @pytest.mark.parametrize("keyword", ["validation_split", "validation_data", "class_weight"])

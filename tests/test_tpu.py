@@ -72,19 +72,19 @@ def test_hanging_resolver_times_out(monkeypatch):
     assert time.monotonic() - start < 3
 
 
-def test_real_resolver_without_a_tpu_fails_at_once():
+def test_real_resolver_without_a_tpu_fails_at_once(report):
     start = time.monotonic()
     with pytest.raises(StrategyUnavailableError, match="Please provide a TPU Name"):
         strategies.tpu_cluster_resolver(None, timeout=10)
     elapsed = time.monotonic() - start
     assert elapsed < 2
-    print(f"TPUClusterResolver() without a TPU failed after {elapsed * 1000:.1f} ms")
+    report(f"TPUClusterResolver() without a TPU failed after {elapsed * 1000:.1f} ms")
 
 
-def test_inspect_reports_no_tpu_quickly():
+def test_inspect_reports_no_tpu_quickly(report):
     start = time.monotonic()
     proc = run_python(["-m", "autodist", "inspect", "--fast"], env=subprocess_env(), timeout=60)
     elapsed = time.monotonic() - start
     assert proc.returncode == 0 and "TPU: no TPU" in proc.stdout
     assert elapsed < 10
-    print(f"inspect --fast (new process, no TPU): {elapsed:.2f} s")
+    report(f"inspect --fast (new process, no TPU): {elapsed:.2f} s")
