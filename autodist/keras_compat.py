@@ -89,8 +89,10 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "Under CentralStorageStrategy (and ParameterServerStrategy) metric state lives in "
                 "AggregatingVariables with SUM aggregation. Keras 3 implements assign_add as "
                 "assign(old + delta), so N replicas write N*old + sum(deltas): History and "
-                "evaluate report wrong loss and metrics. autodist routes assign_add/assign_sub on "
-                "AggregatingVariables to TensorFlow's own delta updates."
+                "evaluate report wrong loss and metrics. Under ParameterServerStrategy the same "
+                "read-modify-write on CachingVariables races between workers and loses updates "
+                "(per-epoch metrics vary from run to run). autodist routes assign_add/assign_sub on "
+                "both to TensorFlow's own delta updates."
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
@@ -226,13 +228,17 @@ def patch_aggregating_variable_updates() -> bool:
         value = self._convert_to_tensor(value, dtype=self._dtype)
         return tf.cast(value, self._value.dtype)
 
+    # AggregatingVariable: CentralStorage (and PS) SUM-aggregated state. CachingVariable: every
+    # variable on a ps task, where Keras's read-modify-write races between workers.
+    shared = (ps_values.AggregatingVariable, ps_values.CachingVariable)
+
     def assign_add(self: Any, value: Any) -> Any:
-        if isinstance(getattr(self, "_value", None), ps_values.AggregatingVariable):
+        if isinstance(getattr(self, "_value", None), shared):
             return self._value.assign_add(_delta(self, value))
         return original_add(self, value)
 
     def assign_sub(self: Any, value: Any) -> Any:
-        if isinstance(getattr(self, "_value", None), ps_values.AggregatingVariable):
+        if isinstance(getattr(self, "_value", None), shared):
             return self._value.assign_sub(_delta(self, value))
         return original_sub(self, value)
 
