@@ -101,6 +101,15 @@ def serve(cluster: ClusterInfo, peer_timeout: float, *, poll_seconds: float = 1.
         time.sleep(poll_seconds)
 
 
+def _samples(dataset: Any) -> Any:
+    """The dataset one sample per element: unbatched if it is batched, as it is otherwise."""
+    from autodist.batching import dataset_batch_size, looks_batched
+
+    if dataset_batch_size(dataset) is not None or looks_batched(dataset):
+        return dataset.unbatch()
+    return dataset
+
+
 def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int, shuffle: bool, seed: int = 0) -> Callable[[Any], Any]:
     """A ``dataset_fn(input_context)`` that each worker calls to build its own input pipeline.
 
@@ -110,7 +119,7 @@ def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        dataset = x.unbatch() if x.element_spec is not None else x
+        dataset = _samples(x)
 
         def from_dataset(context: Any) -> Any:
             shard = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
@@ -133,7 +142,7 @@ def _first_batch(x: Any, y: Any, sample_weight: Any, size: int) -> tuple[Any, An
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        batch = next(iter(x.unbatch().batch(size).take(1)))
+        batch = next(iter(_samples(x).batch(size).take(1)))
         batch = batch if isinstance(batch, tuple) else (batch,)
         return tuple(batch) + (None,) * (3 - len(batch))  # type: ignore[return-value]
     head = lambda part: None if part is None else tf.nest.map_structure(lambda a: a[:size], part)  # noqa: E731
@@ -144,8 +153,13 @@ def _num_samples(x: Any) -> int | None:
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        count = int(x.unbatch().cardinality())
-        return count if count >= 0 else None
+        count = int(_samples(x).cardinality())
+        if count >= 0:
+            return count
+        if int(x.cardinality()) < 0:  # infinite or unknown: the caller asks for steps_per_epoch
+            return None
+        # Finite but batched (unbatch hides the count): add up the batch sizes, one pass.
+        return int(x.reduce(0, lambda total, batch: total + tf.shape(tf.nest.flatten(batch)[0])[0]))
     return int(tf.nest.flatten(x)[0].shape[0])
 
 

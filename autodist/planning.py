@@ -255,8 +255,6 @@ def format_gib(num_bytes: int | None, unknown: str = "unknown") -> str:
     return unknown if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"
 
 
-_gib = format_gib
-
 
 def _coerce_kind(strategy: Any) -> StrategyKind | None:
     if strategy is None or (isinstance(strategy, str) and strategy.lower() == "auto"):
@@ -470,8 +468,8 @@ def _fits(snapshot: HardwareSnapshot, footprint: int | None, fraction: float, re
     budget = int(smallest * fraction)
     fits = footprint <= budget
     reasons.append(
-        f"training footprint {_gib(footprint)} {'fits' if fits else 'does not fit'} "
-        f"{fraction:.0%} of the smallest GPU's {_gib(smallest)} ({_gib(budget)})"
+        f"training footprint {format_gib(footprint)} {'fits' if fits else 'does not fit'} "
+        f"{fraction:.0%} of the smallest GPU's {format_gib(smallest)} ({format_gib(budget)})"
     )
     return fits
 
@@ -551,7 +549,7 @@ def _choose(
                 reasons.append(f"{len(gpus)} GPUs found")
                 kind = K.MIRRORED if _fits(snapshot, footprint, fraction, reasons) else K.CENTRAL_STORAGE
             elif len(gpus) == 1:
-                reasons.append(f"1 GPU found ({snapshot.gpus[0].name}, {_gib(snapshot.gpus[0].memory_bytes)})")
+                reasons.append(f"1 GPU found ({snapshot.gpus[0].name}, {format_gib(snapshot.gpus[0].memory_bytes)})")
                 kind = K.ONE_DEVICE if _fits(snapshot, footprint, fraction, reasons) else K.CENTRAL_STORAGE
             elif len(cpus) >= 2:
                 reasons.append(

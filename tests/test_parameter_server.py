@@ -167,3 +167,19 @@ def test_two_ps_tasks_and_a_large_embedding(legacy, variable):
     assert len(result["loss"]) == 2
     phrase = "split into up to 2 shards" if legacy else "Keras 3 cannot train a ShardedVariable"
     assert any(phrase in reason for reason in result["reasons"])
+
+
+def test_per_worker_input_from_batched_and_unbatched_datasets():
+    """Both kinds of dataset give each worker one-sample elements, re-batched to the step's batch."""
+    import numpy as np
+    import tensorflow as tf
+
+    from autodist.parameter_server import _num_samples, dataset_fn_for
+
+    x = np.arange(40, dtype="float32").reshape(20, 2)
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
+    for dataset in (tf.data.Dataset.from_tensor_slices(x), tf.data.Dataset.from_tensor_slices(x).batch(7)):
+        assert _num_samples(dataset) == 20
+        batch = next(iter(dataset_fn_for(dataset, None, None, global_batch_size=4, shuffle=False)(context)))
+        assert batch.shape == (4, 2)
+        assert batch.numpy()[:, 0].tolist() == [2.0, 6.0, 10.0, 14.0]  # shard 1 of 2: samples 1, 3, 5, 7
