@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from autodist.batching import arrays_to_dataset, dataset_batch_size, dropped_samples, prepare_dataset
+from autodist.batching import arrays_to_dataset, dataset_batch_size, dropped_samples, prepare_dataset, repeat_across_epochs
 from autodist.callbacks import ChiefDuties
 from autodist.errors import (
     AutodistError,
@@ -205,6 +205,7 @@ def _prepare_input(
         keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
         prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
         count = int(x.unbatch().cardinality()) if drop and dataset_batch_size(x) is not None else -1
+        prepared = _one_iterator_per_run(prepared, the_plan, fit_kwargs)
         return prepared, y, [_drop_warning(count if count >= 0 else None, batch)] if drop else []
     if x is None or _batches_itself(x):
         return x, y, []
@@ -235,9 +236,23 @@ def _prepare_input(
             fit_kwargs["validation_data"] = validation
         fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
         warnings_ = [_drop_warning(int(num_samples * (1 - split)), batch)] if drop else []
-        return train, None, [w for w in warnings_ if w]
+        return _one_iterator_per_run(train, the_plan, fit_kwargs), None, [w for w in warnings_ if w]
     fit_kwargs["batch_size"] = batch
     return x, y, []
+
+
+def _one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
+    """Multi-worker: a finite training dataset repeats, with ``steps_per_epoch`` one pass.
+
+    See :func:`autodist.batching.repeat_across_epochs`. A ``steps_per_epoch`` the caller gave is
+    theirs: the dataset is then left as it is, and Keras's own rules apply.
+    """
+    if the_plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED or fit_kwargs.get("steps_per_epoch") is not None:
+        return dataset
+    endless, steps = repeat_across_epochs(dataset)
+    if steps is not None:
+        fit_kwargs["steps_per_epoch"] = steps
+    return endless
 
 
 def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
@@ -440,6 +455,7 @@ def _train(
         _keras_module(keras_flavor_of(trained)),
         backup_dir,
     )
+    restore_steps = _apply_steps_per_execution(trained, the_plan, fit_kwargs)
     fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
     succeeded = False
     try:
@@ -452,7 +468,49 @@ def _train(
         raise PeerError(_peer_message(the_plan, err)) from err
     finally:
         duties.restore(succeeded=succeeded)
+        restore_steps()
     return _finish(history, model, trained, moved, the_plan)
+
+
+_BATCH_HOOKS = ("on_batch_begin", "on_batch_end", "on_train_batch_begin", "on_train_batch_end")
+
+
+def _uses_batch_hooks(callback: Any) -> bool:
+    """Whether a callback overrides a training batch hook (a method or, as LambdaCallback does,
+    an attribute)."""
+    import keras
+
+    for name in _BATCH_HOOKS:
+        method = getattr(callback, name, None)
+        if getattr(method, "__func__", method) is not getattr(keras.callbacks.Callback, name):
+            return True
+    return False
+
+
+def _apply_steps_per_execution(model: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> Callable[[], None]:
+    """Set the plan's ``steps_per_execution`` on a Keras 3 model compiled with 1, for this ``fit``.
+
+    Skipped when a callback uses batch-level hooks (they would fire once per call, not per step),
+    and when ``steps_per_epoch`` or ``validation_steps`` is given: Keras 3 runs whole calls, so an
+    epoch of 4 steps on an endless input would run 8 (measured). Returns the function that puts
+    the model's own value back, so later ``fit``, ``evaluate`` and ``predict`` calls of the
+    caller's model behave as compiled.
+    """
+    value = the_plan.steps_per_execution
+    if not value or keras_flavor_of(model) != "keras3" or getattr(model, "steps_per_execution", None) != 1:
+        return lambda: None
+    if any(_uses_batch_hooks(callback) for callback in (fit_kwargs.get("callbacks") or [])):
+        get_logger().info("steps_per_execution stays 1: a callback uses batch-level hooks")
+        return lambda: None
+    if fit_kwargs.get("steps_per_epoch") is not None or fit_kwargs.get("validation_steps") is not None:
+        get_logger().info("steps_per_execution stays 1: steps_per_epoch or validation_steps is given")
+        return lambda: None
+    apply_compile_overrides(model, {"steps_per_execution": value})
+
+    def restore() -> None:
+        apply_compile_overrides(model, {"steps_per_execution": 1})
+
+    return restore
 
 
 def _finish(history: Any, model: Any, trained: Any, moved: bool, the_plan: Plan) -> Any:

@@ -3,7 +3,8 @@
 Usage: python benchmarks/_train.py '<spec json>'
 spec: {"model": "mlp"|"cnn", "samples": N, "batch": B, "epochs": E, "rounds": R, "arms": [...]}
 An arm is "manual:<strategy>" (the strategy built by hand, model.fit in its scope) or
-"autodist:<strategy>[:spe8|:jit|:noprefetch|:prefetch]" (autodist.fit; "auto" lets it choose).
+"autodist:<strategy>[:spe1|:spe8|:jit|:noprefetch|:prefetch]" (autodist.fit; "auto" lets it choose;
+spe1 opts out of autodist's steps_per_execution default, spe8 compiles with 8).
 Each arm runs once to warm up, then once per round, in an order that rotates every round.
 """
 
@@ -64,6 +65,12 @@ def manual_strategy(kind: str):
             "default": lambda: tf.distribute.get_strategy(),
             "one_device": lambda: tf.distribute.OneDeviceStrategy("/cpu:0"),
             "mirrored": lambda: tf.distribute.MirroredStrategy(devices),
+            "mirrored_reduction_to_one_device": lambda: tf.distribute.MirroredStrategy(
+                devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+            ),
+            "mirrored_hierarchical_copy": lambda: tf.distribute.MirroredStrategy(
+                devices, cross_device_ops=tf.distribute.HierarchicalCopyAllReduce()
+            ),
             "central_storage": lambda: tf.distribute.experimental.CentralStorageStrategy(devices, parameter_device="/cpu:0"),
         }[kind]()
     return _manual[kind]
@@ -81,6 +88,10 @@ def run_arm(arm: str) -> float:
             model.fit(X, Y, batch_size=spec["batch"], epochs=spec["epochs"], verbose=0)
     else:
         compile_kwargs = {"steps_per_execution": 8} if option == "spe8" else {"jit_compile": True} if option == "jit" else {}
+        if option == "spe1":  # autodist's opt-out of its steps_per_execution default
+            os.environ["AUTODIST_STEPS_PER_EXECUTION"] = "1"
+        else:
+            os.environ.pop("AUTODIST_STEPS_PER_EXECUTION", None)
         data: object = X
         labels: object = Y
         if option in ("prefetch", "noprefetch"):
@@ -105,4 +116,16 @@ for round_index in range(spec["rounds"]):
     shift = round_index % len(spec["arms"])
     for arm in spec["arms"][shift:] + spec["arms"][:shift]:
         times[arm].append(run_arm(arm))
-print("RESULT " + json.dumps({"times": times, "samples_per_call": spec["samples"] * spec["epochs"]}))
+result = {"times": times, "samples_per_call": spec["samples"] * spec["epochs"]}
+if spec.get("fixed_cost"):
+    # What autodist.fit does besides the caller's build and Keras's fit: detect, plan, and look up
+    # the (cached) strategy. Median of 20 calls, in this warm process.
+    from autodist.strategies import build_strategy
+
+    costs = []
+    for _ in range(20):
+        start = time.perf_counter()
+        build_strategy(autodist.plan(autodist.detect(), batch_size=spec["batch"], strategy=spec["fixed_cost"], environ=os.environ))
+        costs.append(time.perf_counter() - start)
+    result["fixed_seconds"] = sorted(costs)[len(costs) // 2]
+print("RESULT " + json.dumps(result))

@@ -90,3 +90,21 @@ def test_shard_policy_file_only_with_enough_files(record_files, tmp_path):
     assert shard_policy(in_memory, 2)[0] == policy.DATA
     prepared = prepare_dataset(direct, 2, num_workers=2)
     assert prepared.options().experimental_distribute.auto_shard_policy == policy.FILE
+
+
+def test_repeat_across_epochs_keeps_the_batches_and_order():
+    import tensorflow as tf
+
+    from autodist.batching import repeat_across_epochs
+
+    finite = tf.data.Dataset.range(10).shuffle(10, seed=3, reshuffle_each_iteration=True).batch(4)
+    endless, steps = repeat_across_epochs(finite)
+    assert steps == 3
+    assert int(endless.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
+    batches = [b.numpy().tolist() for b in endless.take(6)]
+    assert [len(b) for b in batches] == [4, 4, 2, 4, 4, 2]  # the partial batch ends each pass
+    assert sorted(sum(batches[:3], [])) == sorted(sum(batches[3:], [])) == list(range(10))
+    assert batches[:3] != batches[3:]  # reshuffled each pass, as per-epoch iterators would be
+    unknown = tf.data.Dataset.range(10).filter(lambda v: v % 2 == 0)
+    assert repeat_across_epochs(unknown) == (unknown, None)
+    assert repeat_across_epochs(tf.data.Dataset.range(3).repeat())[1] is None

@@ -36,7 +36,9 @@ def test_dataset_of_unknown_batch_size_is_left_alone():
     reference.fit(dataset, epochs=1, verbose=0)
     expected = int(reference.optimizer.iterations.numpy())
     assert expected in (4, 5)  # Keras counts one extra attempt on data of unknown length
-    assert steps(autodist.fit(build, dataset, epochs=1, verbose=0)) == expected  # not re-batched to 32
+    # Not re-batched to 32 (that would be 2 steps). autodist's steps_per_execution=8 default ends
+    # the epoch without Keras's extra attempt, so 4 counts here too.
+    assert steps(autodist.fit(build, dataset, epochs=1, verbose=0)) in (4, expected)
 
 
 def test_unbatched_dataset_with_batch_size_is_batched():
@@ -67,3 +69,73 @@ def test_evaluator_task_refuses_to_train(monkeypatch):
     )
     with pytest.raises(autodist.StrategyUnavailableError, match="evaluator.*SidecarEvaluator"):
         autodist.fit(build, X, Y, batch_size=16, verbose=0)
+
+
+def _weights(history) -> list[np.ndarray]:
+    return [w.copy() for w in history.model.get_weights()]
+
+
+def test_steps_per_execution_default_changes_speed_not_results(monkeypatch):
+    """autodist runs 8 steps per call; the History and weights equal the opt-out's exactly."""
+    seen = []
+
+    class EpochSpy(keras.callbacks.Callback):  # epoch hooks only: the default applies
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(self.model.steps_per_execution)
+
+    data = np.random.default_rng(1).random((100, 4), dtype=np.float32)
+    labels = data.sum(axis=1, keepdims=True)
+    fast = autodist.fit(build_seeded, data, labels, batch_size=8, epochs=2, verbose=0, shuffle=False, callbacks=[EpochSpy()])
+    monkeypatch.setenv("AUTODIST_STEPS_PER_EXECUTION", "1")
+    slow = autodist.fit(build_seeded, data, labels, batch_size=8, epochs=2, verbose=0, shuffle=False)
+    assert fast.plan.steps_per_execution == 8 and slow.plan.steps_per_execution is None
+    assert seen == [8, 8]
+    assert fast.model.steps_per_execution == 1  # the caller's model is given back as compiled
+    assert steps(fast) == steps(slow) == 26  # 13 batches (the last one 4 samples) x 2 epochs
+    assert fast.history["loss"] == slow.history["loss"]
+    for a, b in zip(_weights(fast), _weights(slow)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_steps_per_execution_stays_1_for_batch_callbacks_and_steps_per_epoch():
+    calls = []
+    batch_logger = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: calls.append(batch))
+    autodist.fit(build, X, Y, batch_size=16, epochs=1, verbose=0, callbacks=[batch_logger])
+    assert calls == [0, 1, 2, 3]  # once per step, as the caller wrote it
+
+    def endless():
+        while True:
+            for start in range(0, 64, 16):
+                yield X[start : start + 16], Y[start : start + 16]
+
+    # With 8 steps per call Keras 3 would run 8 here, not 4 (measured)
+    assert steps(autodist.fit(build, endless(), epochs=1, steps_per_epoch=4, verbose=0)) == 4
+
+
+def build_seeded():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def test_multi_worker_input_is_one_endless_pass_per_epoch():
+    """Under MultiWorkerMirrored, finite input repeats with steps_per_epoch = one pass."""
+    from autodist.keras_integration import _prepare_input
+    from tests.conftest import make_snapshot
+
+    workers = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}
+    the_plan = autodist.plan(make_snapshot(tf_config=workers), batch_size=16)
+    assert the_plan.strategy.value == "multi_worker_mirrored"
+    data = np.arange(100, dtype=np.float32).reshape(50, 2)
+    fit_kwargs = {"shuffle": False}
+    x, y, _ = _prepare_input(data, data[:, :1], the_plan, fit_kwargs)
+    assert fit_kwargs["steps_per_epoch"] == 4  # 50 samples in global batches of 16
+    assert int(x.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
+    firsts = [float(batch[0][0, 0]) for batch in x.take(8)]
+    assert firsts == [0.0, 32.0, 64.0, 96.0] * 2  # the same pass again, in order
+
+    dataset = tf.data.Dataset.from_tensor_slices((data, data[:, :1])).batch(16)
+    given = {"steps_per_epoch": 2}
+    x, _, _ = _prepare_input(dataset, None, the_plan, given)
+    assert given == {"steps_per_epoch": 2} and int(x.cardinality()) == 4  # the caller's steps: left alone

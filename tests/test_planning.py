@@ -159,3 +159,35 @@ def test_plan_does_not_import_tensorflow():
 def test_public_names():
     for name in ("fit", "plan", "detect", "distributed", "compute_average_loss", "AutodistError", "ClusterConfigError", "StrategyKind", "HardwareSnapshot", "Plan"):
         assert hasattr(autodist, name)
+
+
+@pytest.mark.parametrize(
+    "snapshot_kwargs, plan_kwargs, expected",
+    [
+        ({}, {}, 8),
+        ({"num_gpus": 1}, {"num_params": SMALL}, 8),  # one_device
+        ({"num_cpu_devices": 2}, {}, None),  # mirrored: Keras 3 fails with it (keras#19246)
+        ({"tf_config": WORKERS_2}, {}, None),
+        ({"tpu": True}, {}, None),
+        ({"tf_config": EVALUATOR}, {}, None),  # trains nothing
+        ({}, {"strategy": "central_storage"}, None),
+        ({}, {"model_info": ModelInfo(steps_per_execution=4)}, None),  # the caller chose
+        ({}, {"model_info": ModelInfo(keras_flavor="tf_keras")}, None),
+    ],
+    ids=["default", "one-device", "mirrored", "multi-worker", "tpu", "evaluator", "central-storage", "caller-chose", "tf-keras"],
+)
+def test_steps_per_execution_default(snapshot_kwargs, plan_kwargs, expected):
+    p = plan(make_snapshot(**snapshot_kwargs), **plan_kwargs)
+    assert p.steps_per_execution == expected
+    assert p.to_dict()["steps_per_execution"] == expected
+    if expected:
+        assert any("steps_per_execution=8" in r and "AUTODIST_STEPS_PER_EXECUTION=1" in r for r in p.reasons)
+
+
+def test_steps_per_execution_opt_out_and_bad_value():
+    off = plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "1"})
+    assert off.steps_per_execution is None
+    assert any("stays 1" in r for r in off.reasons)
+    assert plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "16"}).steps_per_execution == 16
+    with pytest.raises(autodist.AutodistError, match="AUTODIST_STEPS_PER_EXECUTION must be a positive integer.*'eight'"):
+        plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "eight"})
