@@ -298,10 +298,10 @@ def repeat_across_epochs(dataset: Any) -> tuple[Any, int | None]:
 
     For multi-worker training. Keras 3 creates a new distributed iterator every epoch, and a finite
     one also all-reduces a "has data" flag across workers every step. An endless dataset with
-    ``steps_per_epoch`` set to one pass keeps one iterator for the whole run and needs no flag: the
-    same batches in the same order (a ``shuffle(reshuffle_each_iteration=True)`` still reshuffles
-    each pass). Measured on 2 loopback workers (``benchmarks/scaling.py``): 2.4k-4.6k samples/s
-    with per-epoch iterators, 8.4k-8.8k with one.
+    ``steps_per_epoch`` set to one pass keeps one iterator for the whole run and needs no flag.
+    Each epoch is still one pass: the same batches, in the same order for unshuffled data, and a
+    ``shuffle(reshuffle_each_iteration=True)`` still reshuffles each pass. ``benchmarks/scaling.py``
+    measures both ways on 2 loopback workers.
 
     Example:
         >>> import tensorflow as tf

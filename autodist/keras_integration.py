@@ -244,11 +244,16 @@ def _prepare_input(
 def _one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
     """Multi-worker: a finite training dataset repeats, with ``steps_per_epoch`` one pass.
 
-    See :func:`autodist.batching.repeat_across_epochs`. A ``steps_per_epoch`` the caller gave is
-    theirs: the dataset is then left as it is, and Keras's own rules apply.
+    See :func:`autodist.batching.repeat_across_epochs`. Only under ``DATA`` sharding, where every
+    worker steps through the global batches. A ``steps_per_epoch`` the caller gave is theirs: the
+    dataset is then left as it is, and Keras's own rules apply.
     """
+    import tensorflow as tf
+
     if the_plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED or fit_kwargs.get("steps_per_epoch") is not None:
         return dataset
+    if dataset.options().experimental_distribute.auto_shard_policy != tf.data.experimental.AutoShardPolicy.DATA:
+        return dataset  # FILE sharding: this worker's share of a pass is not the global count
     endless, steps = repeat_across_epochs(dataset)
     if steps is not None:
         fit_kwargs["steps_per_epoch"] = steps
@@ -455,10 +460,10 @@ def _train(
         _keras_module(keras_flavor_of(trained)),
         backup_dir,
     )
-    restore_steps = _apply_steps_per_execution(trained, the_plan, fit_kwargs)
-    fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
+    the_plan, restore_steps = _apply_steps_per_execution(trained, the_plan, fit_kwargs)
     succeeded = False
     try:
+        fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
         with distribution.scope():
             history = trained.fit(x, y, epochs=epochs, **fit_kwargs)
         succeeded = True
@@ -467,12 +472,22 @@ def _train(
             raise
         raise PeerError(_peer_message(the_plan, err)) from err
     finally:
-        duties.restore(succeeded=succeeded)
-        restore_steps()
+        try:
+            duties.restore(succeeded=succeeded)
+        finally:
+            restore_steps()
     return _finish(history, model, trained, moved, the_plan)
 
 
-_BATCH_HOOKS = ("on_batch_begin", "on_batch_end", "on_train_batch_begin", "on_train_batch_end")
+#: Batch hooks that run during ``fit`` (validation runs the test ones), once per compiled call.
+_BATCH_HOOKS = (
+    "on_batch_begin",
+    "on_batch_end",
+    "on_train_batch_begin",
+    "on_train_batch_end",
+    "on_test_batch_begin",
+    "on_test_batch_end",
+)
 
 
 def _uses_batch_hooks(callback: Any) -> bool:
@@ -487,30 +502,41 @@ def _uses_batch_hooks(callback: Any) -> bool:
     return False
 
 
-def _apply_steps_per_execution(model: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> Callable[[], None]:
+def _apply_steps_per_execution(model: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[Plan, Callable[[], None]]:
     """Set the plan's ``steps_per_execution`` on a Keras 3 model compiled with 1, for this ``fit``.
 
-    Skipped when a callback uses batch-level hooks (they would fire once per call, not per step),
-    and when ``steps_per_epoch`` or ``validation_steps`` is given: Keras 3 runs whole calls, so an
-    epoch of 4 steps on an endless input would run 8 (measured). Returns the function that puts
-    the model's own value back, so later ``fit``, ``evaluate`` and ``predict`` calls of the
-    caller's model behave as compiled.
+    Skipped (and the returned plan says why) when a callback uses batch-level hooks, which would
+    fire once per call rather than per step; when ``steps_per_epoch`` or ``validation_steps`` is
+    given, because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); and
+    under ``run_eagerly``. Returns the plan as applied and the function that gives the model back
+    its own value and compiled functions, so the caller's later ``fit``, ``evaluate`` and
+    ``predict`` behave, and cost, as before.
     """
+    import dataclasses
+
     value = the_plan.steps_per_execution
-    if not value or keras_flavor_of(model) != "keras3" or getattr(model, "steps_per_execution", None) != 1:
-        return lambda: None
-    if any(_uses_batch_hooks(callback) for callback in (fit_kwargs.get("callbacks") or [])):
-        get_logger().info("steps_per_execution stays 1: a callback uses batch-level hooks")
-        return lambda: None
-    if fit_kwargs.get("steps_per_epoch") is not None or fit_kwargs.get("validation_steps") is not None:
-        get_logger().info("steps_per_execution stays 1: steps_per_epoch or validation_steps is given")
-        return lambda: None
+    if not value:
+        return the_plan, lambda: None
+    why = None
+    if keras_flavor_of(model) != "keras3" or getattr(model, "steps_per_execution", None) != 1:
+        why = "the model was not compiled with 1"
+    elif getattr(model, "run_eagerly", False):
+        why = "the model runs eagerly"
+    elif any(_uses_batch_hooks(callback) for callback in (fit_kwargs.get("callbacks") or [])):
+        why = "a callback uses batch-level hooks"
+    elif fit_kwargs.get("steps_per_epoch") is not None or fit_kwargs.get("validation_steps") is not None:
+        why = "steps_per_epoch or validation_steps is given"
+    if why is not None:
+        reasons = the_plan.reasons + (f"steps_per_execution stays as compiled: {why}",)
+        return dataclasses.replace(the_plan, steps_per_execution=None, reasons=reasons), lambda: None
+    compiled = (model.train_function, model.test_function, model.predict_function)
     apply_compile_overrides(model, {"steps_per_execution": value})
 
     def restore() -> None:
-        apply_compile_overrides(model, {"steps_per_execution": 1})
+        model.steps_per_execution = 1
+        model.train_function, model.test_function, model.predict_function = compiled
 
-    return restore
+    return the_plan, restore
 
 
 def _finish(history: Any, model: Any, trained: Any, moved: bool, the_plan: Plan) -> Any:

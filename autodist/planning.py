@@ -11,13 +11,14 @@ plan, with the reasons for each choice as data. The rules, in order:
    does not fit the smallest GPU.
 6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` when the model does not fit.
 7. CPU only means ``default``; with ``AUTODIST_CPU_DEVICES=N`` (N >= 2), ``mirrored`` over the N
-   logical CPU devices. Measured on 2 cores, that split is slower than ``default`` (0.46x over
-   2 logical CPUs, 0.25x over 4), whatever the cross-device op: it exists to run distributed
+   logical CPU devices. Measured on 2 cores, that split is slower than ``default`` (0.40-0.46x
+   over 2 logical CPUs, 0.25x over 4), whatever the cross-device op: it exists to run distributed
    code on one machine, so it is kept, and the plan's reason says what it costs.
 
 Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
-``steps_per_execution=1`` runs 8 steps per call (1.23x samples/s measured), unless a callback uses
-batch-level hooks or ``steps_per_epoch`` is given; ``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
+``steps_per_execution=1`` runs 8 steps per call (1.27x samples/s measured), unless a callback uses
+batch-level hooks or ``steps_per_epoch``/``validation_steps`` is given;
+``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
 
 Training footprint (documented in the README)::
 
@@ -164,7 +165,8 @@ def training_footprint_bytes(
 
 #: Steps per compiled call that autodist sets on the default and one-device strategies, for a
 #: Keras 3 model compiled with 1. Measured (``python -m benchmarks``, MLP 784-256-256-10, default
-#: strategy, 2 cores): 8 gave 1.23x the samples/s of 1, with the same steps and weights.
+#: strategy, 2 cores): 8 gave 1.27x the samples/s of 1 (0.97-1.35 over 5 rounds), with the same steps
+#: and weights.
 DEFAULT_STEPS_PER_EXECUTION = 8
 STEPS_PER_EXECUTION_ENV = "AUTODIST_STEPS_PER_EXECUTION"
 
@@ -194,7 +196,9 @@ class Plan:
         tpu: the TPU to connect to, for ``tpu`` plans.
         drop_remainder: drop the last partial batch of each epoch (static shapes, TPU).
         steps_per_execution: steps per compiled call that ``fit`` sets on a Keras 3 model
-            compiled with 1, when no callback uses batch-level hooks (``None``: leave it).
+            compiled with 1 (``None``: leave it). ``fit`` keeps 1, and says so in
+            ``history.plan``, when a callback uses batch-level hooks, when ``steps_per_epoch``
+            or ``validation_steps`` is given, or when the model runs eagerly.
         keras_flavor: ``keras3`` or ``tf_keras``.
         reasons: one sentence per choice, with the numbers that drove it.
         warnings: things autodist changed or could not check.
@@ -487,9 +491,10 @@ def _steps_per_execution(
         return None
     reasons.append(
         f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
-        f"{value} steps per call (measured with 8: 1.23x samples/s on a small MLP, python -m "
-        "benchmarks). Kept at 1 when a callback uses batch-level hooks, which would then fire "
-        f"every {value} steps, or when steps_per_epoch is given. Opt out: {STEPS_PER_EXECUTION_ENV}=1"
+        f"{value} steps per call (measured with 8: 1.27x samples/s on a small MLP, python -m "
+        "benchmarks). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
+        f"every {value} steps, or when steps_per_epoch or validation_steps is given. Opt out: "
+        f"{STEPS_PER_EXECUTION_ENV}=1"
     )
     return value
 
@@ -608,8 +613,8 @@ def _choose(
                 reasons.append(
                     f"no GPU; AUTODIST_CPU_DEVICES={len(cpus)} splits the CPU into {len(cpus)} "
                     "logical devices, to exercise distributed code: it is not faster (measured "
-                    "on 2 cores: mirrored over 2 logical CPUs ran at 0.46x the default strategy, "
-                    "over 4 at 0.25x; python -m benchmarks)"
+                    "on 2 cores: mirrored over 2 logical CPUs ran at 0.40-0.46x the default "
+                    "strategy, over 4 at 0.25x, whatever the cross-device op; python -m benchmarks)"
                 )
                 kind = K.MIRRORED
             else:

@@ -245,8 +245,8 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
         "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
         "ring": tf.distribute.experimental.CommunicationImplementation.RING,
     }.get(plan.cross_device_ops or "", tf.distribute.experimental.CommunicationImplementation.AUTO)
-    # No collective timeout: TensorFlow arms one per collective op, which cost about a fifth of
-    # the throughput of two loopback workers (benchmarks/scaling.py), and it would abort healthy
+    # No collective timeout: TensorFlow arms one per collective op, a cost on every step (about a
+    # fifth of two loopback workers' samples/s, in paired runs by hand), and it would abort healthy
     # peers that wait on a long chief-only step. Dead peers are caught by the coordination
     # service's heartbeats instead (PeerError about 10 s after the loss).
     options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)

@@ -1,6 +1,7 @@
 """Scaling worker: one process pinned to one core, 1 intra-op and 1 inter-op thread.
 
-Usage: python benchmarks/_scaling.py STEPS PER_WORKER_BATCH MODE   (MODE: autodist | manual)
+Usage: python benchmarks/_scaling.py STEPS PER_WORKER_BATCH MODE   (MODE: autodist | per_epoch)
+``per_epoch`` (2 workers only) turns off autodist's one-iterator-per-run input, to measure it.
 Without TF_CONFIG it trains alone (on core ``BENCH_CORE``, default 0); under ``autodist launch``
 each worker pins itself to core <task index>. The chief prints ``RESULT`` with samples/s over the timed epochs and, in a
 cluster, the time of one all-reduce of the model's gradients.
@@ -64,21 +65,20 @@ class Timer(keras.callbacks.Callback):
 
 
 timer = Timer()
-if MODE == "manual" and config:
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    with strategy.scope():
-        model = build()
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    data = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL).with_options(options)
-    model.fit(data, epochs=EPOCHS, verbose=0, callbacks=[timer])
-else:
-    # The same input on 1 and 2 workers: one endless dataset, one pass per epoch (what autodist
-    # does itself for finite multi-worker inputs, so the 1-worker arm is not handicapped).
+if num_workers == 1:
+    # One worker's fastest input: one endless dataset, one pass per epoch, one iterator. The
+    # default strategy would otherwise take Keras's own per-epoch array path, a slower baseline.
     autodist.init()
     data = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL).repeat()
     history = autodist.fit(build, data, epochs=EPOCHS, steps_per_epoch=STEPS, verbose=0, callbacks=[timer], backup_dir=False)
-    model, strategy = history.model, history.model.distribute_strategy
+else:
+    if MODE == "per_epoch":  # the A/B of autodist's input choice: Keras 3's per-epoch iterators
+        import autodist.keras_integration
+
+        autodist.keras_integration._one_iterator_per_run = lambda dataset, the_plan, fit_kwargs: dataset
+    # What users write: arrays and a global batch; autodist builds the multi-worker input.
+    history = autodist.fit(build, X, Y, batch_size=GLOBAL, epochs=EPOCHS, verbose=0, callbacks=[timer], shuffle=False, backup_dir=False)
+model, strategy = history.model, history.model.distribute_strategy
 seconds = sum(timer.ends[e] - timer.starts[e] for e in range(1, EPOCHS))
 result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_workers": num_workers, "params": model.count_params()}
 if num_workers > 1:

@@ -14,10 +14,10 @@ GOAL = 1.02
 
 def run(quick: bool) -> list[Figure]:
     figures = []
-    sizes = {"mlp": (4096 if quick else 16384, 256, 2), "cnn": (1024 if quick else 2048, 64, 1)}
+    sizes = {"mlp": (2048 if quick else 16384, 256, 2), "cnn": (512 if quick else 2048, 64, 1)}
     for strategy, devices in (("default", None), ("mirrored", "2")):
         for model, (samples, batch, epochs) in sizes.items():
-            spec = {"model": model, "samples": samples, "batch": batch, "epochs": epochs, "rounds": 2 if quick else 6,
+            spec = {"model": model, "samples": samples, "batch": batch, "epochs": epochs, "rounds": 1 if quick else 6,
                     "arms": [f"manual:{strategy}", f"autodist:{strategy}:spe1"], "fixed_cost": strategy}
             out = run_json(["benchmarks/_train.py", json.dumps(spec)], timeout=600, AUTODIST_CPU_DEVICES=devices)
             manual, auto = out["times"][f"manual:{strategy}"], out["times"][f"autodist:{strategy}:spe1"]

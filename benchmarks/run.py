@@ -1,7 +1,7 @@
 """Run every benchmark and print one table: figure, goal, median, min-max, pass/short.
 
     python -m benchmarks            # the full suite (under 10 minutes on 2 cores)
-    python -m benchmarks --quick    # a smoke run (about 2 minutes): checks it runs, not the goals
+    python -m benchmarks --quick    # a smoke run (under 2 minutes): checks it runs, not the goals
 
 Writes benchmarks/results.json and benchmarks/results.png (the ratios as a bar chart), and
 records the machine. Run it on an otherwise idle machine: figures are ratios measured side by

@@ -100,8 +100,18 @@ def test_steps_per_execution_default_changes_speed_not_results(monkeypatch):
 def test_steps_per_execution_stays_1_for_batch_callbacks_and_steps_per_epoch():
     calls = []
     batch_logger = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: calls.append(batch))
-    autodist.fit(build, X, Y, batch_size=16, epochs=1, verbose=0, callbacks=[batch_logger])
+    history = autodist.fit(build, X, Y, batch_size=16, epochs=1, verbose=0, callbacks=[batch_logger])
     assert calls == [0, 1, 2, 3]  # once per step, as the caller wrote it
+    assert history.plan.steps_per_execution is None  # the plan says what ran, and why
+    assert "steps_per_execution stays as compiled: a callback uses batch-level hooks" in history.plan.reasons
+
+    class ValidationBatches(keras.callbacks.Callback):  # validation inside fit runs the test hooks
+        def on_test_batch_end(self, batch, logs=None):
+            calls.append(("validation", batch))
+
+    calls.clear()
+    autodist.fit(build, X, Y, batch_size=16, epochs=1, verbose=0, validation_data=(X, Y), callbacks=[ValidationBatches()])
+    assert calls == [("validation", b) for b in range(4)]
 
     def endless():
         while True:
@@ -139,3 +149,22 @@ def test_multi_worker_input_is_one_endless_pass_per_epoch():
     given = {"steps_per_epoch": 2}
     x, _, _ = _prepare_input(dataset, None, the_plan, given)
     assert given == {"steps_per_epoch": 2} and int(x.cardinality()) == 4  # the caller's steps: left alone
+
+
+def test_steps_per_execution_is_given_back_even_when_fit_fails():
+    """The caller's model keeps its compiled value and compiled functions, also after an error."""
+    model = build()
+    model.fit(X, Y, batch_size=16, epochs=1, verbose=0)
+    compiled = model.train_function
+    autodist.fit(model, X, Y, batch_size=16, epochs=1, verbose=0)
+    assert model.steps_per_execution == 1
+    assert model.train_function is compiled  # no recompilation for the caller's next fit
+
+    class Boom(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        autodist.fit(model, X, Y, batch_size=16, epochs=1, verbose=0, callbacks=[Boom()])
+    assert model.steps_per_execution == 1
+    assert model.train_function is compiled

@@ -31,8 +31,10 @@ TASK = f"{config['task']['type']}-{config['task']['index']}" if config else "sin
 ATTEMPT = int(os.environ.get("AUTODIST_LAUNCH_ATTEMPT", "0"))
 
 rng = np.random.default_rng(7)
-X = rng.normal(size=(256, 12)).astype("float32")
-Y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(256, 3)), axis=1).astype("int32")
+# 250 = 7 x 32 + 26: a partial last batch (13 per worker), so the endless input autodist builds
+# for multi-worker runs is checked across pass boundaries, over 3 epochs
+X = rng.normal(size=(250, 12)).astype("float32")
+Y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(250, 3)), axis=1).astype("int32")
 
 
 def build():
@@ -70,7 +72,7 @@ class PathProbe(keras.callbacks.Callback):
 
 
 callbacks = [EpochLog()]
-epochs = {"train": 1, "reference": 1, "fault": 5, "checkpoint": 2, "die": 50}[MODE]
+epochs = {"train": 3, "reference": 3, "fault": 5, "checkpoint": 2, "die": 50}[MODE]
 probe = None
 if MODE == "checkpoint":
     checkpoint = keras.callbacks.ModelCheckpoint(os.path.join(OUTDIR, "ckpt", "model.keras"))
