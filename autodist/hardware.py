@@ -271,21 +271,36 @@ def tpu_environment(environ: Mapping[str, str]) -> TpuInfo | None:
 # ----------------------------------------------------------------------------- detect
 
 
-def _cpu_devices(environ: Mapping[str, str]) -> int:
-    raw = environ.get(CPU_DEVICES_ENV, "").strip()
+def positive_int_setting(environ: Mapping[str, str], name: str, default: int, meaning: str) -> int:
+    """The positive integer in ``environ[name]``, or ``default`` when unset or empty.
+
+    Raises:
+        AutodistError: naming the variable, the value, and ``meaning`` (what it sets and how).
+
+    Example:
+        >>> positive_int_setting({"N": "4"}, "N", 1, "")
+        4
+    """
+    raw = environ.get(name, "").strip()
     if not raw:
-        return 1
+        return default
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value < 1:
-        raise AutodistError(
-            f"{CPU_DEVICES_ENV} must be a positive integer (Received: {CPU_DEVICES_ENV}={raw!r}). "
-            f"Expected the number of logical CPU devices to split the host CPU into, for example "
-            f"{CPU_DEVICES_ENV}=2. Unset it to use one CPU device."
-        )
+        raise AutodistError(f"{name} must be a positive integer (Received: {name}={raw!r}). {meaning}")
     return value
+
+
+def _cpu_devices(environ: Mapping[str, str]) -> int:
+    return positive_int_setting(
+        environ,
+        CPU_DEVICES_ENV,
+        1,
+        f"Expected the number of logical CPU devices to split the host CPU into, for example "
+        f"{CPU_DEVICES_ENV}=2. Unset it to use one CPU device.",
+    )
 
 
 def _visible(gpus: list[GpuInfo], environ: Mapping[str, str]) -> list[GpuInfo]:

@@ -47,7 +47,7 @@ from typing import Any
 from autodist.cluster import ClusterInfo
 from autodist.batching import KERAS_DEFAULT_BATCH_SIZE, adjust_global_batch, validate_batch_size
 from autodist.errors import AutodistError, StrategyUnavailableError
-from autodist.hardware import HardwareSnapshot, TpuInfo
+from autodist.hardware import HardwareSnapshot, TpuInfo, positive_int_setting
 from autodist.keras_compat import compile_overrides
 
 __all__ = ["ModelInfo", "Plan", "StrategyKind", "describe_model", "plan", "training_footprint_bytes"]
@@ -474,18 +474,12 @@ def _steps_per_execution(
         return None  # measured on these two; Keras 3 Mirrored fails with it (keras#19246)
     if model_info.steps_per_execution not in (None, 1):
         return None  # the caller chose a value
-    raw = environ.get(STEPS_PER_EXECUTION_ENV)
-    value = DEFAULT_STEPS_PER_EXECUTION
-    if raw is not None and raw.strip():
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise AutodistError(
-                f"{STEPS_PER_EXECUTION_ENV} must be a positive integer (Received: {raw!r}). It sets "
-                "how many training steps each compiled call runs; 1 turns autodist's default off."
-            )
+    value = positive_int_setting(
+        environ,
+        STEPS_PER_EXECUTION_ENV,
+        DEFAULT_STEPS_PER_EXECUTION,
+        "It sets how many training steps each compiled call runs; 1 turns autodist's default off.",
+    )
     if value == 1:
         reasons.append(f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)")
         return None
