@@ -80,7 +80,8 @@ else:
     history = autodist.fit(build, X, Y, batch_size=GLOBAL, epochs=EPOCHS, verbose=0, callbacks=[timer], shuffle=False, backup_dir=False)
 model, strategy = history.model, history.model.distribute_strategy
 seconds = sum(timer.ends[e] - timer.starts[e] for e in range(1, EPOCHS))
-result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_workers": num_workers, "params": model.count_params()}
+result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_workers": num_workers, "params": model.count_params(),
+          "step_ms": seconds / ((EPOCHS - 1) * STEPS) * 1000}
 if num_workers > 1:
     def timed_all_reduce(values):
         """Milliseconds per all-reduce of ``values`` across the workers (20 calls after 1)."""
@@ -98,8 +99,6 @@ if num_workers > 1:
     # the gradients' all-reduce, and a scalar one (the latency every per-step collective pays)
     result["all_reduce_ms"] = timed_all_reduce([tf.zeros_like(v) for v in model.trainable_variables])
     result["scalar_all_reduce_ms"] = timed_all_reduce([tf.zeros(())])
-    result["step_ms"] = seconds / ((EPOCHS - 1) * STEPS) * 1000
-else:
-    result["step_ms"] = seconds / ((EPOCHS - 1) * STEPS) * 1000
+
 if index == 0:
     print("RESULT " + json.dumps(result), flush=True)
