@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -144,6 +146,52 @@ def test_keras3_loop_refuses_what_it_cannot_do(keyword):
     value = {"validation_split": 0.2, "validation_data": ([1], [1]), "class_weight": {0: 1.0}}[keyword]
     with pytest.raises(AutodistError, match=f"fit\\({keyword}=...\\) is not supported.*Fix: "):
         fit_keras3(None, None, None, None, global_batch_size=8, epochs=1, fit_kwargs={keyword: value})
+
+
+def _short_chief(open_after: float, open_for: float) -> tuple[str, threading.Thread]:
+    """A loopback port that accepts connections only from ``open_after`` to ``open_after + open_for``
+    seconds from now, like a chief that connects, trains briefly and ends."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))  # bound but not listening: connections are refused
+
+    def lifetime():
+        time.sleep(open_after)
+        sock.listen()
+        time.sleep(open_for)
+        sock.close()
+
+    thread = threading.Thread(target=lifetime, daemon=True)
+    thread.start()
+    return f"127.0.0.1:{sock.getsockname()[1]}", thread
+
+
+def test_a_chief_that_lives_under_a_second_is_seen_and_its_end_ends_the_task(capsys):
+    """Regression: with one probe per second, a chief whose port was open for 0.6 s went unseen,
+    and the workers waited out the peer timeout and failed with "never came"."""
+    from autodist.parameter_server import watch_chief
+
+    address, chief = _short_chief(open_after=0.3, open_for=0.3)
+    start = time.monotonic()
+    code = watch_chief(address, "worker 0", peer_timeout=20, poll_seconds=0.1)
+    elapsed = time.monotonic() - start
+    chief.join(timeout=5)
+    assert code == 0
+    assert "autodist: worker 0: the chief is gone; exiting" in capsys.readouterr().err
+    assert 0.6 <= elapsed < 5, elapsed
+
+
+def test_a_chief_that_never_comes_fails_the_task_after_the_peer_timeout(capsys):
+    from autodist.parameter_server import watch_chief
+
+    address, chief = _short_chief(open_after=60, open_for=0)  # never opens within the test
+    start = time.monotonic()
+    code = watch_chief(address, "ps 0", peer_timeout=0.5)
+    elapsed = time.monotonic() - start
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"ps 0 waited 0.5 s for the chief at {address}, and it never came" in err
+    assert "AUTODIST_PEER_TIMEOUT" in err
+    assert 0.5 <= elapsed < 3, elapsed
 
 
 def test_steps_per_epoch_rule():
