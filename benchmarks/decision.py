@@ -49,3 +49,9 @@ def run(quick: bool) -> list[Figure]:
         figure.extra = {"median_seconds": medians}
         figures.append(figure)
     return figures
+
+
+if __name__ == "__main__":  # python -m benchmarks.decision [--quick]
+    from benchmarks.run import main_for
+
+    main_for("decision")

@@ -33,3 +33,9 @@ def run(quick: bool) -> list[Figure]:
     for figure in figures:
         figure.note = "throughput ratio (>1: faster)"
     return figures
+
+
+if __name__ == "__main__":  # python -m benchmarks.defaults [--quick]
+    from benchmarks.run import main_for
+
+    main_for("defaults")

@@ -35,3 +35,9 @@ def run(quick: bool) -> list[Figure]:
     figures[0].passed = figures[0].median <= 0.05
     figures[1].passed = figures[1].median <= 1.2
     return figures
+
+
+if __name__ == "__main__":  # python -m benchmarks.detection [--quick]
+    from benchmarks.run import main_for
+
+    main_for("detection")

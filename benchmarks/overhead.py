@@ -34,3 +34,9 @@ def run(quick: bool) -> list[Figure]:
             figure.extra = {"fixed_seconds": fixed, "hand_written_median_seconds": typical}
             figures.append(figure)
     return figures
+
+
+if __name__ == "__main__":  # python -m benchmarks.overhead [--quick]
+    from benchmarks.run import main_for
+
+    main_for("overhead")

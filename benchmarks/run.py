@@ -2,9 +2,12 @@
 
     python -m benchmarks            # the full suite (under 10 minutes on 2 cores)
     python -m benchmarks --quick    # a smoke run (under 2 minutes): checks it runs, not the goals
+    python benchmarks/run.py        # the same, run as a file
+    python -m benchmarks.overhead   # one benchmark (also scaling, detection, decision, defaults)
 
 Writes benchmarks/results.json and benchmarks/results.png (the ratios as a bar chart), and
-records the machine. Run it on an otherwise idle machine: figures are ratios measured side by
+records the machine. A quick or partial run writes results-quick.json, results-scaling.json, ...
+instead, so the full run's figures (the README's table) stay. Run it on an otherwise idle machine: figures are ratios measured side by
 side, but two cores shared with something else still skew them.
 """
 
@@ -12,9 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+if not __package__:  # run as a file (python benchmarks/run.py): make the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import decision, defaults, detection, overhead, scaling
 from benchmarks.common import Figure, machine
@@ -56,11 +63,28 @@ def chart(figures: list[Figure], path: Path) -> bool:
     return True
 
 
+def results_stem(only: list[str] | None, quick: bool) -> str:
+    """The results' file name: ``results`` for a full run of every benchmark, so that a quick or
+    partial run never replaces the figures the README shows.
+
+    Example:
+        >>> results_stem(None, False), results_stem(None, True), results_stem(["scaling"], False)
+        ('results', 'results-quick', 'results-scaling')
+    """
+    parts = ["results", *sorted(only or ())] + (["quick"] if quick else [])
+    return "-".join(parts)
+
+
+def main_for(suite: str) -> NoReturn:
+    """Entry point of ``python -m benchmarks.<suite> [--quick] [--out DIR]``: one benchmark."""
+    sys.exit(main(["--only", suite, *sys.argv[1:]]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: small sizes, one round")
     parser.add_argument("--only", nargs="*", choices=sorted(SUITES), help="run only these")
-    parser.add_argument("--out", default=str(HERE), help="folder for results.json and results.png")
+    parser.add_argument("--out", default=str(HERE), help="folder for the results file and chart")
     args = parser.parse_args(argv)
     started = time.monotonic()
     figures: list[Figure] = []
@@ -78,13 +102,18 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.monotonic() - started, 1),
         "figures": [f.to_dict() for f in figures],
     }
-    (out / "results.json").write_text(json.dumps(record, indent=2))
-    drew = chart(figures, out / "results.png")
+    stem = results_stem(args.only, args.quick)
+    (out / f"{stem}.json").write_text(json.dumps(record, indent=2))
+    drew = chart(figures, out / f"{stem}.png")
     m = record["machine"]
     print(f"\nautodist benchmarks, {m['date']}: {m['cpus']} cores, {m['memory_gib']} GiB, TF {m['tensorflow']}, Keras {m['keras']}, GPUs: {m['gpus'] or 'none'}{' (quick)' if args.quick else ''}")
     print(table(figures))
     for f in figures:
         if f.note:
             print(f"- {f.name}: {f.note}")
-    print(f"\n{len(figures)} figures in {record['seconds']} s; wrote {out / 'results.json'}" + (f" and {out / 'results.png'}" if drew else " (no matplotlib: no chart)"))
+    print(f"\n{len(figures)} figures in {record['seconds']} s; wrote {out / f'{stem}.json'}" + (f" and {out / f'{stem}.png'}" if drew else " (no matplotlib: no chart)"))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

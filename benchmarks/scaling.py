@@ -91,3 +91,9 @@ def run(quick: bool) -> list[Figure]:
         "one_worker_step_ms": one_steps,
     }
     return [figure]
+
+
+if __name__ == "__main__":  # python -m benchmarks.scaling [--quick]
+    from benchmarks.run import main_for
+
+    main_for("scaling")

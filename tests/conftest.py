@@ -101,10 +101,10 @@ def subprocess_env(**overrides: str | None) -> dict[str, str]:
     return env
 
 
-def run_python(args: list[str], *, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python ARGS`` with a hard timeout; the child is killed if it overruns."""
+def run_python(args: list[str], *, env: dict[str, str], timeout: float = 300, cwd: Path | str = ROOT) -> subprocess.CompletedProcess:
+    """Run ``python ARGS`` in ``cwd`` with a hard timeout; the child is killed if it overruns."""
     return subprocess.run(
-        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
     )
 
 

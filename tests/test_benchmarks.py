@@ -12,7 +12,7 @@ FIGURES = ("overhead", "multi-worker scaling", "inspect --fast", "decision quali
 def test_quick_benchmarks_run_and_write_results(tmp_path):
     proc = run_python(["-m", "benchmarks", "--quick", "--out", str(tmp_path)], env=subprocess_env(), timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    record = json.loads((tmp_path / "results.json").read_text())
+    record = json.loads((tmp_path / "results-quick.json").read_text())
     names = [figure["name"] for figure in record["figures"]]
     for prefix in FIGURES:
         assert any(prefix in name for name in names), (prefix, names)
@@ -21,4 +21,21 @@ def test_quick_benchmarks_run_and_write_results(tmp_path):
         assert figure["median"] == figure["median"]  # not NaN
     assert record["machine"]["cpus"] >= 1 and record["machine"]["tensorflow"]
     assert "| figure" in proc.stdout and "| result |" in proc.stdout
-    assert (tmp_path / "results.png").stat().st_size > 1000
+    assert (tmp_path / "results-quick.png").stat().st_size > 1000
+    assert not (tmp_path / "results.json").exists()  # a quick run leaves the full run's figures alone
+
+
+def test_run_py_works_as_a_file_and_each_benchmark_as_a_module(tmp_path):
+    """``python benchmarks/run.py`` (from any folder) and ``python -m benchmarks.<name>``."""
+    from tests.conftest import ROOT
+
+    # Neither the repository on PYTHONPATH nor as the working folder: run.py finds its package.
+    as_file = run_python([str(ROOT / "benchmarks" / "run.py"), "--help"], env=subprocess_env(PYTHONPATH=None), timeout=60, cwd=tmp_path)
+    assert as_file.returncode == 0, as_file.stderr[-2000:]
+    assert "--quick" in as_file.stdout
+    one = run_python(["-m", "benchmarks.detection", "--quick", "--out", str(tmp_path)], env=subprocess_env(), timeout=120)
+    assert one.returncode == 0, one.stdout[-2000:] + one.stderr[-2000:]
+    record = json.loads((tmp_path / "results-detection-quick.json").read_text())
+    names = [figure["name"] for figure in record["figures"]]
+    assert any(name.startswith("inspect --fast") for name in names), names
+    assert not any(other in name for name in names for other in ("overhead", "scaling", "decision", "steps_per_execution")), names
