@@ -414,6 +414,9 @@ def fit(
     warn_all(list(the_plan.warnings) + extra_warnings)
 
     fit_kwargs = dict(fit_kwargs)
+    if _is_callback_list(fit_kwargs.get("callbacks")):
+        # model.fit takes a CallbackList as it is; autodist inspects and adds callbacks one by one
+        fit_kwargs["callbacks"] = list(fit_kwargs["callbacks"].callbacks)
     with _copy_back_on_interrupt(model, trained, moved):
         return _train(
             trained, distribution, model, moved, x, y, the_plan, epochs, backup_dir, fit_kwargs, batch_size is not None
@@ -460,7 +463,7 @@ def _train(
         _keras_module(keras_flavor_of(trained)),
         backup_dir,
     )
-    the_plan, restore_steps = _apply_steps_per_execution(trained, the_plan, fit_kwargs)
+    the_plan, restore_steps = _apply_steps_per_execution(trained, the_plan, x, fit_kwargs)
     succeeded = False
     try:
         fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
@@ -502,13 +505,31 @@ def _uses_batch_hooks(callback: Any) -> bool:
     return False
 
 
-def _apply_steps_per_execution(model: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[Plan, Callable[[], None]]:
+def _is_callback_list(callbacks: Any) -> bool:
+    """Whether ``callbacks`` is a Keras ``CallbackList`` (Keras 3 or tf_keras), not a plain list."""
+    return type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list)
+
+
+def _length_unknown(x: Any) -> bool:
+    """Whether the training input's length is unknown to Keras: a generator, or a dataset of
+    unknown cardinality (``from_generator``, ``filter``, ...)."""
+    if inspect.isgenerator(x) or (isinstance(x, collections.abc.Iterator) and not hasattr(x, "__len__")):
+        return True
+    cardinality = getattr(x, "cardinality", None)
+    if type(x).__module__.startswith("tensorflow") and callable(cardinality):
+        return int(cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY
+    return False
+
+
+def _apply_steps_per_execution(model: Any, the_plan: Plan, x: Any, fit_kwargs: Mapping[str, Any]) -> tuple[Plan, Callable[[], None]]:
     """Set the plan's ``steps_per_execution`` on a Keras 3 model compiled with 1, for this ``fit``.
 
     Skipped (and the returned plan says why) when a callback uses batch-level hooks, which would
     fire once per call rather than per step; when ``steps_per_epoch`` or ``validation_steps`` is
-    given, because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); and
-    under ``run_eagerly``. Returns the plan as applied and the function that gives the model back
+    given, because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); when
+    the input's length is unknown (a generator, ``from_generator``), because Keras 3 with 1 counts
+    one extra optimizer iteration per epoch there, which moves Adam's bias correction (measured:
+    5 iterations for 4 batches, and weights 1e-4 apart after 2 epochs); and under ``run_eagerly``. Returns the plan as applied and the function that gives the model back
     its own value and compiled functions, so the caller's later ``fit``, ``evaluate`` and
     ``predict`` behave, and cost, as before.
     """
@@ -526,8 +547,11 @@ def _apply_steps_per_execution(model: Any, the_plan: Plan, fit_kwargs: Mapping[s
         why = "a callback uses batch-level hooks"
     elif fit_kwargs.get("steps_per_epoch") is not None or fit_kwargs.get("validation_steps") is not None:
         why = "steps_per_epoch or validation_steps is given"
-    if why is not None:
-        reasons = the_plan.reasons + (f"steps_per_execution stays as compiled: {why}",)
+    elif _length_unknown(x):
+        why = "the input's length is unknown, and Keras 3 then counts optimizer steps differently"
+    if why is not None:  # the planner's "steps_per_execution=8 ..." reason is replaced, not contradicted
+        kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution="))
+        reasons = kept + (f"steps_per_execution stays as compiled: {why}",)
         return dataclasses.replace(the_plan, steps_per_execution=None, reasons=reasons), lambda: None
     compiled = (model.train_function, model.test_function, model.predict_function)
     apply_compile_overrides(model, {"steps_per_execution": value})

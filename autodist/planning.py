@@ -487,7 +487,8 @@ def _steps_per_execution(
         f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
         f"{value} steps per call (measured with 8: 1.27x samples/s on a small MLP, python -m "
         "benchmarks). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
-        f"every {value} steps, or when steps_per_epoch or validation_steps is given. Opt out: "
+        f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
+        f"length is unknown. Opt out: "
         f"{STEPS_PER_EXECUTION_ENV}=1"
     )
     return value

@@ -1,7 +1,8 @@
 """Scaling worker: one process pinned to one core, 1 intra-op and 1 inter-op thread.
 
-Usage: python benchmarks/_scaling.py STEPS PER_WORKER_BATCH MODE   (MODE: autodist | per_epoch)
+Usage: python benchmarks/_scaling.py STEPS PER_WORKER_BATCH MODE   (MODE: autodist | per_epoch | hand)
 ``per_epoch`` (2 workers only) turns off autodist's one-iterator-per-run input, to measure it.
+``hand`` (2 workers, tf_keras) builds MultiWorkerMirrored by hand instead of calling autodist.
 Without TF_CONFIG it trains alone (on core ``BENCH_CORE``, default 0); under ``autodist launch``
 each worker pins itself to core <task index>. The chief prints ``RESULT`` with samples/s over the timed epochs and, in a
 cluster, the time of one all-reduce of the model's gradients.
@@ -22,9 +23,13 @@ num_workers = len(config["cluster"]["worker"]) if config else 1
 os.sched_setaffinity(0, {int(os.environ.get("BENCH_CORE", index)) % os.cpu_count()})
 
 import autodist  # noqa: E402
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+    import tf_keras as keras  # noqa: E402
+else:
+    import keras  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -71,6 +76,15 @@ if num_workers == 1:
     autodist.init()
     data = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL).repeat()
     history = autodist.fit(build, data, epochs=EPOCHS, steps_per_epoch=STEPS, verbose=0, callbacks=[timer], backup_dir=False)
+elif MODE == "hand":
+    # MultiWorkerMirrored written by hand, as the TensorFlow tutorial does it: the strategy first,
+    # the model in its scope, a dataset of global batches (auto-sharded by DATA). Run with tf_keras:
+    # Keras 3 fit fails under a hand-made MultiWorkerMirrored (keras#20585).
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    with strategy.scope():
+        model = build()
+    data = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL)
+    history = model.fit(data, epochs=EPOCHS, verbose=0, callbacks=[timer])
 else:
     if MODE == "per_epoch":  # the A/B of autodist's input choice: Keras 3's per-epoch iterators
         import autodist.keras_integration
@@ -82,6 +96,25 @@ model, strategy = history.model, history.model.distribute_strategy
 seconds = sum(timer.ends[e] - timer.starts[e] for e in range(1, EPOCHS))
 result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_workers": num_workers, "params": model.count_params(),
           "step_ms": seconds / ((EPOCHS - 1) * STEPS) * 1000}
+
+
+def input_ms_per_step(dataset) -> float:
+    """Milliseconds per step to produce this worker's batch alone (no training), after 2 steps."""
+    iterator = iter(strategy.experimental_distribute_dataset(dataset.repeat()))
+    for _ in range(2):
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(STEPS):
+        next(iterator)
+    return (time.perf_counter() - start) / STEPS * 1000
+
+
+if num_workers == 1:
+    result["input_ms"] = input_ms_per_step(tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL))
+else:
+    from autodist.batching import arrays_to_dataset
+
+    result["input_ms"] = input_ms_per_step(arrays_to_dataset(X, Y, global_batch_size=GLOBAL, shuffle=False)[0])
 if num_workers > 1:
     def timed_all_reduce(values):
         """Milliseconds per all-reduce of ``values`` across the workers (20 calls after 1)."""

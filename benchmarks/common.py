@@ -1,7 +1,8 @@
-"""Shared pieces: the machine record, interleaved timing, statistics, and subprocess runs.
+"""Shared pieces: the machine record, figures, and bounded subprocess runs.
 
-Absolute times on a shared 2-core machine are noise; every figure is a ratio of two things
-measured alternately (A B A B ...) in the same run, after a warm-up.
+Absolute times on a shared 2-core machine are noise; every figure is a ratio of things measured
+alternately in the same run (A B A B ..., or with more arms an order that rotates every round),
+after a warm-up.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,19 @@ class Figure:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def result(self) -> str:
+        """``pass`` or ``short`` against the goal; ``report`` for a figure that has none."""
+        if self.goal == "report":
+            return "report"
+        return "pass" if self.passed else "short"
+
+    @property
     def median(self) -> float:
         return statistics.median(self.ratios) if self.ratios else float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(median=self.median, min=min(self.ratios, default=None), max=max(self.ratios, default=None))
+        data.update(median=self.median, min=min(self.ratios, default=None), max=max(self.ratios, default=None), result=self.result)
         return data
 
 
@@ -56,23 +63,6 @@ def machine() -> dict[str, Any]:
         "gpus": [g.name for g in snap.gpus] or None,
         "platform": platform.platform(),
     }
-
-
-def interleave(pairs: int, first: Callable[[], float], second: Callable[[], float], warmup: int = 1) -> list[float]:
-    """Ratios second/first over ``pairs`` alternating runs, after ``warmup`` runs of each."""
-    for _ in range(warmup):
-        first()
-        second()
-    ratios = []
-    for index in range(pairs):
-        if index % 2 == 0:
-            a = first()
-            b = second()
-        else:
-            b = second()
-            a = first()
-        ratios.append(b / a)
-    return ratios
 
 
 def env(**overrides: str | None) -> dict[str, str]:

@@ -34,7 +34,7 @@ def table(figures: list[Figure]) -> str:
     rows = [("figure", "goal", "median", "min-max", "result")]
     for f in figures:
         spread = f"{min(f.ratios):.3f}-{max(f.ratios):.3f}" if f.ratios else "-"
-        rows.append((f.name, f.goal, f"{f.median:.3f}", spread, "pass" if f.passed else "short"))
+        rows.append((f.name, f.goal, f"{f.median:.3f}", spread, f.result))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -53,10 +53,10 @@ def chart(figures: list[Figure], path: Path) -> bool:
     names = [f.name for f in figures][::-1]
     medians = [f.median for f in figures][::-1]
     errors = [[f.median - min(f.ratios) for f in figures][::-1], [max(f.ratios) - f.median for f in figures][::-1]]
-    colors = ["#3a7" if f.passed else "#d64" for f in figures][::-1]
+    colors = [{"pass": "#3a7", "short": "#d64"}.get(f.result, "#889") for f in figures][::-1]
     ax.barh(names, medians, xerr=errors, color=colors)
     ax.axvline(1.0, color="#555", linewidth=0.8)
-    ax.set_xlabel("ratio (median, min-max); green: goal met")
+    ax.set_xlabel("ratio (median, min-max); green: goal met, red: short, grey: reported only")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -36,9 +36,34 @@ def test_dataset_of_unknown_batch_size_is_left_alone():
     reference.fit(dataset, epochs=1, verbose=0)
     expected = int(reference.optimizer.iterations.numpy())
     assert expected in (4, 5)  # Keras counts one extra attempt on data of unknown length
-    # Not re-batched to 32 (that would be 2 steps). autodist's steps_per_execution=8 default ends
-    # the epoch without Keras's extra attempt, so 4 counts here too.
-    assert steps(autodist.fit(build, dataset, epochs=1, verbose=0)) in (4, expected)
+    # Not re-batched to 32 (that would be 2 steps), and the same count as plain Keras: on data of
+    # unknown length autodist keeps steps_per_execution=1, which would otherwise count differently.
+    history = autodist.fit(build, dataset, epochs=1, verbose=0)
+    assert steps(history) == expected
+    assert "steps_per_execution stays as compiled: the input's length is unknown" in " ".join(history.plan.reasons)
+
+
+def test_steps_per_execution_default_keeps_adam_exact_on_a_generator():
+    """Keras 3 counts optimizer iterations differently with 8 steps per call on data of unknown
+    length (measured: 10 against 8 over 2 epochs of 4 batches), which moves Adam. autodist keeps 1."""
+
+    def batches():
+        for start in range(0, 64, 16):
+            yield X[start : start + 16], Y[start : start + 16]
+
+    def build_adam():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    signature = (tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 1), tf.float32))
+    reference = build_adam()
+    expected = reference.fit(tf.data.Dataset.from_generator(batches, output_signature=signature), epochs=2, verbose=0)
+    history = autodist.fit(build_adam, tf.data.Dataset.from_generator(batches, output_signature=signature), epochs=2, verbose=0)
+    assert steps(history) == int(reference.optimizer.iterations.numpy())
+    assert history.history["loss"] == expected.history["loss"]
+    np.testing.assert_array_equal(history.model.get_weights()[0], reference.get_weights()[0])
 
 
 def test_unbatched_dataset_with_batch_size_is_batched():
@@ -104,6 +129,13 @@ def test_steps_per_execution_stays_1_for_batch_callbacks_and_steps_per_epoch():
     assert calls == [0, 1, 2, 3]  # once per step, as the caller wrote it
     assert history.plan.steps_per_execution is None  # the plan says what ran, and why
     assert "steps_per_execution stays as compiled: a callback uses batch-level hooks" in history.plan.reasons
+    assert not any(reason.startswith("steps_per_execution=") for reason in history.plan.reasons)  # no contradiction
+
+    # A CallbackList, which model.fit also takes, is looked into the same way
+    calls.clear()
+    wrapped = keras.callbacks.CallbackList([batch_logger])
+    history = autodist.fit(build, X, Y, batch_size=16, epochs=1, verbose=0, callbacks=wrapped)
+    assert calls == [0, 1, 2, 3] and history.plan.steps_per_execution is None
 
     class ValidationBatches(keras.callbacks.Callback):  # validation inside fit runs the test hooks
         def on_test_batch_end(self, batch, logs=None):
