@@ -11,8 +11,8 @@ plan, with the reasons for each choice as data. The rules, in order:
    does not fit the smallest GPU.
 6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` when the model does not fit.
 7. CPU only means ``default``; with ``AUTODIST_CPU_DEVICES=N`` (N >= 2), ``mirrored`` over the N
-   logical CPU devices. Measured on 2 cores, that split is slower than ``default`` (0.40-0.46x
-   over 2 logical CPUs, 0.25x over 4), whatever the cross-device op: it exists to run distributed
+   logical CPU devices. Measured on 2 cores, that split is slower than ``default`` (0.40-0.49x
+   over 2 logical CPUs, 0.19-0.26x over 4), whatever the cross-device op: it exists to run distributed
    code on one machine, so it is kept, and the plan's reason says what it costs.
 
 Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
@@ -608,8 +608,8 @@ def _choose(
                 reasons.append(
                     f"no GPU; AUTODIST_CPU_DEVICES={len(cpus)} splits the CPU into {len(cpus)} "
                     "logical devices, to exercise distributed code: it is not faster (measured "
-                    "on 2 cores: mirrored over 2 logical CPUs ran at 0.40-0.46x the default "
-                    "strategy, over 4 at 0.25x, whatever the cross-device op; python -m benchmarks)"
+                    "on 2 cores: mirrored over 2 logical CPUs ran at 0.40-0.49x the default "
+                    "strategy, over 4 at 0.19-0.26x, whatever the cross-device op; python -m benchmarks)"
                 )
                 kind = K.MIRRORED
             else:

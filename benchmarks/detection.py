@@ -11,7 +11,7 @@ BASELINE = ["-c", "import tensorflow as tf; tf.config.list_physical_devices()"]
 
 
 def run(quick: bool) -> list[Figure]:
-    rounds = 1 if quick else 6
+    rounds = 1 if quick else 4
     for args in (BASELINE, ["-m", "autodist", "inspect", "--fast"], ["-m", "autodist", "inspect"]):
         wall(args)  # warm the file cache
     fast, full = [], []
