@@ -529,8 +529,9 @@ def _apply_steps_per_execution(model: Any, the_plan: Plan, x: Any, fit_kwargs: M
     given, because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); when
     the input's length is unknown (a generator, ``from_generator``), because Keras 3 with 1 counts
     one extra optimizer iteration per epoch there, which moves Adam's bias correction (measured:
-    5 iterations for 4 batches, and weights 1e-4 apart after 2 epochs); and under ``run_eagerly``. Returns the plan as applied and the function that gives the model back
-    its own value and compiled functions, so the caller's later ``fit``, ``evaluate`` and
+    5 iterations for 4 batches, and weights 1e-4 apart after 2 epochs); and under ``run_eagerly``.
+    Returns the plan as applied and the function that gives the model back its own value and
+    compiled functions, so the caller's later ``fit``, ``evaluate`` and
     ``predict`` behave, and cost, as before.
     """
     import dataclasses
