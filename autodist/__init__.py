@@ -1,8 +1,10 @@
 """autodist: pick and configure the right ``tf.distribute`` strategy, then train.
 
-``import autodist`` does not import TensorFlow; it is imported when training starts. When
-``AUTODIST_CPU_DEVICES=N`` is set, the host CPU is split into N logical devices as soon as
-TensorFlow is imported (before its runtime starts), so import autodist before building models.
+``import autodist`` does not import TensorFlow. It arranges that, the moment TensorFlow is
+imported, the host CPU is split (``AUTODIST_CPU_DEVICES=N``) and the strategy autodist chooses
+becomes the current one (:mod:`autodist.activation`; ``AUTODIST_ACTIVATE=0`` turns that off). So
+put ``import autodist`` first: every model built afterwards is created under the strategy, and
+``autodist.fit(model, ...)`` trains that very object.
 
 Example:
     >>> import autodist
@@ -33,9 +35,9 @@ __version__ = "0.1.0"
 
 import os as _os
 
-from autodist.strategies import apply_cpu_devices_on_import as _apply_cpu_devices_on_import
+from autodist.activation import install as _install_activation
 
-_apply_cpu_devices_on_import(_os.environ)
+_install_activation(_os.environ)
 
 __all__ = [
     "AutodistError",

@@ -33,7 +33,7 @@ from typing import Any
 
 from autodist.cluster import ClusterInfo
 
-__all__ = ["ChiefDuties", "backup_folder", "default_backup_root"]
+__all__ = ["BATCH_HOOKS", "ChiefDuties", "backup_folder", "default_backup_root", "uses_batch_hooks"]
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
 BACKUP_ENV = "AUTODIST_BACKUP_DIR"
@@ -145,3 +145,41 @@ def _refresh_backup_paths(callback: Any) -> None:
     for attribute, name in names:
         if hasattr(callback, attribute):  # Keras 3; tf_keras derives its paths at train time
             setattr(callback, attribute, os.path.join(root, name))
+
+
+#: Batch hooks that run during ``fit`` (validation runs the test ones).
+BATCH_HOOKS = (
+    "on_batch_begin",
+    "on_batch_end",
+    "on_train_batch_begin",
+    "on_train_batch_end",
+    "on_test_batch_begin",
+    "on_test_batch_end",
+)
+
+
+def _callback_base(callback: Any) -> Any:
+    """The Keras ``Callback`` class (Keras 3 or tf_keras) that ``callback`` derives from."""
+    for cls in type(callback).__mro__:
+        if cls.__name__ == "Callback" and cls.__module__.startswith(("keras", "tf_keras")):
+            return cls
+    return None
+
+
+def uses_batch_hooks(callback: Any) -> bool:
+    """Whether a callback overrides a batch hook (a method or, as LambdaCallback does, an
+    attribute). A callback that derives from no Keras ``Callback`` counts as using them.
+
+    Example:
+        >>> import keras
+        >>> uses_batch_hooks(keras.callbacks.History()), uses_batch_hooks(keras.callbacks.TerminateOnNaN())
+        (False, True)
+    """
+    base = _callback_base(callback)
+    if base is None:
+        return True
+    for name in BATCH_HOOKS:
+        method = getattr(callback, name, None)
+        if getattr(method, "__func__", method) is not getattr(base, name):
+            return True
+    return False

@@ -22,7 +22,7 @@ from autodist.batching import validate_batch_size
 from autodist.hardware import detect
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind, plan
-from autodist.strategies import build_strategy
+from autodist.strategies import build_strategy, entered
 
 __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
 
@@ -60,7 +60,7 @@ def current_plan() -> Plan | None:
 def _activate(the_plan: Plan, strategy: Any) -> Iterator[None]:
     _ACTIVE.append((the_plan, strategy))
     try:
-        with strategy.scope():
+        with entered(strategy):
             yield
     finally:
         _ACTIVE.pop()
@@ -125,14 +125,16 @@ def compute_average_loss(
 ) -> Any:
     """Average a per-example loss over the **global** batch, for custom training loops.
 
-    Each replica sees ``per_replica_batch_size`` examples; dividing its loss sum by the global batch
-    (not the local one) makes the all-reduced gradient the gradient of the global mean. Inside a
-    ``@distributed`` function the global batch comes from the plan; elsewhere, without
-    ``global_batch_size``, it is this replica's batch times the replicas in sync (TensorFlow's rule).
+    The semantics of ``tf.nn.compute_average_loss``, everywhere (inside ``@distributed`` or
+    not, on every strategy): the loss sum divided by ``global_batch_size`` when given, else by
+    *this step's* global batch, the replica's batch times the replicas in sync, so the short
+    last batch of an epoch is averaged right too. Dividing by the global batch, not the
+    replica's, makes the all-reduced gradient the gradient of the global mean. Call it in
+    replica context (inside ``strategy.run``), as TensorFlow requires.
 
     Args:
         per_example_loss: the loss of each example in this replica's batch.
-        global_batch_size: overrides the plan's global batch.
+        global_batch_size: divide by this instead of the step's global batch.
         sample_weight: optional weights per example.
 
     Raises:
@@ -142,13 +144,12 @@ def compute_average_loss(
         >>> import tensorflow as tf
         >>> float(compute_average_loss(tf.constant([1.0, 3.0]), global_batch_size=4))
         1.0
+        >>> float(compute_average_loss(tf.constant([1.0, 3.0])))  # one replica: its batch of 2
+        2.0
     """
     import tensorflow as tf
 
-    if global_batch_size is None:
-        active = current_plan()
-        global_batch_size = active.global_batch_size if active is not None else None
-    else:
+    if global_batch_size is not None:
         global_batch_size = validate_batch_size(global_batch_size, name="global_batch_size")
     return tf.nn.compute_average_loss(
         per_example_loss, sample_weight=sample_weight, global_batch_size=global_batch_size

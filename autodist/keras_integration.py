@@ -25,13 +25,24 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from autodist.batching import arrays_to_dataset, dataset_batch_size, dropped_samples, prepare_dataset, repeat_across_epochs
-from autodist.callbacks import ChiefDuties
+from autodist.callbacks import ChiefDuties, uses_batch_hooks
 from autodist.errors import (
     AutodistError,
     BatchSizeError,
     ModelPlacementError,
     PeerError,
     StrategyUnavailableError,
+)
+from autodist.placement import (
+    build_from_first_batch,
+    build_in_scope,
+    copy_training_state,
+    is_compiled,
+    is_model,
+    keras_module,
+    move_into_scope,
+    needs_move,
+    warn_moved,
 )
 from autodist.hardware import detect
 from autodist.keras_compat import (
@@ -43,7 +54,7 @@ from autodist.keras_compat import (
 )
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of, plan
-from autodist.strategies import build_strategy
+from autodist.strategies import build_strategy, entered
 
 __all__ = ["fit"]
 
@@ -53,134 +64,6 @@ _MOVABLE_INPUT_NOTE = (
     "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
     "{replicas} (the replica count), or pass numpy arrays or a tf.data.Dataset"
 )
-
-
-def _is_model(obj: Any) -> bool:
-    return hasattr(obj, "fit") and hasattr(obj, "compile") and hasattr(obj, "get_weights")
-
-
-def _is_compiled(model: Any) -> bool:
-    compiled = getattr(model, "compiled", None)
-    if compiled is None:
-        compiled = getattr(model, "_is_compiled", None)
-    return bool(compiled) and getattr(model, "optimizer", None) is not None
-
-
-def _model_strategy(model: Any) -> Any:
-    """The strategy a model's variables were created under (``None``: no scope)."""
-    if keras_flavor_of(model) == "tf_keras":
-        return getattr(model, "_distribution_strategy", None)
-    return getattr(model, "_distribute_strategy", None)
-
-
-def _keras_module(flavor: str) -> Any:
-    if flavor == "tf_keras":
-        import tf_keras
-
-        return tf_keras
-    import keras
-
-    return keras
-
-
-def _custom_objects(model: Any) -> dict[str, Any]:
-    """Classes and functions of the live model, so ``load_model`` finds unregistered ones."""
-    objects: dict[str, Any] = {type(model).__name__: type(model)}
-    layers = model._flatten_layers() if hasattr(model, "_flatten_layers") else getattr(model, "layers", [])
-    for layer in layers:
-        objects.setdefault(type(layer).__name__, type(layer))
-    loss = getattr(model, "loss", None)
-    for item in loss.values() if isinstance(loss, Mapping) else (loss if isinstance(loss, (list, tuple)) else [loss]):
-        if callable(item):
-            name = getattr(item, "__name__", type(item).__name__)
-            objects.setdefault(name, item if hasattr(item, "__name__") else type(item))
-    return objects
-
-
-def move_into_scope(model: Any, strategy: Any) -> Any:
-    """A copy of ``model`` whose variables (and optimizer state) live in ``strategy``'s scope.
-
-    It saves to a temporary ``.keras`` file and loads inside the scope: unlike ``clone_model``
-    plus ``compile``, this keeps the optimizer's state (Adam's moments, ``iterations``).
-
-    Raises:
-        ModelPlacementError: when the model cannot be saved and loaded (custom objects that
-            cannot be serialised); the message names the fix.
-    """
-    flavor = keras_flavor_of(model)
-    keras_module = _keras_module(flavor)
-    fix = (
-        "Pass a zero-argument function that builds and compiles the model instead "
-        "(autodist.fit(build_model, x, y, ...)): autodist then builds it inside the strategy's "
-        "scope. Or make custom layers serialisable (get_config and "
-        "@keras.saving.register_keras_serializable())."
-    )
-    with tempfile.TemporaryDirectory(prefix="autodist-move-") as folder:
-        path = os.path.join(folder, "model.keras")
-        try:
-            model.save(path)
-        except Exception as err:
-            raise ModelPlacementError(
-                f"The model was built outside the {type(strategy).__name__} scope, and autodist "
-                f"could not save it to move it inside: {type(err).__name__}: {err}. Expected a "
-                f"model that Keras can save to .keras. {fix}"
-            ) from err
-        try:
-            with strategy.scope(), warnings.catch_warnings():
-                # An optimizer that never ran has no slots yet; Keras warns that it skips them.
-                warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
-                moved = keras_module.models.load_model(path, custom_objects=_custom_objects(model))
-        except Exception as err:
-            raise ModelPlacementError(
-                f"The model was built outside the {type(strategy).__name__} scope, and autodist "
-                f"could not rebuild it inside: {type(err).__name__}: {err}. Expected a model "
-                f"that keras.models.load_model can rebuild from its config. {fix}"
-            ) from err
-    return moved
-
-
-def _variables(optimizer: Any) -> list[Any]:
-    found = optimizer.variables
-    return list(found() if callable(found) else found)
-
-
-def copy_training_state(source: Any, target: Any) -> None:
-    """Copy weights and optimizer state from ``source`` into ``target`` (same architecture)."""
-    target.set_weights(source.get_weights())
-    src_opt, dst_opt = getattr(source, "optimizer", None), getattr(target, "optimizer", None)
-    if src_opt is None or dst_opt is None:
-        return
-    src_vars = _variables(src_opt)
-    dst_vars = _variables(dst_opt)
-    if len(dst_vars) < len(src_vars):
-        dst_opt.build(target.trainable_variables)
-        dst_vars = _variables(dst_opt)
-    if [tuple(v.shape) for v in src_vars] != [tuple(v.shape) for v in dst_vars]:
-        raise AutodistError(
-            "The trained weights were copied back into your model, but its optimizer's variables "
-            f"do not match the trained copy's ({len(dst_vars)} against {len(src_vars)}). "
-            "Expected the same optimizer on both. Use history.model, which holds the full state."
-        )
-    for dst, src in zip(dst_vars, src_vars):
-        dst.assign(src.numpy())
-
-
-def _build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
-    with strategy.scope():
-        model = builder()
-    if not _is_model(model):
-        raise ModelPlacementError(
-            f"The function passed to autodist.fit returned {type(model).__name__}, not a Keras "
-            "model. Expected a zero-argument function that builds, compiles and returns the "
-            "model, for example: def build(): m = keras.Sequential([...]); m.compile(...); "
-            "return m."
-        )
-    if not _is_compiled(model):
-        raise ModelPlacementError(
-            "The function passed to autodist.fit returned a model that is not compiled. Call "
-            "model.compile(optimizer=..., loss=...) inside the function before returning it."
-        )
-    return model
 
 
 def _batches_itself(x: Any) -> bool:
@@ -289,7 +172,7 @@ def _mixed_precision(enabled: bool, builder: Any, the_plan: Plan) -> Iterator[li
             "before building it."
         ]
         return
-    precision = _keras_module(the_plan.keras_flavor).mixed_precision
+    precision = keras_module(the_plan.keras_flavor).mixed_precision
     previous = precision.global_policy()
     precision.set_global_policy("mixed_bfloat16")
     try:
@@ -375,13 +258,13 @@ def fit(
         >>> history.model is not None
         True
     """
-    builder = None if _is_model(model) else model
+    builder = None if is_model(model) else model
     if builder is not None and not callable(builder):
         raise ModelPlacementError(
             f"autodist.fit got {type(model).__name__} as the model. Expected a compiled Keras model "
             "or a zero-argument function that builds and compiles one."
         )
-    if builder is None and not _is_compiled(model):
+    if builder is None and not is_compiled(model):
         raise ModelPlacementError(
             "autodist.fit got a model that is not compiled. Expected a compiled model, as for "
             "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
@@ -403,7 +286,7 @@ def fit(
             "writes) instead of autodist.fit."
         )
     with _mixed_precision(mixed_precision, builder, the_plan) as precision_warnings:
-        trained, moved, extra_warnings = _model_in_scope(model, builder, the_plan, distribution)
+        trained, moved, extra_warnings = _model_in_scope(model, builder, x, the_plan, distribution)
     extra_warnings = precision_warnings + extra_warnings
     _apply_keras_workarounds(trained, the_plan)
     if x is not None and _batches_itself(x) and the_plan.num_replicas > 1:
@@ -460,14 +343,14 @@ def _train(
     warn_all([w for w in input_warnings if w])
     duties = ChiefDuties(
         the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None,
-        _keras_module(keras_flavor_of(trained)),
+        keras_module(keras_flavor_of(trained)),
         backup_dir,
     )
     the_plan, restore_steps = _apply_steps_per_execution(trained, the_plan, x, fit_kwargs)
     succeeded = False
     try:
         fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
-        with distribution.scope():
+        with entered(distribution):
             history = trained.fit(x, y, epochs=epochs, **fit_kwargs)
         succeeded = True
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:
@@ -480,29 +363,6 @@ def _train(
         finally:
             restore_steps()
     return _finish(history, model, trained, moved, the_plan)
-
-
-#: Batch hooks that run during ``fit`` (validation runs the test ones), once per compiled call.
-_BATCH_HOOKS = (
-    "on_batch_begin",
-    "on_batch_end",
-    "on_train_batch_begin",
-    "on_train_batch_end",
-    "on_test_batch_begin",
-    "on_test_batch_end",
-)
-
-
-def _uses_batch_hooks(callback: Any) -> bool:
-    """Whether a callback overrides a training batch hook (a method or, as LambdaCallback does,
-    an attribute)."""
-    import keras
-
-    for name in _BATCH_HOOKS:
-        method = getattr(callback, name, None)
-        if getattr(method, "__func__", method) is not getattr(keras.callbacks.Callback, name):
-            return True
-    return False
 
 
 def _is_callback_list(callbacks: Any) -> bool:
@@ -544,7 +404,7 @@ def _apply_steps_per_execution(model: Any, the_plan: Plan, x: Any, fit_kwargs: M
         why = "the model was not compiled with 1"
     elif getattr(model, "run_eagerly", False):
         why = "the model runs eagerly"
-    elif any(_uses_batch_hooks(callback) for callback in (fit_kwargs.get("callbacks") or [])):
+    elif any(uses_batch_hooks(callback) for callback in (fit_kwargs.get("callbacks") or [])):
         why = "a callback uses batch-level hooks"
     elif fit_kwargs.get("steps_per_epoch") is not None or fit_kwargs.get("validation_steps") is not None:
         why = "steps_per_epoch or validation_steps is given"
@@ -637,10 +497,10 @@ def _plan_for(
     return the_plan
 
 
-def _model_in_scope(model: Any, builder: Any, the_plan: Plan, distribution: Any) -> tuple[Any, bool, list[str]]:
+def _model_in_scope(model: Any, builder: Any, x: Any, the_plan: Plan, distribution: Any) -> tuple[Any, bool, list[str]]:
     """The model to train (built, moved or as given), whether it was moved, and extra warnings."""
     if builder is not None:
-        trained = _build_in_scope(builder, distribution)
+        trained = build_in_scope(builder, distribution)
         info = describe_model(trained)
         overrides, warnings_ = compile_overrides(
             the_plan.strategy.value,
@@ -653,8 +513,10 @@ def _model_in_scope(model: Any, builder: Any, the_plan: Plan, distribution: Any)
         apply_compile_overrides(trained, overrides)
         return trained, False, warnings_
     trained, moved = model, False
-    if _needs_move(model, the_plan, distribution):
+    if needs_move(model, the_plan, distribution):
+        build_from_first_batch(model, x)
         trained, moved = move_into_scope(model, distribution), True
+        warn_moved(the_plan)
     apply_compile_overrides(trained, dict(the_plan.compile_overrides))
     return trained, moved, []
 
@@ -671,10 +533,3 @@ def _peer_message(the_plan: Plan, err: Exception) -> str:
         "with python -m autodist launch --max-restarts 1 (or your cluster manager's restart "
         "policy): training resumes from the last finished epoch through BackupAndRestore."
     )
-
-
-def _needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
-    current = _model_strategy(model)
-    if the_plan.strategy == StrategyKind.DEFAULT:
-        return current is not None and current is not distribution
-    return current is not distribution

@@ -28,8 +28,10 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from autodist.callbacks import uses_batch_hooks
 from autodist.cluster import ClusterInfo
 from autodist.errors import AutodistError, PeerError
+from autodist.strategies import entered
 
 __all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "steps_per_epoch", "watch_chief"]
 
@@ -142,9 +144,16 @@ def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        dataset = _samples(x)
+        # The workers run this function, so it must not capture the chief's dataset (workers
+        # then fail with "Failed copying input tensor from /job:chief"): the pipeline travels as
+        # its serialised graph, the way ClusterCoordinator.create_per_worker_dataset sends one.
+        from tensorflow.python.distribute.coordinator import values
+
+        samples = _samples(x)
+        graph, spec = values.serialize_dataset_to_graph(samples), samples.element_spec
 
         def from_dataset(context: Any) -> Any:
+            dataset = values.deserialize_dataset_from_graph(graph, spec)
             shard = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
             return shard.repeat().batch(global_batch_size).prefetch(2)
 
@@ -203,7 +212,8 @@ def fit_keras3(
     model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: dict[str, Any]
 ) -> Any:
     """Train a Keras 3 model with ``ClusterCoordinator``: the model's own ``train_step``, loss,
-    optimizer and metrics; epoch-level callbacks; returns a ``History`` like ``fit``."""
+    optimizer and metrics; every training callback hook (batch-level ones once per step, in
+    order: see :func:`_run_epoch`); returns a ``History`` like ``fit``."""
     import keras
     import tensorflow as tf
 
@@ -232,7 +242,7 @@ def fit_keras3(
         )
 
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    with strategy.scope():
+    with entered(strategy):
         # Build the model, its metrics and the optimizer's slots here, on the chief: variables
         # created inside a scheduled step would be created on a worker.
         model._symbolic_build(data_batch=_first_batch(x, y, sample_weight, min(global_batch_size, 8)))
@@ -249,6 +259,7 @@ def fit_keras3(
         user_callbacks, add_history=True, add_progbar=False, model=model, epochs=epochs, steps=steps, verbose=0
     )
     history = next(cb for cb in callbacks.callbacks if isinstance(cb, keras.callbacks.History))
+    per_step = any(uses_batch_hooks(callback) for callback in user_callbacks)
     model.stop_training = False
     callbacks.on_train_begin()
     logs: dict[str, float] = {}
@@ -258,9 +269,7 @@ def fit_keras3(
                 metric.reset_state()
             callbacks.on_epoch_begin(epoch)
             started = time.monotonic()
-            for _ in range(steps):
-                coordinator.schedule(train_step, args=(iterator,))
-            coordinator.join()
+            _run_epoch(model, coordinator, train_step, iterator, callbacks, steps, per_step=per_step)
             logs = {name: float(value) for name, value in model.get_metrics_result().items()}
             if verbose not in (0, "0"):
                 print(
@@ -278,6 +287,30 @@ def fit_keras3(
     return history
 
 
+def _run_epoch(model: Any, coordinator: Any, train_step: Any, iterator: Any, callbacks: Any, steps: int, *, per_step: bool) -> None:
+    """Schedule one epoch's steps on the workers and wait for them.
+
+    Without batch-level callbacks, all steps are in flight at once (asynchronous training).
+    With them (``ModelCheckpoint(save_freq=N)``, ``TerminateOnNaN``, ...), each step runs its
+    hooks in order, as ``model.fit`` does: ``on_train_batch_begin``, the step, then
+    ``on_train_batch_end`` with that step's logs, which waits for the step's result, so steps no
+    longer overlap. ``model.stop_training`` set by a hook ends the epoch after that step.
+    """
+    if not per_step:
+        for _ in range(steps):
+            coordinator.schedule(train_step, args=(iterator,))
+        coordinator.join()
+        return
+    for step in range(steps):
+        callbacks.on_train_batch_begin(step)
+        result = coordinator.schedule(train_step, args=(iterator,))
+        logs = {name: float(value) for name, value in result.fetch().items()}
+        callbacks.on_train_batch_end(step, logs)
+        if model.stop_training:
+            break
+    coordinator.join()
+
+
 def fit_tf_keras(
     model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: dict[str, Any]
 ) -> Any:
@@ -285,6 +318,18 @@ def fit_tf_keras(
     import tensorflow as tf
     import tf_keras
 
+    refused = [
+        type(callback).__name__
+        for callback in fit_kwargs.get("callbacks") or []
+        if uses_batch_hooks(callback) and not getattr(callback, "_supports_tf_logs", False)
+    ]
+    if refused:
+        raise AutodistError(
+            f"tf_keras refuses batch-level callbacks under parameter-server training, and "
+            f"{refused} override on_*_batch_* hooks. Expected epoch-level callbacks only. Fix: "
+            "move their work to on_epoch_end, or use Keras 3 (unset TF_USE_LEGACY_KERAS), whose "
+            "autodist parameter-server loop runs batch hooks once per step, in order."
+        )
     sample_weight = fit_kwargs.pop("sample_weight", None)
     shuffle = bool(fit_kwargs.pop("shuffle", True))
     fit_kwargs.pop("batch_size", None)
@@ -293,7 +338,7 @@ def fit_tf_keras(
         dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
     )
     try:
-        with strategy.scope():
+        with entered(strategy):
             return model.fit(creator, epochs=epochs, steps_per_epoch=steps, **fit_kwargs)
     except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as err:
         raise PeerError(_ps_lost(err)) from err

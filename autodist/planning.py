@@ -126,7 +126,10 @@ def describe_model(model: Any) -> ModelInfo:
         if base == "sgd" and float(getattr(optimizer, "momentum", 0.0) or 0.0) > 0:
             slots = 1
     bytes_per_param = 4
-    weights = getattr(model, "weights", None) or []
+    try:
+        weights = list(getattr(model, "weights", None) or [])
+    except ValueError:  # tf_keras, not built: "Weights for model ... have not yet been created"
+        weights = []
     if weights:
         size = getattr(getattr(weights[0], "dtype", None), "size", None)
         if isinstance(size, int) and size > 0:
@@ -364,6 +367,11 @@ def plan(
     )
     flavor = model_info.keras_flavor or snapshot.keras_flavor
     reasons: list[str] = []
+    if model is not None and params is None:
+        reasons.append(
+            "the model is not built yet (no input shape): its size is unknown until its first "
+            "batch builds it, so the plan assumes it fits one device"
+        )
     warnings: list[str] = list(snapshot.diagnostics)
 
     choice = _choose(snapshot, forced, footprint, gpu_memory_fraction, reasons, warnings)

@@ -16,15 +16,15 @@ Example:
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
+import contextlib
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator
 from typing import Any
 
+from autodist.activation import current as current_activation
+from autodist.activation import runtime_started_message
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
-from autodist.hardware import CPU_DEVICES_ENV
 from autodist.keras_compat import (
     WORKAROUNDS,
     patch_aggregating_variable_updates,
@@ -32,7 +32,7 @@ from autodist.keras_compat import (
 )
 from autodist.planning import Plan, StrategyKind
 
-__all__ = ["apply_cpu_devices_on_import", "build_strategy", "configure_cpu_devices", "runtime_started"]
+__all__ = ["build_strategy", "configure_cpu_devices", "entered", "runtime_started", "strategy_key"]
 
 _STRATEGIES: dict[tuple[Any, ...], Any] = {}
 
@@ -61,12 +61,10 @@ def configure_cpu_devices(num_devices: int) -> None:
         return
     if runtime_started():
         raise RuntimeAlreadyStartedError(
-            f"AUTODIST_CPU_DEVICES={num_devices} asks for {num_devices} logical CPU devices, but "
-            f"the TensorFlow runtime already started with {max(1, len(current or []))} (some "
-            "TensorFlow op ran before autodist). Logical devices can only be set at program "
-            "startup. Set AUTODIST_CPU_DEVICES before the script starts and let autodist run "
-            "first: build the model inside a function passed to autodist.fit, or call "
-            "autodist.init() at the top of the script."
+            runtime_started_message(
+                f"AUTODIST_CPU_DEVICES={num_devices} asks for {num_devices} logical CPU devices "
+                f"(the runtime has {max(1, len(current or []))}); they can only be set"
+            )
         )
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)]
@@ -105,54 +103,6 @@ def _bound_peer_waits(cluster: Any, timeout: float) -> None:
         config.cluster_register_with_barrier = True
 
 
-class _ConfigureAfterImport(importlib.abc.MetaPathFinder):
-    """Runs ``configure_cpu_devices`` right after ``tensorflow`` is imported, once."""
-
-    def __init__(self, num_devices: int) -> None:
-        self.num_devices = num_devices
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "tensorflow":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        original = spec.loader.exec_module
-        num_devices = self.num_devices
-
-        def exec_module(module: Any) -> None:
-            original(module)
-            _configure_quietly(num_devices)
-
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
-
-
-def _configure_quietly(num_devices: int) -> None:
-    try:
-        configure_cpu_devices(num_devices)
-    except RuntimeAlreadyStartedError:
-        pass  # build_strategy raises it again, with the fix, when a plan needs the devices
-
-
-def apply_cpu_devices_on_import(environ: Mapping[str, str]) -> None:
-    """Honour ``AUTODIST_CPU_DEVICES`` as early as possible, without importing TensorFlow.
-
-    Logical devices can only be set before the runtime starts, and a user script usually builds
-    its model (which starts the runtime) before calling ``autodist.fit``. So ``import autodist``
-    calls this: if TensorFlow is already imported, the split happens now; otherwise it happens
-    the moment TensorFlow is imported. An invalid value is left for ``detect`` to report.
-    """
-    raw = environ.get(CPU_DEVICES_ENV, "").strip()
-    if not raw.isdigit() or int(raw) < 2:
-        return
-    if "tensorflow" in sys.modules:
-        _configure_quietly(int(raw))
-    elif not any(isinstance(f, _ConfigureAfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _ConfigureAfterImport(int(raw)))
-
-
 def _cross_device_ops(name: str | None) -> Any:
     import tensorflow as tf
 
@@ -165,7 +115,37 @@ def _cross_device_ops(name: str | None) -> Any:
     }[name]()
 
 
-def _key(plan: Plan) -> tuple[Any, ...]:
+@contextlib.contextmanager
+def entered(strategy: Any) -> Iterator[Any]:
+    """``strategy.scope()``, also when another strategy is current through
+    ``tf.distribute.experimental_set_strategy`` (autodist's activation, or the user's): that one
+    steps aside for the block and is current again afterwards. Inside a ``with scope`` of another
+    strategy, TensorFlow's own "Mixing different tf.distribute.Strategy objects" error stands.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> from autodist.strategies import entered
+        >>> with entered(tf.distribute.OneDeviceStrategy("/cpu:0")) as s:
+        ...     type(tf.distribute.get_strategy()).__name__
+        'OneDeviceStrategy'
+    """
+    import tensorflow as tf
+    from tensorflow.python.framework import ops
+
+    global_scope = ops.get_default_graph()._global_distribute_strategy_scope
+    aside = None
+    if global_scope is not None and tf.distribute.get_strategy() is not strategy:
+        aside = global_scope._context.strategy
+        tf.distribute.experimental_set_strategy(None)
+    try:
+        with strategy.scope():
+            yield strategy
+    finally:
+        if aside is not None:
+            tf.distribute.experimental_set_strategy(aside)
+
+
+def strategy_key(plan: Plan) -> tuple[Any, ...]:
     return (plan.strategy, plan.devices, plan.parameter_device, plan.cross_device_ops, plan.num_cpu_devices)
 
 
@@ -175,17 +155,23 @@ def build_strategy(plan: Plan) -> Any:
     Raises:
         StrategyUnavailableError: for strategies this version of autodist cannot build yet.
         RuntimeAlreadyStartedError: when the runtime started before logical devices were set.
+        Exception: the error of building this same strategy at import (:mod:`autodist.activation`).
     """
     import tensorflow as tf
 
-    key = _key(plan)
+    key = strategy_key(plan)
     if key in _STRATEGIES:
         return _STRATEGIES[key]
+    done = current_activation()
+    if done is not None and done.error is not None and done.failed_key == key:
+        raise done.error  # building it at import failed; trying again would wait (or fail) again
     if plan.num_cpu_devices > 1:
         configure_cpu_devices(plan.num_cpu_devices)
     kind = plan.strategy
     if kind == StrategyKind.DEFAULT:
-        strategy = tf.distribute.get_strategy()
+        from tensorflow.python.distribute import distribute_lib
+
+        strategy = distribute_lib._get_default_strategy()  # get_strategy() is the current one
     elif kind == StrategyKind.ONE_DEVICE:
         strategy = tf.distribute.OneDeviceStrategy(plan.devices[0])
     elif kind == StrategyKind.MIRRORED:
@@ -226,13 +212,10 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
     assert cluster is not None
     if runtime_started():
         raise RuntimeAlreadyStartedError(
-            "MultiWorkerMirroredStrategy must be created before TensorFlow runs anything, but the "
-            "runtime has already started: something ran an op, built a Keras model or listed "
-            "logical devices before autodist could create the strategy (TensorFlow would fail "
-            "with 'Collective ops must be configured at program startup'). Let autodist go first: "
-            "pass a function that builds and compiles the model (autodist.fit(build_model, ...)), "
-            "build it inside an @autodist.distributed function, or call autodist.init() at the "
-            "top of the script, before the model is built."
+            runtime_started_message(
+                "MultiWorkerMirroredStrategy must be created (TensorFlow would otherwise fail with "
+                "'Collective ops must be configured at program startup')"
+            )
         )
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(cluster.cluster_spec),
@@ -281,11 +264,7 @@ def _parameter_server(plan: Plan) -> Any:
         serve(cluster, plan.peer_timeout_seconds)  # never returns
     if runtime_started():
         raise RuntimeAlreadyStartedError(
-            "ParameterServerStrategy must connect to the cluster before TensorFlow runs anything "
-            "on the chief, but the runtime has already started (an op ran or a model was built "
-            "first). Pass a function that builds and compiles the model to autodist.fit, build it "
-            "inside an @autodist.distributed function, or call autodist.init() at the top of the "
-            "script."
+            runtime_started_message("ParameterServerStrategy must connect to the cluster on the chief")
         )
     if plan.inter_op_threads:
         tf.config.threading.set_inter_op_parallelism_threads(plan.inter_op_threads)
@@ -354,12 +333,7 @@ def _tpu(plan: Plan) -> Any:
     import tensorflow as tf
 
     if runtime_started():
-        raise RuntimeAlreadyStartedError(
-            "The TPU must be connected before TensorFlow runs anything, but the runtime has "
-            "already started (an op ran or a model was built first). Pass a function that builds "
-            "the model to autodist.fit, use @autodist.distributed, or call autodist.init() at the "
-            "top of the script."
-        )
+        raise RuntimeAlreadyStartedError(runtime_started_message("The TPU must be connected"))
     name = plan.tpu.name if plan.tpu else None
     if plan.tpu is not None and plan.tpu.source == "COLAB_TPU_ADDR" and name and "://" not in name:
         name = f"grpc://{name}"

@@ -110,5 +110,6 @@ def test_runtime_started_before_cpu_split():
     )
     proc = run_python(["-c", code], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=120)
     assert "ERROR AUTODIST_CPU_DEVICES=2 asks for 2 logical CPU devices" in proc.stdout, proc.stderr[-2000:]
-    assert "autodist.init()" in proc.stdout
+    assert "TensorFlow ran ops before `import autodist`" in proc.stdout
+    assert "move `import autodist` to the top of the script" in proc.stdout
     assert issubclass(RuntimeAlreadyStartedError, AutodistError)

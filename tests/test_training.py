@@ -47,7 +47,47 @@ def test_logical_devices_were_created(cpu2, cpu4, legacy):
 
 def test_mirrored_2_matches_single_device(cpu2):
     _check_equivalence(cpu2["equivalence_auto"], "mirrored", 2)
-    assert cpu2["equivalence_auto"]["moved_into_scope"]
+    # import autodist first: the model was created under the strategy, and that very object trained
+    case = cpu2["equivalence_auto"]
+    assert not case["moved_into_scope"] and case["variable_type"] == "MirroredVariable"
+    assert case["warnings"] == []
+
+
+@pytest.mark.parametrize("strategy", ["default", "one_device", "central_storage"])
+def test_forced_strategy_other_than_the_current_one_moves_with_a_warning(cpu2, strategy):
+    case = cpu2[f"equivalence_{strategy}"]
+    assert case["moved_into_scope"]
+    (warning,) = [w for w in case["warnings"] if "trained a copy" in w]
+    assert "made current at import was mirrored" in warning and f"AUTODIST_STRATEGY={strategy}" in warning
+
+
+def test_callback_closing_over_the_model_sees_the_schedule(cpu2):
+    """The distributed Keras tutorial's PrintLR: it read 1e-3 for all 8 epochs when a copy trained."""
+    assert cpu2["drop_in"]["printed_lr"] == pytest.approx([1e-3] * 3 + [1e-4] * 4 + [1e-5], rel=1e-5)
+    assert cpu2["drop_in"]["variable_type"] == "MirroredVariable"
+
+
+@pytest.mark.parametrize("flavor", ["cpu2", "legacy"])
+@pytest.mark.parametrize("kind", ["unbuilt", "subclassed"])
+def test_unbuilt_and_unmovable_models_train_like_model_fit(cpu2, legacy, flavor, kind):
+    """No input shape (built by the first batch), or subclassed without get_config (cannot be
+    saved and reloaded): ModelPlacementError or a crash before; now model.fit's numbers."""
+    case = (cpu2 if flavor == "cpu2" else legacy)["drop_in"][kind]
+    assert case["strategy"] == "mirrored"
+    assert case["weight_diff"] <= WEIGHT_TOLERANCE
+    assert case["history_gap"] <= METRIC_TOLERANCE
+    assert case["warnings"] == []
+    if kind == "unbuilt":
+        assert any("not built yet" in reason for reason in case["reasons"])
+
+
+@pytest.mark.parametrize("flavor", ["cpu2", "legacy"])
+def test_compute_average_loss_divides_by_each_steps_global_batch(cpu2, legacy, flavor):
+    """Bare @distributed, dataset batch 64 (not the plan's default 32), short last batch of 58:
+    the same weights as model.fit at batch 64 only if every step divides by its real batch."""
+    case = (cpu2 if flavor == "cpu2" else legacy)["custom_loop_batches"]
+    assert case["num_steps"] == 4
+    assert case["weight_diff"] <= WEIGHT_TOLERANCE
 
 
 def test_mirrored_4_matches_single_device(cpu4):
@@ -78,9 +118,11 @@ def test_batched_dataset_is_rebatched(cpu2):
     assert any("batch_size=33" in w for w in case["warnings"])
 
 
-def test_model_built_outside_scope_trains_the_callers_object(cpu2):
+def test_model_built_outside_the_strategy_is_moved_and_copied_back(cpu2):
+    """The fallback, for a model created while the strategy was not current."""
     case = cpu2["built_outside"]
     assert case["strategy"] == "mirrored"
+    assert any("trained a copy" in w and "the model was created while it was not" in w for w in case["warnings"])
     assert case["weights_changed"] > 1e-3
     assert case["history_model_is_caller"]
     # 2 earlier steps, then 2 epochs x 4 steps: Adam's state was kept, not reset, and copied back.

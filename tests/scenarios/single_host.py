@@ -9,6 +9,7 @@ Usage: python single_host.py {keras3,tf_keras}
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -27,6 +28,7 @@ if FLAVOR == "tf_keras":
 else:
     import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from autodist.strategies import build_strategy, entered  # noqa: E402
 
 NUM_SAMPLES, NUM_FEATURES, NUM_CLASSES = 256, 12, 3
 rng = np.random.default_rng(7)
@@ -52,15 +54,32 @@ def build(optimizer: str = "sgd", compile_kwargs: dict | None = None):
     return model
 
 
+@contextlib.contextmanager
+def plain():
+    """No strategy current: what a script without autodist runs (autodist made one current at
+    import, since AUTODIST_CPU_DEVICES is set). Reference models are built and trained in here."""
+    current = tf.distribute.get_strategy()
+    tf.distribute.experimental_set_strategy(None)
+    try:
+        yield
+    finally:
+        tf.distribute.experimental_set_strategy(current)
+
+
+def autodist_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)]
+
+
 def max_diff(a, b) -> float:
     return float(max(np.abs(x - y).max() for x, y in zip(a, b)))
 
 
 def reference(batch_size: int = 32, epochs: int = 1):
     """Plain single-device model.fit: no strategy, no autodist."""
-    model = build()
-    history = model.fit(X, Y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0)
-    evaluation = model.evaluate(X, Y, batch_size=batch_size, verbose=0)
+    with plain():
+        model = build()
+        history = model.fit(X, Y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0)
+        evaluation = model.evaluate(X, Y, batch_size=batch_size, verbose=0)
     return model, history.history, evaluation
 
 
@@ -82,16 +101,24 @@ def case_equivalence(strategy: str, ref_model, ref_hist, ref_eval) -> dict:
     integration.move_into_scope = remember
     try:
         model = build()
-        history = autodist.fit(
-            model, X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, strategy=strategy
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            history = autodist.fit(
+                model, X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, strategy=strategy
+            )
     finally:
         integration.move_into_scope = original
     evaluation = model.evaluate(X, Y, batch_size=32, verbose=0)
     # The copy that trained in the strategy's scope, evaluated there: where the upstream metric
     # bug showed (CentralStorage).
-    scoped_eval = moved[0].evaluate(X, Y, batch_size=32, verbose=0) if moved else None
+    scoped_eval = None
+    if moved:
+        with entered(build_strategy(history.plan)):
+            scoped_eval = moved[0].evaluate(X, Y, batch_size=32, verbose=0)
+    weight = model.weights[0]
     return {
+        "variable_type": type(getattr(weight, "value", weight)).__name__,
+        "warnings": autodist_warnings(caught),
         "strategy": history.plan.strategy.value,
         "num_replicas": history.plan.num_replicas,
         "moved_into_scope": bool(moved),
@@ -111,8 +138,9 @@ def case_batch_33() -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         history = autodist.fit(model, X, Y, batch_size=33, epochs=1, verbose=0, shuffle=False, callbacks=[counter])
-    reference_model = build()
-    expected = reference_model.fit(X, Y, batch_size=34, epochs=1, shuffle=False, verbose=0).history
+    with plain():
+        reference_model = build()
+        expected = reference_model.fit(X, Y, batch_size=34, epochs=1, shuffle=False, verbose=0).history
     messages = [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)]
     return {
         "global_batch_size": history.plan.global_batch_size,
@@ -124,14 +152,17 @@ def case_batch_33() -> dict:
 
 
 def case_built_outside() -> dict:
-    model = build("adam", {"jit_compile": True, "steps_per_execution": 4} if FLAVOR == "keras3" else None)
-    model.fit(X[:64], Y[:64], batch_size=32, epochs=1, verbose=0)  # partly trained: Adam has state
+    """The fallback: a model built while no strategy was current (as before autodist could act)."""
+    with plain():
+        model = build("adam", {"jit_compile": True, "steps_per_execution": 4} if FLAVOR == "keras3" else None)
+        model.fit(X[:64], Y[:64], batch_size=32, epochs=1, verbose=0)  # partly trained: Adam has state
     iterations_before = int(model.optimizer.iterations.numpy())
     before = [w.copy() for w in model.get_weights()]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", autodist.AutodistWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         history = autodist.fit(model, X, Y, batch_size=64, epochs=2, verbose=0)
     return {
+        "warnings": autodist_warnings(caught),
         "strategy": history.plan.strategy.value,
         "iterations_before": iterations_before,
         "iterations_after": int(model.optimizer.iterations.numpy()),
@@ -185,6 +216,98 @@ def case_decorator(ref_model) -> dict:
     }
 
 
+def lr_schedule(epoch: int) -> float:
+    """The distributed Keras tutorial's decay: 1e-3 for 3 epochs, 1e-4 for 4, then 1e-5."""
+    return 1e-3 if epoch < 3 else (1e-4 if epoch < 7 else 1e-5)
+
+
+class NoConfig(keras.Model):
+    """Subclassed, no constructor arguments, no get_config: it cannot be saved and reloaded."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = keras.layers.Dense(16, activation="relu")
+        self.out = keras.layers.Dense(NUM_CLASSES)
+
+    def call(self, inputs):
+        return self.out(self.hidden(inputs))
+
+
+def compiled(model):
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def unbuilt():
+    keras.utils.set_random_seed(1)
+    return compiled(keras.Sequential([keras.layers.Dense(16, activation="relu"), keras.layers.Dense(NUM_CLASSES)]))
+
+
+def subclassed():
+    keras.utils.set_random_seed(1)
+    return compiled(NoConfig())
+
+
+def case_drop_in() -> dict:
+    """The user's own object trains: a callback closing over `model` sees live state, and models
+    that cannot be moved (subclassed without get_config) or are not built yet train, with the
+    numbers of plain model.fit."""
+    model = build()
+    seen_lr = []
+    print_lr = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: seen_lr.append(float(model.optimizer.learning_rate.numpy()))
+    )
+    autodist.fit(model, X[:64], Y[:64], batch_size=32, epochs=8, verbose=0,
+                 callbacks=[keras.callbacks.LearningRateScheduler(lr_schedule), print_lr])
+    weight = model.weights[0]
+    results = {"printed_lr": seen_lr, "variable_type": type(getattr(weight, "value", weight)).__name__}
+    for name, make in (("unbuilt", unbuilt), ("subclassed", subclassed)):
+        with plain():
+            expected_model = make()
+            expected = expected_model.fit(X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0).history
+        got_model = make()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = autodist.fit(got_model, X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+        results[name] = {
+            "strategy": got.plan.strategy.value,
+            "weight_diff": max_diff(got_model.get_weights(), expected_model.get_weights()),
+            "history_gap": history_gap(got.history, expected),
+            "warnings": autodist_warnings(caught),
+            "reasons": list(got.plan.reasons),
+        }
+    return results
+
+
+def case_custom_loop_batches(ref_weights_64) -> dict:
+    """compute_average_loss divides by each step's real global batch, in a bare @distributed,
+    with a dataset batch (64) that is not the plan's and a short last batch (250 = 3 x 64 + 58)."""
+
+    @autodist.distributed
+    def train(strategy):
+        model = build()
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+        dist = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((X[:250], Y[:250])).batch(64))
+
+        @tf.function
+        def step(batch):
+            def replica_step(inputs):
+                x, y = inputs
+                with tf.GradientTape() as tape:
+                    loss = autodist.compute_average_loss(loss_fn(y, model(x, training=True)))
+                grads = tape.gradient(loss, model.trainable_variables)
+                model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            return strategy.reduce("SUM", strategy.run(replica_step, args=(batch,)), axis=None)
+
+        losses = [float(step(batch)) for batch in dist]
+        return model, losses
+
+    model, losses = train()
+    return {"weight_diff": max_diff(model.get_weights(), ref_weights_64), "num_steps": len(losses)}
+
+
 def case_dataset() -> dict:
     dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(33)
     model = build()
@@ -224,8 +347,9 @@ def case_fit_keywords() -> dict:
         "initial_epoch_steps": dict(initial_epoch=1, steps_per_epoch=4),
     }
     for name, kwargs in calls.items():
-        reference_model = build()
-        expected = reference_model.fit(X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0, **kwargs).history
+        with plain():
+            reference_model = build()
+            expected = reference_model.fit(X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0, **kwargs).history
         model = build()
         got = autodist.fit(model, X, Y, batch_size=32, epochs=2, shuffle=False, verbose=0, **kwargs).history
         results[name] = {"gap": history_gap(got, expected), "keys": sorted(got), "epochs": len(got["loss"])}
@@ -258,6 +382,11 @@ def main() -> None:
         results[f"equivalence_{strategy}"] = case_equivalence(strategy, *ref)
     results["built_outside"] = case_built_outside()
     results["callable"] = case_callable()
+    results["drop_in"] = case_drop_in()
+    with plain():
+        ref_64 = build()
+        ref_64.fit(X[:250], Y[:250], batch_size=64, epochs=1, shuffle=False, verbose=0)
+    results["custom_loop_batches"] = case_custom_loop_batches(ref_64.get_weights())
     if FLAVOR == "keras3":
         results["batch_33"] = case_batch_33()
         results["decorator"] = case_decorator(ref[0])
@@ -266,7 +395,10 @@ def main() -> None:
         results["interrupted"] = case_interrupted()
     results["plan_log_count"] = log_stream.getvalue().count("autodist plan:")
     # one plan per autodist.fit call and one per @distributed call
-    results["num_plans_made"] = len(strategies) + 2 + (3 + 6 + 1 + 1 if FLAVOR == "keras3" else 0)
+    # one per autodist.fit call and one per @distributed call: equivalence, built_outside,
+    # callable, drop_in (3), custom_loop_batches; keras3 adds batch_33, decorator, dataset,
+    # fit_keywords (6 + 1) and interrupted
+    results["num_plans_made"] = len(strategies) + 2 + 3 + 1 + (3 + 6 + 1 + 1 if FLAVOR == "keras3" else 0)
     print("RESULT " + json.dumps(results))
 
 
