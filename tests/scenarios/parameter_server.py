@@ -1,10 +1,12 @@
 """One task's side of a parameter-server job, started by ``python -m autodist launch --ps 1``.
 
-Usage: parameter_server.py OUTDIR MODE   (MODE: train | long)
+Usage: parameter_server.py OUTDIR MODE   (MODE: train | long | dataset)
 
 Every task runs this same script. On worker and ps tasks autodist.fit serves and ends the
 process; on the chief it trains and writes OUTDIR/chief.json. ``long`` trains for many epochs,
 writing the count of finished epochs to OUTDIR/chief-started (for the tests that kill a task).
+``dataset`` trains the user's own model on tf.data pipelines built before ``autodist.fit``, with
+batch-level callbacks, and writes what each fit showed.
 """
 
 from __future__ import annotations
@@ -57,6 +59,61 @@ def dataset_loss(model) -> float:
     return float(loss(Y, model(X, training=False)))
 
 
+class Order(keras.callbacks.Callback):
+    """Records every batch hook as ("begin"|"end", step); stops training at ``stop_at``."""
+
+    def __init__(self, stop_at=None):
+        super().__init__()
+        self.calls, self.stop_at = [], stop_at
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.calls.append(("begin", batch))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.calls.append(("end", batch))
+        if batch == self.stop_at:
+            self.model.stop_training = True
+
+
+def dataset_mode() -> None:
+    """The user's own model and tf.data pipelines, built before autodist.fit (as in the tutorial)."""
+    import tensorflow as tf
+
+    batched = tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(512, seed=1).batch(32)
+    unbatched_endless = tf.data.Dataset.from_tensor_slices((X, Y)).repeat()
+    model = build()
+    variable = model.trainable_variables[0]
+    results = {"variable_device": str(getattr(getattr(variable, "value", variable), "device", ""))}
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        os.path.join(OUTDIR, "ckpt-{epoch}-{batch}" + ("" if legacy else ".weights.h5")), save_weights_only=True, save_freq=4
+    )
+    order = Order()
+    results["batched"] = autodist.fit(model, batched, epochs=2, verbose=0, callbacks=[checkpoint] + ([] if legacy else [order])).history
+    results["order"] = order.calls
+    results["unbatched_endless"] = autodist.fit(model, unbatched_endless, batch_size=32, epochs=2, steps_per_epoch=5, verbose=0).history
+    if legacy:
+        try:
+            autodist.fit(model, batched, epochs=1, verbose=0, callbacks=[Order()])
+            results["batch_hooks_error"] = None
+        except autodist.AutodistError as err:
+            results["batch_hooks_error"] = str(err)
+    else:
+        stopper = Order(stop_at=2)
+        results["stopped"] = {"history": autodist.fit(model, batched, epochs=3, verbose=0, callbacks=[stopper]).history, "calls": stopper.calls}
+        nan_model = build()  # its loss is NaN from the first step
+        nan_model.compile(optimizer="sgd", loss=lambda y_true, y_pred: tf.reduce_mean(y_pred) * float("nan"))
+        nan_count = Order()
+        nan_history = autodist.fit(nan_model, batched, epochs=3, verbose=0, callbacks=[keras.callbacks.TerminateOnNaN(), nan_count])
+        results["terminate_on_nan"] = {"epochs": len(nan_history.history["loss"]), "steps": len(nan_count.calls) // 2}
+    results["files"] = sorted(name for name in os.listdir(OUTDIR) if name.startswith("ckpt-"))
+    with open(os.path.join(OUTDIR, "chief.json"), "w") as handle:
+        json.dump(results, handle)
+
+
+if MODE == "dataset":
+    dataset_mode()
+    sys.exit(0)
 epochs = 3 if MODE == "train" else 10_000
 history = autodist.fit(build, X, Y, batch_size=32, epochs=epochs, verbose=0, callbacks=[Started()])
 # Built after training (before it, building would start the runtime too early); the same seed
