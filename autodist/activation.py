@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.abc
 import importlib.util
@@ -142,9 +143,110 @@ def _make_current(environ: Mapping[str, str]) -> Activation:
     except Exception as err:  # fit raises it when it plans the same strategy
         get_logger().warning("autodist: could not create %s at import: %s", the_plan.strategy.value, err)
         return Activation(plan=the_plan, error=err, failed_key=strategy_key(the_plan))
+    _let_other_scopes_in()
     tf.distribute.experimental_set_strategy(strategy)
     get_logger().info("autodist: %s is the current strategy (set when TensorFlow was imported)", the_plan.strategy.value)
     return Activation(plan=the_plan, strategy=strategy)
+
+
+def stepping_aside(strategy: Any = None) -> Any:
+    """autodist's current strategy, if it should step aside for ``strategy``'s scope (or, with
+    ``None``, for a load "without a strategy"); ``None`` otherwise.
+
+    It steps aside only when it is current through activation alone: not when the script
+    re-entered its scope, nor inside any other scope, where TensorFlow's own rules apply.
+    """
+    done = current()
+    if done is None or done.strategy is None or "tensorflow" not in sys.modules:
+        return None
+    import tensorflow as tf
+    from tensorflow.python.framework import ops
+
+    global_scope = ops.get_default_graph()._global_distribute_strategy_scope
+    if global_scope is None or global_scope._context.strategy is not done.strategy:
+        return None  # the script set another strategy itself
+    if tf.distribute.get_strategy() is not done.strategy or _REENTERED[0]:
+        return None
+    return None if strategy is done.strategy else done.strategy
+
+
+#: How deep the script has re-entered the scope of autodist's current strategy (``with scope``).
+_REENTERED = [0]
+
+
+@contextlib.contextmanager
+def _counted(inner: Any) -> Any:
+    _REENTERED[0] += 1
+    try:
+        with inner as entered_strategy:
+            yield entered_strategy
+    finally:
+        _REENTERED[0] -= 1
+
+
+class _Aside:
+    """Wraps a context manager: autodist's strategy is not current inside it, and is after."""
+
+    def __init__(self, inner: Any, aside: Any) -> None:
+        self.inner, self.aside = inner, aside
+
+    def __enter__(self) -> Any:
+        import tensorflow as tf
+
+        tf.distribute.experimental_set_strategy(None)
+        try:
+            return self.inner.__enter__()
+        except BaseException:
+            tf.distribute.experimental_set_strategy(self.aside)
+            raise
+
+    def __exit__(self, *exc: Any) -> Any:
+        import tensorflow as tf
+
+        try:
+            return self.inner.__exit__(*exc)
+        finally:
+            tf.distribute.experimental_set_strategy(self.aside)
+
+
+def _let_other_scopes_in() -> None:
+    """What a script without autodist can do keeps working with autodist's strategy current:
+    ``with another_strategy.scope():`` (the save-and-load tutorial loads a model under a
+    ``OneDeviceStrategy`` it builds itself) and ``tf.saved_model.load(path)`` "without a
+    strategy", whose signatures are then called directly. For those, autodist's strategy steps
+    aside (:func:`stepping_aside`). Idempotent."""
+    from tensorflow.python.distribute import distribute_lib
+    from tensorflow.python.framework import ops
+    from tensorflow.python.saved_model import load as saved_model_load
+
+    original_scope = distribute_lib.StrategyBase.scope
+    if getattr(original_scope, "autodist_wrapped", False):
+        return
+
+    def scope(self: Any) -> Any:
+        inner = original_scope(self)
+        if ops.get_default_graph()._global_distribute_strategy_scope is None:
+            return inner  # no strategy is current globally (or experimental_set_strategy sets one)
+        done = current()
+        if done is not None and self is done.strategy:
+            return _counted(inner)
+        aside = stepping_aside(self)
+        return inner if aside is None else _Aside(inner, aside)
+
+    original_load = saved_model_load.load
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        aside = stepping_aside()
+        if aside is None:
+            return original_load(*args, **kwargs)
+        with _Aside(contextlib.nullcontext(), aside):
+            return original_load(*args, **kwargs)
+
+    scope.autodist_wrapped = True  # type: ignore[attr-defined]
+    distribute_lib.StrategyBase.scope = scope
+    for name, module in list(sys.modules.items()):
+        if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(module, "load", None) is original_load:
+            module.load = load
 
 
 def activate(environ: Mapping[str, str]) -> Activation:

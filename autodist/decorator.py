@@ -22,7 +22,7 @@ from autodist.batching import validate_batch_size
 from autodist.hardware import detect
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind, plan
-from autodist.strategies import build_strategy, entered
+from autodist.strategies import build_strategy
 
 __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
 
@@ -60,7 +60,7 @@ def current_plan() -> Plan | None:
 def _activate(the_plan: Plan, strategy: Any) -> Iterator[None]:
     _ACTIVE.append((the_plan, strategy))
     try:
-        with entered(strategy):
+        with strategy.scope():
             yield
     finally:
         _ACTIVE.pop()

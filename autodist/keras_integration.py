@@ -19,8 +19,6 @@ import collections.abc
 import contextlib
 import inspect
 import os
-import tempfile
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -54,7 +52,7 @@ from autodist.keras_compat import (
 )
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of, plan
-from autodist.strategies import build_strategy, entered
+from autodist.strategies import build_strategy
 
 __all__ = ["fit"]
 
@@ -270,8 +268,6 @@ def fit(
             "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
             "that builds and compiles it."
         )
-    import tensorflow as tf
-
     plan_args = (model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds)
     the_plan = _plan_for(*plan_args)
     distribution = build_strategy(the_plan)
@@ -350,7 +346,7 @@ def _train(
     succeeded = False
     try:
         fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
-        with entered(distribution):
+        with distribution.scope():
             history = trained.fit(x, y, epochs=epochs, **fit_kwargs)
         succeeded = True
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:

@@ -31,7 +31,6 @@ from typing import Any, NoReturn
 from autodist.callbacks import uses_batch_hooks
 from autodist.cluster import ClusterInfo
 from autodist.errors import AutodistError, PeerError
-from autodist.strategies import entered
 
 __all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "steps_per_epoch", "watch_chief"]
 
@@ -242,7 +241,7 @@ def fit_keras3(
         )
 
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    with entered(strategy):
+    with strategy.scope():
         # Build the model, its metrics and the optimizer's slots here, on the chief: variables
         # created inside a scheduled step would be created on a worker.
         model._symbolic_build(data_batch=_first_batch(x, y, sample_weight, min(global_batch_size, 8)))
@@ -338,7 +337,7 @@ def fit_tf_keras(
         dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
     )
     try:
-        with entered(strategy):
+        with strategy.scope():
             return model.fit(creator, epochs=epochs, steps_per_epoch=steps, **fit_kwargs)
     except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError) as err:
         raise PeerError(_ps_lost(err)) from err

@@ -31,7 +31,6 @@ from autodist.activation import ACTIVATE_ENV, STRATEGY_ENV, current
 from autodist.errors import AutodistError, ModelPlacementError
 from autodist.log import warn_all
 from autodist.planning import Plan, StrategyKind, keras_flavor_of
-from autodist.strategies import entered
 
 __all__ = [
     "build_from_first_batch",
@@ -121,10 +120,10 @@ def move_into_scope(model: Any, strategy: Any) -> Any:
             cannot be serialised); the message names the fix.
     """
     fix = (
-        f"Put `import autodist` first in the script (before TensorFlow and Keras) so the model "
-        f"is created under the strategy, or pass a zero-argument function that builds and "
-        f"compiles the model (autodist.fit(build_model, x, y, ...)). Or make custom layers "
-        f"serialisable (get_config and @keras.saving.register_keras_serializable())."
+        "Put `import autodist` first in the script (before TensorFlow and Keras) so the model "
+        "is created under the strategy, or pass a zero-argument function that builds and "
+        "compiles the model (autodist.fit(build_model, x, y, ...)). Or make custom layers "
+        "serialisable (get_config and @keras.saving.register_keras_serializable())."
     )
     name = type(strategy).__name__
     with tempfile.TemporaryDirectory(prefix="autodist-move-") as folder:
@@ -138,7 +137,7 @@ def move_into_scope(model: Any, strategy: Any) -> Any:
                 f"save to .keras. {fix}"
             ) from err
         try:
-            with entered(strategy), warnings.catch_warnings():
+            with strategy.scope(), warnings.catch_warnings():
                 # An optimizer that never ran has no slots yet; Keras warns that it skips them.
                 warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
                 loader = keras_module(keras_flavor_of(model)).models.load_model
@@ -198,7 +197,7 @@ def build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
     Raises:
         ModelPlacementError: when it returns no model, or an uncompiled one.
     """
-    with entered(strategy):
+    with strategy.scope():
         model = builder()
     if not is_model(model):
         raise ModelPlacementError(

@@ -16,10 +16,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 from autodist.activation import current as current_activation
@@ -32,7 +30,7 @@ from autodist.keras_compat import (
 )
 from autodist.planning import Plan, StrategyKind
 
-__all__ = ["build_strategy", "configure_cpu_devices", "entered", "runtime_started", "strategy_key"]
+__all__ = ["build_strategy", "configure_cpu_devices", "runtime_started", "strategy_key"]
 
 _STRATEGIES: dict[tuple[Any, ...], Any] = {}
 
@@ -113,36 +111,6 @@ def _cross_device_ops(name: str | None) -> Any:
         "hierarchical_copy": tf.distribute.HierarchicalCopyAllReduce,
         "reduction_to_one_device": tf.distribute.ReductionToOneDevice,
     }[name]()
-
-
-@contextlib.contextmanager
-def entered(strategy: Any) -> Iterator[Any]:
-    """``strategy.scope()``, also when another strategy is current through
-    ``tf.distribute.experimental_set_strategy`` (autodist's activation, or the user's): that one
-    steps aside for the block and is current again afterwards. Inside a ``with scope`` of another
-    strategy, TensorFlow's own "Mixing different tf.distribute.Strategy objects" error stands.
-
-    Example:
-        >>> import tensorflow as tf
-        >>> from autodist.strategies import entered
-        >>> with entered(tf.distribute.OneDeviceStrategy("/cpu:0")) as s:
-        ...     type(tf.distribute.get_strategy()).__name__
-        'OneDeviceStrategy'
-    """
-    import tensorflow as tf
-    from tensorflow.python.framework import ops
-
-    global_scope = ops.get_default_graph()._global_distribute_strategy_scope
-    aside = None
-    if global_scope is not None and tf.distribute.get_strategy() is not strategy:
-        aside = global_scope._context.strategy
-        tf.distribute.experimental_set_strategy(None)
-    try:
-        with strategy.scope():
-            yield strategy
-    finally:
-        if aside is not None:
-            tf.distribute.experimental_set_strategy(aside)
 
 
 def strategy_key(plan: Plan) -> tuple[Any, ...]:

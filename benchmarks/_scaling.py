@@ -21,6 +21,8 @@ config = json.loads(os.environ.get("TF_CONFIG") or "{}")
 index = config["task"]["index"] if config else 0
 num_workers = len(config["cluster"]["worker"]) if config else 1
 os.sched_setaffinity(0, {int(os.environ.get("BENCH_CORE", index)) % os.cpu_count()})
+if MODE == "hand":  # the hand-written arm creates MultiWorkerMirrored itself, as without autodist
+    os.environ["AUTODIST_ACTIVATE"] = "0"
 
 import autodist  # noqa: E402
 import numpy as np  # noqa: E402

@@ -26,7 +26,7 @@ def train(plan, strategy, epochs=5):
         def replica_step(inputs):
             features, labels = inputs
             with tf.GradientTape() as tape:
-                # Divides by plan.global_batch_size, not by this replica's share of it.
+                # Divides by the step's global batch (this replica's share x 2), as tf.nn does.
                 loss = autodist.compute_average_loss(loss_fn(labels, model(features, training=True)))
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))

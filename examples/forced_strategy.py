@@ -3,17 +3,23 @@ the model is too large for one GPU). On a CPU machine, split the CPU to see cent
 
     AUTODIST_CPU_DEVICES=2 python examples/forced_strategy.py --strategy central_storage
     python examples/forced_strategy.py --strategy one_device
+
+AUTODIST_STRATEGY, set before autodist is imported, makes the forced strategy the current one
+when TensorFlow loads, so the model below is created under it and trains as it is (forced only
+in fit, autodist would have to move a copy, with a warning).
 """
 
 import argparse
-
-import autodist
-import keras
-from autodist.demo import load_digits
+import os
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--strategy", default="central_storage", choices=["one_device", "central_storage", "mirrored", "default"])
 args = parser.parse_args()
+os.environ["AUTODIST_STRATEGY"] = args.strategy
+
+import autodist  # noqa: E402
+import keras  # noqa: E402
+from autodist.demo import load_digits  # noqa: E402
 
 keras.utils.set_random_seed(0)
 x, y = load_digits()

@@ -50,6 +50,7 @@ def test_forced_strategy_example(strategy, cpu_devices, replicas):
     assert proc.returncode == 0, proc.stderr[-3000:]
     match = re.search(rf"{strategy} x {replicas}: val_accuracy ([0-9.]+), evaluate ([0-9.]+)", proc.stdout)
     assert match and float(match.group(1)) > 0.8, proc.stdout
+    assert "trained a copy" not in proc.stderr  # AUTODIST_STRATEGY: the model was created under it
 
 
 def test_parameter_server_example_through_the_launcher():

@@ -28,7 +28,7 @@ if FLAVOR == "tf_keras":
 else:
     import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from autodist.strategies import build_strategy, entered  # noqa: E402
+from autodist.strategies import build_strategy  # noqa: E402
 
 NUM_SAMPLES, NUM_FEATURES, NUM_CLASSES = 256, 12, 3
 rng = np.random.default_rng(7)
@@ -113,7 +113,7 @@ def case_equivalence(strategy: str, ref_model, ref_hist, ref_eval) -> dict:
     # bug showed (CentralStorage).
     scoped_eval = None
     if moved:
-        with entered(build_strategy(history.plan)):
+        with build_strategy(history.plan).scope():
             scoped_eval = moved[0].evaluate(X, Y, batch_size=32, verbose=0)
     weight = model.weights[0]
     return {
