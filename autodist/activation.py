@@ -1,52 +1,46 @@
-"""Act at import: make the chosen strategy current the moment TensorFlow is imported.
+"""Act at import: make the chosen strategy current before the script builds anything.
 
-``import autodist`` imports no TensorFlow. It installs an import hook instead: when TensorFlow
+``import autodist`` imports no TensorFlow. It installs an import hook instead. When TensorFlow
 is imported (by ``import tensorflow``, ``import keras`` or ``import tf_keras``; at once if it
-already is), autodist detects the hardware, plans without a model, creates the strategy and makes
-it the current one with ``tf.distribute.experimental_set_strategy``. From then on every model,
-optimizer and metric the script builds is created under that strategy, with no ``with scope``,
-so ``autodist.fit(model, ...)`` trains the user's own object, and MultiWorkerMirrored exists
-before the script's first op (a ``tf.data`` pipeline built before ``fit`` is fine).
+already is), autodist splits the CPU (``AUTODIST_CPU_DEVICES``), detects the hardware and plans
+without a model. It does not start TensorFlow's runtime then, so ``tf.config`` calls right after
+the import (memory growth, threads, visible devices) still work. The strategy is created and made
+current (``tf.distribute.experimental_set_strategy``) at the first *trigger*: the runtime
+starting (the first op, a ``tf.data`` pipeline), a variable being created, anything asking for
+the current strategy (``tf.distribute.get_strategy()``, a Keras model's constructor), or
+``autodist.fit`` / ``init``. So MultiWorkerMirrored exists before the script's first op, and
+every model, optimizer and metric is created under the strategy with no ``with scope``:
+``autodist.fit(model, ...)`` trains the user's own object.
 
 Nothing is made current when the plan is ``default`` (one device), on parameter-server
-``worker``/``ps`` tasks (they serve in ``fit``) and on an ``evaluator``. A failure (a peer that
-never connects, an unusable forced strategy) is recorded, logged, and raised by ``fit``.
-``AUTODIST_ACTIVATE=0`` turns the hook off; ``AUTODIST_STRATEGY=<kind>`` picks the strategy
-made current (otherwise ``auto``).
+``worker``/``ps`` tasks (they serve in ``fit``) and on an ``evaluator``. ``AUTODIST_ACTIVATE=0``
+turns the hook off; ``AUTODIST_STRATEGY=<kind>`` picks the strategy (otherwise ``auto``). As
+``experimental_set_strategy`` does, the strategy is current in the thread that imported
+TensorFlow.
 
 Example:
-    >>> from autodist.activation import activation_enabled
-    >>> activation_enabled({"AUTODIST_ACTIVATE": "0"}), activation_enabled({})
-    (False, True)
+    >>> from autodist.activation import runtime_started_message
+    >>> "import autodist" in runtime_started_message("MultiWorkerMirroredStrategy must exist")
+    True
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib.abc
 import importlib.util
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.hardware import CPU_DEVICES_ENV
 from autodist.log import get_logger
+from autodist.settings import ACTIVATE_ENV, activation_enabled, plan_here
 
-__all__ = [
-    "ACTIVATE_ENV",
-    "STRATEGY_ENV",
-    "Activation",
-    "activation_enabled",
-    "current",
-    "install",
-    "runtime_started_message",
-]
+__all__ = ["ASSUMED_FITS", "Activation", "activate", "complete", "current", "install", "runtime_started_message", "uninstall"]
 
-ACTIVATE_ENV = "AUTODIST_ACTIVATE"
-STRATEGY_ENV = "AUTODIST_STRATEGY"
-_OFF = ("0", "off", "false", "no")
 #: Packages whose import may import TensorFlow; activation waits until the outermost one is done.
 _WATCHED = ("tensorflow", "keras", "tf_keras")
 
@@ -65,11 +59,12 @@ class Activation:
 
     Attributes:
         plan: the plan made at import (``None`` if none was made).
-        strategy: the strategy made current, or ``None`` (default plan, serving tasks, failure).
+        strategy: the strategy created for it, or ``None`` (not yet, default plan, serving).
         error: the error activation hit.
         failed_key: the strategy (``strategies.strategy_key``) that failed to build; ``fit``
             raises ``error`` when it plans that same strategy, instead of trying again.
         ops_before_import: TensorFlow's runtime had started before ``import autodist``.
+        pending: the strategy is still to be made current (see :func:`complete`).
     """
 
     plan: Any = None
@@ -77,14 +72,12 @@ class Activation:
     error: BaseException | None = None
     failed_key: tuple[Any, ...] | None = None
     ops_before_import: bool = False
+    pending: bool = False
 
 
 _STATE: dict[str, Activation] = {}
-
-
-def activation_enabled(environ: Mapping[str, str]) -> bool:
-    """Whether ``AUTODIST_ACTIVATE`` leaves the import-time activation on (the default)."""
-    return environ.get(ACTIVATE_ENV, "1").strip().lower() not in _OFF
+_MAIN: list[int | None] = [None]
+_BUSY = threading.Lock()
 
 
 def current() -> Activation | None:
@@ -93,12 +86,7 @@ def current() -> Activation | None:
 
 
 def runtime_started_message(what: str) -> str:
-    """The one message for "the runtime started too early", with the cause as it happened.
-
-    Example:
-        >>> "import autodist" in runtime_started_message("MultiWorkerMirroredStrategy must exist")
-        True
-    """
+    """The one message for "the runtime started too early", with the cause as it happened."""
     done = current()
     if done is not None and done.ops_before_import:
         cause = (
@@ -106,11 +94,11 @@ def runtime_started_message(what: str) -> str:
             "autodist was imported). Fix: move `import autodist` to the top of the script, above "
             "any TensorFlow, Keras or tf.data code; ops after it are fine."
         )
-    elif done is not None:
+    elif done is not None and done.plan is not None:
         cause = (
-            "the runtime started before autodist could create the strategy. Fix: let autodist "
-            "create it first (autodist.init() at the top of the script), or pass a function that "
-            "builds the model to autodist.fit."
+            "the runtime started before autodist could create the strategy. Fix: leave the "
+            "strategy to autodist (AUTODIST_STRATEGY=<kind> picks it) rather than creating "
+            "another one first."
         )
     else:
         cause = (
@@ -121,136 +109,21 @@ def runtime_started_message(what: str) -> str:
     return f"{what} before TensorFlow runs anything, but {cause}"
 
 
-def _make_current(environ: Mapping[str, str]) -> Activation:
-    """Detect, plan without a model, build the strategy and set it as the current one."""
-    import tensorflow as tf
+def _makes_current(the_plan: Any) -> bool:
+    """Whether this process trains under a strategy to make current (not default, not serving)."""
+    from autodist.planning import StrategyKind
 
-    from autodist.hardware import detect
-    from autodist.planning import StrategyKind, plan
-    from autodist.strategies import build_strategy, strategy_key
-
-    the_plan = plan(detect(environ), strategy=environ.get(STRATEGY_ENV, "auto") or "auto", environ=environ)
-    the_plan = dataclasses.replace(the_plan, reasons=the_plan.reasons + (ASSUMED_FITS,))
     cluster = the_plan.cluster
     serving = cluster is not None and (
         cluster.task_type == "evaluator"
         or (the_plan.strategy == StrategyKind.PARAMETER_SERVER and cluster.task_type in ("worker", "ps"))
     )
-    if the_plan.strategy == StrategyKind.DEFAULT or serving:
-        return Activation(plan=the_plan)
-    try:
-        strategy = build_strategy(the_plan)
-    except Exception as err:  # fit raises it when it plans the same strategy
-        get_logger().warning("autodist: could not create %s at import: %s", the_plan.strategy.value, err)
-        return Activation(plan=the_plan, error=err, failed_key=strategy_key(the_plan))
-    _let_other_scopes_in()
-    tf.distribute.experimental_set_strategy(strategy)
-    get_logger().info("autodist: %s is the current strategy (set when TensorFlow was imported)", the_plan.strategy.value)
-    return Activation(plan=the_plan, strategy=strategy)
-
-
-def stepping_aside(strategy: Any = None) -> Any:
-    """autodist's current strategy, if it should step aside for ``strategy``'s scope (or, with
-    ``None``, for a load "without a strategy"); ``None`` otherwise.
-
-    It steps aside only when it is current through activation alone: not when the script
-    re-entered its scope, nor inside any other scope, where TensorFlow's own rules apply.
-    """
-    done = current()
-    if done is None or done.strategy is None or "tensorflow" not in sys.modules:
-        return None
-    import tensorflow as tf
-    from tensorflow.python.framework import ops
-
-    global_scope = ops.get_default_graph()._global_distribute_strategy_scope
-    if global_scope is None or global_scope._context.strategy is not done.strategy:
-        return None  # the script set another strategy itself
-    if tf.distribute.get_strategy() is not done.strategy or _REENTERED[0]:
-        return None
-    return None if strategy is done.strategy else done.strategy
-
-
-#: How deep the script has re-entered the scope of autodist's current strategy (``with scope``).
-_REENTERED = [0]
-
-
-@contextlib.contextmanager
-def _counted(inner: Any) -> Any:
-    _REENTERED[0] += 1
-    try:
-        with inner as entered_strategy:
-            yield entered_strategy
-    finally:
-        _REENTERED[0] -= 1
-
-
-class _Aside:
-    """Wraps a context manager: autodist's strategy is not current inside it, and is after."""
-
-    def __init__(self, inner: Any, aside: Any) -> None:
-        self.inner, self.aside = inner, aside
-
-    def __enter__(self) -> Any:
-        import tensorflow as tf
-
-        tf.distribute.experimental_set_strategy(None)
-        try:
-            return self.inner.__enter__()
-        except BaseException:
-            tf.distribute.experimental_set_strategy(self.aside)
-            raise
-
-    def __exit__(self, *exc: Any) -> Any:
-        import tensorflow as tf
-
-        try:
-            return self.inner.__exit__(*exc)
-        finally:
-            tf.distribute.experimental_set_strategy(self.aside)
-
-
-def _let_other_scopes_in() -> None:
-    """What a script without autodist can do keeps working with autodist's strategy current:
-    ``with another_strategy.scope():`` (the save-and-load tutorial loads a model under a
-    ``OneDeviceStrategy`` it builds itself) and ``tf.saved_model.load(path)`` "without a
-    strategy", whose signatures are then called directly. For those, autodist's strategy steps
-    aside (:func:`stepping_aside`). Idempotent."""
-    from tensorflow.python.distribute import distribute_lib
-    from tensorflow.python.framework import ops
-    from tensorflow.python.saved_model import load as saved_model_load
-
-    original_scope = distribute_lib.StrategyBase.scope
-    if getattr(original_scope, "autodist_wrapped", False):
-        return
-
-    def scope(self: Any) -> Any:
-        inner = original_scope(self)
-        if ops.get_default_graph()._global_distribute_strategy_scope is None:
-            return inner  # no strategy is current globally (or experimental_set_strategy sets one)
-        done = current()
-        if done is not None and self is done.strategy:
-            return _counted(inner)
-        aside = stepping_aside(self)
-        return inner if aside is None else _Aside(inner, aside)
-
-    original_load = saved_model_load.load
-
-    def load(*args: Any, **kwargs: Any) -> Any:
-        aside = stepping_aside()
-        if aside is None:
-            return original_load(*args, **kwargs)
-        with _Aside(contextlib.nullcontext(), aside):
-            return original_load(*args, **kwargs)
-
-    scope.autodist_wrapped = True  # type: ignore[attr-defined]
-    distribute_lib.StrategyBase.scope = scope
-    for name, module in list(sys.modules.items()):
-        if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(module, "load", None) is original_load:
-            module.load = load
+    return the_plan.strategy != StrategyKind.DEFAULT and not serving
 
 
 def activate(environ: Mapping[str, str]) -> Activation:
-    """Run activation once (the hook calls it); record and return what happened. Never raises."""
+    """At TensorFlow import (once): split the CPU and plan; the strategy waits for a trigger.
+    Records and returns what happened; never raises."""
     if "done" in _STATE:
         return _STATE["done"]
     from autodist.strategies import configure_cpu_devices, runtime_started
@@ -263,13 +136,99 @@ def activate(environ: Mapping[str, str]) -> Activation:
         elif not activation_enabled(environ):
             outcome = Activation()
         else:
-            outcome = _make_current(environ)
+            the_plan = plan_here(environ)
+            the_plan = dataclasses.replace(the_plan, reasons=the_plan.reasons + (ASSUMED_FITS,))
+            outcome = Activation(plan=the_plan, pending=_makes_current(the_plan))
     except Exception as err:  # recorded; fit raises it with its own fix when it gets there
         if not isinstance(err, AutodistError):
             get_logger().warning("autodist: activation failed: %s: %s", type(err).__name__, err)
         outcome = Activation(error=err, ops_before_import=started)
     _STATE["done"] = outcome
+    if outcome.pending:
+        _MAIN[0] = threading.get_ident()
+        _TRIGGERS.install()
     return outcome
+
+
+def complete() -> None:
+    """Create the pending strategy and make it current. Idempotent; the triggers call it.
+
+    In another thread than the one that imported TensorFlow, or inside a ``with scope`` the
+    script opened, it only creates the strategy (MultiWorkerMirrored must exist before the first
+    op); making it current waits for the next trigger in the importing thread.
+
+    Raises:
+        Exception: the strategy's own error (``PeerError`` for a peer that never connects),
+            once; ``fit`` raises it again rather than trying a second time.
+    """
+    done = current()
+    if done is None or not done.pending or not _BUSY.acquire(blocking=False):
+        return
+    try:
+        from tensorflow.python.distribute import distribute_lib
+
+        from autodist import coexistence
+        from autodist.strategies import build_strategy, strategy_key
+
+        if done.strategy is None:
+            try:
+                strategy = build_strategy(done.plan)
+            except Exception as err:
+                _STATE["done"] = dataclasses.replace(done, pending=False, error=err, failed_key=strategy_key(done.plan))
+                _TRIGGERS.remove()
+                raise
+            done = _STATE["done"] = dataclasses.replace(done, strategy=strategy)
+        if threading.get_ident() != _MAIN[0] or distribute_lib.has_strategy():
+            return
+        coexistence.install(done.strategy)
+        distribute_lib.experimental_set_strategy(done.strategy)
+        _STATE["done"] = dataclasses.replace(done, pending=False)
+        _TRIGGERS.remove()
+        get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
+    finally:
+        _BUSY.release()
+
+
+class _Triggers:
+    """Wrappers that call :func:`complete` first: the runtime's start, variable creation, and
+    ``tf.distribute.get_strategy`` / ``has_strategy`` (as Keras models' constructors call them).
+    Removed, with TensorFlow's own functions back, once the strategy is current."""
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def _wrap(self, owner: Any, name: str) -> None:
+        original = getattr(owner, name)
+
+        def first_complete(*args: Any, **kwargs: Any) -> Any:
+            complete()
+            return original(*args, **kwargs)
+
+        self.saved.append((owner, name, original))
+        setattr(owner, name, first_complete)
+
+    def install(self) -> None:
+        from tensorflow.python.distribute import distribute_lib
+        from tensorflow.python.eager import context
+        from tensorflow.python.ops import variables
+
+        if self.saved:
+            return
+        self._wrap(context.Context, "ensure_initialized")
+        self._wrap(variables.VariableMetaclass, "__call__")
+        for name, module in list(sys.modules.items()):
+            if name.startswith("tensorflow._api.") and name.endswith(".distribute"):
+                for function in ("get_strategy", "has_strategy"):
+                    if getattr(module, function, None) is getattr(distribute_lib, function):
+                        self._wrap(module, function)
+
+    def remove(self) -> None:
+        while self.saved:
+            owner, name, original = self.saved.pop()
+            setattr(owner, name, original)
+
+
+_TRIGGERS = _Triggers()
 
 
 def _split_cpu(environ: Mapping[str, str], configure: Callable[[int], None]) -> None:
@@ -322,3 +281,8 @@ def install(environ: Mapping[str, str]) -> None:
         activate(environ)
     elif not any(isinstance(f, _AfterTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _AfterTensorFlowImport(lambda: activate(environ)))
+
+
+def uninstall() -> None:
+    """Drop the import hook (commands that only report, such as ``inspect``, create no strategy)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _AfterTensorFlowImport)]

@@ -1,4 +1,5 @@
-"""Chief duties and automatic backups for multi-worker training.
+"""Callbacks: chief duties and automatic backups for multi-worker training, and which
+callbacks need their batch hooks run at every step.
 
 - File-writing callbacks (``ModelCheckpoint``, ``TensorBoard``, ``CSVLogger``, and any callback
   with a ``filepath``, ``log_dir`` or ``filename`` string) write to the user's paths on the chief
@@ -33,7 +34,7 @@ from typing import Any
 
 from autodist.cluster import ClusterInfo
 
-__all__ = ["BATCH_HOOKS", "ChiefDuties", "backup_folder", "default_backup_root", "uses_batch_hooks"]
+__all__ = ["BATCH_HOOKS", "ChiefDuties", "backup_folder", "default_backup_root", "needs_each_step", "uses_batch_hooks"]
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
 BACKUP_ENV = "AUTODIST_BACKUP_DIR"
@@ -183,3 +184,26 @@ def uses_batch_hooks(callback: Any) -> bool:
         if getattr(method, "__func__", method) is not getattr(base, name):
             return True
     return False
+
+
+def needs_each_step(callback: Any) -> bool:
+    """Whether a callback's batch hooks must run at every step: it overrides them
+    (:func:`uses_batch_hooks`), and it is not one of Keras's own callbacks set to work once per
+    epoch, whose batch hooks then only count batches: ``ModelCheckpoint`` and ``BackupAndRestore``
+    with ``save_freq="epoch"``, ``TensorBoard`` with ``update_freq="epoch"`` and no profiling.
+
+    Example:
+        >>> import keras
+        >>> needs_each_step(keras.callbacks.ModelCheckpoint("m.keras")), needs_each_step(keras.callbacks.TerminateOnNaN())
+        (False, True)
+    """
+    if not uses_batch_hooks(callback):
+        return False
+    cls = type(callback)
+    if not cls.__module__.startswith(("keras.", "tf_keras.")):
+        return True
+    if cls.__name__ in ("ModelCheckpoint", "BackupAndRestore"):
+        return getattr(callback, "save_freq", None) != "epoch"
+    if cls.__name__ == "TensorBoard":
+        return getattr(callback, "update_freq", None) != "epoch" or getattr(callback, "_start_batch", 0) > 0
+    return True

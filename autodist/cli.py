@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any
 
+from autodist.activation import uninstall as uninstall_activation
 from autodist.errors import AutodistError
 from autodist.hardware import HardwareSnapshot, detect
 from autodist.planning import StrategyKind, format_gib, plan
@@ -240,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.name in ("inspect", "plan"):
+        uninstall_activation()  # they report; this process trains nothing
     try:
         data = args.command(args)
     except AutodistError as err:

@@ -18,10 +18,12 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from autodist.activation import complete as complete_activation
 from autodist.batching import validate_batch_size
-from autodist.hardware import detect
+from autodist.errors import AutodistError
 from autodist.log import get_logger, warn_all
-from autodist.planning import Plan, StrategyKind, plan
+from autodist.planning import Plan, StrategyKind
+from autodist.settings import plan_here
 from autodist.strategies import build_strategy
 
 __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
@@ -35,8 +37,9 @@ _ACTIVE: list[tuple[Plan, Any]] = []
 def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None, **plan_kwargs: Any) -> tuple[Plan, Any]:
     """Detect, plan and create the strategy now, before any other TensorFlow work.
 
-    Call it at the top of a script when the script touches TensorFlow before ``autodist.fit``
-    (logical CPU devices and multi-worker collectives must be set up first).
+    For custom training loops that want the strategy object (``strategy="auto"`` means
+    ``AUTODIST_STRATEGY`` when that is set). It is the strategy ``import autodist`` made current,
+    when the plans agree.
 
     Returns:
         ``(plan, strategy)``.
@@ -47,7 +50,8 @@ def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None
         >>> the_plan.strategy in list(autodist.StrategyKind)
         True
     """
-    the_plan = plan(detect(), strategy=strategy, batch_size=batch_size, environ=os.environ, **plan_kwargs)
+    complete_activation()  # the strategy made current at import, if it is still pending
+    the_plan = plan_here(os.environ, strategy=strategy, batch_size=batch_size, **plan_kwargs)
     return the_plan, build_strategy(the_plan)
 
 
@@ -139,18 +143,29 @@ def compute_average_loss(
 
     Raises:
         BatchSizeError: when ``global_batch_size`` is not a positive integer.
+        AutodistError: without ``global_batch_size``, outside ``strategy.run`` while a strategy
+            is current (TensorFlow cannot know the replica's batch there).
 
     Example:
         >>> import tensorflow as tf
         >>> float(compute_average_loss(tf.constant([1.0, 3.0]), global_batch_size=4))
         1.0
-        >>> float(compute_average_loss(tf.constant([1.0, 3.0])))  # one replica: its batch of 2
+        >>> strategy = tf.distribute.get_strategy()
+        >>> float(strategy.run(lambda: compute_average_loss(tf.constant([1.0, 3.0]))))  # default strategy: batch 2
         2.0
     """
     import tensorflow as tf
 
     if global_batch_size is not None:
         global_batch_size = validate_batch_size(global_batch_size, name="global_batch_size")
+    elif tf.distribute.has_strategy() and tf.distribute.in_cross_replica_context():
+        strategy = tf.distribute.get_strategy()
+        raise AutodistError(
+            f"compute_average_loss was called outside strategy.run, where the replica's batch is "
+            f"unknown ({type(strategy).__name__} with {strategy.num_replicas_in_sync} replicas is "
+            "current: autodist made it current at import). Expected a call inside the replica "
+            "function passed to strategy.run. Call it there, or pass global_batch_size=."
+        )
     return tf.nn.compute_average_loss(
         per_example_loss, sample_weight=sample_weight, global_batch_size=global_batch_size
     )

@@ -22,10 +22,10 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from autodist.activation import complete as complete_activation
 from autodist.batching import arrays_to_dataset, dataset_batch_size, dropped_samples, prepare_dataset, repeat_across_epochs
 from autodist.callbacks import ChiefDuties, uses_batch_hooks
 from autodist.errors import (
-    AutodistError,
     BatchSizeError,
     ModelPlacementError,
     PeerError,
@@ -51,12 +51,12 @@ from autodist.keras_compat import (
     patch_multi_worker_trainer,
 )
 from autodist.log import get_logger, warn_all
-from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of, plan
+from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of
+from autodist.settings import plan_here
 from autodist.strategies import build_strategy
 
 __all__ = ["fit"]
 
-PEER_TIMEOUT_ENV = "AUTODIST_PEER_TIMEOUT"
 
 _MOVABLE_INPUT_NOTE = (
     "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
@@ -268,6 +268,7 @@ def fit(
             "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
             "that builds and compiles it."
         )
+    complete_activation()  # the strategy made current at import, if it is still pending
     plan_args = (model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds)
     the_plan = _plan_for(*plan_args)
     distribution = build_strategy(the_plan)
@@ -461,26 +462,17 @@ def _plan_for(
     options: dict[str, Any] = {}
     if gpu_memory_fraction is not None:
         options["gpu_memory_fraction"] = gpu_memory_fraction
-    timeout = peer_timeout_seconds if peer_timeout_seconds is not None else os.environ.get(PEER_TIMEOUT_ENV)
-    if timeout is not None:
-        try:
-            options["peer_timeout_seconds"] = float(timeout)
-        except ValueError:
-            source = "peer_timeout_seconds" if peer_timeout_seconds is not None else PEER_TIMEOUT_ENV
-            raise AutodistError(
-                f"{source} must be a number of seconds (Received: {source}={timeout!r}). It bounds "
-                "how long a worker waits for its peers; pass a number such as 300."
-            ) from None
     snapshot = detect()
     if tpu_cores is not None and snapshot.tpu is not None:
         snapshot = dataclasses.replace(snapshot, tpu=dataclasses.replace(snapshot.tpu, num_cores=tpu_cores))
-    the_plan = plan(
-        snapshot,
+    the_plan = plan_here(
+        os.environ,
+        snapshot=snapshot,
         model=None if builder is not None else model,
         num_params=num_params,
         batch_size=requested,
         strategy=strategy,
-        environ=os.environ,
+        peer_timeout_seconds=peer_timeout_seconds,
         **options,
     )
     if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:

@@ -28,9 +28,10 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from autodist.callbacks import uses_batch_hooks
+from autodist.callbacks import needs_each_step, uses_batch_hooks
 from autodist.cluster import ClusterInfo
 from autodist.errors import AutodistError, PeerError
+from autodist.log import warn_all
 
 __all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "steps_per_epoch", "watch_chief"]
 
@@ -149,7 +150,7 @@ def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int
         from tensorflow.python.distribute.coordinator import values
 
         samples = _samples(x)
-        graph, spec = values.serialize_dataset_to_graph(samples), samples.element_spec
+        graph, spec = _serialised(samples), samples.element_spec
 
         def from_dataset(context: Any) -> Any:
             dataset = values.deserialize_dataset_from_graph(graph, spec)
@@ -167,6 +168,31 @@ def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int
         return dataset.repeat().batch(global_batch_size).prefetch(2)
 
     return from_arrays
+
+
+def _serialised(dataset: Any) -> Any:
+    """The dataset's graph, to rebuild it on the workers.
+
+    Raises:
+        AutodistError: when the pipeline holds state a graph cannot carry (``py_function``,
+            ``from_generator``, a lookup table built in Python), which would fail on the workers.
+    """
+    import tensorflow as tf
+    from tensorflow.python.data.ops.options import ExternalStatePolicy
+    from tensorflow.python.ops import gen_dataset_ops
+
+    try:
+        return gen_dataset_ops.dataset_to_graph_v2(
+            dataset._variant_tensor, external_state_policy=ExternalStatePolicy.FAIL.value, strip_device_assignment=True
+        )
+    except (tf.errors.FailedPreconditionError, tf.errors.InvalidArgumentError) as err:
+        raise AutodistError(
+            "Parameter-server training rebuilds the input pipeline on every worker from its graph, "
+            f"and this tf.data.Dataset holds state that cannot travel ({str(err).strip().splitlines()[0][:200]}): "
+            "py_function, from_generator or Python-side state. Expected a pipeline of TensorFlow "
+            "ops. Pass the data as arrays, or build the pipeline from files or tensors with "
+            "TensorFlow ops only."
+        ) from err
 
 
 def _first_batch(x: Any, y: Any, sample_weight: Any, size: int) -> tuple[Any, Any, Any]:
@@ -258,7 +284,14 @@ def fit_keras3(
         user_callbacks, add_history=True, add_progbar=False, model=model, epochs=epochs, steps=steps, verbose=0
     )
     history = next(cb for cb in callbacks.callbacks if isinstance(cb, keras.callbacks.History))
-    per_step = any(uses_batch_hooks(callback) for callback in user_callbacks)
+    per_step = [type(callback).__name__ for callback in user_callbacks if needs_each_step(callback)]
+    if per_step:
+        warn_all([
+            f"{per_step} run batch-level hooks, so autodist's parameter-server loop waits for each "
+            "step's result before scheduling the next, and steps no longer overlap across workers "
+            "(slower than asynchronous training). Move their work to on_epoch_end to keep it "
+            "asynchronous."
+        ])
     model.stop_training = False
     callbacks.on_train_begin()
     logs: dict[str, float] = {}
@@ -268,7 +301,7 @@ def fit_keras3(
                 metric.reset_state()
             callbacks.on_epoch_begin(epoch)
             started = time.monotonic()
-            _run_epoch(model, coordinator, train_step, iterator, callbacks, steps, per_step=per_step)
+            _run_epoch(model, coordinator, train_step, iterator, callbacks, steps, per_step=bool(per_step))
             logs = {name: float(value) for name, value in model.get_metrics_result().items()}
             if verbose not in (0, "0"):
                 print(

@@ -27,7 +27,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from autodist.activation import ACTIVATE_ENV, STRATEGY_ENV, current
+from autodist.activation import current
+from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
 from autodist.errors import AutodistError, ModelPlacementError
 from autodist.log import warn_all
 from autodist.planning import Plan, StrategyKind, keras_flavor_of

@@ -16,9 +16,9 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# The manual arms build their own strategies and enter their scopes, as a script without autodist
-# does; a strategy autodist made current at import would clash with them ("Mixing different
-# tf.distribute.Strategy objects"). The autodist arms pass builders, so they lose nothing.
+# The manual arms stand for a script without autodist: their "default" arm is
+# tf.distribute.get_strategy(), which would return the strategy autodist makes current. The
+# autodist arms pass builders, so they lose nothing.
 os.environ["AUTODIST_ACTIVATE"] = "0"
 
 import autodist  # noqa: E402  (first: AUTODIST_CPU_DEVICES splits the CPU when TF loads)

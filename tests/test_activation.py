@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from autodist.activation import activation_enabled
+from autodist.settings import activation_enabled
 from tests.conftest import run_python, subprocess_env
 
 PROGRAM = """
@@ -42,8 +42,14 @@ def _run(imports: str, **env: str) -> dict:
 @pytest.mark.tensorflow
 @pytest.mark.parametrize(
     "imports",
-    ["import autodist\nimport keras\nimport tensorflow as tf", "import tensorflow as tf\nimport keras\nimport autodist"],
-    ids=["autodist-first", "tensorflow-first-no-ops"],
+    [
+        "import autodist\nimport keras\nimport tensorflow as tf",
+        "import tensorflow as tf\nimport keras\nimport autodist",
+        # tf.config calls after the import, as in TensorFlow's guides: the runtime has not started
+        "import autodist\nimport tensorflow as tf\ntf.config.threading.set_intra_op_parallelism_threads(2)\n"
+        "tf.config.threading.set_inter_op_parallelism_threads(2)\nimport keras",
+    ],
+    ids=["autodist-first", "tensorflow-first-no-ops", "tf-config-after-import"],
 )
 def test_import_order_before_any_op_creates_the_model_under_the_strategy(imports):
     result = _run(imports)

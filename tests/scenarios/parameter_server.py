@@ -54,9 +54,16 @@ class Started(keras.callbacks.Callback):
 
 
 def dataset_loss(model) -> float:
-    """Mean loss of ``model`` on the whole data set, computed eagerly on this process."""
-    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    return float(loss(Y, model(X, training=False)))
+    """Mean loss of ``model`` on the whole data set, computed eagerly on this process. Per sample
+    (reduction "none"): tf_keras refuses a mean reduction outside fit while a strategy is current."""
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    return float(np.mean(loss(Y, model(X, training=False))))
+
+
+def device_of(variable) -> str:
+    """Where a variable lives (Keras 3 wraps the TensorFlow variable as ``.value``)."""
+    inner = getattr(variable, "value", variable)
+    return str(getattr(variable if callable(inner) else inner, "device", ""))
 
 
 class Order(keras.callbacks.Callback):
@@ -82,8 +89,7 @@ def dataset_mode() -> None:
     batched = tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(512, seed=1).batch(32)
     unbatched_endless = tf.data.Dataset.from_tensor_slices((X, Y)).repeat()
     model = build()
-    variable = model.trainable_variables[0]
-    results = {"variable_device": str(getattr(getattr(variable, "value", variable), "device", ""))}
+    results = {"variable_device": device_of(model.trainable_variables[0])}
     legacy = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
     checkpoint = keras.callbacks.ModelCheckpoint(
         os.path.join(OUTDIR, "ckpt-{epoch}-{batch}" + ("" if legacy else ".weights.h5")), save_weights_only=True, save_freq=4
@@ -116,8 +122,7 @@ if MODE == "dataset":
     sys.exit(0)
 epochs = 3 if MODE == "train" else 10_000
 history = autodist.fit(build, X, Y, batch_size=32, epochs=epochs, verbose=0, callbacks=[Started()])
-# Built after training (before it, building would start the runtime too early); the same seed
-# gives the same starting weights that training began from.
+# The same seed gives the same starting weights that training began from.
 initial_loss = dataset_loss(build())
 variable = history.model.trainable_variables[0]
 with open(os.path.join(OUTDIR, "chief.json"), "w") as handle:
@@ -128,7 +133,7 @@ with open(os.path.join(OUTDIR, "chief.json"), "w") as handle:
             "final_loss": dataset_loss(history.model),
             "strategy": history.plan.strategy.value,
             "global_batch_size": history.plan.global_batch_size,
-            "variable_device": str(getattr(getattr(variable, "value", variable), "device", "")),
+            "variable_device": device_of(variable),
         },
         handle,
     )
