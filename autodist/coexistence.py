@@ -59,7 +59,7 @@ def stepping_aside(strategy: Any = None) -> Any:
     from tensorflow.python.framework import ops
 
     global_scope = ops.get_default_graph()._global_distribute_strategy_scope
-    if global_scope is None or global_scope._context.strategy is not ours:
+    if getattr(getattr(global_scope, "_context", None), "strategy", None) is not ours:
         return None  # not current in this thread, or the script set another strategy itself
     if tf.distribute.get_strategy() is not ours or _reentered() or strategy is ours:
         return None

@@ -183,28 +183,31 @@ def case_callable() -> dict:
     }
 
 
+def custom_loop(strategy, model, dataset) -> list[float]:
+    """One epoch of the tutorials' custom loop: compute_average_loss inside strategy.run, the
+    replicas' losses summed. Returns each step's loss."""
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+    @tf.function
+    def step(batch):
+        def replica_step(inputs):
+            x, y = inputs
+            with tf.GradientTape() as tape:
+                loss = autodist.compute_average_loss(loss_fn(y, model(x, training=True)))
+            grads = tape.gradient(loss, model.trainable_variables)
+            model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        return strategy.reduce("SUM", strategy.run(replica_step, args=(batch,)), axis=None)
+
+    return [float(step(batch)) for batch in strategy.experimental_distribute_dataset(dataset)]
+
+
 def case_decorator(ref_model) -> dict:
     @autodist.distributed(batch_size=32)
     def train(plan, strategy):
         model = build()
-        optimizer = model.optimizer
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-        dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(plan.global_batch_size)
-        dist = strategy.experimental_distribute_dataset(dataset)
-
-        @tf.function
-        def step(batch):
-            def replica_step(inputs):
-                x, y = inputs
-                with tf.GradientTape() as tape:
-                    loss = autodist.compute_average_loss(loss_fn(y, model(x, training=True)))
-                grads = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
-            return strategy.reduce("SUM", strategy.run(replica_step, args=(batch,)), axis=None)
-
-        losses = [float(step(batch)) for batch in dist]
+        losses = custom_loop(strategy, model, tf.data.Dataset.from_tensor_slices((X, Y)).batch(plan.global_batch_size))
         return model, losses, plan
 
     model, losses, plan = train()
@@ -286,23 +289,7 @@ def case_custom_loop_batches(ref_weights_64) -> dict:
     @autodist.distributed
     def train(strategy):
         model = build()
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-        dist = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((X[:250], Y[:250])).batch(64))
-
-        @tf.function
-        def step(batch):
-            def replica_step(inputs):
-                x, y = inputs
-                with tf.GradientTape() as tape:
-                    loss = autodist.compute_average_loss(loss_fn(y, model(x, training=True)))
-                grads = tape.gradient(loss, model.trainable_variables)
-                model.optimizer.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
-            return strategy.reduce("SUM", strategy.run(replica_step, args=(batch,)), axis=None)
-
-        losses = [float(step(batch)) for batch in dist]
-        return model, losses
+        return model, custom_loop(strategy, model, tf.data.Dataset.from_tensor_slices((X[:250], Y[:250])).batch(64))
 
     model, losses = train()
     return {"weight_diff": max_diff(model.get_weights(), ref_weights_64), "num_steps": len(losses)}
