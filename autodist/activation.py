@@ -47,9 +47,10 @@ _WATCHED = ("tensorflow", "keras", "tf_keras")
 #: The reason added to a plan made at import, before any model exists.
 ASSUMED_FITS = (
     "made when TensorFlow was imported, before the model existed: it assumes the model fits "
-    "one device. If it turns out not to (autodist.fit checks the real size), fit switches to "
-    "central_storage and moves the model with a warning; set AUTODIST_STRATEGY=central_storage "
-    "to create it there directly"
+    "one device. autodist.fit checks the real size; when the model does not fit, fit plans "
+    "central_storage and moves the model there with a warning (if building it on each GPU did "
+    "not already run out of memory). For a model known to be too large, set "
+    "AUTODIST_STRATEGY=central_storage before the script starts, so it is created there"
 )
 
 

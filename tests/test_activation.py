@@ -21,7 +21,7 @@ model = keras.Sequential([keras.layers.Dense(4), keras.layers.Dense(1)])
 model.compile(optimizer="sgd", loss="mse")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    history = autodist.fit(model, np.ones((32, 3), "float32"), np.ones((32, 1), "float32"), batch_size=8, verbose=0)
+    history = autodist.fit(model, {data}, batch_size=8, verbose=0)
 weight = model.weights[0]
 print("RESULT " + json.dumps({{
     "current": type(tf.distribute.get_strategy()).__name__,
@@ -32,8 +32,13 @@ print("RESULT " + json.dumps({{
 """
 
 
-def _run(imports: str, **env: str) -> dict:
-    proc = run_python(["-c", PROGRAM.format(imports=imports)], env=subprocess_env(AUTODIST_CPU_DEVICES="2", **env), timeout=120)
+ARRAYS = 'np.ones((32, 3), "float32"), np.ones((32, 1), "float32")'
+DATASET = 'tf.data.Dataset.from_tensor_slices((np.ones((32, 3), "float32"), np.ones((32, 1), "float32"))).batch(8)'
+
+
+def _run(imports: str, data: str = ARRAYS, **env: str) -> dict:
+    program = PROGRAM.format(imports=imports, data=data)
+    proc = run_python(["-c", program], env=subprocess_env(AUTODIST_CPU_DEVICES="2", **env), timeout=120)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     return json.loads(lines[-1][len("RESULT "):])
@@ -57,8 +62,11 @@ def test_import_order_before_any_op_creates_the_model_under_the_strategy(imports
 
 
 @pytest.mark.tensorflow
-def test_switch_off_falls_back_to_moving_with_one_warning_naming_the_switch():
-    result = _run("import autodist\nimport keras\nimport tensorflow as tf", AUTODIST_ACTIVATE="0")
+@pytest.mark.parametrize("data", [ARRAYS, DATASET], ids=["arrays", "dataset"])
+def test_switch_off_falls_back_to_moving_with_one_warning_naming_the_switch(data):
+    """The fallback builds the unbuilt model from its first batch (arrays or a dataset), moves
+    it, trains, and copies the state back into the caller's object."""
+    result = _run("import autodist\nimport keras\nimport tensorflow as tf", data, AUTODIST_ACTIVATE="0")
     assert (result["current"], result["variable"], result["strategy"]) == ("_DefaultDistributionStrategy", "ResourceVariable", "mirrored")
     (warning,) = result["warnings"]
     assert "trained a copy" in warning and "AUTODIST_ACTIVATE=0" in warning
@@ -67,3 +75,35 @@ def test_switch_off_falls_back_to_moving_with_one_warning_naming_the_switch():
 def test_switch_values():
     assert [activation_enabled({"AUTODIST_ACTIVATE": v}) for v in ("0", "off", "False", "1", "")] == [False, False, False, True, True]
     assert activation_enabled({})
+
+
+def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_the_cause(monkeypatch):
+    """On 2 x 16 GiB GPUs the import-time plan (no model yet) is mirrored and says what it
+    assumed; fit's plan for a 5B-parameter model is central_storage, and the fallback's warning
+    names that change and the fix (AUTODIST_STRATEGY=central_storage)."""
+    import dataclasses
+
+    from autodist import activation, placement
+    from autodist.settings import plan_here
+    from tests.conftest import make_snapshot
+
+    snapshot = make_snapshot(num_gpus=2, gpu_memory_gib=16)
+    at_import = plan_here({}, snapshot=snapshot)
+    at_import = dataclasses.replace(at_import, reasons=at_import.reasons + (activation.ASSUMED_FITS,))
+    assert at_import.strategy.value == "mirrored" and "assumes the model fits" in at_import.summary()
+    in_fit = plan_here({}, snapshot=snapshot, num_params=5_000_000_000)
+    assert in_fit.strategy.value == "central_storage"
+    monkeypatch.setitem(activation._STATE, "done", activation.Activation(plan=at_import))
+    key, cause = placement._move_cause(in_fit)
+    assert "was mirrored, and this fit chose central_storage" in cause
+    assert "AUTODIST_STRATEGY=central_storage" in cause
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("strategy, variable", [("one_device", "ResourceVariable"), ("central_storage", "AggregatingVariable")])
+def test_unbuilt_model_is_created_under_the_strategy_set_by_environment(strategy, variable):
+    """AUTODIST_STRATEGY picks what is made current, and fit's "auto" means the same: the unbuilt
+    model is created there and trains as it is, no copy and no warning."""
+    result = _run("import autodist\nimport keras\nimport tensorflow as tf", AUTODIST_STRATEGY=strategy)
+    assert (result["strategy"], result["warnings"]) == (strategy, [])
+    assert result["variable"] == variable
