@@ -273,6 +273,9 @@ def arrays_to_dataset(
     def slice_all(structure: Any, start: int, stop: int | None) -> Any:
         return tf.nest.map_structure(lambda a: a[start:stop], structure)
 
+    # Keras reads a list of arrays as the inputs of a multi-input model; tf.data would stack a
+    # list into one tensor (and fail on inputs of different shapes), so it becomes a tuple.
+    x = tuple(x) if isinstance(x, list) else x
     leaves = tf.nest.flatten(x)
     num_samples = int(leaves[0].shape[0])
     parts = tuple(part for part in (x, y, sample_weight) if part is not None)

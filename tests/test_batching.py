@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from autodist.batching import adjust_global_batch, dataset_batch_size, prepare_dataset
@@ -108,3 +109,17 @@ def test_repeat_across_epochs_keeps_the_batches_and_order():
     unknown = tf.data.Dataset.range(10).filter(lambda v: v % 2 == 0)
     assert repeat_across_epochs(unknown) == (unknown, None)
     assert repeat_across_epochs(tf.data.Dataset.range(3).repeat())[1] is None
+
+
+def test_a_list_of_arrays_stays_the_inputs_of_a_multi_input_model():
+    """Keras reads x=[x1, x2] as two inputs; tf.data would stack the list into one tensor, which
+    fails for inputs of different widths (multi-worker and TPU runs build this dataset)."""
+    import tensorflow as tf
+
+    from autodist.batching import arrays_to_dataset
+
+    x = [np.zeros((10, 3), "float32"), np.ones((10, 5), "float32")]
+    train, _ = arrays_to_dataset(x, np.arange(10), global_batch_size=4, shuffle=False)
+    (first, second), labels = next(iter(train))
+    assert (tuple(first.shape), tuple(second.shape), labels.numpy().tolist()) == ((4, 3), (4, 5), [0, 1, 2, 3])
+    assert isinstance(train.element_spec[0], tuple) and isinstance(train.element_spec[0][0], tf.TensorSpec)
