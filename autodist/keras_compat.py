@@ -91,8 +91,10 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "assign(old + delta), so N replicas write N*old + sum(deltas): History and "
                 "evaluate report wrong loss and metrics. Under ParameterServerStrategy the same "
                 "read-modify-write on CachingVariables races between workers and loses updates "
-                "(per-epoch metrics vary from run to run). autodist routes assign_add/assign_sub on "
-                "both to TensorFlow's own delta updates."
+                "(per-epoch metrics vary from run to run). Under MirroredStrategy and "
+                "MultiWorkerMirroredStrategy a variable created with aggregation='sum' (a counter "
+                "in a custom layer) doubles its old value at every update on 2 replicas. autodist "
+                "routes assign_add/assign_sub on all three to TensorFlow's own delta updates."
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
@@ -210,14 +212,16 @@ _PATCHED: dict[str, Any] = {}
 
 
 def patch_aggregating_variable_updates() -> bool:
-    """Make Keras 3 ``assign_add``/``assign_sub`` on AggregatingVariables a true delta update.
+    """Make Keras 3 ``assign_add``/``assign_sub`` on SUM-aggregated distributed variables
+    (AggregatingVariable, CachingVariable, MirroredVariable) a true delta update.
 
     Idempotent. Other variables keep Keras's own code path. Returns whether the patch is in place.
     """
     if "assign_add" in _PATCHED:
         return True
+    import tensorflow as tf
     from keras.src.backend.tensorflow import core
-    from tensorflow.python.distribute import ps_values
+    from tensorflow.python.distribute import ps_values, values
 
     original_add = core.Variable.assign_add
     original_sub = core.Variable.assign_sub
@@ -230,15 +234,22 @@ def patch_aggregating_variable_updates() -> bool:
 
     # AggregatingVariable: CentralStorage (and PS) SUM-aggregated state. CachingVariable: every
     # variable on a ps task, where Keras's read-modify-write races between workers.
+    # MirroredVariable with SUM aggregation: Mirrored and MultiWorkerMirrored counters.
     shared = (ps_values.AggregatingVariable, ps_values.CachingVariable)
 
+    def summed(variable: Any) -> bool:
+        inner = getattr(variable, "_value", None)
+        if isinstance(inner, shared):
+            return True
+        return isinstance(inner, values.MirroredVariable) and inner.aggregation == tf.VariableAggregation.SUM
+
     def assign_add(self: Any, value: Any) -> Any:
-        if isinstance(getattr(self, "_value", None), shared):
+        if summed(self):
             return self._value.assign_add(_delta(self, value))
         return original_add(self, value)
 
     def assign_sub(self: Any, value: Any) -> Any:
-        if isinstance(getattr(self, "_value", None), shared):
+        if summed(self):
             return self._value.assign_sub(_delta(self, value))
         return original_sub(self, value)
 

@@ -184,9 +184,8 @@ def _apply_keras_workarounds(trained: Any, the_plan: Plan) -> None:
     if keras_flavor_of(trained) != "keras3":
         return
     version = describe_model(trained).keras_version
-    if the_plan.strategy in (StrategyKind.CENTRAL_STORAGE, StrategyKind.PARAMETER_SERVER):
-        if WORKAROUNDS["aggregating_variable_updates"].is_active(version):
-            patch_aggregating_variable_updates()
+    if the_plan.strategy != StrategyKind.DEFAULT and WORKAROUNDS["aggregating_variable_updates"].is_active(version):
+        patch_aggregating_variable_updates()
     if the_plan.strategy in (StrategyKind.MIRRORED, StrategyKind.MULTI_WORKER_MIRRORED):
         patch_multi_worker_trainer(version)
 

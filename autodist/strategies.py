@@ -148,6 +148,8 @@ def build_strategy(plan: Plan) -> Any:
         )
         if plan.keras_flavor == "keras3":
             patch_multi_worker_trainer(plan.keras_version)
+            if WORKAROUNDS["aggregating_variable_updates"].is_active(plan.keras_version):
+                patch_aggregating_variable_updates()
     elif kind == StrategyKind.CENTRAL_STORAGE:
         strategy = tf.distribute.experimental.CentralStorageStrategy(
             compute_devices=list(plan.devices), parameter_device=plan.parameter_device
@@ -217,6 +219,8 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
         ) from err
     if plan.keras_flavor == "keras3":
         patch_multi_worker_trainer(plan.keras_version)
+        if WORKAROUNDS["aggregating_variable_updates"].is_active(plan.keras_version):
+            patch_aggregating_variable_updates()
     return strategy
 
 

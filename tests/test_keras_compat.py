@@ -29,6 +29,15 @@ def test_aggregating_variable_patch_fixes_it(upstream):
     assert upstream["central_storage_mean_patched"] == pytest.approx(3.5)
 
 
+def test_still_needed_mirrored_sum_counter(upstream):
+    # 2 steps x 2 replicas x 1: 4. Keras's assign(old + delta) summed over replicas gives 2*old + 2.
+    assert upstream["mirrored_sum_counter_unpatched"] == [6.0, 6.0], (
+        "SUM-aggregated variables count right under Mirrored without autodist's patch: drop "
+        "MirroredVariable from 'aggregating_variable_updates' in autodist/keras_compat.py"
+    )
+    assert upstream["mirrored_sum_counter_patched"] == [4.0, 4.0]
+
+
 def test_still_needed_first_batch_symbolic_build_mirrored(upstream):
     error = upstream["mirrored_uneven_first_batch_error"]
     assert error is not None and "AddN must have the same size and shape" in error, (

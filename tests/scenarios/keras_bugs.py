@@ -38,6 +38,22 @@ def central_storage_mean() -> float:
     return float(metric.result())
 
 
+def mirrored_sum_counter() -> list[float]:
+    """A variable with aggregation="sum" (a counter in a custom layer) under MirroredStrategy:
+    each of 2 steps adds 1 on each of 2 replicas, so the right answer is 4."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        counter = keras.Variable(np.zeros(2, "float32"), trainable=False, aggregation="sum")
+
+    @tf.function
+    def step():
+        strategy.run(lambda: counter.assign_add(tf.ones(2)))
+
+    step()
+    step()
+    return counter.numpy().tolist()
+
+
 def mirrored_fit_error(**compile_kwargs) -> str | None:
     strategy = tf.distribute.MirroredStrategy(DEVICES)
     with strategy.scope():
@@ -69,6 +85,7 @@ def main() -> None:
         "mirrored_uneven_first_batch_error": mirrored_uneven_validation_error(),
         "keras_version": keras.__version__,
         "central_storage_mean_unpatched": central_storage_mean(),
+        "mirrored_sum_counter_unpatched": mirrored_sum_counter(),
         "mirrored_steps_per_execution_error": mirrored_fit_error(steps_per_execution=4),
         "mirrored_jit_compile_error": mirrored_fit_error(jit_compile=True),
     }
@@ -76,6 +93,7 @@ def main() -> None:
 
     patch_aggregating_variable_updates()
     results["central_storage_mean_patched"] = central_storage_mean()
+    results["mirrored_sum_counter_patched"] = mirrored_sum_counter()
     print("RESULT " + json.dumps(results))
 
 
