@@ -8,10 +8,12 @@ often each callback hook fired. The table is printed in the run's figures sectio
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from tests.conftest import run_scenario
+from tests.conftest import SCENARIOS, run_python, run_scenario, subprocess_env
 
 TOLERANCE = 1e-4
 STRATEGIES = {
@@ -22,10 +24,25 @@ STRATEGIES = {
 _TABLE: dict[str, dict[str, str]] = {}
 
 
-@pytest.fixture(scope="module", params=list(STRATEGIES))
-def cells(request):
-    result = run_scenario("differential.py", timeout=600, **STRATEGIES[request.param])
-    return request.param, result
+MULTI_WORKER = "multi_worker_mirrored (2 workers)"
+
+
+@pytest.fixture(scope="module", params=list(STRATEGIES) + [MULTI_WORKER])
+def cells(request, tmp_path_factory):
+    if request.param != MULTI_WORKER:
+        return request.param, run_scenario("differential.py", timeout=600, **STRATEGIES[request.param])
+    out = tmp_path_factory.mktemp("differential")
+    proc = run_python(
+        ["-m", "autodist", "launch", "--workers", "2", "--timeout", "560", "--grace", "3", str(SCENARIOS / "differential.py"), str(out)],
+        env=subprocess_env(),
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    chief, other = (json.loads((out / f"worker-{i}.json").read_text()) for i in (0, 1))
+    for kind, arms in chief.items():
+        if kind != "strategy" and "error" not in arms["autodist"]:
+            assert arms["autodist"]["weights"] == other[kind]["autodist"]["weights"], f"{kind}: workers disagree"
+    return request.param, chief
 
 
 def judge(reference: dict, got: dict) -> str:
@@ -57,7 +74,7 @@ def test_autodist_fit_matches_model_fit_for_every_input_kind(cells, report):
     strategy, result = cells
     verdicts = {kind: judge(arms["reference"], arms["autodist"]) for kind, arms in result.items() if kind != "strategy"}
     _TABLE[strategy] = verdicts
-    if len(_TABLE) == len(STRATEGIES):
+    if len(_TABLE) == len(STRATEGIES) + 1:
         kinds = list(verdicts)
         width = max(len(kind) for kind in kinds)
         report("differential harness (input kind x strategy: equal / AutodistError / what differs):")

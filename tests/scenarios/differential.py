@@ -1,7 +1,9 @@
 """The differential harness: the same small program as plain ``model.fit`` and as ``autodist.fit``.
 
-Usage: python differential.py   (the parent sets AUTODIST_CPU_DEVICES / AUTODIST_STRATEGY, so
-autodist makes the strategy under test current at import, as for a user)
+Usage: python differential.py [OUTDIR]   (the parent sets AUTODIST_CPU_DEVICES /
+AUTODIST_STRATEGY, or TF_CONFIG through ``python -m autodist launch``, so autodist makes the
+strategy under test current at import, as for a user). In a cluster every worker writes
+OUTDIR/<task>.json instead of printing.
 
 For every input kind, the reference arm runs plain single-device ``model.fit`` (no strategy
 current) and the autodist arm runs ``autodist.fit`` under the process's strategy, both from the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -148,7 +151,13 @@ def main() -> None:
             got = {"error": f"{type(err).__name__}: {err}"}
         results[name] = {"reference": reference, "autodist": got}
     results["strategy"] = type(tf.distribute.get_strategy()).__name__
-    print("RESULT " + json.dumps(results))
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    if not config:
+        print("RESULT " + json.dumps(results))
+        return
+    task = f"{config['task']['type']}-{config['task']['index']}"
+    with open(os.path.join(sys.argv[1], f"{task}.json"), "w") as handle:
+        json.dump(results, handle)
 
 
 if __name__ == "__main__":
