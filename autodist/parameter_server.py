@@ -284,14 +284,7 @@ def fit_keras3(
         user_callbacks, add_history=True, add_progbar=False, model=model, epochs=epochs, steps=steps, verbose=0
     )
     history = next(cb for cb in callbacks.callbacks if isinstance(cb, keras.callbacks.History))
-    per_step = [type(callback).__name__ for callback in user_callbacks if needs_each_step(callback)]
-    if per_step:
-        warn_all([
-            f"{per_step} run batch-level hooks, so autodist's parameter-server loop waits for each "
-            "step's result before scheduling the next, and steps no longer overlap across workers "
-            "(slower than asynchronous training). Move their work to on_epoch_end to keep it "
-            "asynchronous."
-        ])
+    per_step = _per_step(user_callbacks)
     model.stop_training = False
     callbacks.on_train_begin()
     logs: dict[str, float] = {}
@@ -301,7 +294,7 @@ def fit_keras3(
                 metric.reset_state()
             callbacks.on_epoch_begin(epoch)
             started = time.monotonic()
-            _run_epoch(model, coordinator, train_step, iterator, callbacks, steps, per_step=bool(per_step))
+            _run_epoch(model, coordinator, train_step, iterator, callbacks, steps, per_step=per_step)
             logs = {name: float(value) for name, value in model.get_metrics_result().items()}
             if verbose not in (0, "0"):
                 print(
@@ -317,6 +310,19 @@ def fit_keras3(
     callbacks.on_train_end(logs)
     model.history = history
     return history
+
+
+def _per_step(callbacks: list[Any]) -> bool:
+    """Whether batch hooks must run at every step; warns with the cost when they must."""
+    names = [type(callback).__name__ for callback in callbacks if needs_each_step(callback)]
+    if names:
+        warn_all([
+            f"{names} run batch-level hooks, so autodist's parameter-server loop waits for each "
+            "step's result before scheduling the next, and steps no longer overlap across workers "
+            "(slower than asynchronous training). Move their work to on_epoch_end to keep it "
+            "asynchronous."
+        ])
+    return bool(names)
 
 
 def _run_epoch(model: Any, coordinator: Any, train_step: Any, iterator: Any, callbacks: Any, steps: int, *, per_step: bool) -> None:

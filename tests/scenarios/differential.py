@@ -20,7 +20,6 @@ tests/test_differential.py.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -31,6 +30,7 @@ import autodist  # noqa: E402  (first: the strategy under test becomes current)
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from reference import plain  # noqa: E402
 
 NUM, FEATURES, CLASSES, EPOCHS, BATCH = 100, 6, 3, 2, 16  # 100 = 6 x 16 + 4: a short last batch
 rng = np.random.default_rng(3)
@@ -39,17 +39,6 @@ FEATURES_B = rng.normal(size=(NUM, 2)).astype("float32")
 IDS = np.arange(NUM, dtype="float32")[:, None]
 XA = np.concatenate([IDS, FEATURES_A], axis=1)  # column 0: the sample's id
 Y = np.argmax(FEATURES_A[:, :CLASSES] + FEATURES_B[:, :1], axis=1).astype("int32")
-
-
-@contextlib.contextmanager
-def plain():
-    """No strategy current: what the same script does without autodist."""
-    current = tf.distribute.get_strategy()
-    tf.distribute.experimental_set_strategy(None)
-    try:
-        yield
-    finally:
-        tf.distribute.experimental_set_strategy(current)
 
 
 class CountIds(keras.layers.Layer):

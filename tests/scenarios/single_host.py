@@ -9,7 +9,6 @@ Usage: python single_host.py {keras3,tf_keras}
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import logging
@@ -28,6 +27,7 @@ if FLAVOR == "tf_keras":
 else:
     import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from reference import plain  # noqa: E402
 from autodist.strategies import build_strategy  # noqa: E402
 
 NUM_SAMPLES, NUM_FEATURES, NUM_CLASSES = 256, 12, 3
@@ -52,18 +52,6 @@ def build(optimizer: str = "sgd", compile_kwargs: dict | None = None):
         **(compile_kwargs or {}),
     )
     return model
-
-
-@contextlib.contextmanager
-def plain():
-    """No strategy current: what a script without autodist runs (autodist made one current at
-    import, since AUTODIST_CPU_DEVICES is set). Reference models are built and trained in here."""
-    current = tf.distribute.get_strategy()
-    tf.distribute.experimental_set_strategy(None)
-    try:
-        yield
-    finally:
-        tf.distribute.experimental_set_strategy(current)
 
 
 def autodist_warnings(caught) -> list[str]:
