@@ -40,14 +40,13 @@ def cells(request, tmp_path_factory):
     assert proc.returncode == 0, proc.stdout[-5000:]
     chief, other = (json.loads((out / f"worker-{i}.json").read_text()) for i in (0, 1))
     for kind, arms in chief.items():
-        if kind != "strategy" and "error" not in arms["autodist"] and not arms["order_free"]:
+        if kind != "strategy" and "error" not in arms["autodist"]:
             assert arms["autodist"]["weights"] == other[kind]["autodist"]["weights"], f"{kind}: workers disagree"
     return request.param, chief
 
 
-def judge(reference: dict, got: dict, order_free: bool = False) -> str:
-    """``equal``, the AutodistError, or what differs. With ``order_free`` (shuffled input) only
-    the samples seen, the History keys and the hook counts are compared: the order differs."""
+def judge(reference: dict, got: dict) -> str:
+    """``equal``, the AutodistError, or what differs."""
     if "error" in got:
         return got["error"].split(":")[0]
     problems = []
@@ -58,12 +57,12 @@ def judge(reference: dict, got: dict, order_free: bool = False) -> str:
         problems.append("the reference saw a sample twice in an epoch: the harness is wrong")
     if sorted(got["history"]) != sorted(reference["history"]):
         problems.append(f"History keys {sorted(got['history'])} != {sorted(reference['history'])}")
-    elif not order_free:
+    else:
         gap = max(abs(a - b) for key in reference["history"] for a, b in zip(got["history"][key], reference["history"][key]))
         if gap > TOLERANCE:
             problems.append(f"History differs by {gap:.2g}")
     weight_gap = max(float(np.max(np.abs(np.array(a) - np.array(b)))) for a, b in zip(got["weights"], reference["weights"]))
-    if weight_gap > TOLERANCE and not order_free:
+    if weight_gap > TOLERANCE:
         problems.append(f"weights differ by {weight_gap:.2g}")
     if got["hooks"] != reference["hooks"]:
         problems.append(f"hooks {got['hooks']} != {reference['hooks']}")
@@ -74,7 +73,7 @@ def judge(reference: dict, got: dict, order_free: bool = False) -> str:
 def test_autodist_fit_matches_model_fit_for_every_input_kind(cells, report):
     strategy, result = cells
     verdicts = {
-        kind: judge(arms["reference"], arms["autodist"], arms["order_free"]) for kind, arms in result.items() if kind != "strategy"
+        kind: judge(arms["reference"], arms["autodist"]) for kind, arms in result.items() if kind != "strategy"
     }
     _TABLE[strategy] = verdicts
     if len(_TABLE) == len(STRATEGIES) + 1:
