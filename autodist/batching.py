@@ -24,13 +24,17 @@ from autodist.errors import BatchSizeError
 
 __all__ = [
     "BatchDecision",
+    "Batching",
     "adjust_global_batch",
     "arrays_to_dataset",
     "dataset_batch_size",
     "file_source_count",
-    "looks_batched",
+    "describe_batching",
+    "is_batched",
+    "variable_length_parts",
     "prepare_dataset",
     "shard_policy",
+    "shared_shuffle_seed",
 ]
 
 #: Keras's own default when ``fit`` gets no ``batch_size``.
@@ -113,25 +117,137 @@ def adjust_global_batch(
     return BatchDecision(requested, adjusted, adjusted // num_replicas, warning)
 
 
-def dataset_batch_size(dataset: Any) -> int | None:
-    """The batch size a batched ``tf.data.Dataset`` was built with, or ``None`` if unknown.
+#: Transformations that keep each element as it is batched: the walk goes through them.
+_KEEPS_BATCHING = frozenset({
+    "_PrefetchDataset", "_MapDataset", "_ParallelMapDataset", "CacheDataset", "_CacheDataset",
+    "_ShuffleDataset", "_RepeatDataset", "_TakeDataset", "_SkipDataset", "_FilterDataset",
+    "_ParallelFilterDataset", "_OptionsDataset", "_ShardDataset", "_AssertCardinalityDataset",
+    "_IgnoreErrorsDataset", "_RestructuredDataset", "_ConcatenateDataset", "_SnapshotDataset",
+    "_ModelDataset", "_MaxIntraOpParallelismDataset", "_PrivateThreadPoolDataset", "_AutoShardDataset",
+})
+#: Sources and transformations whose elements are single samples.
+_YIELDS_SAMPLES = frozenset({
+    "_TensorSliceDataset", "_SparseTensorSliceDataset", "_RangeDataset", "_UnbatchDataset",
+    "TFRecordDatasetV2", "TextLineDatasetV2", "FixedLengthRecordDatasetV2", "_CounterDataset",
+})
 
-    It follows the chain of datasets back (through ``prefetch``, ``map``, ``cache``, ...) to the
-    nearest ``batch``. It reads no data.
+
+@dataclass(frozen=True)
+class Batching:
+    """How a ``tf.data.Dataset``'s elements are batched, as far as its graph and spec say.
+
+    ``batched``: whether each element is a batch (Keras reads every element of a dataset as one
+    batch). ``size``: the batch size, when known. ``evidence``: what decided it. ``samples``:
+    the samples in one pass of a batched dataset, when its graph tells (the batch step's input
+    has a known size and nothing after it changes the number of batches).
+    """
+
+    batched: bool
+    size: int | None
+    evidence: str
+    samples: int | None = None
+
+
+def describe_batching(dataset: Any) -> Batching:
+    """Read a dataset's batching from its chain of transformations, then from its element spec.
+
+    The walk goes back through transformations that keep batches as they are (``map``,
+    ``prefetch``, ``cache``, ``shuffle``, ``take``, ...) to the nearest ``batch``,
+    ``padded_batch`` or ``rebatch`` (batched, with its size), or to a source of single samples
+    (``from_tensor_slices``, ``range``, a file reader) or an ``unbatch`` (not batched). Any other
+    step (``from_generator``, ``flat_map``, ``interleave``, ``window``, ``zip``,
+    ``from_tensors``, ...) leaves the element spec to decide: an element with a scalar part
+    cannot be a batch, and neither can one whose parts are all vectors of unknown length
+    (variable-length sequences); otherwise each element is a batch, of the leading dimension
+    its parts share (a generator that yields batches of 16 has batch size 16). It reads no data.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> samples = tf.data.Dataset.from_tensor_slices(tf.zeros((10, 3)))
+        >>> describe_batching(samples.batch(4).map(lambda x: x * 2)).size
+        4
+        >>> describe_batching(samples.batch(4).unbatch()).batched
+        False
     """
     node = dataset
     for _ in range(64):
-        size = getattr(node, "_batch_size", None)
-        if size is not None:
-            try:
-                value = int(size.numpy()) if hasattr(size, "numpy") else int(size)
-            except (TypeError, ValueError):
-                return None
-            return value if value > 0 else None
-        node = getattr(node, "_input_dataset", None)
-        if node is None:
-            return None
-    return None
+        name = type(node).__name__
+        size = getattr(node, "_batch_size", getattr(node, "_batch_sizes", None))
+        if size is not None and "atch" in name:
+            same_batches = _finite_cardinality(dataset) == _finite_cardinality(node)
+            samples = _finite_cardinality(node._input_dataset) if same_batches else None
+            return Batching(True, _positive_int(size), name.strip("_"), samples)
+        if name in _YIELDS_SAMPLES:
+            return Batching(False, None, name.strip("_"))
+        if name == "_ZipDataset":
+            return _zipped(node)
+        if name not in _KEEPS_BATCHING or getattr(node, "_input_dataset", None) is None:
+            return _batching_from_spec(node, name.strip("_"))
+        node = node._input_dataset
+    return _batching_from_spec(dataset, "a long chain")
+
+
+def _zipped(node: Any) -> Batching:
+    import tensorflow as tf
+
+    parts = [describe_batching(child) for child in tf.nest.flatten(node._datasets)]
+    sizes = {part.size for part in parts}
+    if all(part.batched for part in parts):
+        return Batching(True, sizes.pop() if len(sizes) == 1 else None, "ZipDataset of batched datasets")
+    if not any(part.batched for part in parts):
+        return Batching(False, None, "ZipDataset of unbatched datasets")
+    return _batching_from_spec(node, "ZipDataset")
+
+
+def _positive_int(size: Any) -> int | None:
+    try:
+        value = int(size.numpy()) if hasattr(size, "numpy") else int(size)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def _batching_from_spec(dataset: Any, step: str) -> Batching:
+    import tensorflow as tf
+
+    shapes = [getattr(spec, "shape", None) for spec in tf.nest.flatten(dataset.element_spec)]
+    ranks = [shape.rank for shape in shapes if shape is not None and shape.rank is not None]
+    evidence = f"{step}: element spec {dataset.element_spec}"
+    if not ranks or min(ranks) == 0:
+        return Batching(False, None, evidence + " has a scalar part")
+    if max(ranks) == 1 and all(shape[0] is None for shape in shapes if shape is not None):
+        return Batching(False, None, evidence + " (vectors of unknown length: variable-length samples)")
+    leading = {shape[0] for shape in shapes if shape is not None and shape.rank}
+    size = leading.pop() if len(leading) == 1 else None
+    return Batching(True, size, evidence)
+
+
+def dataset_batch_size(dataset: Any) -> int | None:
+    """The batch size of a batched ``tf.data.Dataset``, or ``None`` if unknown or unbatched.
+
+    See :func:`describe_batching`. It reads no data.
+    """
+    batching = describe_batching(dataset)
+    return batching.size if batching.batched else None
+
+
+def variable_length_parts(dataset: Any) -> list[str]:
+    """The parts of an unbatched dataset's elements whose shape is not fixed (``batch`` fails on them)."""
+    found = []
+    for path, spec in _flatten_with_paths(dataset.element_spec):
+        shape = getattr(spec, "shape", None)
+        dense = type(spec).__name__ == "TensorSpec"
+        if dense and shape is not None and (shape.rank is None or any(dim is None for dim in shape)):
+            found.append(f"{path or 'element'} {shape}")
+    return found
+
+
+def _flatten_with_paths(structure: Any, path: str = "") -> list[tuple[str, Any]]:
+    if isinstance(structure, dict):
+        return [item for key, value in structure.items() for item in _flatten_with_paths(value, f"{path}[{key!r}]")]
+    if isinstance(structure, (tuple, list)):
+        return [item for i, value in enumerate(structure) for item in _flatten_with_paths(value, f"{path}[{i}]")]
+    return [(path, structure)]
 
 
 _READER_OPS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
@@ -198,12 +314,9 @@ def shard_policy(dataset: Any, num_workers: int) -> tuple[Any, str]:
     return policy.DATA, "DATA sharding: the dataset is not read from files"
 
 
-def looks_batched(dataset: Any) -> bool:
-    """Whether a dataset's elements have an unknown leading dimension, as batched elements do."""
-    import tensorflow as tf
-
-    specs = tf.nest.flatten(dataset.element_spec)
-    return any(getattr(s, "shape", None) is not None and s.shape.rank and s.shape[0] is None for s in specs)
+def is_batched(dataset: Any) -> bool:
+    """Whether each element of ``dataset`` is a batch (see :func:`describe_batching`)."""
+    return describe_batching(dataset).batched
 
 
 def prepare_dataset(
@@ -218,15 +331,22 @@ def prepare_dataset(
 
     A batched dataset is re-batched (``rebatch`` keeps every sample: a smaller final batch holds
     the remainder, unless ``drop_remainder``, for TPUs' static shapes). An unbatched one is
-    batched. ``rebatch=False`` leaves the batching alone (one replica, batch size unknown). The
-    auto-shard policy follows :func:`shard_policy`; a policy the user set explicitly is kept.
+    batched (:func:`describe_batching` tells which). ``rebatch=False`` leaves the batching alone
+    (one replica, no ``batch_size``: Keras's own reading of the dataset). The auto-shard policy
+    follows :func:`shard_policy`; a policy the user set explicitly is kept.
+
+    Raises:
+        BatchSizeError: for unbatched elements of variable shape, which ``batch`` cannot stack.
     """
     import tensorflow as tf
 
-    known = dataset_batch_size(dataset)
-    if known is None and not looks_batched(dataset):
+    batching = describe_batching(dataset)
+    if not rebatch:
+        pass
+    elif not batching.batched:
+        _refuse_variable_length(dataset, global_batch_size)
         dataset = dataset.batch(global_batch_size, drop_remainder=drop_remainder)
-    elif rebatch and (drop_remainder or known != global_batch_size):
+    elif drop_remainder or batching.size != global_batch_size:
         dataset = dataset.rebatch(global_batch_size, drop_remainder=drop_remainder)
     current = dataset.options().experimental_distribute.auto_shard_policy
     if current == tf.data.experimental.AutoShardPolicy.AUTO:
@@ -234,6 +354,19 @@ def prepare_dataset(
         options.experimental_distribute.auto_shard_policy = shard_policy(dataset, num_workers)[0]
         dataset = dataset.with_options(options)
     return dataset
+
+
+def _refuse_variable_length(dataset: Any, global_batch_size: int) -> None:
+    parts = variable_length_parts(dataset)
+    if parts:
+        raise BatchSizeError(
+            f"autodist was asked to batch a tf.data.Dataset of single samples to batch_size="
+            f"{global_batch_size}, and its elements vary in shape ({', '.join(parts)}): batch() "
+            "cannot stack them. Expected a batched dataset, or samples of one shape. Batch it "
+            f"yourself, for example dataset.padded_batch({global_batch_size}) or "
+            f"dataset.ragged_batch({global_batch_size}); autodist then re-batches it to the "
+            "global batch."
+        )
 
 
 def _with_data_sharding(dataset: Any) -> Any:
@@ -257,14 +390,26 @@ def arrays_to_dataset(
 ) -> tuple[Any, Any]:
     """In-memory arrays as ``(train, validation)`` datasets that every worker reads identically.
 
-    For multi-worker training. Keras's own array adapter shuffles with an unseeded op, so each
+    For multi-worker training. Keras's own array adapter shuffles with a stateful op, so each
     worker would take its shard of a *different* order: some samples seen twice, others never.
-    Here the shuffle is seeded the same on every worker, the batch is the global batch, and the
-    auto-shard policy is ``DATA``, so each global batch is the one a single process would train
-    on. ``validation_split`` takes the last fraction, before shuffling, as Keras does.
+    Here, as in Keras's adapter, the sample *indices* are shuffled and each batch is gathered
+    from the arrays, so no worker holds a shuffle buffer of samples. The order of each epoch is
+    a stateless function of ``(seed, epoch)``: the same on every worker that gets the same
+    ``seed`` (see :func:`shared_shuffle_seed`), whatever the workers' own random seeds, and a
+    new order every epoch. A shuffled dataset is therefore endless (one pass per epoch; the
+    caller sets ``steps_per_epoch``); an unshuffled one is one pass. The batch is the global
+    batch and the auto-shard policy is ``DATA``, so each global batch is the one a single
+    process would train on. ``validation_split`` takes the last fraction, before shuffling, as
+    Keras does.
 
     Returns:
         ``(train_dataset, validation_dataset or None)``.
+
+    Example:
+        >>> import numpy as np
+        >>> train, _ = arrays_to_dataset(np.arange(10), global_batch_size=4, shuffle=False)
+        >>> [batch.numpy().tolist() for batch in train]
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     """
     import math
 
@@ -276,8 +421,7 @@ def arrays_to_dataset(
     # Keras reads a list of arrays as the inputs of a multi-input model; tf.data would stack a
     # list into one tensor (and fail on inputs of different shapes), so it becomes a tuple.
     x = tuple(x) if isinstance(x, list) else x
-    leaves = tf.nest.flatten(x)
-    num_samples = int(leaves[0].shape[0])
+    num_samples = int(tf.nest.flatten(x)[0].shape[0])
     parts = tuple(part for part in (x, y, sample_weight) if part is not None)
     validation = None
     if validation_split:
@@ -290,10 +434,64 @@ def arrays_to_dataset(
             )
         )
         num_samples = split_at
-    train = tf.data.Dataset.from_tensor_slices(_pack(parts))
-    if shuffle:
-        train = train.shuffle(num_samples, seed=seed, reshuffle_each_iteration=True)
-    return _with_data_sharding(train.batch(global_batch_size, drop_remainder=drop_remainder)), validation
+    indices = _epoch_batches(num_samples, global_batch_size, drop_remainder=drop_remainder, shuffle=shuffle, seed=seed)
+    data = tf.nest.map_structure(tf.convert_to_tensor, _pack(parts))
+    train = tf.data.Dataset.zip((indices, tf.data.Dataset.from_tensors(data).repeat()))
+    train = train.map(
+        lambda batch, arrays: tf.nest.map_structure(lambda a: tf.gather(a, batch, axis=0), arrays),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    return _with_data_sharding(train), validation
+
+
+def _epoch_batches(num_samples: int, batch_size: int, *, drop_remainder: bool, shuffle: bool, seed: int) -> Any:
+    """Batches of sample indices, one pass per epoch: in order (one pass), or shuffled by
+    ``(seed, epoch)`` without end, each epoch batched on its own (no batch spans two epochs)."""
+    import tensorflow as tf
+
+    if not shuffle:
+        return tf.data.Dataset.range(num_samples).batch(batch_size, drop_remainder=drop_remainder)
+
+    def one_epoch(epoch: Any) -> Any:
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(num_samples, dtype=tf.int64), seed=tf.stack([tf.constant(seed, tf.int64), epoch])
+        )
+        return tf.data.Dataset.from_tensor_slices(order).batch(batch_size, drop_remainder=drop_remainder)
+
+    return tf.data.Dataset.counter().flat_map(one_epoch)
+
+
+def shared_shuffle_seed(strategy: Any = None) -> int:
+    """A shuffle seed every worker agrees on: the first replica's draw, shared by one all-reduce.
+
+    The draw comes from TensorFlow's global seed when one is set (``keras.utils.
+    set_random_seed``: the same order on every run, as with ``model.fit``), else it is random (a
+    new order each run). Under a multi-worker strategy every replica but the first adds 0 to a
+    sum, so all workers get the first replica's draw; every worker must call it at the same
+    point. With ``strategy=None`` (one process), it returns the draw.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> tf.random.set_seed(5)
+        >>> shared_shuffle_seed() == shared_shuffle_seed()
+        True
+    """
+    import secrets
+
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    global_seed = context.global_seed()
+    mine = 1 + (secrets.randbits(30) if global_seed is None else (int(global_seed) * 2654435761) % (2**30))
+    if strategy is None:
+        return mine
+
+    def first_replica_only() -> Any:
+        first = tf.distribute.get_replica_context().replica_id_in_sync_group == 0
+        return tf.where(first, tf.constant(mine, tf.int64), tf.constant(0, tf.int64))
+
+    agreed = tf.function(lambda: strategy.reduce("SUM", strategy.run(first_replica_only), axis=None))
+    return int(agreed())
 
 
 def repeat_across_epochs(dataset: Any) -> tuple[Any, int | None]:

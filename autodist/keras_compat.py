@@ -5,16 +5,19 @@ Every workaround here names its upstream bug, the Keras versions it was tested o
 the bug is fixed upstream, which is the signal to delete the workaround.
 
 Gating: a workaround is active for Keras ``>= first_affected`` up to the newest *minor* release
-it was tested on (``last_tested``). On newer Keras it is not applied, and autodist logs once that
-it was skipped. ``AUTODIST_KERAS_COMPAT=force`` applies every workaround whatever the version;
+it was tested on (``last_tested``). On a newer Keras, where the bug may or may not be fixed, it
+fails safe: each workaround here is harmless where its bug is fixed (``if_fixed`` says why), so
+it stays applied, and autodist warns once (an ``AutodistWarning``) that names the untested
+version. Switching them off there would silently bring back the wrong numbers they exist to
+prevent. ``AUTODIST_KERAS_COMPAT=force`` applies every workaround whatever the version;
 ``AUTODIST_KERAS_COMPAT=off`` applies none (to check whether one is still needed).
 
 Example:
     >>> from autodist.keras_compat import WORKAROUNDS
     >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.15.1", environ={})
     True
-    >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.99.0", environ={})
-    False
+    >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.99.0", environ={})  # doctest: +SKIP
+    True
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +40,7 @@ __all__ = [
 
 COMPAT_ENV = "AUTODIST_KERAS_COMPAT"
 _log = logging.getLogger("autodist")
-_SKIPPED_LOGGED: set[str] = set()
+_UNTESTED_WARNED: set[str] = set()
 
 
 def version_tuple(version: str | None) -> tuple[int, ...]:
@@ -56,6 +60,8 @@ class Workaround:
     first_affected: str
     last_tested: str
 
+    if_fixed: str = ""
+
     def is_active(self, keras_version: str | None, environ: Mapping[str, str] | None = None) -> bool:
         """Whether to apply it for this Keras 3 version (see the module docstring)."""
         env = os.environ if environ is None else environ
@@ -68,15 +74,29 @@ class Workaround:
         if not version or version < version_tuple(self.first_affected):
             return False
         if version[:2] > version_tuple(self.last_tested)[:2]:
-            if self.name not in _SKIPPED_LOGGED:
-                _SKIPPED_LOGGED.add(self.name)
-                _log.warning(
-                    "autodist: the workaround %r (%s) was tested up to Keras %s; Keras %s is newer, "
-                    "so it is not applied. If you hit that bug, set %s=force.",
-                    self.name, self.upstream, self.last_tested, keras_version, COMPAT_ENV,
-                )
-            return False
+            warn_untested(str(keras_version))
+            return bool(self.if_fixed)
         return True
+
+
+def warn_untested(keras_version: str) -> None:
+    """Warn once per process that this Keras is newer than the workarounds were tested on."""
+    if keras_version in _UNTESTED_WARNED:
+        return
+    _UNTESTED_WARNED.add(keras_version)
+    from autodist.errors import AutodistWarning
+
+    newest = max((w.last_tested for w in WORKAROUNDS.values()), key=version_tuple)
+    kept = sorted(w.name for w in WORKAROUNDS.values() if w.if_fixed)
+    warnings.warn(
+        f"Keras {keras_version} is newer than the Keras versions autodist's workarounds for Keras "
+        f"bugs under tf.distribute were tested on (up to {newest}). They stay applied, because "
+        f"each is harmless where its bug is fixed: {', '.join(kept)}. To check whether Keras "
+        f"{keras_version} still needs them, run with {COMPAT_ENV}=off and compare History and "
+        "weights with a single-device model.fit; set it to force to silence this warning.",
+        AutodistWarning,
+        stacklevel=3,
+    )
 
 
 WORKAROUNDS: dict[str, Workaround] = {
@@ -98,6 +118,7 @@ WORKAROUNDS: dict[str, Workaround] = {
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
+            if_fixed="a delta update is TensorFlow's own assign_add: right whether or not Keras's is",
         ),
         Workaround(
             name="mirrored_steps_per_execution",
@@ -108,6 +129,7 @@ WORKAROUNDS: dict[str, Workaround] = {
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
+            if_fixed="steps_per_execution=1 trains the same steps, only with more calls (warned)",
         ),
         Workaround(
             name="mirrored_jit_compile",
@@ -119,6 +141,7 @@ WORKAROUNDS: dict[str, Workaround] = {
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
+            if_fixed="without XLA the same model trains, only without compilation (warned)",
         ),
         Workaround(
             name="first_batch_symbolic_build",
@@ -133,6 +156,24 @@ WORKAROUNDS: dict[str, Workaround] = {
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
+            if_fixed="the build only needs the batch's shapes, which one replica's batch has; an "
+            "epoch iterator of another shape falls back to Keras's own build",
+        ),
+        Workaround(
+            name="symbolic_build_reads_input",
+            upstream="Keras 3 TensorFlowTrainer._maybe_symbolic_build",
+            summary=(
+                "Under any tf.distribute strategy, fit reads the first batch of its input to build "
+                "the model, then starts the input over, even when the model, loss, metrics and "
+                "optimizer are all built. A tf.data pipeline or a PyDataset starts over; a Python "
+                "generator cannot, so the batches read (and prefetched) are lost: 32 of 100 samples "
+                "never seen and 32 seen twice in the first epoch (Mirrored and CentralStorage, 2 "
+                "replicas, batch 16). autodist builds the model from the generator's first batch, "
+                "puts that batch back, and skips the read when nothing needs building."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="skipping the read when nothing needs building changes nothing Keras uses",
         ),
         Workaround(
             name="multi_worker_scalar_reduce",
@@ -145,6 +186,7 @@ WORKAROUNDS: dict[str, Workaround] = {
             ),
             first_affected="3.0.0",
             last_tested="3.15.1",
+            if_fixed="a scalar's mean over workers with axis=None is the mean Keras means to take",
         ),
     )
 }
@@ -271,42 +313,79 @@ def _mirrored(strategy: Any) -> bool:
     return isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
 
 
-def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
-    """Apply the active Mirrored/multi-worker workarounds to Keras 3's TF trainer. Idempotent.
+_SYMBOLIC_BUILD: set[str] = set()  # the behaviours of the patched _maybe_symbolic_build in force
 
-    The symbolic-build patch acts under MirroredStrategy and MultiWorkerMirroredStrategy; the
-    scalar-reduce patch only in multi-worker mode. Every other strategy keeps Keras's own code.
+
+def _fully_built(model: Any) -> bool:
+    """Whether a compiled Keras 3 model's layers, loss, metrics and optimizer are all built."""
+    parts = (model._compile_metrics, model._compile_loss, model.optimizer)
+    return all(layer.built for layer in model._flatten_layers()) and all(
+        part is None or part.built for part in parts
+    )
+
+
+def _first_batch(epoch_iterator: Any) -> Any:
+    """The first batch of a Keras 3 TF epoch iterator, whatever the shape of its items.
+
+    Recent Keras 3 releases yield ``(begin_step, end_step, data_iterator)``, earlier ones
+    ``(step, data_iterator)``: the data iterator is the item's last part in both.
+    """
+    item = next(iter(epoch_iterator))
+    source = item[-1] if isinstance(item, tuple) else item
+    return next(source) if hasattr(source, "__next__") else source
+
+
+def _install_symbolic_build() -> None:
+    """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``_SYMBOLIC_BUILD``."""
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer
+
+    if "symbolic_build" in _PATCHED:
+        return
+    original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
+
+    def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
+        if iterator is None or self._distribute_strategy is None:
+            return original_build(self, iterator=iterator, data_batch=data_batch)
+        if "symbolic_build_reads_input" in _SYMBOLIC_BUILD and _fully_built(self):
+            return None  # nothing to build: read nothing from the input
+        if "first_batch_symbolic_build" not in _SYMBOLIC_BUILD or not _mirrored(self.distribute_strategy):
+            return original_build(self, iterator=iterator, data_batch=data_batch)
+        import tensorflow as tf
+
+        strategy = self.distribute_strategy
+        data_batch = tree.map_structure(
+            lambda v: strategy.experimental_local_results(v)[0]
+            if isinstance(v, tf.distribute.DistributedValues)
+            else v,
+            _first_batch(iterator),
+        )
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
+    _PATCHED["symbolic_build"] = original_build
+
+
+def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
+    """Apply the active workarounds to Keras 3's TF trainer, for any non-default strategy. Idempotent.
+
+    Under any strategy, a model with nothing left to build reads nothing for its symbolic build;
+    the first-batch build acts under MirroredStrategy and MultiWorkerMirroredStrategy; the
+    scalar-reduce patch only in multi-worker mode. Everything else keeps Keras's own code.
     Returns the names of the patches in place.
     """
     from keras.src import tree
     from keras.src.backend.tensorflow import trainer
 
-    applied = []
-    if WORKAROUNDS["first_batch_symbolic_build"].is_active(keras_version):
-        if "symbolic_build" not in _PATCHED:
-            original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
-
-            def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
-                if iterator is None or self._distribute_strategy is None or not _mirrored(self.distribute_strategy):
-                    return original_build(self, iterator=iterator, data_batch=data_batch)
-                import tensorflow as tf
-
-                strategy = self.distribute_strategy
-                for _, _, batches in iterator:
-                    batch = next(batches)
-                    data_batch = tree.map_structure(
-                        lambda v: strategy.experimental_local_results(v)[0]
-                        if isinstance(v, tf.distribute.DistributedValues)
-                        else v,
-                        batch,
-                    )
-                    break
-                with strategy.scope():
-                    self._symbolic_build(data_batch=data_batch)
-
-            trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
-            _PATCHED["symbolic_build"] = original_build
-        applied.append("first_batch_symbolic_build")
+    applied = [
+        name
+        for name in ("first_batch_symbolic_build", "symbolic_build_reads_input")
+        if WORKAROUNDS[name].is_active(keras_version)
+    ]
+    if applied:
+        _install_symbolic_build()
+    _SYMBOLIC_BUILD.update(applied)
     if WORKAROUNDS["multi_worker_scalar_reduce"].is_active(keras_version):
         if "reduce_per_replica" not in _PATCHED:
             original_reduce = trainer.reduce_per_replica

@@ -18,14 +18,24 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import inspect
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from autodist.activation import complete as complete_activation
-from autodist.batching import arrays_to_dataset, dataset_batch_size, dropped_samples, prepare_dataset, repeat_across_epochs
+from autodist.batching import (
+    arrays_to_dataset,
+    dataset_batch_size,
+    describe_batching,
+    dropped_samples,
+    prepare_dataset,
+    repeat_across_epochs,
+    shared_shuffle_seed,
+)
 from autodist.callbacks import ChiefDuties, uses_batch_hooks
 from autodist.errors import (
+    AutodistError,
     BatchSizeError,
     ModelPlacementError,
     PeerError,
@@ -72,7 +82,8 @@ def _batches_itself(x: Any) -> bool:
 
 
 def _prepare_input(
-    x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *, batch_given: bool = True
+    x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *, batch_given: bool = True,
+    shuffle_seed: Callable[[], int] = lambda: 0,
 ) -> tuple[Any, Any, list[str]]:
     """Return ``(x, y, warnings)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where
     Keras batches the input itself from it."""
@@ -82,44 +93,89 @@ def _prepare_input(
     assert batch is not None
     drop = the_plan.drop_remainder
     if isinstance(x, tf.data.Dataset):
-        # Unknown batching and no batch_size on one replica: nothing to divide, leave it alone.
-        keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
+        # Batches of unknown size and no batch_size on one replica: nothing to divide, as Keras.
+        batching = describe_batching(x)
+        keep = batching.batched and batching.size is None and not batch_given and the_plan.num_replicas == 1
         prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
         count = int(x.unbatch().cardinality()) if drop and dataset_batch_size(x) is not None else -1
         prepared = _one_iterator_per_run(prepared, the_plan, fit_kwargs)
-        return prepared, y, [_drop_warning(count if count >= 0 else None, batch)] if drop else []
+        warnings_ = [_drop_warning(count if count >= 0 else None, batch)] if drop else []
+        if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and int(x.cardinality()) == -2:
+            warnings_.append(_UNKNOWN_SIZE_NOTE)
+        return prepared, y, warnings_
     if x is None or _batches_itself(x):
         return x, y, []
-    if not _is_array_like(x):  # pandas DataFrames, lists, ...: Keras batches them by batch_size
-        fit_kwargs["batch_size"] = batch
-        return x, y, []
     own_dataset = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED or drop
-    if own_dataset and not (y is None and fit_kwargs.get("sample_weight") is not None):
-        split = float(fit_kwargs.pop("validation_split", 0.0) or 0.0)
-        if fit_kwargs.get("validation_data") is not None:
-            split = 0.0  # as in Keras: validation_data wins over validation_split
-        num_samples = int(tf.nest.flatten(x)[0].shape[0])
-        train, validation = arrays_to_dataset(
-            x,
-            y,
-            fit_kwargs.pop("sample_weight", None),
-            global_batch_size=batch,
-            shuffle=bool(fit_kwargs.pop("shuffle", True)),
-            validation_split=split,
-            drop_remainder=drop,
-        )
-        validation_data = fit_kwargs.get("validation_data")
-        if isinstance(validation_data, tuple) and all(_is_array_like(v) for v in validation_data if v is not None):
+    if own_dataset:  # pandas as numpy, as Keras reads it, so it goes the same way as arrays
+        x, y = _pandas_to_numpy(x), _pandas_to_numpy(y)
+    if not own_dataset or not _is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
+        fit_kwargs["batch_size"] = batch  # Keras batches the input itself
+        return x, y, []
+    return _arrays_as_dataset(x, y, the_plan, fit_kwargs, shuffle_seed)
+
+
+def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], shuffle_seed: Callable[[], int]) -> tuple[Any, Any, list[str]]:
+    """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
+    (:func:`autodist.batching.arrays_to_dataset`); ``fit_kwargs`` lose what it took over."""
+    import tensorflow as tf
+
+    batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
+    assert batch is not None
+    split = float(fit_kwargs.pop("validation_split", 0.0) or 0.0)
+    if fit_kwargs.get("validation_data") is not None:
+        split = 0.0  # as in Keras: validation_data wins over validation_split
+    num_samples = int(tf.nest.flatten(x)[0].shape[0])
+    train_samples = int(math.floor(num_samples * (1.0 - split)))
+    shuffle = bool(fit_kwargs.pop("shuffle", True))
+    train, validation = arrays_to_dataset(
+        x,
+        y,
+        _pandas_to_numpy(fit_kwargs.pop("sample_weight", None)),
+        global_batch_size=batch,
+        shuffle=shuffle,
+        seed=shuffle_seed() if shuffle else 0,
+        validation_split=split,
+        drop_remainder=drop,
+    )
+    validation_data = fit_kwargs.get("validation_data")
+    if isinstance(validation_data, tuple):
+        validation_data = tuple(_pandas_to_numpy(part) for part in validation_data)
+        if all(_is_array_like(part) for part in validation_data if part is not None):
             fit_kwargs["validation_data"] = arrays_to_dataset(
                 *validation_data, global_batch_size=batch, shuffle=False, drop_remainder=drop
             )[0]
-        elif validation is not None:
-            fit_kwargs["validation_data"] = validation
-        fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
-        warnings_ = [_drop_warning(int(num_samples * (1 - split)), batch)] if drop else []
-        return _one_iterator_per_run(train, the_plan, fit_kwargs), None, [w for w in warnings_ if w]
-    fit_kwargs["batch_size"] = batch
-    return x, y, []
+    elif validation is not None:
+        fit_kwargs["validation_data"] = validation
+    fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
+    warnings_ = [_drop_warning(train_samples, batch)] if drop else []
+    if shuffle and fit_kwargs.get("steps_per_epoch") is None:
+        # An endless stream of per-epoch orders: one pass is an epoch.
+        fit_kwargs["steps_per_epoch"] = train_samples // batch if drop else math.ceil(train_samples / batch)
+    elif not shuffle:
+        train = _one_iterator_per_run(train, the_plan, fit_kwargs)
+    return train, None, [w for w in warnings_ if w]
+
+
+def _pandas_to_numpy(data: Any) -> Any:
+    """pandas DataFrames and Series (also inside a list, tuple or dict) as numpy arrays, as Keras
+    reads them (``to_numpy()``); anything else as it is."""
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pandas_to_numpy(part) for part in data)
+    if isinstance(data, dict):
+        return {key: _pandas_to_numpy(part) for key, part in data.items()}
+    if type(data).__module__.startswith("pandas") and callable(getattr(data, "to_numpy", None)):
+        return data.to_numpy()
+    return data
+
+
+_UNKNOWN_SIZE_NOTE = (
+    "The dataset's size is unknown (from_generator, filter, unbatch, ...). Keras's single-device "
+    "model.fit then runs one more, empty step at the end of each epoch, which can count in its "
+    "History (measured: 5 full batches reported 5/6 of the true mean, 0.59 for 0.71) and in the "
+    "optimizer's step count. Under multi_worker_mirrored the workers agree when the data ends, so "
+    "History can differ from model.fit's. To get the same numbers from both, give the dataset its "
+    "size: dataset.apply(tf.data.experimental.assert_cardinality(n))."
+)
 
 
 def _one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
@@ -186,8 +242,34 @@ def _apply_keras_workarounds(trained: Any, the_plan: Plan) -> None:
     version = describe_model(trained).keras_version
     if the_plan.strategy != StrategyKind.DEFAULT and WORKAROUNDS["aggregating_variable_updates"].is_active(version):
         patch_aggregating_variable_updates()
-    if the_plan.strategy in (StrategyKind.MIRRORED, StrategyKind.MULTI_WORKER_MIRRORED):
+    if the_plan.strategy != StrategyKind.DEFAULT:
         patch_multi_worker_trainer(version)
+
+
+def _build_from_generator(model: Any, x: Any, distribution: Any) -> Any:
+    """Build a Keras 3 model from a generator's first batch, and return the generator with that
+    batch put back (see the ``symbolic_build_reads_input`` workaround: Keras would otherwise
+    read and lose it). Anything else comes back as it is."""
+    if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
+        return x
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    first = next(x)
+    with distribution.scope():
+        model._symbolic_build(data_batch=data_adapter_utils.unpack_x_y_sample_weight(first))
+
+    def put_back() -> Iterator[Any]:  # a generator, as Keras accepts
+        yield first
+        yield from x
+
+    return put_back()
+
+
+def _num_samples(x: Any) -> int:
+    """The number of samples in arrays, tensors or pandas objects (also nested), as Keras counts them."""
+    import tensorflow as tf
+
+    return int(len(tf.nest.flatten(_pandas_to_numpy(x))[0]))
 
 
 def _is_array_like(x: Any) -> bool:
@@ -268,7 +350,10 @@ def fit(
             "that builds and compiles it."
         )
     complete_activation()  # the strategy made current at import, if it is still pending
-    plan_args = (model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds)
+    plan_args = (
+        model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds,
+        fit_kwargs.get("steps_per_epoch"),
+    )
     the_plan = _plan_for(*plan_args)
     distribution = build_strategy(the_plan)
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
@@ -285,12 +370,10 @@ def fit(
         trained, moved, extra_warnings = _model_in_scope(model, builder, x, the_plan, distribution)
     extra_warnings = precision_warnings + extra_warnings
     _apply_keras_workarounds(trained, the_plan)
-    if x is not None and _batches_itself(x) and the_plan.num_replicas > 1:
-        extra_warnings.append(
-            _MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas)
-        )
+    if the_plan.strategy not in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER):
+        x = _build_from_generator(trained, x, distribution)
     get_logger().info(the_plan.summary(include_warnings=False))
-    warn_all(list(the_plan.warnings) + extra_warnings)
+    warn_all(list(the_plan.warnings) + extra_warnings + _input_notes(x, the_plan, fit_kwargs))
 
     fit_kwargs = dict(fit_kwargs)
     if _is_callback_list(fit_kwargs.get("callbacks")):
@@ -300,6 +383,57 @@ def fit(
         return _train(
             trained, distribution, model, moved, x, y, the_plan, epochs, backup_dir, fit_kwargs, batch_size is not None
         )
+
+
+def _input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[str]:
+    """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
+    last batch."""
+    notes = []
+    if x is not None and _batches_itself(x) and the_plan.num_replicas > 1:
+        notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
+    uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
+    return notes + ([uneven] if uneven else [])
+
+
+def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> str | None:
+    """The warning for an epoch whose last batch does not split evenly over the replicas, or None.
+
+    Each replica averages its own share and the replicas' averages count equally, so on that one
+    step the samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples,
+    batch 16, 2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD).
+    """
+    import tensorflow as tf
+
+    replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
+    if replicas < 2 or not batch or the_plan.drop_remainder or fit_kwargs.get("steps_per_epoch") is not None:
+        return None
+    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        return None
+    if isinstance(x, tf.data.Dataset):
+        batching = describe_batching(x)
+        count = batching.samples if batching.batched else _finite_count(x)
+    elif x is not None and not _batches_itself(x) and _is_array_like(_pandas_to_numpy(x)):
+        count = math.floor(_num_samples(x) * (1.0 - float(fit_kwargs.get("validation_split") or 0.0)))
+    else:
+        return None
+    last = count % batch if count else 0
+    if not last or last % replicas == 0:
+        return None
+    shares = [last // replicas + (1 if r < last % replicas else 0) for r in range(replicas)]
+    return (
+        f"The last batch of each epoch, {last} of {count} samples (global batch {batch}), splits "
+        f"{'/'.join(map(str, shares))} over {replicas} replicas. tf.distribute averages each "
+        "replica's share and counts the replicas' averages equally, so on that one step the "
+        "samples of the smaller shares weigh more than in model.fit, and the epoch's History and "
+        "weights differ slightly from model.fit's (the other steps are exact). To match "
+        f"model.fit, make the last batch a multiple of {replicas}: train on a number of samples "
+        f"that leaves such a remainder for batch_size={batch}."
+    )
+
+
+def _finite_count(dataset: Any) -> int | None:
+    count = int(dataset.cardinality())
+    return count if count >= 0 else None
 
 
 @contextlib.contextmanager
@@ -335,7 +469,15 @@ def _train(
     if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         history = _fit_parameter_server(trained, distribution, x, y, the_plan, epochs, fit_kwargs)
         return _finish(history, model, trained, moved, the_plan)
-    x, y, input_warnings = _prepare_input(x, y, the_plan, fit_kwargs, batch_given=batch_given)
+    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
+    x, y, input_warnings = _prepare_input(
+        x,
+        y,
+        the_plan,
+        fit_kwargs,
+        batch_given=batch_given,
+        shuffle_seed=lambda: shared_shuffle_seed(distribution if multi_worker else None),
+    )
     warn_all([w for w in input_warnings if w])
     duties = ChiefDuties(
         the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None,
@@ -433,6 +575,17 @@ def _fit_parameter_server(trained: Any, distribution: Any, x: Any, y: Any, the_p
     from autodist import parameter_server
 
     assert the_plan.global_batch_size is not None
+    if x is None or _batches_itself(x):
+        raise AutodistError(
+            f"Parameter-server training cannot read a {type(x).__name__} as its input: the "
+            "workers rebuild the input pipeline from its TensorFlow graph, and Python objects "
+            "(generators, keras.utils.PyDataset) stay on the chief. Expected numpy arrays (or "
+            "pandas), or a tf.data.Dataset built from TensorFlow ops. Pass the data as arrays, "
+            "or build a tf.data pipeline from tensors or files."
+        )
+    x, y = _pandas_to_numpy(x), _pandas_to_numpy(y)
+    if "sample_weight" in fit_kwargs:
+        fit_kwargs["sample_weight"] = _pandas_to_numpy(fit_kwargs["sample_weight"])
     if keras_flavor_of(trained) == "tf_keras":
         train = parameter_server.fit_tf_keras
     else:
@@ -449,6 +602,7 @@ def _plan_for(
     num_params: int | None,
     gpu_memory_fraction: float | None,
     peer_timeout_seconds: float | None,
+    steps_per_epoch: int | None = None,
     tpu_cores: int | None = None,
 ) -> Plan:
     import dataclasses
@@ -458,6 +612,9 @@ def _plan_for(
     requested = batch_size
     if requested is None and isinstance(x, tf.data.Dataset):
         requested = dataset_batch_size(x)
+    elif requested is None and steps_per_epoch and x is not None and not _batches_itself(x):
+        # Keras batches arrays in ceil(samples / steps_per_epoch) when no batch_size is given.
+        requested = math.ceil(_num_samples(x) / int(steps_per_epoch))
     options: dict[str, Any] = {}
     if gpu_memory_fraction is not None:
         options["gpu_memory_fraction"] = gpu_memory_fraction

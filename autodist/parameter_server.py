@@ -25,7 +25,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from autodist.callbacks import needs_each_step, uses_batch_hooks
@@ -128,9 +128,9 @@ def serve(cluster: ClusterInfo, peer_timeout: float) -> NoReturn:
 
 def _samples(dataset: Any) -> Any:
     """The dataset one sample per element: unbatched if it is batched, as it is otherwise."""
-    from autodist.batching import dataset_batch_size, looks_batched
+    from autodist.batching import is_batched
 
-    if dataset_batch_size(dataset) is not None or looks_batched(dataset):
+    if is_batched(dataset):
         return dataset.unbatch()
     return dataset
 
@@ -158,16 +158,56 @@ def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int
             return shard.repeat().batch(global_batch_size).prefetch(2)
 
         return from_dataset
-    parts = tuple(part for part in (x, y, sample_weight) if part is not None)
-    data = parts[0] if len(parts) == 1 else parts
+    data = _arrays(x, y, sample_weight)
+    num_samples = int(tf.nest.flatten(data)[0].shape[0])
 
     def from_arrays(context: Any) -> Any:
-        dataset = tf.data.Dataset.from_tensor_slices(data).shard(context.num_input_pipelines, context.input_pipeline_id)
+        # The shard's indices are shuffled (a buffer of ints, not of samples), then gathered.
+        indices = tf.data.Dataset.range(num_samples).shard(context.num_input_pipelines, context.input_pipeline_id)
         if shuffle:
-            dataset = dataset.shuffle(4096, seed=seed + context.input_pipeline_id, reshuffle_each_iteration=True)
-        return dataset.repeat().batch(global_batch_size).prefetch(2)
+            indices = indices.shuffle(num_samples, seed=seed + context.input_pipeline_id, reshuffle_each_iteration=True)
+        batches = tf.data.Dataset.zip((indices.repeat().batch(global_batch_size), tf.data.Dataset.from_tensors(data).repeat()))
+        return batches.map(_gather).prefetch(2)
 
     return from_arrays
+
+
+def _arrays(x: Any, y: Any, sample_weight: Any) -> Any:
+    parts = tuple(part for part in (tuple(x) if isinstance(x, list) else x, y, sample_weight) if part is not None)
+    return parts[0] if len(parts) == 1 else parts
+
+
+def _gather(indices: Any, data: Any) -> Any:
+    import tensorflow as tf
+
+    return tf.nest.map_structure(lambda array: tf.gather(array, indices, axis=0), data)
+
+
+def whole_arrays_fn(x: Any, y: Any, sample_weight: Any) -> Callable[[Any], Any]:
+    """A ``dataset_fn`` whose every element is all the arrays: each worker holds one copy, and
+    each step gathers the batch the chief chose (see :func:`index_batches`)."""
+    import tensorflow as tf
+
+    data = _arrays(x, y, sample_weight)
+    return lambda context: tf.data.Dataset.from_tensors(data).repeat()
+
+
+def index_batches(num_samples: int, batch_size: int, *, shuffle: bool, seed: int) -> Iterator[Any]:
+    """The chief's batches of sample indices, without end: pass after pass, each pass every
+    sample once, in order or in a new seeded order, its last batch the remainder (as Keras).
+
+    Example:
+        >>> batches = index_batches(5, 2, shuffle=False, seed=0)
+        >>> [next(batches).tolist() for _ in range(4)]
+        [[0, 1], [2, 3], [4], [0, 1]]
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    while True:
+        order = rng.permutation(num_samples) if shuffle else np.arange(num_samples)
+        for start in range(0, num_samples, batch_size):
+            yield order[start : start + batch_size]
 
 
 def _serialised(dataset: Any) -> Any:
@@ -207,17 +247,19 @@ def _first_batch(x: Any, y: Any, sample_weight: Any, size: int) -> tuple[Any, An
 
 
 def _num_samples(x: Any) -> int | None:
+    """Samples in one pass of ``x``, from its shape or its graph (never by reading it); ``None``
+    when unknown (infinite, ``filter``, a batched dataset whose batch step's input size is unknown)."""
     import tensorflow as tf
 
-    if isinstance(x, tf.data.Dataset):
-        count = int(_samples(x).cardinality())
-        if count >= 0:
-            return count
-        if int(x.cardinality()) < 0:  # infinite or unknown: the caller asks for steps_per_epoch
-            return None
-        # Finite but batched (unbatch hides the count): add up the batch sizes, one pass.
-        return int(x.reduce(0, lambda total, batch: total + tf.shape(tf.nest.flatten(batch)[0])[0]))
-    return int(tf.nest.flatten(x)[0].shape[0])
+    from autodist.batching import describe_batching
+
+    if not isinstance(x, tf.data.Dataset):
+        return int(tf.nest.flatten(x)[0].shape[0])
+    batching = describe_batching(x)
+    if batching.batched:
+        return batching.samples
+    count = int(x.cardinality())
+    return count if count >= 0 else None
 
 
 def _steps(x: Any, global_batch_size: int, given: int | None) -> int:
@@ -227,8 +269,10 @@ def _steps(x: Any, global_batch_size: int, given: int | None) -> int:
     if count is None:
         raise AutodistError(
             "Parameter-server training needs the number of steps per epoch, and the dataset's size "
-            "is unknown (infinite or not countable). Expected arrays, a finite dataset, or "
-            "steps_per_epoch=. Pass steps_per_epoch=<steps>."
+            "is unknown from its graph (infinite, filter(), or batched from a source of unknown "
+            "size); autodist does not read a whole pass just to count it. Expected arrays, a "
+            "finite dataset of known size, or steps_per_epoch=. Pass steps_per_epoch=<steps>, or "
+            "give the dataset its size with tf.data.experimental.assert_cardinality(n)."
         )
     return steps_per_epoch(count, global_batch_size)
 
@@ -272,13 +316,7 @@ def fit_keras3(
         # created inside a scheduled step would be created on a worker.
         model._symbolic_build(data_batch=_first_batch(x, y, sample_weight, min(global_batch_size, 8)))
         model.optimizer.build(model.trainable_variables)
-    dataset_fn = dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
-    per_worker = coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn))
-    iterator = iter(per_worker)
-
-    @tf.function
-    def train_step(batches: Any) -> Any:
-        return strategy.run(model.train_step, args=(next(batches),))
+    train_step, step_args = _scheduled_step(model, strategy, coordinator, x, y, sample_weight, global_batch_size, shuffle)
 
     callbacks = keras.callbacks.CallbackList(
         user_callbacks, add_history=True, add_progbar=False, model=model, epochs=epochs, steps=steps, verbose=0
@@ -294,7 +332,7 @@ def fit_keras3(
                 metric.reset_state()
             callbacks.on_epoch_begin(epoch)
             started = time.monotonic()
-            _run_epoch(model, coordinator, train_step, iterator, callbacks, steps, per_step=per_step)
+            _run_epoch(model, coordinator, train_step, step_args, callbacks, steps, per_step=per_step)
             logs = {name: float(value) for name, value in model.get_metrics_result().items()}
             if verbose not in (0, "0"):
                 print(
@@ -325,7 +363,52 @@ def _per_step(callbacks: list[Any]) -> bool:
     return bool(names)
 
 
-def _run_epoch(model: Any, coordinator: Any, train_step: Any, iterator: Any, callbacks: Any, steps: int, *, per_step: bool) -> None:
+def _scheduled_step(
+    model: Any, strategy: Any, coordinator: Any, x: Any, y: Any, sample_weight: Any, global_batch_size: int, shuffle: bool
+) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
+    """The step the chief schedules, and the function that gives each step's arguments.
+
+    Arrays: every worker holds the arrays, and the chief picks each step's samples
+    (:func:`index_batches`), so each epoch trains on every sample once, as ``model.fit`` does,
+    whichever worker runs which step (a step re-run after a worker failure gets the same
+    samples). A dataset: each worker reads its own shard without end (warned: an epoch is then
+    a number of steps, not one pass).
+    """
+    import tensorflow as tf
+
+    from autodist.batching import shared_shuffle_seed
+
+    if isinstance(x, tf.data.Dataset):
+        warn_all([_SHARDS_NOTE])
+        dataset_fn = dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
+        iterator = iter(coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn)))
+
+        @tf.function
+        def step_on_shard(batches: Any) -> Any:
+            return strategy.run(model.train_step, args=(next(batches),))
+
+        return step_on_shard, lambda: (iterator,)
+    dataset_fn = whole_arrays_fn(x, y, sample_weight)
+    iterator = iter(coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn)))
+    batches = index_batches(_num_samples(x) or 0, global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed())
+
+    @tf.function(reduce_retracing=True)
+    def step_on_chosen(arrays: Any, indices: Any) -> Any:
+        return strategy.run(model.train_step, args=(_gather(indices, next(arrays)),))
+
+    return step_on_chosen, lambda: (iterator, tf.constant(next(batches), tf.int64))
+
+
+_SHARDS_NOTE = (
+    "Parameter-server training with a tf.data.Dataset: each worker reads its own shard of it "
+    "without end, and an epoch is steps_per_epoch steps on whichever worker is free. So within an "
+    "epoch a sample can be trained on twice or not at all (model.fit trains on each once), while "
+    "over the run every sample is trained on at the same rate. Pass the data as arrays to train "
+    "on each sample exactly once per epoch."
+)
+
+
+def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callable[[], tuple[Any, ...]], callbacks: Any, steps: int, *, per_step: bool) -> None:
     """Schedule one epoch's steps on the workers and wait for them.
 
     Without batch-level callbacks, all steps are in flight at once (asynchronous training).
@@ -336,12 +419,12 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, iterator: Any, cal
     """
     if not per_step:
         for _ in range(steps):
-            coordinator.schedule(train_step, args=(iterator,))
+            coordinator.schedule(train_step, args=step_args())
         coordinator.join()
         return
     for step in range(steps):
         callbacks.on_train_batch_begin(step)
-        result = coordinator.schedule(train_step, args=(iterator,))
+        result = coordinator.schedule(train_step, args=step_args())
         logs = {name: float(value) for name, value in result.fetch().items()}
         callbacks.on_train_batch_end(step, logs)
         if model.stop_training:

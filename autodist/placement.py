@@ -157,9 +157,9 @@ def _first_inputs(x: Any) -> Any:
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        from autodist.batching import dataset_batch_size, looks_batched
+        from autodist.batching import is_batched
 
-        batched = dataset_batch_size(x) is not None or looks_batched(x)
+        batched = is_batched(x)
         element = next(iter((x if batched else x.batch(1)).take(1)))
         return element[0] if isinstance(element, tuple) else element
     if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):

@@ -123,3 +123,86 @@ def test_a_list_of_arrays_stays_the_inputs_of_a_multi_input_model():
     (first, second), labels = next(iter(train))
     assert (tuple(first.shape), tuple(second.shape), labels.numpy().tolist()) == ((4, 3), (4, 5), [0, 1, 2, 3])
     assert isinstance(train.element_spec[0], tuple) and isinstance(train.element_spec[0][0], tf.TensorSpec)
+
+
+def _kinds_of_datasets():
+    import tensorflow as tf
+
+    samples = tf.data.Dataset.from_tensor_slices((np.zeros((10, 3), "float32"), np.zeros(10, "int32")))
+
+    def generator(*specs):
+        return tf.data.Dataset.from_generator(lambda: iter(()), output_signature=specs)
+
+    spec = tf.TensorSpec
+    return {
+        "batch(4).map": (samples.batch(4).map(lambda x, y: (x, y)), True, 4),
+        "padded_batch(3).prefetch": (samples.padded_batch(3).prefetch(1), True, 3),
+        "batch(4).rebatch(2)": (samples.batch(4).rebatch(2), True, 2),
+        "batch(4).map.unbatch()": (samples.batch(4).map(lambda x, y: (x, y)).unbatch(), False, None),
+        "flat_map(slices)": (samples.batch(5).flat_map(lambda x, y: tf.data.Dataset.from_tensor_slices((x, y))), False, None),
+        "window(2)": (samples.window(2), False, None),
+        "from_tensor_slices": (samples, False, None),
+        "generator of batches of 16": (generator(spec((16, 3)), spec((16,))), True, 16),
+        "generator of batches, size unknown": (generator(spec((None, 3)), spec((None,))), True, None),
+        "generator of variable-length samples, scalar label": (generator(spec((None,), tf.int32), spec(())), False, None),
+        "generator of variable-length samples, sequence label": (generator(spec((None,)), spec((None,))), False, None),
+        "zip of batched": (tf.data.Dataset.zip((samples.batch(2), samples.batch(2))), True, 2),
+    }
+
+
+@pytest.mark.parametrize("name", list(_kinds_of_datasets()))
+def test_describe_batching_reads_the_chain_and_the_spec(name):
+    from autodist.batching import describe_batching
+
+    dataset, batched, size = _kinds_of_datasets()[name]
+    found = describe_batching(dataset)
+    assert (found.batched, found.size) == (batched, size), found.evidence
+
+
+def test_variable_length_samples_get_an_error_that_names_padded_batch():
+    import tensorflow as tf
+
+    ragged = tf.data.Dataset.from_generator(
+        lambda: iter(()), output_signature=(tf.TensorSpec((None,), tf.int32), tf.TensorSpec((), tf.int32))
+    )
+    with pytest.raises(BatchSizeError, match=r"padded_batch\(8\)"):
+        prepare_dataset(ragged, 8)
+
+
+def test_batches_of_unknown_size_are_left_alone_without_rebatch():
+    import tensorflow as tf
+
+    batches = tf.data.Dataset.from_generator(
+        lambda: (np.zeros((5, 3), "float32") for _ in range(2)), output_signature=tf.TensorSpec((None, 3))
+    )
+    assert [tuple(b.shape) for b in prepare_dataset(batches, 32, rebatch=False)] == [(5, 3), (5, 3)]
+
+
+def test_shuffled_arrays_every_sample_once_per_epoch_a_new_order_each_epoch_the_same_for_a_seed():
+    from autodist.batching import arrays_to_dataset
+
+    def epochs(seed, count=3):
+        train, _ = arrays_to_dataset(np.arange(10), global_batch_size=4, shuffle=True, seed=seed)
+        batches = [b.numpy().tolist() for b in train.take(3 * count)]
+        return [sum(batches[i : i + 3], []) for i in range(0, 3 * count, 3)], [len(b) for b in batches]
+
+    orders, sizes = epochs(seed=11)
+    assert sizes == [4, 4, 2] * 3  # no batch spans two epochs
+    assert all(sorted(order) == list(range(10)) for order in orders)
+    assert len({tuple(order) for order in orders}) == 3
+    assert epochs(seed=11)[0] == orders
+    assert epochs(seed=12)[0] != orders
+
+
+def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run():
+    import tensorflow as tf
+
+    from autodist.batching import shared_shuffle_seed
+
+    try:
+        tf.random.set_seed(5)
+        assert shared_shuffle_seed() == shared_shuffle_seed()
+        tf.random.set_seed(None)
+        assert len({shared_shuffle_seed() for _ in range(4)}) > 1
+    finally:
+        tf.random.set_seed(None)

@@ -209,3 +209,41 @@ def test_default_backup_folder_depends_on_the_command_line(monkeypatch):
     monkeypatch.setattr("sys.argv", ["train.py", "--lr", "0.2"])
     assert default_backup_root(cluster, {}) != first
     assert default_backup_root(cluster, {"AUTODIST_BACKUP_DIR": "/shared/job"}) == "/shared/job"
+
+
+LISTENING_SCRIPT = '''
+import json, os, socket, sys
+import autodist
+import tensorflow as tf
+
+tf.distribute.get_strategy()  # MultiWorkerMirrored is created: every worker's server is up
+config = json.loads(os.environ["TF_CONFIG"])
+ports = {int(address.rsplit(":", 1)[1]) for address in config["cluster"]["worker"]}
+found = {}
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for line in open(table).read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, port = local.rsplit(":", 1)
+        if state == "0A" and int(port, 16) in ports:  # 0A: LISTEN
+            raw = bytes.fromhex(address)
+            name = socket.inet_ntoa(raw[::-1]) if len(raw) == 4 else socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+            found.setdefault(int(port, 16), []).append(name)
+with open(os.path.join(sys.argv[1], f"worker-{config['task']['index']}.json"), "w") as handle:
+    json.dump({"ports": sorted(ports), "listening": {str(p): sorted(a) for p, a in found.items()}}, handle)
+'''
+
+
+def test_each_worker_listens_on_the_port_its_tf_config_names(tmp_path, report):
+    """Read the listening sockets while a launched 2-worker job runs (no traffic leaves the host)."""
+    script = tmp_path / "listen.py"
+    script.write_text(LISTENING_SCRIPT)
+    proc = launch("--workers", "2", str(script), str(tmp_path), timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    seen = json.loads((tmp_path / "worker-0.json").read_text())
+    assert len(set(seen["ports"])) == 2
+    assert sorted(int(port) for port in seen["listening"]) == seen["ports"], seen
+    addresses = sorted({address for names in seen["listening"].values() for address in names})
+    report(
+        f"launch --workers 2: ports {seen['ports']} listen on {addresses} (TensorFlow's gRPC binds "
+        "every interface whatever TF_CONFIG says; TF_CONFIG names 127.0.0.1)"
+    )

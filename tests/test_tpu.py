@@ -41,6 +41,9 @@ def test_static_shapes_drop_the_remainder_and_say_how_many(fake_tpu):
     assert fake_tpu["steps"] == 1000 // 96  # 10 full batches; the last 40 samples are dropped
     assert any("40 of 1000 samples" in w for w in fake_tpu["warnings"]), fake_tpu["warnings"]
     assert fake_tpu["policy"] == "float32"  # bf16 only when the user opts in
+    # pandas DataFrames take the same path as arrays: static shapes, the same count dropped
+    assert fake_tpu["pandas_steps"] == 1000 // 96
+    assert any("40 of 1000 samples" in w for w in fake_tpu["pandas_warnings"]), fake_tpu["pandas_warnings"]
 
 
 @pytest.mark.parametrize(

@@ -112,9 +112,13 @@ def test_batch_33_on_2_replicas_trains_with_a_warning(cpu2):
 
 
 def test_batched_dataset_is_rebatched(cpu2):
+    # batched in 16, batch_size=33 -> 34: 8 steps of 34 (16 without the re-batch), the numbers
+    # of a single-device fit at 34
     case = cpu2["dataset"]
     assert case["global_batch_size"] == 34
-    assert 0 < case["loss"] < 10
+    assert case["batches"] == 8
+    assert case["loss_gap_vs_single_device_34"] <= METRIC_TOLERANCE
+    assert case["weight_diff_vs_single_device_34"] <= WEIGHT_TOLERANCE
     assert any("batch_size=33" in w for w in case["warnings"])
 
 
@@ -170,8 +174,14 @@ def test_fit_keywords_match_single_device(cpu2, name):
 
 
 def test_train_set_smaller_than_the_batch(cpu2):
+    # 25 samples, batch 32, 2 replicas: one step, split 13/12. It trains (Keras alone crashes on
+    # the uneven first batch); the replicas' means count equally, so the weights move a little
+    # differently from a single device's (5.8e-4 measured), and autodist says so with the split.
     case = cpu2["fit_keywords"]["small_train_set"]
-    assert case["batches"] == 1 and case["loss"] == pytest.approx(case["loss"])
+    assert case["batches"] == 1
+    assert case["loss_gap"] <= METRIC_TOLERANCE
+    assert 0 < case["weight_diff"] < 1e-2
+    assert any("25 of 25 samples" in w and "splits 13/12 over 2 replicas" in w for w in case["warnings"]), case["warnings"]
 
 
 def test_interrupted_fit_keeps_the_training_done(cpu2):

@@ -6,6 +6,7 @@ Run with 2 logical CPUs in a fresh process; prints ``RESULT <json>``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -80,6 +81,23 @@ def mirrored_uneven_validation_error() -> str | None:
     return None
 
 
+def generator_batches_read(strategy=None) -> int:
+    """Batches a 4-step fit reads from a Python generator, under ``strategy`` or none (the
+    surplus under a strategy is read by the symbolic build and lost when the input starts over)."""
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse")
+    pulled = []
+
+    def batches():
+        while True:
+            pulled.append(1)
+            yield np.ones((8, 4), "float32"), np.ones((8, 2), "float32")
+
+    model.fit(batches(), steps_per_epoch=4, epochs=1, verbose=0)
+    return len(pulled)
+
+
 def main() -> None:
     results = {
         "mirrored_uneven_first_batch_error": mirrored_uneven_validation_error(),
@@ -88,6 +106,8 @@ def main() -> None:
         "mirrored_sum_counter_unpatched": mirrored_sum_counter(),
         "mirrored_steps_per_execution_error": mirrored_fit_error(steps_per_execution=4),
         "mirrored_jit_compile_error": mirrored_fit_error(jit_compile=True),
+        "generator_batches_read_plain": generator_batches_read(),
+        "generator_batches_read_mirrored": generator_batches_read(tf.distribute.MirroredStrategy(DEVICES)),
     }
     from autodist.keras_compat import patch_aggregating_variable_updates
 

@@ -60,6 +60,13 @@ def build():
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     history = autodist.fit(build, np.ones((1000, 4), "float32"), np.ones((1000, 2), "float32"), batch_size=100, epochs=1, verbose=0)
+with warnings.catch_warnings(record=True) as caught_pandas:  # pandas goes the way arrays go
+    warnings.simplefilter("always")
+    import pandas as pd
+
+    pandas_history = autodist.fit(
+        build, pd.DataFrame(np.ones((1000, 4), "float32")), pd.DataFrame(np.ones((1000, 2), "float32")), batch_size=100, epochs=1, verbose=0
+    )
 print(
     "RESULT "
     + json.dumps(
@@ -68,6 +75,8 @@ print(
             "init_plan": init_plan.to_dict(),
             "fit_plan": history.plan.to_dict(),
             "steps": int(history.model.optimizer.iterations.numpy()),
+            "pandas_steps": int(pandas_history.model.optimizer.iterations.numpy()),
+            "pandas_warnings": [str(w.message) for w in caught_pandas if issubclass(w.category, autodist.AutodistWarning)],
             "policy": keras.mixed_precision.global_policy().name,
             "warnings": [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)],
         }
