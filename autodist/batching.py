@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -174,8 +175,9 @@ def describe_batching(dataset: Any) -> Batching:
         name = type(node).__name__
         size = getattr(node, "_batch_size", getattr(node, "_batch_sizes", None))
         if size is not None and "atch" in name:
+            # The batch step's input is samples (for rebatch it is batches: no count).
             same_batches = _finite_cardinality(dataset) == _finite_cardinality(node)
-            samples = _finite_cardinality(node._input_dataset) if same_batches else None
+            samples = _finite_cardinality(node._input_dataset) if same_batches and name != "_RebatchDataset" else None
             return Batching(True, _positive_int(size), name.strip("_"), samples)
         if name in _YIELDS_SAMPLES:
             return Batching(False, None, name.strip("_"))
@@ -211,9 +213,13 @@ def _batching_from_spec(dataset: Any, step: str) -> Batching:
     import tensorflow as tf
 
     shapes = [getattr(spec, "shape", None) for spec in tf.nest.flatten(dataset.element_spec)]
-    ranks = [shape.rank for shape in shapes if shape is not None and shape.rank is not None]
     evidence = f"{step}: element spec {dataset.element_spec}"
-    if not ranks or min(ranks) == 0:
+    if not shapes or None in shapes:
+        return Batching(False, None, evidence + " (not all tensors: not a batch Keras can read)")
+    ranks = [shape.rank for shape in shapes]
+    if None in ranks:
+        return Batching(True, None, evidence + " (rank unknown: read as batches, as Keras reads them)")
+    if min(ranks) == 0:
         return Batching(False, None, evidence + " has a scalar part")
     if max(ranks) == 1 and all(shape[0] is None for shape in shapes if shape is not None):
         return Batching(False, None, evidence + " (vectors of unknown length: variable-length samples)")
@@ -458,22 +464,28 @@ def _epoch_batches(num_samples: int, batch_size: int, *, drop_remainder: bool, s
         )
         return tf.data.Dataset.from_tensor_slices(order).batch(batch_size, drop_remainder=drop_remainder)
 
-    return tf.data.Dataset.counter().flat_map(one_epoch)
+    # Endless, and said so: with an unknown size, multi-worker input all-reduces "has data" each step.
+    endless = tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY)
+    return tf.data.Dataset.counter().flat_map(one_epoch).apply(endless)
+
+
+_DRAWS = itertools.count()
 
 
 def shared_shuffle_seed(strategy: Any = None) -> int:
     """A shuffle seed every worker agrees on: the first replica's draw, shared by one all-reduce.
 
-    The draw comes from TensorFlow's global seed when one is set (``keras.utils.
-    set_random_seed``: the same order on every run, as with ``model.fit``), else it is random (a
-    new order each run). Under a multi-worker strategy every replica but the first adds 0 to a
+    The draw comes from TensorFlow's global seed and the number of draws before it in this
+    process, when a global seed is set (``keras.utils.set_random_seed``: the same orders on every
+    run, and a second ``fit`` in a run gets new ones, as with ``model.fit``), else it is random
+    (a new order each run). Under a multi-worker strategy every replica but the first adds 0 to a
     sum, so all workers get the first replica's draw; every worker must call it at the same
     point. With ``strategy=None`` (one process), it returns the draw.
 
     Example:
         >>> import tensorflow as tf
         >>> tf.random.set_seed(5)
-        >>> shared_shuffle_seed() == shared_shuffle_seed()
+        >>> shared_shuffle_seed() != shared_shuffle_seed()  # a new draw for each fit
         True
     """
     import secrets
@@ -481,8 +493,8 @@ def shared_shuffle_seed(strategy: Any = None) -> int:
     import tensorflow as tf
     from tensorflow.python.eager import context
 
-    global_seed = context.global_seed()
-    mine = 1 + (secrets.randbits(30) if global_seed is None else (int(global_seed) * 2654435761) % (2**30))
+    global_seed, draw = context.global_seed(), next(_DRAWS)  # each fit of a run draws anew
+    mine = 1 + (secrets.randbits(30) if global_seed is None else (int(global_seed) * 2654435761 + draw * 40503) % (2**30))
     if strategy is None:
         return mine
 

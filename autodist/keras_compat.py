@@ -327,10 +327,12 @@ def _fully_built(model: Any) -> bool:
 def _first_batch(epoch_iterator: Any) -> Any:
     """The first batch of a Keras 3 TF epoch iterator, whatever the shape of its items.
 
-    Recent Keras 3 releases yield ``(begin_step, end_step, data_iterator)``, earlier ones
-    ``(step, data_iterator)``: the data iterator is the item's last part in both.
+    Recent Keras 3 releases iterate the epoch iterator itself and yield ``(begin_step,
+    end_step, data_iterator)``; earlier ones yield ``(step, data_iterator)`` from
+    ``enumerate_epoch()``: the data iterator is the item's last part in both.
     """
-    item = next(iter(epoch_iterator))
+    items = epoch_iterator if hasattr(epoch_iterator, "__iter__") else epoch_iterator.enumerate_epoch()
+    item = next(iter(items))
     source = item[-1] if isinstance(item, tuple) else item
     return next(source) if hasattr(source, "__next__") else source
 
@@ -354,6 +356,8 @@ def _install_symbolic_build() -> None:
         import tensorflow as tf
 
         strategy = self.distribute_strategy
+        if not (hasattr(iterator, "__iter__") or hasattr(iterator, "enumerate_epoch")):
+            return original_build(self, iterator=iterator, data_batch=data_batch)  # a shape we do not know
         data_batch = tree.map_structure(
             lambda v: strategy.experimental_local_results(v)[0]
             if isinstance(v, tf.distribute.DistributedValues)

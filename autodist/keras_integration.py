@@ -93,14 +93,13 @@ def _prepare_input(
     assert batch is not None
     drop = the_plan.drop_remainder
     if isinstance(x, tf.data.Dataset):
-        # Batches of unknown size and no batch_size on one replica: nothing to divide, as Keras.
-        batching = describe_batching(x)
-        keep = batching.batched and batching.size is None and not batch_given and the_plan.num_replicas == 1
+        # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
+        keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
         prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
         count = int(x.unbatch().cardinality()) if drop and dataset_batch_size(x) is not None else -1
         prepared = _one_iterator_per_run(prepared, the_plan, fit_kwargs)
         warnings_ = [_drop_warning(count if count >= 0 else None, batch)] if drop else []
-        if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and int(x.cardinality()) == -2:
+        if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
             warnings_.append(_UNKNOWN_SIZE_NOTE)
         return prepared, y, warnings_
     if x is None or _batches_itself(x):
@@ -126,6 +125,13 @@ def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any
         split = 0.0  # as in Keras: validation_data wins over validation_split
     num_samples = int(tf.nest.flatten(x)[0].shape[0])
     train_samples = int(math.floor(num_samples * (1.0 - split)))
+    if train_samples == 0 or (drop and train_samples < batch):
+        raise BatchSizeError(
+            f"autodist has {train_samples} training samples (of {num_samples}) and a global batch of "
+            f"{batch}{' whose partial batches are dropped (static shapes)' if drop else ''}: no step "
+            "would run. Expected at least one full batch of samples. Pass more samples, or a "
+            "smaller batch_size."
+        )
     shuffle = bool(fit_kwargs.pop("shuffle", True))
     train, validation = arrays_to_dataset(
         x,
@@ -172,9 +178,11 @@ _UNKNOWN_SIZE_NOTE = (
     "The dataset's size is unknown (from_generator, filter, unbatch, ...). Keras's single-device "
     "model.fit then runs one more, empty step at the end of each epoch, which can count in its "
     "History (measured: 5 full batches reported 5/6 of the true mean, 0.59 for 0.71) and in the "
-    "optimizer's step count. Under multi_worker_mirrored the workers agree when the data ends, so "
-    "History can differ from model.fit's. To get the same numbers from both, give the dataset its "
-    "size: dataset.apply(tf.data.experimental.assert_cardinality(n))."
+    "optimizer's step count. Over several replicas that end of the data is met differently: under "
+    "multi_worker_mirrored the workers agree when the data ends (History 0.2 from model.fit's in "
+    "the harness), and under mirrored the harness once saw the epoch's History 0.078 from model.fit's "
+    "in 6 runs (weights equal). To get model.fit's numbers, give the dataset its size: "
+    "dataset.apply(tf.data.experimental.assert_cardinality(n))."
 )
 
 
@@ -252,6 +260,8 @@ def _build_from_generator(model: Any, x: Any, distribution: Any) -> Any:
     read and lose it). Anything else comes back as it is."""
     if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
         return x
+    if not WORKAROUNDS["symbolic_build_reads_input"].is_active(describe_model(model).keras_version):
+        return x
     from keras.src.trainers.data_adapters import data_adapter_utils
 
     first = next(x)
@@ -270,6 +280,13 @@ def _num_samples(x: Any) -> int:
     import tensorflow as tf
 
     return int(len(tf.nest.flatten(_pandas_to_numpy(x))[0]))
+
+
+def _training_samples(x: Any, fit_kwargs: Mapping[str, Any]) -> int:
+    """Samples ``fit`` trains on: all of ``x``, less Keras's ``validation_split`` (unless
+    ``validation_data`` is given, which wins)."""
+    split = 0.0 if fit_kwargs.get("validation_data") is not None else float(fit_kwargs.get("validation_split") or 0.0)
+    return int(math.floor(_num_samples(x) * (1.0 - split)))
 
 
 def _is_array_like(x: Any) -> bool:
@@ -351,8 +368,7 @@ def fit(
         )
     complete_activation()  # the strategy made current at import, if it is still pending
     plan_args = (
-        model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds,
-        fit_kwargs.get("steps_per_epoch"),
+        model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds, fit_kwargs,
     )
     the_plan = _plan_for(*plan_args)
     distribution = build_strategy(the_plan)
@@ -413,7 +429,7 @@ def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) ->
         batching = describe_batching(x)
         count = batching.samples if batching.batched else _finite_count(x)
     elif x is not None and not _batches_itself(x) and _is_array_like(_pandas_to_numpy(x)):
-        count = math.floor(_num_samples(x) * (1.0 - float(fit_kwargs.get("validation_split") or 0.0)))
+        count = _training_samples(x, fit_kwargs)
     else:
         return None
     last = count % batch if count else 0
@@ -602,7 +618,7 @@ def _plan_for(
     num_params: int | None,
     gpu_memory_fraction: float | None,
     peer_timeout_seconds: float | None,
-    steps_per_epoch: int | None = None,
+    fit_kwargs: Mapping[str, Any],
     tpu_cores: int | None = None,
 ) -> Plan:
     import dataclasses
@@ -612,9 +628,9 @@ def _plan_for(
     requested = batch_size
     if requested is None and isinstance(x, tf.data.Dataset):
         requested = dataset_batch_size(x)
-    elif requested is None and steps_per_epoch and x is not None and not _batches_itself(x):
-        # Keras batches arrays in ceil(samples / steps_per_epoch) when no batch_size is given.
-        requested = math.ceil(_num_samples(x) / int(steps_per_epoch))
+    elif requested is None and fit_kwargs.get("steps_per_epoch") and x is not None and not _batches_itself(x):
+        # Keras batches arrays in ceil(training samples / steps_per_epoch) without a batch_size.
+        requested = math.ceil(_training_samples(x, fit_kwargs) / int(fit_kwargs["steps_per_epoch"]))
     options: dict[str, Any] = {}
     if gpu_memory_fraction is not None:
         options["gpu_memory_fraction"] = gpu_memory_fraction

@@ -7,8 +7,11 @@ TensorFlow ignores SIGTERM while it waits for peers), and reports which task fai
 exit code, and its last lines. ``--max-restarts K`` restarts the whole job after a failure; the
 backup directory it shares between attempts (``AUTODIST_BACKUP_DIR``) lets training resume.
 
-Nothing binds to anything but 127.0.0.1 unless ``--hosts`` names hosts, and then autodist only
-prints the per-host plan: it never starts processes on other machines.
+Every task's TF_CONFIG names 127.0.0.1, so the tasks talk over loopback. TensorFlow's gRPC server
+itself listens on every interface whatever TF_CONFIG names (``grpc_server_lib.cc`` binds
+``0.0.0.0``; tests/test_multi_worker.py reads the listening sockets): run jobs on a trusted
+host. With ``--hosts``, autodist only prints the per-host plan: it never starts processes on
+other machines.
 
 Example:
     >>> from autodist.launch import local_cluster

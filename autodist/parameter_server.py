@@ -390,7 +390,10 @@ def _scheduled_step(
         return step_on_shard, lambda: (iterator,)
     dataset_fn = whole_arrays_fn(x, y, sample_weight)
     iterator = iter(coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn)))
-    batches = index_batches(_num_samples(x) or 0, global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed())
+    num_samples = _num_samples(x) or 0
+    if num_samples == 0:
+        raise AutodistError("autodist.fit got arrays with 0 samples. Expected at least one sample to train on. Pass the training data.")
+    batches = index_batches(num_samples, global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed())
 
     @tf.function(reduce_retracing=True)
     def step_on_chosen(arrays: Any, indices: Any) -> Any:
@@ -455,8 +458,10 @@ def fit_tf_keras(
     shuffle = bool(fit_kwargs.pop("shuffle", True))
     fit_kwargs.pop("batch_size", None)
     steps = _steps(x, global_batch_size, fit_kwargs.pop("steps_per_epoch", None))
+    from autodist.batching import shared_shuffle_seed
+
     creator = tf_keras.utils.experimental.DatasetCreator(
-        dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
+        dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed())
     )
     try:
         with strategy.scope():

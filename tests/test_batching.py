@@ -199,10 +199,31 @@ def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run():
 
     from autodist.batching import shared_shuffle_seed
 
+    import itertools
+
+    from autodist import batching
+
+    def a_run(global_seed):  # a fresh process: its fits draw 0, 1, 2
+        batching._DRAWS = itertools.count()
+        tf.random.set_seed(global_seed)
+        return [shared_shuffle_seed() for _ in range(3)]
+
     try:
-        tf.random.set_seed(5)
-        assert shared_shuffle_seed() == shared_shuffle_seed()
-        tf.random.set_seed(None)
-        assert len({shared_shuffle_seed() for _ in range(4)}) > 1
+        first = a_run(5)
+        assert a_run(5) == first and len(set(first)) == 3  # same orders each run, new ones per fit
+        assert a_run(6) != first
+        assert a_run(None) != a_run(None)  # no global seed: random
     finally:
         tf.random.set_seed(None)
+
+
+def test_samples_in_a_pass_come_from_the_graph_only_when_it_tells():
+    import tensorflow as tf
+
+    from autodist.batching import describe_batching
+
+    samples = tf.data.Dataset.from_tensor_slices(np.zeros((10, 3), "float32"))
+    assert describe_batching(samples.batch(4).map(lambda x: x).prefetch(1)).samples == 10
+    assert describe_batching(samples.batch(4).rebatch(2)).samples is None  # rebatch's input is batches
+    assert describe_batching(samples.batch(4).take(2)).samples is None  # take changed the batch count
+    assert describe_batching(samples.filter(lambda x: True).batch(4)).samples is None

@@ -208,13 +208,25 @@ def run(fit, case, x, y, kwargs) -> dict:
         keras.utils.set_random_seed(7 + TASK_INDEX)
     observe = Observe()
     kwargs = {"shuffle": case["shuffled"], **kwargs}
+    before = evaluate(model, case["shape"])
     history = fit(model, x, y, epochs=EPOCHS, verbose=0, callbacks=[observe], **kwargs)
     return {
+        "loss_before": before,
+        "loss_after": evaluate(model, case["shape"]),
         "history": history.history,
         "weights": [w.tolist() for w in model.get_weights() if w.shape != (NUM,)],
         "hooks": observe.hooks,
         "seen": observe.seen,
     }
+
+
+def evaluate(model, shape) -> float:
+    """The loss on all the data, in order, outside any strategy (sequences: none needed)."""
+    if shape != "one":
+        return 0.0
+    with plain():
+        logits = model(XA, training=False)
+        return float(keras.losses.SparseCategoricalCrossentropy(from_logits=True)(Y, logits))
 
 
 def arms(case) -> dict:
