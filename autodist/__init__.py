@@ -6,6 +6,12 @@ becomes the current one (:mod:`autodist.activation`; ``AUTODIST_ACTIVATE=0`` tur
 put ``import autodist`` first: every model built afterwards is created under the strategy, and
 ``autodist.fit(model, ...)`` trains that very object.
 
+Layers (each module imports only its own layer and those below; see the README's "Layout"):
+shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``) → plan
+(``planning``, ``batching``, ``keras_compat``) → act (``strategies``, ``activation``,
+``keras_integration``, ``placement``, ``parameter_server``, ``callbacks``, ``decorator``,
+``launch``, ``coexistence``) → edge (this package's public names, ``cli``, ``demo``).
+
 Example:
     >>> import autodist
     >>> snap = autodist.detect(fast=True)
@@ -29,9 +35,25 @@ from autodist.cluster import ClusterInfo, is_chief
 from autodist.decorator import compute_average_loss, current_plan, distributed, init
 from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo, detect
 from autodist.keras_integration import fit
-from autodist.planning import ModelInfo, Plan, StrategyKind, describe_model, plan
+from autodist.planning import ModelInfo, Plan, StrategyKind, describe_model
 
 __version__ = "0.1.0"
+
+
+def plan(snapshot: HardwareSnapshot | None = None, **plan_kwargs: object) -> Plan:
+    """Plan for ``snapshot``, or for this machine (:func:`detect`) when it is ``None``.
+
+    The pure planner is :func:`autodist.planning.plan`, which takes the same keywords
+    (``model``, ``num_params``, ``batch_size``, ``strategy``, ...) and reads no machine.
+
+    Example:
+        >>> import autodist
+        >>> autodist.plan(autodist.HardwareSnapshot.cpu_only(), batch_size=64).global_batch_size
+        64
+    """
+    from autodist import planning
+
+    return planning.plan(detect() if snapshot is None else snapshot, **plan_kwargs)  # type: ignore[arg-type]
 
 import os as _os
 

@@ -35,11 +35,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError
-from autodist.hardware import CPU_DEVICES_ENV
 from autodist.log import get_logger
-from autodist.settings import ACTIVATE_ENV, activation_enabled, plan_here
+from autodist.settings import ACTIVATE_ENV, CPU_DEVICES_ENV, activation_enabled, peer_timeout_setting, strategy_setting
 
-__all__ = ["ASSUMED_FITS", "Activation", "activate", "complete", "current", "install", "runtime_started_message", "uninstall"]
+__all__ = ["ASSUMED_FITS", "Activation", "activate", "complete", "current", "install", "plan_here", "runtime_started_message", "uninstall"]
 
 #: Packages whose import may import TensorFlow; activation waits until the outermost one is done.
 _WATCHED = ("tensorflow", "keras", "tf_keras")
@@ -287,3 +286,28 @@ def install(environ: Mapping[str, str]) -> None:
 def uninstall() -> None:
     """Drop the import hook (commands that only report, such as ``inspect``, create no strategy)."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _AfterTensorFlowImport)]
+
+
+def plan_here(environ: Mapping[str, str], *, strategy: str | object = "auto", peer_timeout_seconds: float | None = None, snapshot: object = None, **plan_kwargs: object) -> object:
+    """Detect this machine (unless ``snapshot`` is given) and plan with the ``AUTODIST_*``
+    settings (:mod:`autodist.settings`): the one way the activation at import, ``init``,
+    ``@distributed`` and ``fit`` make their plans. The planner itself stays pure; this is the
+    edge that reads the machine.
+
+    Example:
+        >>> from autodist.hardware import HardwareSnapshot
+        >>> plan_here({"AUTODIST_STRATEGY": "one_device"}, snapshot=HardwareSnapshot.cpu_only()).strategy.value
+        'one_device'
+    """
+    from autodist.hardware import detect
+    from autodist.planning import plan
+
+    timeout = peer_timeout_setting(environ, peer_timeout_seconds)
+    if timeout is not None:
+        plan_kwargs["peer_timeout_seconds"] = timeout
+    return plan(
+        snapshot if snapshot is not None else detect(environ),
+        strategy=strategy_setting(environ, strategy),
+        environ=environ,
+        **plan_kwargs,
+    )

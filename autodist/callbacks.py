@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.cluster import ClusterInfo
+from autodist.settings import BACKUP_DIR_ENV, backup_dir_setting
 
 __all__ = ["BATCH_HOOKS", "ChiefDuties", "backup_folder", "default_backup_root", "needs_each_step", "uses_batch_hooks"]
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
-BACKUP_ENV = "AUTODIST_BACKUP_DIR"
+BACKUP_ENV = BACKUP_DIR_ENV
 
 
 def backup_folder(root: str, task_type: str, task_index: int) -> str:
@@ -47,7 +48,7 @@ def backup_folder(root: str, task_type: str, task_index: int) -> str:
 
 def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str:
     """``AUTODIST_BACKUP_DIR`` (the launcher sets it), else a folder named after the cluster."""
-    if environ.get(BACKUP_ENV):
+    if backup_dir_setting(environ):
         return environ[BACKUP_ENV]
     # The cluster and the command line: another script, or the same one with other arguments,
     # on the same hosts and ports must not resume this run's backup.

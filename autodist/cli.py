@@ -20,7 +20,7 @@ from typing import Any
 from autodist.activation import uninstall as uninstall_activation
 from autodist.errors import AutodistError
 from autodist.hardware import HardwareSnapshot, detect
-from autodist.planning import StrategyKind, format_gib, plan
+from autodist.planning import Plan, StrategyKind, format_gib, plan
 
 __all__ = ["main"]
 
@@ -124,21 +124,8 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _plan_text(data: dict[str, Any]) -> str:
-    lines = [f"plan: {data['strategy']} with {data['num_replicas']} replica(s)"]
-    if data["devices"]:
-        lines[0] += f" on {', '.join(data['devices'])}"
-    if data["num_workers"] > 1:
-        lines.append(f"  workers: {data['num_workers']}")
-    if data["cross_device_ops"]:
-        lines.append(f"  all-reduce: {data['cross_device_ops']}")
-    lines.append(
-        f"  batch: global {data['global_batch_size']} = {data['per_replica_batch_size']} per replica"
-    )
-    if data["footprint_bytes"] is not None:
-        lines.append(f"  training footprint: {_gib(data['footprint_bytes'])}")
-    lines += [f"  why: {reason}" for reason in data["reasons"]]
-    lines += [f"  warning: {warning}" for warning in data["warnings"]]
-    return "\n".join(lines)
+    """A plan as ``Plan.summary`` renders it (the one rendering), from its JSON form."""
+    return Plan.from_dict(data).summary(prefix="plan")
 
 
 # ----------------------------------------------------------------------------- demo

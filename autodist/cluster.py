@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.errors import ClusterConfigError
+from autodist.settings import PORT_ENV, SLURM_PORT_BASE_ENV
 
 __all__ = [
     "CLUSTER_ENVIRONMENTS",
@@ -380,7 +381,7 @@ class SageMakerEnvironment:
                 f"SM_CURRENT_HOST={current!r} is not among SM_HOSTS (Received: SM_HOSTS={received}). "
                 "Expected this host's name to be in the list. Check the job's environment."
             )
-        port = _port(environ, "AUTODIST_PORT", 2222)
+        port = _port(environ, PORT_ENV, 2222)
         return validate_cluster(
             {"worker": [f"{host}:{port}" for host in hosts]},
             "worker",
@@ -431,7 +432,7 @@ class SlurmEnvironment:
                 f"SLURM lists {len(hosts)} nodes but {len(per_node)} task counts (Received: "
                 f"{received}). Expected one count per node."
             )
-        port_base = _port(environ, "AUTODIST_SLURM_PORT_BASE", 8888)
+        port_base = _port(environ, SLURM_PORT_BASE_ENV, 8888)
         tasks = [
             f"{host}:{port_base + offset}"
             for host, count in sorted(zip(hosts, per_node))

@@ -28,11 +28,11 @@ from typing import Any
 
 from autodist.cluster import ClusterInfo, detect_cluster
 from autodist.errors import AutodistError
+from autodist.settings import CPU_DEVICES_ENV, positive_int_setting
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
 
 #: Environment variable that splits the host CPU into N logical devices (see README).
-CPU_DEVICES_ENV = "AUTODIST_CPU_DEVICES"
 
 
 @dataclass(frozen=True)
@@ -269,28 +269,6 @@ def tpu_environment(environ: Mapping[str, str]) -> TpuInfo | None:
 
 
 # ----------------------------------------------------------------------------- detect
-
-
-def positive_int_setting(environ: Mapping[str, str], name: str, default: int, meaning: str) -> int:
-    """The positive integer in ``environ[name]``, or ``default`` when unset or empty.
-
-    Raises:
-        AutodistError: naming the variable, the value, and ``meaning`` (what it sets and how).
-
-    Example:
-        >>> positive_int_setting({"N": "4"}, "N", 1, "")
-        4
-    """
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise AutodistError(f"{name} must be a positive integer (Received: {name}={raw!r}). {meaning}")
-    return value
 
 
 def _cpu_devices(environ: Mapping[str, str]) -> int:

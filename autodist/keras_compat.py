@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
+
 __all__ = [
     "WORKAROUNDS",
     "Workaround",
@@ -38,7 +40,7 @@ __all__ = [
     "patch_multi_worker_trainer",
 ]
 
-COMPAT_ENV = "AUTODIST_KERAS_COMPAT"
+COMPAT_ENV = KERAS_COMPAT_ENV
 _log = logging.getLogger("autodist")
 _UNTESTED_WARNED: set[str] = set()
 
@@ -65,7 +67,7 @@ class Workaround:
     def is_active(self, keras_version: str | None, environ: Mapping[str, str] | None = None) -> bool:
         """Whether to apply it for this Keras 3 version (see the module docstring)."""
         env = os.environ if environ is None else environ
-        mode = env.get(COMPAT_ENV, "").strip().lower()
+        mode = keras_compat_mode(env)
         if mode == "off":
             return False
         if mode == "force":

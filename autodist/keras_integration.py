@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from autodist.activation import complete as complete_activation
+from autodist.activation import plan_here
 from autodist.batching import (
     arrays_to_dataset,
     dataset_batch_size,
@@ -62,7 +63,7 @@ from autodist.keras_compat import (
 )
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of
-from autodist.settings import plan_here
+from autodist.parameter_server import serve_if_this_task_serves
 from autodist.strategies import build_strategy
 
 __all__ = ["fit"]
@@ -382,6 +383,7 @@ def fit(
         model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds, fit_kwargs,
     )
     the_plan = _plan_for(*plan_args)
+    serve_if_this_task_serves(the_plan)  # parameter-server worker and ps tasks end here
     distribution = build_strategy(the_plan)
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
         # Connected: plan the batch again with the real number of cores.

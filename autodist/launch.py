@@ -37,13 +37,14 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from autodist.callbacks import BACKUP_ENV
+from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
+from autodist.settings import LAUNCH_ATTEMPT_ENV
 from autodist.errors import AutodistError
 
 __all__ = ["Launcher", "host_plan", "local_cluster", "task_configs"]
 
 LOOPBACK = "127.0.0.1"
-ATTEMPT_ENV = "AUTODIST_LAUNCH_ATTEMPT"
+ATTEMPT_ENV = LAUNCH_ATTEMPT_ENV
 TAIL_LINES = 20
 
 

@@ -33,7 +33,7 @@ from autodist.cluster import ClusterInfo
 from autodist.errors import AutodistError, PeerError
 from autodist.log import warn_all
 
-__all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "steps_per_epoch", "watch_chief"]
+__all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "serve_if_this_task_serves", "steps_per_epoch", "watch_chief"]
 
 #: ``fit`` keywords the Keras 3 parameter-server loop cannot honour, with the alternative.
 UNSUPPORTED_KERAS3 = {
@@ -100,6 +100,15 @@ def watch_chief(
             )
             return 1
         time.sleep(poll_seconds if seen else search_seconds)
+
+
+def serve_if_this_task_serves(plan: Any) -> None:
+    """On a parameter-server plan's ``worker`` and ``ps`` tasks, serve and end the process
+    (:func:`serve`); on any other task or plan, return. Called by ``fit``, ``init`` and
+    ``@distributed`` before they build the strategy (building never ends the process)."""
+    cluster = plan.cluster
+    if plan.strategy.value == "parameter_server" and cluster is not None and cluster.task_type in ("worker", "ps"):
+        serve(cluster, plan.peer_timeout_seconds)
 
 
 def serve(cluster: ClusterInfo, peer_timeout: float) -> NoReturn:

@@ -11,12 +11,13 @@ plan, with the reasons for each choice as data. The rules, in order:
    does not fit the smallest GPU.
 6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` when the model does not fit.
 7. CPU only means ``default``; with ``AUTODIST_CPU_DEVICES=N`` (N >= 2), ``mirrored`` over the N
-   logical CPU devices. Measured on 2 cores, that split is slower than ``default`` (0.40-0.49x
-   over 2 logical CPUs, 0.19-0.26x over 4), whatever the cross-device op: it exists to run distributed
-   code on one machine, so it is kept, and the plan's reason says what it costs.
+   logical CPU devices. Measured on 2 cores, that split is slower than ``default``, whatever the
+   cross-device op (``python -m benchmarks``, "decision quality"; figures in the README's
+   Benchmarks): it exists to run distributed code on one machine, so it is kept, and the plan's
+   reason says so.
 
 Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
-``steps_per_execution=1`` runs 8 steps per call (1.27x samples/s measured), unless a callback uses
+``steps_per_execution=1`` runs 8 steps per call (faster: ``python -m benchmarks``), unless a callback uses
 batch-level hooks or ``steps_per_epoch``/``validation_steps`` is given;
 ``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
 
@@ -47,7 +48,8 @@ from typing import Any
 from autodist.cluster import ClusterInfo
 from autodist.batching import KERAS_DEFAULT_BATCH_SIZE, adjust_global_batch, validate_batch_size
 from autodist.errors import AutodistError, StrategyUnavailableError
-from autodist.hardware import HardwareSnapshot, TpuInfo, positive_int_setting
+from autodist.hardware import HardwareSnapshot, TpuInfo
+from autodist.settings import STEPS_PER_EXECUTION_ENV, positive_int_setting
 from autodist.keras_compat import compile_overrides
 
 __all__ = ["ModelInfo", "Plan", "StrategyKind", "describe_model", "plan", "training_footprint_bytes"]
@@ -167,11 +169,9 @@ def training_footprint_bytes(
 
 
 #: Steps per compiled call that autodist sets on the default and one-device strategies, for a
-#: Keras 3 model compiled with 1. Measured (``python -m benchmarks``, MLP 784-256-256-10, default
-#: strategy, 2 cores): 8 gave 1.27x the samples/s of 1 (0.97-1.35 over 5 rounds), with the same steps
-#: and weights.
+#: Keras 3 model compiled with 1. ``python -m benchmarks`` measures 8 against 1 (MLP 784-256-256-10,
+#: default strategy; figures in the README's Benchmarks), with the same steps and weights.
 DEFAULT_STEPS_PER_EXECUTION = 8
-STEPS_PER_EXECUTION_ENV = "AUTODIST_STEPS_PER_EXECUTION"
 
 
 @dataclass(frozen=True)
@@ -256,18 +256,48 @@ class Plan:
             "warnings": list(self.warnings),
         }
 
-    def summary(self, *, include_warnings: bool = True) -> str:
-        """A few lines for the log and for bug reports (warnings too, unless told otherwise)."""
-        lines = [f"autodist plan: {self.strategy.value} with {self.num_replicas} replica(s)"]
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        """The plan that :meth:`to_dict` wrote, so plans round-trip through JSON like snapshots.
+
+        Example:
+            >>> from autodist.hardware import HardwareSnapshot
+            >>> made = plan(HardwareSnapshot.cpu_only(), batch_size=64)
+            >>> Plan.from_dict(made.to_dict()) == made
+            True
+        """
+        fields_ = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        tpu = data.get("tpu")
+        return cls(
+            **{
+                **fields_,
+                "strategy": StrategyKind(data["strategy"]),
+                "devices": tuple(data.get("devices") or ()),
+                "compile_overrides": dict(data.get("compile_overrides") or {}),
+                "cluster": ClusterInfo.from_dict(data["cluster"]) if data.get("cluster") else None,
+                "tpu": TpuInfo(tpu["source"], tpu.get("name"), tpu.get("num_cores")) if tpu else None,
+                "reasons": tuple(data.get("reasons") or ()),
+                "warnings": tuple(data.get("warnings") or ()),
+            }
+        )
+
+    def summary(self, *, include_warnings: bool = True, prefix: str = "autodist plan") -> str:
+        """The one rendering of a plan: for the log, ``inspect``/``plan`` and bug reports
+        (warnings too, unless told otherwise)."""
+        lines = [f"{prefix}: {self.strategy.value} with {self.num_replicas} replica(s)"]
         if self.devices:
             lines[0] += f" on {', '.join(self.devices)}"
         if self.num_workers > 1:
             lines[0] += f" per worker x {self.num_workers} workers"
+        if self.cross_device_ops:
+            lines.append(f"  all-reduce: {self.cross_device_ops}")
         if self.global_batch_size is not None:
             lines.append(
                 f"  batch: global {self.global_batch_size} = {self.per_replica_batch_size} per "
                 f"replica x {self.num_replicas}"
             )
+        if self.footprint_bytes is not None:
+            lines.append(f"  training footprint: {format_gib(self.footprint_bytes)}")
         lines += [f"  why: {reason}" for reason in self.reasons]
         if include_warnings:
             lines += [f"  warning: {warning}" for warning in self.warnings]
@@ -294,7 +324,7 @@ def _coerce_kind(strategy: Any) -> StrategyKind | None:
 
 
 def plan(
-    snapshot: HardwareSnapshot | None = None,
+    snapshot: HardwareSnapshot,
     *,
     model: Any = None,
     model_info: ModelInfo | None = None,
@@ -307,10 +337,11 @@ def plan(
     peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS,
     environ: Mapping[str, str] | None = None,
 ) -> Plan:
-    """Choose and configure a strategy. Pure: no TensorFlow runtime, no side effects.
+    """Choose and configure a strategy. Pure: it reads no machine and no environment but
+    ``environ``, and starts nothing (``autodist.plan`` is the edge that detects this machine).
 
     Args:
-        snapshot: the hardware; :func:`autodist.detect` is called when ``None``.
+        snapshot: the hardware (:func:`autodist.detect`, or ``HardwareSnapshot.from_dict``).
         model: a Keras model to read the size, optimizer and compile settings from.
         model_info: the same facts given directly (tests, dry runs).
         num_params: the model's parameter count, when no model is given.
@@ -336,10 +367,12 @@ def plan(
         >>> (p.strategy.value, p.global_batch_size)
         ('mirrored', 34)
     """
-    if snapshot is None:
-        from autodist.hardware import detect
-
-        snapshot = detect()
+    if not isinstance(snapshot, HardwareSnapshot):
+        raise AutodistError(
+            f"autodist.planning.plan got {type(snapshot).__name__} as the snapshot. Expected a "
+            "HardwareSnapshot: the planner reads no machine itself. Pass autodist.detect(), or call "
+            "autodist.plan(), which detects this machine when no snapshot is given."
+        )
     if not peer_timeout_seconds > 0:
         raise AutodistError(
             f"peer_timeout_seconds must be positive (Received: {peer_timeout_seconds!r}). It bounds "
@@ -493,8 +526,8 @@ def _steps_per_execution(
         return None
     reasons.append(
         f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
-        f"{value} steps per call (measured with 8: 1.27x samples/s on a small MLP, python -m "
-        "benchmarks). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
+        f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in the "
+        "README's Benchmarks). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
         f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
         f"length is unknown. Opt out: "
         f"{STEPS_PER_EXECUTION_ENV}=1"
@@ -615,9 +648,9 @@ def _choose(
             elif len(cpus) >= 2:
                 reasons.append(
                     f"no GPU; AUTODIST_CPU_DEVICES={len(cpus)} splits the CPU into {len(cpus)} "
-                    "logical devices, to exercise distributed code: it is not faster (measured "
-                    "on 2 cores: mirrored over 2 logical CPUs ran at 0.40-0.49x the default "
-                    "strategy, over 4 at 0.19-0.26x, whatever the cross-device op; python -m benchmarks)"
+                    "logical devices, to exercise distributed code: it is not faster than the "
+                    "default strategy, whatever the cross-device op (measured on 2 cores: python -m "
+                    "benchmarks, figures in the README's Benchmarks)"
                 )
                 kind = K.MIRRORED
             else:

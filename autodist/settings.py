@@ -1,7 +1,8 @@
-"""The ``AUTODIST_*`` settings that decide the plan, each read from an explicit ``environ``.
+"""Every ``AUTODIST_*`` setting: its name, what it does (:data:`SETTINGS`), and its parser.
 
-One place for the settings shared by the import-time activation, ``fit``, ``init`` and
-``@distributed``, so all of them plan from the same values.
+Each parser reads an explicit ``environ`` mapping (no implicit ``os.environ``, no cache), so the
+import-time activation, ``fit``, ``init``, ``@distributed``, the launcher and the tests all read
+the same values the same way. The README's "Settings" table lists the same names (a test checks).
 
 Example:
     >>> strategy_setting({"AUTODIST_STRATEGY": "mirrored"}), strategy_setting({})
@@ -18,18 +19,81 @@ from autodist.errors import AutodistError
 
 __all__ = [
     "ACTIVATE_ENV",
+    "BACKUP_DIR_ENV",
+    "CPU_DEVICES_ENV",
+    "KERAS_COMPAT_ENV",
+    "LAUNCH_ATTEMPT_ENV",
     "PEER_TIMEOUT_ENV",
+    "PORT_ENV",
+    "SETTINGS",
+    "SLURM_PORT_BASE_ENV",
+    "STEPS_PER_EXECUTION_ENV",
     "STRATEGY_ENV",
     "activation_enabled",
+    "backup_dir_setting",
+    "keras_compat_mode",
+    "positive_int_setting",
     "peer_timeout_setting",
-    "plan_here",
     "strategy_setting",
 ]
 
 ACTIVATE_ENV = "AUTODIST_ACTIVATE"
 STRATEGY_ENV = "AUTODIST_STRATEGY"
 PEER_TIMEOUT_ENV = "AUTODIST_PEER_TIMEOUT"
+CPU_DEVICES_ENV = "AUTODIST_CPU_DEVICES"
+STEPS_PER_EXECUTION_ENV = "AUTODIST_STEPS_PER_EXECUTION"
+KERAS_COMPAT_ENV = "AUTODIST_KERAS_COMPAT"
+BACKUP_DIR_ENV = "AUTODIST_BACKUP_DIR"
+PORT_ENV = "AUTODIST_PORT"
+SLURM_PORT_BASE_ENV = "AUTODIST_SLURM_PORT_BASE"
+LAUNCH_ATTEMPT_ENV = "AUTODIST_LAUNCH_ATTEMPT"
 _OFF = ("0", "off", "false", "no")
+
+#: Every setting and what it does; the README's "Settings" table lists the same names.
+SETTINGS: dict[str, str] = {
+    ACTIVATE_ENV: "0 turns off making the strategy current when TensorFlow is imported",
+    STRATEGY_ENV: 'what strategy="auto" means (a strategy name)',
+    PEER_TIMEOUT_ENV: "seconds a worker waits for its peers (default 300)",
+    CPU_DEVICES_ENV: "split the CPU into N logical devices (mirrored over them)",
+    STEPS_PER_EXECUTION_ENV: "steps per compiled call on default/one_device (1 turns it off)",
+    KERAS_COMPAT_ENV: "off: no Keras workarounds; force: all of them, whatever the version",
+    BACKUP_DIR_ENV: "BackupAndRestore folder for multi-worker runs (the launcher sets it)",
+    PORT_ENV: "the port of every host of a host-list cluster (default 2222)",
+    SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
+    LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",
+}
+
+
+def positive_int_setting(environ: Mapping[str, str], name: str, default: int, meaning: str) -> int:
+    """The positive integer in ``environ[name]``, or ``default`` when unset or empty.
+
+    Raises:
+        AutodistError: naming the variable, the value, and ``meaning`` (what it sets and how).
+
+    Example:
+        >>> positive_int_setting({"N": "4"}, "N", 1, "")
+        4
+    """
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise AutodistError(f"{name} must be a positive integer (Received: {name}={raw!r}). {meaning}")
+    return value
+
+
+def keras_compat_mode(environ: Mapping[str, str]) -> str:
+    """``AUTODIST_KERAS_COMPAT``: ``"off"``, ``"force"``, or ``""`` (gated by version)."""
+    return environ.get(KERAS_COMPAT_ENV, "").strip().lower()
+
+
+def backup_dir_setting(environ: Mapping[str, str]) -> str | None:
+    """``AUTODIST_BACKUP_DIR``, or ``None`` when unset or empty."""
+    return environ.get(BACKUP_DIR_ENV) or None
 
 
 def activation_enabled(environ: Mapping[str, str]) -> bool:
@@ -63,26 +127,3 @@ def peer_timeout_setting(environ: Mapping[str, str], given: float | None = None)
             f"{source} must be a number of seconds (Received: {source}={raw!r}). It bounds how "
             "long a worker waits for its peers; pass a number such as 300."
         ) from None
-
-
-def plan_here(environ: Mapping[str, str], *, strategy: str | object = "auto", peer_timeout_seconds: float | None = None, snapshot: object = None, **plan_kwargs: object) -> object:
-    """Detect this machine (unless ``snapshot`` is given) and plan with the settings above: the
-    one way the activation at import, ``init``, ``@distributed`` and ``fit`` make their plans.
-
-    Example:
-        >>> from autodist.hardware import HardwareSnapshot
-        >>> plan_here({"AUTODIST_STRATEGY": "one_device"}, snapshot=HardwareSnapshot.cpu_only()).strategy.value
-        'one_device'
-    """
-    from autodist.hardware import detect
-    from autodist.planning import plan
-
-    timeout = peer_timeout_setting(environ, peer_timeout_seconds)
-    if timeout is not None:
-        plan_kwargs["peer_timeout_seconds"] = timeout
-    return plan(
-        snapshot if snapshot is not None else detect(environ),
-        strategy=strategy_setting(environ, strategy),
-        environ=environ,
-        **plan_kwargs,
-    )

@@ -225,15 +225,19 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
 
 
 def _parameter_server(plan: Plan) -> Any:
-    """On the chief: ParameterServerStrategy. On worker and ps tasks: serve, then end the process."""
+    """ParameterServerStrategy, on the chief (worker and ps tasks serve instead: see
+    :func:`autodist.parameter_server.serve_if_this_task_serves`)."""
     import tensorflow as tf
-
-    from autodist.parameter_server import serve
 
     cluster = plan.cluster
     assert cluster is not None
     if cluster.task_type in ("worker", "ps"):
-        serve(cluster, plan.peer_timeout_seconds)  # never returns
+        raise StrategyUnavailableError(
+            f"This process is {cluster.task_type} {cluster.task_index} of a parameter-server cluster "
+            f"({cluster.source}): it serves variables or steps, and only the chief creates the "
+            "strategy. Expected autodist.fit, autodist.init or @autodist.distributed here, which "
+            "serve until the chief is done; or call autodist.parameter_server.serve_if_this_task_serves(plan)."
+        )
     if runtime_started():
         raise RuntimeAlreadyStartedError(
             runtime_started_message("ParameterServerStrategy must connect to the cluster on the chief")

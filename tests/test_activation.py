@@ -84,7 +84,7 @@ def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_t
     import dataclasses
 
     from autodist import activation, placement
-    from autodist.settings import plan_here
+    from autodist.activation import plan_here
     from tests.conftest import make_snapshot
 
     snapshot = make_snapshot(num_gpus=2, gpu_memory_gib=16)

@@ -156,6 +156,19 @@ def test_plan_does_not_import_tensorflow():
     assert proc.stdout.strip() == "False", proc.stderr
 
 
+def test_detect_and_plan_modules_import_neither_tensorflow_nor_keras():
+    from tests.conftest import run_python, subprocess_env
+
+    code = (
+        "import sys; import autodist.settings, autodist.cluster, autodist.hardware, autodist.planning, "
+        "autodist.batching; from tests.conftest import make_snapshot; "
+        "autodist.planning.plan(make_snapshot(num_gpus=2), num_params=10, batch_size=33); "
+        "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))"
+    )
+    proc = run_python(["-c", code], env=subprocess_env(), timeout=60)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
 def test_public_names():
     for name in ("fit", "plan", "detect", "distributed", "compute_average_loss", "AutodistError", "ClusterConfigError", "StrategyKind", "HardwareSnapshot", "Plan"):
         assert hasattr(autodist, name)
@@ -191,3 +204,28 @@ def test_steps_per_execution_opt_out_and_bad_value():
     assert plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "16"}).steps_per_execution == 16
     with pytest.raises(autodist.AutodistError, match="AUTODIST_STEPS_PER_EXECUTION must be a positive integer.*'eight'"):
         plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "eight"})
+
+
+def test_the_readme_lists_every_setting_and_nothing_else():
+    import re
+
+    from autodist.settings import SETTINGS
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `(AUTODIST_[A-Z_]+)` \|", table, flags=re.M) == list(SETTINGS)
+    mentioned = set(re.findall(r"AUTODIST_[A-Z_]*[A-Z]", readme))
+    assert mentioned <= set(SETTINGS), mentioned - set(SETTINGS)
+    package = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "autodist").glob("*.py"))
+    assert set(re.findall(r"\"(AUTODIST_[A-Z_]+)\"", package)) == set(SETTINGS)
+
+
+def test_a_plan_round_trips_through_its_dict():
+    from autodist.planning import Plan
+
+    cluster = {"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]}, "task": {"type": "chief", "index": 0}}
+    made = plan(make_snapshot(tf_config=cluster), batch_size=64)
+    assert made.cluster is not None and Plan.from_dict(made.to_dict()) == made
+    tpu = plan(make_snapshot(tpu=True), batch_size=100)
+    assert tpu.tpu is not None and Plan.from_dict(tpu.to_dict()) == tpu

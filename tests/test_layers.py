@@ -1,0 +1,64 @@
+"""The package's layers, from its import graph: detect → plan → act, and the edge above them.
+
+Each module of ``autodist/`` has a layer; a module may import its own layer and the ones below,
+never one above. Detection and planning import neither TensorFlow nor Keras at module level (a
+subprocess test in tests/test_planning.py checks that importing them loads neither).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tests.conftest import ROOT
+
+#: 0 shared basics, 1 detect, 2 plan, 3 act, 4 the edge (public entry points and the CLI).
+LAYERS = {
+    "errors": 0, "log": 0, "settings": 0,
+    "cluster": 1, "hardware": 1,
+    "planning": 2, "batching": 2, "keras_compat": 2,
+    "strategies": 3, "activation": 3, "coexistence": 3, "placement": 3, "callbacks": 3,
+    "parameter_server": 3, "keras_integration": 3, "decorator": 3, "launch": 3,
+    "__init__": 4, "__main__": 4, "cli": 4, "demo": 4,
+}  # fmt: skip
+MODULES = sorted(path.stem for path in (ROOT / "autodist").glob("*.py"))
+
+
+def imports_of(module: str) -> tuple[set[str], set[str]]:
+    """``(autodist modules it imports anywhere, third-party packages it imports at module level)``."""
+    tree = ast.parse((ROOT / "autodist" / f"{module}.py").read_text(encoding="utf-8"))
+    inner: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "autodist":
+            inner |= {alias.name for alias in node.names if alias.name in LAYERS}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autodist."):
+            inner.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            inner |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("autodist.")}
+    top = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            top |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            top.add(node.module.split(".")[0])
+    return inner, top
+
+
+def test_every_module_has_a_layer():
+    assert set(MODULES) == set(LAYERS), "place the new module in LAYERS (and the README's Layout)"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_no_module_imports_a_layer_above_its_own(module):
+    inner, top = imports_of(module)
+    upward = sorted(name for name in inner if LAYERS[name] > LAYERS[module])
+    assert not upward, f"autodist.{module} (layer {LAYERS[module]}) imports {upward} from above"
+    if LAYERS[module] <= 2:
+        assert not top & {"tensorflow", "keras", "tf_keras"}, f"autodist.{module} imports TensorFlow at module level"
+
+
+def test_the_readme_layout_names_every_module():
+    layout = (ROOT / "README.md").read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
+    missing = [m for m in MODULES if m not in ("__init__", "__main__") and f"`{m}.py`" not in layout]
+    assert not missing, missing
