@@ -7,9 +7,9 @@ put ``import autodist`` first: every model built afterwards is created under the
 ``autodist.fit(model, ...)`` trains that very object.
 
 Layers (each module imports only its own layer and those below; see the README's "Layout"):
-shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``) → plan
+shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``, ``model_info``) → plan
 (``planning``, ``batching``, ``keras_compat``) → act (``strategies``, ``activation``,
-``keras_integration``, ``placement``, ``parameter_server``, ``callbacks``, ``decorator``,
+``keras_integration``, ``inputs``, ``placement``, ``parameter_server``, ``callbacks``, ``decorator``,
 ``launch``, ``coexistence``) → edge (this package's public names, ``cli``, ``demo``).
 
 Example:
@@ -35,7 +35,8 @@ from autodist.cluster import ClusterInfo, is_chief
 from autodist.decorator import compute_average_loss, current_plan, distributed, init
 from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo, detect
 from autodist.keras_integration import fit
-from autodist.planning import ModelInfo, Plan, StrategyKind, describe_model
+from autodist.model_info import ModelInfo, describe_model
+from autodist.planning import Plan, StrategyKind
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-"""``autodist.fit``: ``model.fit`` under the strategy autodist chose. The only module that calls Keras.
+"""``autodist.fit``: ``model.fit`` under the strategy autodist chose, from plan to History.
 
 Flow: detect → plan → build the strategy (before anything else touches the runtime) → put the model
 in the strategy's scope → prepare the input for the global batch → ``fit`` inside the scope →
@@ -15,9 +15,7 @@ Example:
 
 from __future__ import annotations
 
-import collections.abc
 import contextlib
-import inspect
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -25,15 +23,7 @@ from typing import Any
 
 from autodist.activation import complete as complete_activation
 from autodist.activation import plan_here
-from autodist.batching import (
-    arrays_to_dataset,
-    dataset_batch_size,
-    describe_batching,
-    dropped_samples,
-    prepare_dataset,
-    repeat_across_epochs,
-    shared_shuffle_seed,
-)
+from autodist.batching import dataset_batch_size, shared_shuffle_seed
 from autodist.callbacks import ChiefDuties, uses_batch_hooks
 from autodist.errors import (
     AutodistError,
@@ -41,6 +31,15 @@ from autodist.errors import (
     ModelPlacementError,
     PeerError,
     StrategyUnavailableError,
+)
+from autodist.inputs import (
+    batches_itself,
+    build_from_generator,
+    input_notes,
+    length_unknown,
+    pandas_to_numpy,
+    prepare_input,
+    training_samples,
 )
 from autodist.placement import (
     build_from_first_batch,
@@ -62,175 +61,12 @@ from autodist.keras_compat import (
     patch_multi_worker_trainer,
 )
 from autodist.log import get_logger, warn_all
-from autodist.planning import Plan, StrategyKind, describe_model, keras_flavor_of
+from autodist.model_info import describe_model, keras_flavor_of
+from autodist.planning import Plan, StrategyKind
 from autodist.parameter_server import serve_if_this_task_serves
 from autodist.strategies import build_strategy
 
 __all__ = ["fit"]
-
-
-_MOVABLE_INPUT_NOTE = (
-    "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
-    "{replicas} (the replica count), or pass numpy arrays or a tf.data.Dataset"
-)
-
-
-def _batches_itself(x: Any) -> bool:
-    """Inputs Keras refuses ``batch_size`` for: they yield ready-made batches."""
-    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
-        return True
-    return any(cls.__name__ in ("PyDataset", "Sequence", "DatasetCreator") for cls in type(x).__mro__)
-
-
-def _prepare_input(
-    x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *, batch_given: bool = True,
-    shuffle_seed: Callable[[], int] = lambda: 0,
-) -> tuple[Any, Any, list[str]]:
-    """Return ``(x, y, warnings)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where
-    Keras batches the input itself from it."""
-    import tensorflow as tf
-
-    batch = the_plan.global_batch_size
-    assert batch is not None
-    drop = the_plan.drop_remainder
-    if isinstance(x, tf.data.Dataset):
-        # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
-        keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
-        prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
-        batching = describe_batching(x)
-        count = (batching.samples if batching.batched else _finite_count(x)) if drop else None
-        prepared = _one_iterator_per_run(prepared, the_plan, fit_kwargs)
-        warnings_ = [_drop_warning(count, batch)] if drop else []
-        if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
-            warnings_.append(_UNKNOWN_SIZE_NOTE)
-        return prepared, y, warnings_
-    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
-    per_worker_shuffle = [_PER_WORKER_SHUFFLE_NOTE] if multi_worker and fit_kwargs.get("shuffle", True) else []
-    if x is None or _batches_itself(x):
-        return x, y, per_worker_shuffle if not inspect.isgenerator(x) and not isinstance(x, collections.abc.Iterator) else []
-    own_dataset = multi_worker or drop
-    if own_dataset:  # pandas as numpy, as Keras reads it, so it goes the same way as arrays
-        x, y = _pandas_to_numpy(x), _pandas_to_numpy(y)
-    if not own_dataset or not _is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
-        fit_kwargs["batch_size"] = batch  # Keras batches the input itself
-        return x, y, per_worker_shuffle if own_dataset else []
-    return _arrays_as_dataset(x, y, the_plan, fit_kwargs, shuffle_seed)
-
-
-def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], shuffle_seed: Callable[[], int]) -> tuple[Any, Any, list[str]]:
-    """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
-    (:func:`autodist.batching.arrays_to_dataset`); ``fit_kwargs`` lose what it took over."""
-    import tensorflow as tf
-
-    batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
-    assert batch is not None
-    split = float(fit_kwargs.pop("validation_split", 0.0) or 0.0)
-    if fit_kwargs.get("validation_data") is not None:
-        split = 0.0  # as in Keras: validation_data wins over validation_split
-    num_samples = int(tf.nest.flatten(x)[0].shape[0])
-    train_samples = int(math.floor(num_samples * (1.0 - split)))
-    if train_samples == 0 or (drop and train_samples < batch):
-        raise BatchSizeError(
-            f"autodist has {train_samples} training samples (of {num_samples}) and a global batch of "
-            f"{batch}{' whose partial batches are dropped (static shapes)' if drop else ''}: no step "
-            "would run. Expected at least one full batch of samples. Pass more samples, or a "
-            "smaller batch_size."
-        )
-    shuffle = bool(fit_kwargs.pop("shuffle", True))
-    train, validation = arrays_to_dataset(
-        x,
-        y,
-        _pandas_to_numpy(fit_kwargs.pop("sample_weight", None)),
-        global_batch_size=batch,
-        shuffle=shuffle,
-        seed=shuffle_seed() if shuffle else 0,
-        validation_split=split,
-        drop_remainder=drop,
-    )
-    validation_data = fit_kwargs.get("validation_data")
-    if isinstance(validation_data, tuple):
-        validation_data = tuple(_pandas_to_numpy(part) for part in validation_data)
-        if all(_is_array_like(part) for part in validation_data if part is not None):
-            fit_kwargs["validation_data"] = arrays_to_dataset(
-                *validation_data, global_batch_size=batch, shuffle=False, drop_remainder=drop
-            )[0]
-    elif validation is not None:
-        fit_kwargs["validation_data"] = validation
-    fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
-    warnings_ = [_drop_warning(train_samples, batch)] if drop else []
-    if shuffle and fit_kwargs.get("steps_per_epoch") is None:
-        # An endless stream of per-epoch orders: one pass is an epoch.
-        fit_kwargs["steps_per_epoch"] = train_samples // batch if drop else math.ceil(train_samples / batch)
-    elif not shuffle:
-        train = _one_iterator_per_run(train, the_plan, fit_kwargs)
-    return train, None, [w for w in warnings_ if w]
-
-
-def _pandas_to_numpy(data: Any) -> Any:
-    """pandas DataFrames and Series (also inside a list, tuple or dict) as numpy arrays, as Keras
-    reads them (``to_numpy()``); anything else as it is."""
-    if isinstance(data, (list, tuple)):
-        return type(data)(_pandas_to_numpy(part) for part in data)
-    if isinstance(data, dict):
-        return {key: _pandas_to_numpy(part) for key, part in data.items()}
-    if type(data).__module__.startswith("pandas") and callable(getattr(data, "to_numpy", None)):
-        return data.to_numpy()
-    return data
-
-
-_PER_WORKER_SHUFFLE_NOTE = (
-    "Keras shuffles this input itself (shuffle=True), on each worker in its own order, so under "
-    "multi_worker_mirrored some samples would be trained on twice and others never in an epoch "
-    "(measured in the harness on a previous version: 24 of 100 never, 24 twice). autodist shuffles "
-    "numpy arrays and pandas the same on every worker, but not this input. Expected numpy arrays, "
-    "pandas, or a tf.data.Dataset: pass one of those, or shuffle=False."
-)
-
-_UNKNOWN_SIZE_NOTE = (
-    "The dataset's size is unknown (from_generator, filter, unbatch, ...). Keras's single-device "
-    "model.fit then runs one more, empty step at the end of each epoch, which can count in its "
-    "History (measured: 5 full batches reported 5/6 of the true mean, 0.59 for 0.71) and in the "
-    "optimizer's step count. Over several replicas that end of the data is met differently: under "
-    "multi_worker_mirrored the workers agree when the data ends (History 0.2 from model.fit's in "
-    "the harness), and under mirrored the harness once saw the epoch's History 0.078 from model.fit's "
-    "in 6 runs (weights equal). To get model.fit's numbers, give the dataset its size: "
-    "dataset.apply(tf.data.experimental.assert_cardinality(n))."
-)
-
-
-def _one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
-    """Multi-worker: a finite training dataset repeats, with ``steps_per_epoch`` one pass.
-
-    See :func:`autodist.batching.repeat_across_epochs`. Only under ``DATA`` sharding, where every
-    worker steps through the global batches. A ``steps_per_epoch`` the caller gave is theirs: the
-    dataset is then left as it is, and Keras's own rules apply.
-    """
-    import tensorflow as tf
-
-    if the_plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED or fit_kwargs.get("steps_per_epoch") is not None:
-        return dataset
-    if dataset.options().experimental_distribute.auto_shard_policy != tf.data.experimental.AutoShardPolicy.DATA:
-        return dataset  # FILE sharding: this worker's share of a pass is not the global count
-    endless, steps = repeat_across_epochs(dataset)
-    if steps is not None:
-        fit_kwargs["steps_per_epoch"] = steps
-    return endless
-
-
-def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
-    dropped = dropped_samples(num_samples, global_batch_size)
-    if dropped is None:
-        return (
-            f"TPUs need static shapes: the last partial batch of each epoch (fewer than "
-            f"{global_batch_size} samples) is dropped; the dataset's size is unknown, so the count is too."
-        )
-    if dropped == 0:
-        return ""
-    return (
-        f"TPUs need static shapes: the last partial batch is dropped, {dropped} of {num_samples} "
-        f"samples each epoch (global batch {global_batch_size}). Pick a batch size that divides "
-        f"{num_samples} to train on every sample."
-    )
 
 
 @contextlib.contextmanager
@@ -266,47 +102,7 @@ def _apply_keras_workarounds(trained: Any, the_plan: Plan) -> None:
         patch_multi_worker_trainer(version)
 
 
-def _build_from_generator(model: Any, x: Any, distribution: Any) -> Any:
-    """Build a Keras 3 model from a generator's first batch, and return the generator with that
-    batch put back (see the ``symbolic_build_reads_input`` workaround: Keras would otherwise
-    read and lose it). Anything else comes back as it is."""
-    if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
-        return x
-    if not WORKAROUNDS["symbolic_build_reads_input"].is_active(describe_model(model).keras_version):
-        return x
-    from keras.src.trainers.data_adapters import data_adapter_utils
-
-    first = next(x)
-    with distribution.scope():
-        model._symbolic_build(data_batch=data_adapter_utils.unpack_x_y_sample_weight(first))
-
-    def put_back() -> Iterator[Any]:  # a generator, as Keras accepts
-        yield first
-        yield from x
-
-    return put_back()
-
-
-def _num_samples(x: Any) -> int:
-    """The number of samples in arrays, tensors or pandas objects (also nested), as Keras counts them."""
-    import tensorflow as tf
-
-    return int(len(tf.nest.flatten(_pandas_to_numpy(x))[0]))
-
-
-def _training_samples(x: Any, fit_kwargs: Mapping[str, Any]) -> int:
-    """Samples ``fit`` trains on: all of ``x``, less Keras's ``validation_split`` (unless
-    ``validation_data`` is given, which wins)."""
-    split = 0.0 if fit_kwargs.get("validation_data") is not None else float(fit_kwargs.get("validation_split") or 0.0)
-    return int(math.floor(_num_samples(x) * (1.0 - split)))
-
-
-def _is_array_like(x: Any) -> bool:
-    if isinstance(x, Mapping):
-        return all(_is_array_like(v) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return all(_is_array_like(v) for v in x)
-    return hasattr(x, "shape") and hasattr(x, "dtype")
+_prepare_input = prepare_input  # the name tests and older callers import
 
 
 def fit(
@@ -400,9 +196,9 @@ def fit(
     extra_warnings = precision_warnings + extra_warnings
     _apply_keras_workarounds(trained, the_plan)
     if the_plan.strategy not in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER):
-        x = _build_from_generator(trained, x, distribution)
+        x = build_from_generator(trained, x, distribution)
     get_logger().info(the_plan.summary(include_warnings=False))
-    warn_all(list(the_plan.warnings) + extra_warnings + _input_notes(x, the_plan, fit_kwargs))
+    warn_all(list(the_plan.warnings) + extra_warnings + input_notes(x, the_plan, fit_kwargs))
 
     fit_kwargs = dict(fit_kwargs)
     if _is_callback_list(fit_kwargs.get("callbacks")):
@@ -412,57 +208,6 @@ def fit(
         return _train(
             trained, distribution, model, moved, x, y, the_plan, epochs, backup_dir, fit_kwargs, batch_size is not None
         )
-
-
-def _input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[str]:
-    """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
-    last batch."""
-    notes = []
-    if x is not None and _batches_itself(x) and the_plan.num_replicas > 1:
-        notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
-    uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
-    return notes + ([uneven] if uneven else [])
-
-
-def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> str | None:
-    """The warning for an epoch whose last batch does not split evenly over the replicas, or None.
-
-    Each replica averages its own share and the replicas' averages count equally, so on that one
-    step the samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples,
-    batch 16, 2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD).
-    """
-    import tensorflow as tf
-
-    replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
-    if replicas < 2 or not batch or the_plan.drop_remainder or fit_kwargs.get("steps_per_epoch") is not None:
-        return None
-    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
-        return None
-    if isinstance(x, tf.data.Dataset):
-        batching = describe_batching(x)
-        count = batching.samples if batching.batched else _finite_count(x)
-    elif x is not None and not _batches_itself(x) and _is_array_like(_pandas_to_numpy(x)):
-        count = _training_samples(x, fit_kwargs)
-    else:
-        return None
-    last = count % batch if count else 0
-    if not last or last % replicas == 0:
-        return None
-    shares = [last // replicas + (1 if r < last % replicas else 0) for r in range(replicas)]
-    return (
-        f"The last batch of each epoch, {last} of {count} samples (global batch {batch}), splits "
-        f"{'/'.join(map(str, shares))} over {replicas} replicas. tf.distribute averages each "
-        "replica's share and counts the replicas' averages equally, so on that one step the "
-        "samples of the smaller shares weigh more than in model.fit, and the epoch's History and "
-        "weights differ slightly from model.fit's (the other steps are exact). To match "
-        f"model.fit, make the last batch a multiple of {replicas}: train on a number of samples "
-        f"that leaves such a remainder for batch_size={batch}."
-    )
-
-
-def _finite_count(dataset: Any) -> int | None:
-    count = int(dataset.cardinality())
-    return count if count >= 0 else None
 
 
 @contextlib.contextmanager
@@ -499,7 +244,7 @@ def _train(
         history = _fit_parameter_server(trained, distribution, x, y, the_plan, epochs, fit_kwargs)
         return _finish(history, model, trained, moved, the_plan)
     multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
-    x, y, input_warnings = _prepare_input(
+    x, y, input_warnings = prepare_input(
         x,
         y,
         the_plan,
@@ -537,17 +282,6 @@ def _is_callback_list(callbacks: Any) -> bool:
     return type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list)
 
 
-def _length_unknown(x: Any) -> bool:
-    """Whether the training input's length is unknown to Keras: a generator, or a dataset of
-    unknown cardinality (``from_generator``, ``filter``, ...)."""
-    if inspect.isgenerator(x) or (isinstance(x, collections.abc.Iterator) and not hasattr(x, "__len__")):
-        return True
-    cardinality = getattr(x, "cardinality", None)
-    if type(x).__module__.startswith("tensorflow") and callable(cardinality):
-        return int(cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY
-    return False
-
-
 def _apply_steps_per_execution(model: Any, the_plan: Plan, x: Any, fit_kwargs: Mapping[str, Any]) -> tuple[Plan, Callable[[], None]]:
     """Set the plan's ``steps_per_execution`` on a Keras 3 model compiled with 1, for this ``fit``.
 
@@ -575,7 +309,7 @@ def _apply_steps_per_execution(model: Any, the_plan: Plan, x: Any, fit_kwargs: M
         why = "a callback uses batch-level hooks"
     elif fit_kwargs.get("steps_per_epoch") is not None or fit_kwargs.get("validation_steps") is not None:
         why = "steps_per_epoch or validation_steps is given"
-    elif _length_unknown(x):
+    elif length_unknown(x):
         why = "the input's length is unknown, and Keras 3 then counts optimizer steps differently"
     if why is not None:  # the planner's "steps_per_execution=8 ..." reason is replaced, not contradicted
         kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution="))
@@ -604,7 +338,7 @@ def _fit_parameter_server(trained: Any, distribution: Any, x: Any, y: Any, the_p
     from autodist import parameter_server
 
     assert the_plan.global_batch_size is not None
-    if x is None or _batches_itself(x):
+    if x is None or batches_itself(x):
         raise AutodistError(
             f"Parameter-server training cannot read a {type(x).__name__} as its input: the "
             "workers rebuild the input pipeline from its TensorFlow graph, and Python objects "
@@ -612,9 +346,9 @@ def _fit_parameter_server(trained: Any, distribution: Any, x: Any, y: Any, the_p
             "pandas), or a tf.data.Dataset built from TensorFlow ops. Pass the data as arrays, "
             "or build a tf.data pipeline from tensors or files."
         )
-    x, y = _pandas_to_numpy(x), _pandas_to_numpy(y)
+    x, y = pandas_to_numpy(x), pandas_to_numpy(y)
     if "sample_weight" in fit_kwargs:
-        fit_kwargs["sample_weight"] = _pandas_to_numpy(fit_kwargs["sample_weight"])
+        fit_kwargs["sample_weight"] = pandas_to_numpy(fit_kwargs["sample_weight"])
     if keras_flavor_of(trained) == "tf_keras":
         train = parameter_server.fit_tf_keras
     else:
@@ -641,9 +375,9 @@ def _plan_for(
     requested = batch_size
     if requested is None and isinstance(x, tf.data.Dataset):
         requested = dataset_batch_size(x)
-    elif requested is None and fit_kwargs.get("steps_per_epoch") and x is not None and not _batches_itself(x):
+    elif requested is None and fit_kwargs.get("steps_per_epoch") and x is not None and not batches_itself(x):
         # Keras batches arrays in ceil(training samples / steps_per_epoch) without a batch_size.
-        requested = math.ceil(_training_samples(x, fit_kwargs) / int(fit_kwargs["steps_per_epoch"]))
+        requested = math.ceil(training_samples(x, fit_kwargs) / int(fit_kwargs["steps_per_epoch"]))
     options: dict[str, Any] = {}
     if gpu_memory_fraction is not None:
         options["gpu_memory_fraction"] = gpu_memory_fraction

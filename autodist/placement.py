@@ -31,7 +31,8 @@ from autodist.activation import current
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
 from autodist.errors import AutodistError, ModelPlacementError
 from autodist.log import warn_all
-from autodist.planning import Plan, StrategyKind, keras_flavor_of
+from autodist.model_info import keras_flavor_of
+from autodist.planning import Plan, StrategyKind
 
 __all__ = [
     "build_from_first_batch",

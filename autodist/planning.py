@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -49,6 +48,7 @@ from autodist.cluster import ClusterInfo
 from autodist.batching import KERAS_DEFAULT_BATCH_SIZE, adjust_global_batch, validate_batch_size
 from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.hardware import HardwareSnapshot, TpuInfo
+from autodist.model_info import DEFAULT_OPTIMIZER_SLOTS, ModelInfo, describe_model
 from autodist.settings import STEPS_PER_EXECUTION_ENV, positive_int_setting
 from autodist.keras_compat import compile_overrides
 
@@ -70,86 +70,9 @@ class StrategyKind(str, Enum):
         return self.value
 
 
-#: Per-variable slots each optimizer keeps (Keras names, lower case). Unknown ones count 2.
-OPTIMIZER_SLOTS = {
-    "sgd": 0, "rmsprop": 1, "adagrad": 1, "adadelta": 2, "adam": 2, "adamw": 2, "adamax": 2,
-    "nadam": 2, "ftrl": 2, "lion": 1, "lamb": 2, "adafactor": 1, "loss_scale_optimizer": 2,
-}
-DEFAULT_OPTIMIZER_SLOTS = 2
 DEFAULT_GPU_MEMORY_FRACTION = 0.9
 DEFAULT_ACTIVATION_FRACTION = 0.5
 DEFAULT_PEER_TIMEOUT_SECONDS = 300.0
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What the planner needs to know about a model. Read from attributes only."""
-
-    num_params: int | None = None
-    optimizer: str | None = None
-    optimizer_slots: int = DEFAULT_OPTIMIZER_SLOTS
-    bytes_per_param: int = 4
-    keras_flavor: str | None = None
-    keras_version: str | None = None
-    jit_compile: Any = None
-    steps_per_execution: Any = 1
-
-
-def keras_flavor_of(model: Any) -> str:
-    """``"tf_keras"`` for a tf_keras model, else ``"keras3"``."""
-    module = type(model).__module__
-    for cls in type(model).__mro__:
-        if cls.__module__.startswith("tf_keras"):
-            return "tf_keras"
-    return "tf_keras" if module.startswith("tf_keras") else "keras3"
-
-
-def describe_model(model: Any) -> ModelInfo:
-    """Read the planner's facts from a Keras model (Keras 3 or tf_keras). Starts nothing.
-
-    Example:
-        >>> import keras
-        >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
-        >>> m.compile(optimizer="adam", loss="mse")
-        >>> info = describe_model(m)
-        >>> (info.num_params, info.optimizer, info.optimizer_slots)
-        (10, 'adam', 2)
-    """
-    try:
-        num_params: int | None = int(model.count_params())
-    except Exception:  # not built yet
-        num_params = None
-    optimizer = getattr(model, "optimizer", None)
-    name = getattr(optimizer, "name", None) if optimizer is not None else None
-    slots = DEFAULT_OPTIMIZER_SLOTS
-    if name:
-        base = name.lower().split("/")[0].rstrip("0123456789_")
-        slots = OPTIMIZER_SLOTS.get(base, DEFAULT_OPTIMIZER_SLOTS)
-        if base == "sgd" and float(getattr(optimizer, "momentum", 0.0) or 0.0) > 0:
-            slots = 1
-    bytes_per_param = 4
-    try:
-        weights = list(getattr(model, "weights", None) or [])
-    except ValueError:  # tf_keras, not built: "Weights for model ... have not yet been created"
-        weights = []
-    if weights:
-        size = getattr(getattr(weights[0], "dtype", None), "size", None)
-        if isinstance(size, int) and size > 0:
-            bytes_per_param = size
-        elif str(getattr(weights[0], "dtype", "")).endswith(("float16", "bfloat16")):
-            bytes_per_param = 2
-    flavor = keras_flavor_of(model)
-    package = sys.modules.get("tf_keras" if flavor == "tf_keras" else "keras")
-    return ModelInfo(
-        num_params=num_params,
-        optimizer=name.lower() if name else None,
-        optimizer_slots=slots,
-        bytes_per_param=bytes_per_param,
-        keras_flavor=flavor,
-        keras_version=getattr(package, "__version__", None),
-        jit_compile=getattr(model, "_jit_compile", None),
-        steps_per_execution=getattr(model, "steps_per_execution", 1),
-    )
 
 
 def training_footprint_bytes(

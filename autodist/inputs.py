@@ -1,0 +1,316 @@
+"""The training input, made ready for the plan: batched to the global batch, sharded, and read
+the same way on every worker; and the warnings where an input cannot match ``model.fit``.
+
+Used by :func:`autodist.keras_integration.fit`. Each step returns new values; ``fit_kwargs``
+is the one thing it updates (``batch_size``, ``steps_per_epoch``, ``shuffle``,
+``validation_data`` where it takes them over), as ``model.fit`` would read them.
+
+Example:
+    >>> import numpy as np
+    >>> is_array_like({"a": np.zeros(3)}), batches_itself(iter([]))
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+import math
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from autodist.batching import (
+    arrays_to_dataset,
+    dataset_batch_size,
+    describe_batching,
+    dropped_samples,
+    prepare_dataset,
+    repeat_across_epochs,
+)
+from autodist.errors import BatchSizeError
+from autodist.keras_compat import WORKAROUNDS
+from autodist.model_info import describe_model, keras_flavor_of
+from autodist.planning import Plan, StrategyKind
+
+__all__ = [
+    "batches_itself",
+    "build_from_generator",
+    "input_notes",
+    "is_array_like",
+    "length_unknown",
+    "num_samples",
+    "one_iterator_per_run",
+    "pandas_to_numpy",
+    "prepare_input",
+    "training_samples",
+]
+
+
+_MOVABLE_INPUT_NOTE = (
+    "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
+    "{replicas} (the replica count), or pass numpy arrays or a tf.data.Dataset"
+)
+
+
+def batches_itself(x: Any) -> bool:
+    """Inputs Keras refuses ``batch_size`` for: they yield ready-made batches."""
+    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
+        return True
+    return any(cls.__name__ in ("PyDataset", "Sequence", "DatasetCreator") for cls in type(x).__mro__)
+
+
+def prepare_input(
+    x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *, batch_given: bool = True,
+    shuffle_seed: Callable[[], int] = lambda: 0,
+) -> tuple[Any, Any, list[str]]:
+    """Return ``(x, y, warnings)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where
+    Keras batches the input itself from it."""
+    import tensorflow as tf
+
+    batch = the_plan.global_batch_size
+    assert batch is not None
+    drop = the_plan.drop_remainder
+    if isinstance(x, tf.data.Dataset):
+        # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
+        keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
+        prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
+        batching = describe_batching(x)
+        count = (batching.samples if batching.batched else _finite_count(x)) if drop else None
+        prepared = one_iterator_per_run(prepared, the_plan, fit_kwargs)
+        warnings_ = [_drop_warning(count, batch)] if drop else []
+        if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
+            warnings_.append(_UNKNOWN_SIZE_NOTE)
+        return prepared, y, warnings_
+    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
+    per_worker_shuffle = [_PER_WORKER_SHUFFLE_NOTE] if multi_worker and fit_kwargs.get("shuffle", True) else []
+    if x is None or batches_itself(x):
+        return x, y, per_worker_shuffle if not inspect.isgenerator(x) and not isinstance(x, collections.abc.Iterator) else []
+    own_dataset = multi_worker or drop
+    if own_dataset:  # pandas as numpy, as Keras reads it, so it goes the same way as arrays
+        x, y = pandas_to_numpy(x), pandas_to_numpy(y)
+    if not own_dataset or not is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
+        fit_kwargs["batch_size"] = batch  # Keras batches the input itself
+        return x, y, per_worker_shuffle if own_dataset else []
+    return _arrays_as_dataset(x, y, the_plan, fit_kwargs, shuffle_seed)
+
+
+def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], shuffle_seed: Callable[[], int]) -> tuple[Any, Any, list[str]]:
+    """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
+    (:func:`autodist.batching.arrays_to_dataset`); ``fit_kwargs`` lose what it took over."""
+    import tensorflow as tf
+
+    batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
+    assert batch is not None
+    split = float(fit_kwargs.pop("validation_split", 0.0) or 0.0)
+    if fit_kwargs.get("validation_data") is not None:
+        split = 0.0  # as in Keras: validation_data wins over validation_split
+    num_samples = int(tf.nest.flatten(x)[0].shape[0])
+    train_samples = int(math.floor(num_samples * (1.0 - split)))
+    if train_samples == 0 or (drop and train_samples < batch):
+        raise BatchSizeError(
+            f"autodist has {train_samples} training samples (of {num_samples}) and a global batch of "
+            f"{batch}{' whose partial batches are dropped (static shapes)' if drop else ''}: no step "
+            "would run. Expected at least one full batch of samples. Pass more samples, or a "
+            "smaller batch_size."
+        )
+    shuffle = bool(fit_kwargs.pop("shuffle", True))
+    train, validation = arrays_to_dataset(
+        x,
+        y,
+        pandas_to_numpy(fit_kwargs.pop("sample_weight", None)),
+        global_batch_size=batch,
+        shuffle=shuffle,
+        seed=shuffle_seed() if shuffle else 0,
+        validation_split=split,
+        drop_remainder=drop,
+    )
+    validation_data = fit_kwargs.get("validation_data")
+    if isinstance(validation_data, tuple):
+        validation_data = tuple(pandas_to_numpy(part) for part in validation_data)
+        if all(is_array_like(part) for part in validation_data if part is not None):
+            fit_kwargs["validation_data"] = arrays_to_dataset(
+                *validation_data, global_batch_size=batch, shuffle=False, drop_remainder=drop
+            )[0]
+    elif validation is not None:
+        fit_kwargs["validation_data"] = validation
+    fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
+    warnings_ = [_drop_warning(train_samples, batch)] if drop else []
+    if shuffle and fit_kwargs.get("steps_per_epoch") is None:
+        # An endless stream of per-epoch orders: one pass is an epoch.
+        fit_kwargs["steps_per_epoch"] = train_samples // batch if drop else math.ceil(train_samples / batch)
+    elif not shuffle:
+        train = one_iterator_per_run(train, the_plan, fit_kwargs)
+    return train, None, [w for w in warnings_ if w]
+
+
+def pandas_to_numpy(data: Any) -> Any:
+    """pandas DataFrames and Series (also inside a list, tuple or dict) as numpy arrays, as Keras
+    reads them (``to_numpy()``); anything else as it is."""
+    if isinstance(data, (list, tuple)):
+        return type(data)(pandas_to_numpy(part) for part in data)
+    if isinstance(data, dict):
+        return {key: pandas_to_numpy(part) for key, part in data.items()}
+    if type(data).__module__.startswith("pandas") and callable(getattr(data, "to_numpy", None)):
+        return data.to_numpy()
+    return data
+
+
+_PER_WORKER_SHUFFLE_NOTE = (
+    "Keras shuffles this input itself (shuffle=True), on each worker in its own order, so under "
+    "multi_worker_mirrored some samples would be trained on twice and others never in an epoch "
+    "(measured in the harness on a previous version: 24 of 100 never, 24 twice). autodist shuffles "
+    "numpy arrays and pandas the same on every worker, but not this input. Expected numpy arrays, "
+    "pandas, or a tf.data.Dataset: pass one of those, or shuffle=False."
+)
+
+
+_UNKNOWN_SIZE_NOTE = (
+    "The dataset's size is unknown (from_generator, filter, unbatch, ...). Keras's single-device "
+    "model.fit then runs one more, empty step at the end of each epoch, which can count in its "
+    "History (measured: 5 full batches reported 5/6 of the true mean, 0.59 for 0.71) and in the "
+    "optimizer's step count. Over several replicas that end of the data is met differently: under "
+    "multi_worker_mirrored the workers agree when the data ends (History 0.2 from model.fit's in "
+    "the harness), and under mirrored the harness once saw the epoch's History 0.078 from model.fit's "
+    "in 6 runs (weights equal). To get model.fit's numbers, give the dataset its size: "
+    "dataset.apply(tf.data.experimental.assert_cardinality(n))."
+)
+
+
+def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
+    """Multi-worker: a finite training dataset repeats, with ``steps_per_epoch`` one pass.
+
+    See :func:`autodist.batching.repeat_across_epochs`. Only under ``DATA`` sharding, where every
+    worker steps through the global batches. A ``steps_per_epoch`` the caller gave is theirs: the
+    dataset is then left as it is, and Keras's own rules apply.
+    """
+    import tensorflow as tf
+
+    if the_plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED or fit_kwargs.get("steps_per_epoch") is not None:
+        return dataset
+    if dataset.options().experimental_distribute.auto_shard_policy != tf.data.experimental.AutoShardPolicy.DATA:
+        return dataset  # FILE sharding: this worker's share of a pass is not the global count
+    endless, steps = repeat_across_epochs(dataset)
+    if steps is not None:
+        fit_kwargs["steps_per_epoch"] = steps
+    return endless
+
+
+def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
+    dropped = dropped_samples(num_samples, global_batch_size)
+    if dropped is None:
+        return (
+            f"TPUs need static shapes: the last partial batch of each epoch (fewer than "
+            f"{global_batch_size} samples) is dropped; the dataset's size is unknown, so the count is too."
+        )
+    if dropped == 0:
+        return ""
+    return (
+        f"TPUs need static shapes: the last partial batch is dropped, {dropped} of {num_samples} "
+        f"samples each epoch (global batch {global_batch_size}). Pick a batch size that divides "
+        f"{num_samples} to train on every sample."
+    )
+
+
+def build_from_generator(model: Any, x: Any, distribution: Any) -> Any:
+    """Build a Keras 3 model from a generator's first batch, and return the generator with that
+    batch put back (see the ``symbolic_build_reads_input`` workaround: Keras would otherwise
+    read and lose it). Anything else comes back as it is."""
+    if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
+        return x
+    if not WORKAROUNDS["symbolic_build_reads_input"].is_active(describe_model(model).keras_version):
+        return x
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    first = next(x)
+    with distribution.scope():
+        model._symbolic_build(data_batch=data_adapter_utils.unpack_x_y_sample_weight(first))
+
+    def put_back() -> Iterator[Any]:  # a generator, as Keras accepts
+        yield first
+        yield from x
+
+    return put_back()
+
+
+def num_samples(x: Any) -> int:
+    """The number of samples in arrays, tensors or pandas objects (also nested), as Keras counts them."""
+    import tensorflow as tf
+
+    return int(len(tf.nest.flatten(pandas_to_numpy(x))[0]))
+
+
+def training_samples(x: Any, fit_kwargs: Mapping[str, Any]) -> int:
+    """Samples ``fit`` trains on: all of ``x``, less Keras's ``validation_split`` (unless
+    ``validation_data`` is given, which wins)."""
+    split = 0.0 if fit_kwargs.get("validation_data") is not None else float(fit_kwargs.get("validation_split") or 0.0)
+    return int(math.floor(num_samples(x) * (1.0 - split)))
+
+
+def is_array_like(x: Any) -> bool:
+    if isinstance(x, Mapping):
+        return all(is_array_like(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return all(is_array_like(v) for v in x)
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[str]:
+    """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
+    last batch."""
+    notes = []
+    if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
+        notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
+    uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
+    return notes + ([uneven] if uneven else [])
+
+
+def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> str | None:
+    """The warning for an epoch whose last batch does not split evenly over the replicas, or None.
+
+    Each replica averages its own share and the replicas' averages count equally, so on that one
+    step the samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples,
+    batch 16, 2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD).
+    """
+    import tensorflow as tf
+
+    replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
+    if replicas < 2 or not batch or the_plan.drop_remainder or fit_kwargs.get("steps_per_epoch") is not None:
+        return None
+    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        return None
+    if isinstance(x, tf.data.Dataset):
+        batching = describe_batching(x)
+        count = batching.samples if batching.batched else _finite_count(x)
+    elif x is not None and not batches_itself(x) and is_array_like(pandas_to_numpy(x)):
+        count = training_samples(x, fit_kwargs)
+    else:
+        return None
+    last = count % batch if count else 0
+    if not last or last % replicas == 0:
+        return None
+    shares = [last // replicas + (1 if r < last % replicas else 0) for r in range(replicas)]
+    return (
+        f"The last batch of each epoch, {last} of {count} samples (global batch {batch}), splits "
+        f"{'/'.join(map(str, shares))} over {replicas} replicas. tf.distribute averages each "
+        "replica's share and counts the replicas' averages equally, so on that one step the "
+        "samples of the smaller shares weigh more than in model.fit, and the epoch's History and "
+        "weights differ slightly from model.fit's (the other steps are exact). To match "
+        f"model.fit, make the last batch a multiple of {replicas}: train on a number of samples "
+        f"that leaves such a remainder for batch_size={batch}."
+    )
+
+
+def _finite_count(dataset: Any) -> int | None:
+    count = int(dataset.cardinality())
+    return count if count >= 0 else None
+
+
+def length_unknown(x: Any) -> bool:
+    """Whether the training input's length is unknown to Keras: a generator, or a dataset of
+    unknown cardinality (``from_generator``, ``filter``, ...)."""
+    if inspect.isgenerator(x) or (isinstance(x, collections.abc.Iterator) and not hasattr(x, "__len__")):
+        return True
+    cardinality = getattr(x, "cardinality", None)
+    if type(x).__module__.startswith("tensorflow") and callable(cardinality):
+        return int(cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY
+    return False

@@ -1,0 +1,93 @@
+"""What autodist reads from a live Keras model: its size, optimizer and compile settings.
+
+Detection, like :mod:`autodist.hardware`: it reads attributes of the model it is given and
+starts nothing. The planner takes the result, a frozen :class:`ModelInfo`.
+
+Example:
+    >>> ModelInfo(num_params=10, optimizer="adam").optimizer_slots
+    2
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "describe_model", "keras_flavor_of"]
+
+#: Per-variable slots each optimizer keeps (Keras names, lower case). Unknown ones count 2.
+OPTIMIZER_SLOTS = {
+    "sgd": 0, "rmsprop": 1, "adagrad": 1, "adadelta": 2, "adam": 2, "adamw": 2, "adamax": 2,
+    "nadam": 2, "ftrl": 2, "lion": 1, "lamb": 2, "adafactor": 1, "loss_scale_optimizer": 2,
+}
+DEFAULT_OPTIMIZER_SLOTS = 2
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the planner needs to know about a model. Read from attributes only."""
+
+    num_params: int | None = None
+    optimizer: str | None = None
+    optimizer_slots: int = DEFAULT_OPTIMIZER_SLOTS
+    bytes_per_param: int = 4
+    keras_flavor: str | None = None
+    keras_version: str | None = None
+    jit_compile: Any = None
+    steps_per_execution: Any = 1
+
+
+def keras_flavor_of(model: Any) -> str:
+    """``"tf_keras"`` for a tf_keras model, else ``"keras3"``."""
+    module = type(model).__module__
+    for cls in type(model).__mro__:
+        if cls.__module__.startswith("tf_keras"):
+            return "tf_keras"
+    return "tf_keras" if module.startswith("tf_keras") else "keras3"
+
+
+def describe_model(model: Any) -> ModelInfo:
+    """Read the planner's facts from a Keras model (Keras 3 or tf_keras). Starts nothing.
+
+    Example:
+        >>> import keras
+        >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        >>> m.compile(optimizer="adam", loss="mse")
+        >>> info = describe_model(m)
+        >>> (info.num_params, info.optimizer, info.optimizer_slots)
+        (10, 'adam', 2)
+    """
+    try:
+        num_params: int | None = int(model.count_params())
+    except Exception:  # not built yet
+        num_params = None
+    optimizer = getattr(model, "optimizer", None)
+    name = getattr(optimizer, "name", None) if optimizer is not None else None
+    slots = DEFAULT_OPTIMIZER_SLOTS
+    if name:
+        base = name.lower().split("/")[0].rstrip("0123456789_")
+        slots = OPTIMIZER_SLOTS.get(base, DEFAULT_OPTIMIZER_SLOTS)
+        if base == "sgd" and float(getattr(optimizer, "momentum", 0.0) or 0.0) > 0:
+            slots = 1
+    bytes_per_param = 4
+    try:
+        weights = list(getattr(model, "weights", None) or [])
+    except ValueError:  # tf_keras, not built: "Weights for model ... have not yet been created"
+        weights = []
+    if weights:
+        size = getattr(getattr(weights[0], "dtype", None), "size", None)
+        if isinstance(size, int) and size > 0:
+            bytes_per_param = size
+        elif str(getattr(weights[0], "dtype", "")).endswith(("float16", "bfloat16")):
+            bytes_per_param = 2
+    flavor = keras_flavor_of(model)
+    package = sys.modules.get("tf_keras" if flavor == "tf_keras" else "keras")
+    return ModelInfo(
+        num_params=num_params,
+        optimizer=name.lower() if name else None,
+        optimizer_slots=slots,
+        bytes_per_param=bytes_per_param,
+        keras_flavor=flavor,
+        keras_version=getattr(package, "__version__", None),
+        jit_compile=getattr(model, "_jit_compile", None),
+        steps_per_execution=getattr(model, "steps_per_execution", 1),
+    )
