@@ -125,6 +125,14 @@ def validate_cluster(
         ClusterConfigError: with the received value and the fix, for every inconsistency.
     """
     quoted = f"(Received: {source}={_shorten(received)})"
+    spec = _checked_spec(cluster_spec, source, quoted)
+    _check_roles(spec, source, quoted)
+    _check_task(spec, task_type, task_index, source, quoted)
+    return ClusterInfo(source=source, task_type=task_type, task_index=task_index, cluster_spec=spec)
+
+
+def _checked_spec(cluster_spec: Any, source: str, quoted: str) -> dict[str, list[str]]:
+    """The cluster spec as ``{task type: [host:port, ...]}``, or the error that says what is wrong."""
     if not isinstance(cluster_spec, Mapping) or not cluster_spec:
         raise ClusterConfigError(
             f"{source} defines an empty cluster {quoted}. Expected a mapping from task type to "
@@ -159,6 +167,11 @@ def validate_cluster(
                 )
             seen[address] = kind
         spec[str(kind)] = list(addresses)
+    return spec
+
+
+def _check_roles(spec: Mapping[str, list[str]], source: str, quoted: str) -> None:
+    """At most one chief, and exactly one when there are ``ps`` tasks."""
     if spec.get("ps") and len(spec.get("chief", [])) != 1:
         raise ClusterConfigError(
             f"{source} has 'ps' tasks but no chief {quoted}. Expected exactly one chief: in "
@@ -170,6 +183,10 @@ def validate_cluster(
             f"{source} has {len(spec['chief'])} chief tasks {quoted}. Expected at most one. Make "
             "the others workers."
         )
+
+
+def _check_task(spec: Mapping[str, list[str]], task_type: Any, task_index: Any, source: str, quoted: str) -> None:
+    """This process's task: a known type present in the cluster, and an index in range."""
     if task_type is None or task_index is None:
         missing = "task type" if task_type is None else "task index"
         raise ClusterConfigError(
@@ -202,7 +219,6 @@ def validate_cluster(
             f"{count} address{'es' if count != 1 else ''} {quoted}. Set the task index to a value "
             f"from 0 to {count - 1} on this machine."
         )
-    return ClusterInfo(source=source, task_type=task_type, task_index=task_index, cluster_spec=spec)
 
 
 def parse_tf_config(raw: str, *, source: str = "TF_CONFIG") -> ClusterInfo | None:

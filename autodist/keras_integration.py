@@ -162,35 +162,12 @@ def fit(
         >>> history.model is not None
         True
     """
-    builder = None if is_model(model) else model
-    if builder is not None and not callable(builder):
-        raise ModelPlacementError(
-            f"autodist.fit got {type(model).__name__} as the model. Expected a compiled Keras model "
-            "or a zero-argument function that builds and compiles one."
-        )
-    if builder is None and not is_compiled(model):
-        raise ModelPlacementError(
-            "autodist.fit got a model that is not compiled. Expected a compiled model, as for "
-            "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
-            "that builds and compiles it."
-        )
+    builder = _builder_of(model)
     complete_activation()  # the strategy made current at import, if it is still pending
     plan_args = (
         model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds, fit_kwargs,
     )
-    the_plan = _plan_for(*plan_args)
-    serve_if_this_task_serves(the_plan)  # parameter-server worker and ps tasks end here
-    distribution = build_strategy(the_plan)
-    if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
-        # Connected: plan the batch again with the real number of cores.
-        the_plan = _plan_for(*plan_args, tpu_cores=int(distribution.num_replicas_in_sync))
-    if the_plan.cluster is not None and the_plan.cluster.task_type == "evaluator":
-        raise StrategyUnavailableError(
-            f"This process is the cluster's evaluator ({the_plan.cluster.source}), and "
-            "autodist.fit trains. Expected fit on the chief and workers only. On the evaluator, "
-            "run keras.utils.SidecarEvaluator (or model.evaluate on the checkpoints the chief "
-            "writes) instead of autodist.fit."
-        )
+    the_plan, distribution = _plan_and_build(plan_args)
     with _mixed_precision(mixed_precision, builder, the_plan) as precision_warnings:
         trained, moved, extra_warnings = _model_in_scope(model, builder, x, the_plan, distribution)
     extra_warnings = precision_warnings + extra_warnings
@@ -207,6 +184,45 @@ def fit(
     with _copy_back_on_interrupt(model, trained, moved):
         return _train(
             trained, distribution, model, moved, x, y, the_plan, epochs, backup_dir, fit_kwargs, batch_size is not None
+        )
+
+
+def _builder_of(model: Any) -> Any:
+    """``None`` for a compiled model, the function for a model-building function; else the error."""
+    builder = None if is_model(model) else model
+    if builder is not None and not callable(builder):
+        raise ModelPlacementError(
+            f"autodist.fit got {type(model).__name__} as the model. Expected a compiled Keras model "
+            "or a zero-argument function that builds and compiles one."
+        )
+    if builder is None and not is_compiled(model):
+        raise ModelPlacementError(
+            "autodist.fit got a model that is not compiled. Expected a compiled model, as for "
+            "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
+            "that builds and compiles it."
+        )
+    return builder
+
+
+def _plan_and_build(plan_args: tuple[Any, ...]) -> tuple[Plan, Any]:
+    """Plan, serve (parameter-server worker and ps tasks end here), build the strategy; on a
+    TPU, plan the batch again with the real number of cores once connected."""
+    the_plan = _plan_for(*plan_args)
+    serve_if_this_task_serves(the_plan)
+    distribution = build_strategy(the_plan)
+    if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
+        the_plan = _plan_for(*plan_args, tpu_cores=int(distribution.num_replicas_in_sync))
+    _refuse_evaluator(the_plan)
+    return the_plan, distribution
+
+
+def _refuse_evaluator(the_plan: Plan) -> None:
+    if the_plan.cluster is not None and the_plan.cluster.task_type == "evaluator":
+        raise StrategyUnavailableError(
+            f"This process is the cluster's evaluator ({the_plan.cluster.source}), and "
+            "autodist.fit trains. Expected fit on the chief and workers only. On the evaluator, "
+            "run keras.utils.SidecarEvaluator (or model.evaluate on the checkpoints the chief "
+            "writes) instead of autodist.fit."
         )
 
 
