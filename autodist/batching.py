@@ -34,6 +34,7 @@ __all__ = [
     "is_batched",
     "variable_length_parts",
     "prepare_dataset",
+    "samples_per_pass",
     "shard_policy",
     "shared_shuffle_seed",
 ]
@@ -226,6 +227,19 @@ def _batching_from_spec(dataset: Any, step: str) -> Batching:
     leading = {shape[0] for shape in shapes if shape is not None and shape.rank}
     size = leading.pop() if len(leading) == 1 else None
     return Batching(True, size, evidence)
+
+
+def samples_per_pass(dataset: Any) -> int | None:
+    """Samples in one pass of a dataset, from its graph (never by reading it); ``None`` when the
+    graph does not tell (infinite, ``filter``, batched from a source of unknown size).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> samples_per_pass(tf.data.Dataset.range(10).batch(4)), samples_per_pass(tf.data.Dataset.range(10))
+        (10, 10)
+    """
+    batching = describe_batching(dataset)
+    return batching.samples if batching.batched else _finite_cardinality(dataset)
 
 
 def dataset_batch_size(dataset: Any) -> int | None:

@@ -22,7 +22,7 @@ from typing import Any
 from autodist.batching import (
     arrays_to_dataset,
     dataset_batch_size,
-    describe_batching,
+    samples_per_pass,
     dropped_samples,
     prepare_dataset,
     repeat_across_epochs,
@@ -74,8 +74,7 @@ def prepare_input(
         # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
         keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
         prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
-        batching = describe_batching(x)
-        count = (batching.samples if batching.batched else _finite_count(x)) if drop else None
+        count = samples_per_pass(x) if drop else None
         prepared = one_iterator_per_run(prepared, the_plan, fit_kwargs)
         warnings_ = [_drop_warning(count, batch)] if drop else []
         if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
@@ -279,8 +278,7 @@ def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) ->
     if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         return None
     if isinstance(x, tf.data.Dataset):
-        batching = describe_batching(x)
-        count = batching.samples if batching.batched else _finite_count(x)
+        count = samples_per_pass(x)
     elif x is not None and not batches_itself(x) and is_array_like(pandas_to_numpy(x)):
         count = training_samples(x, fit_kwargs)
     else:
@@ -298,11 +296,6 @@ def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) ->
         f"model.fit, make the last batch a multiple of {replicas}: train on a number of samples "
         f"that leaves such a remainder for batch_size={batch}."
     )
-
-
-def _finite_count(dataset: Any) -> int | None:
-    count = int(dataset.cardinality())
-    return count if count >= 0 else None
 
 
 def length_unknown(x: Any) -> bool:

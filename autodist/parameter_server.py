@@ -260,15 +260,11 @@ def _num_samples(x: Any) -> int | None:
     when unknown (infinite, ``filter``, a batched dataset whose batch step's input size is unknown)."""
     import tensorflow as tf
 
-    from autodist.batching import describe_batching
+    from autodist.batching import samples_per_pass
 
     if not isinstance(x, tf.data.Dataset):
         return int(tf.nest.flatten(x)[0].shape[0])
-    batching = describe_batching(x)
-    if batching.batched:
-        return batching.samples
-    count = int(x.cardinality())
-    return count if count >= 0 else None
+    return samples_per_pass(x)
 
 
 def _steps(x: Any, global_batch_size: int, given: int | None) -> int:
