@@ -38,7 +38,7 @@ from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
 from autodist.settings import ACTIVATE_ENV, CPU_DEVICES_ENV, activation_enabled, peer_timeout_setting, strategy_setting
 
-__all__ = ["ASSUMED_FITS", "Activation", "activate", "complete", "current", "install", "plan_here", "runtime_started_message", "uninstall"]
+__all__ = ["ASSUMED_FITS", "Activation", "activate", "complete", "current", "install", "plan_here", "runtime_started_message", "start", "uninstall"]
 
 #: Packages whose import may import TensorFlow; activation waits until the outermost one is done.
 _WATCHED = ("tensorflow", "keras", "tf_keras")
@@ -168,11 +168,11 @@ def complete() -> None:
         from tensorflow.python.distribute import distribute_lib
 
         from autodist import coexistence
-        from autodist.strategies import build_strategy, strategy_key
+        from autodist.strategies import strategy_key
 
         if done.strategy is None:
             try:
-                strategy = build_strategy(done.plan)
+                strategy = start(done.plan)
             except Exception as err:
                 _STATE["done"] = dataclasses.replace(done, pending=False, error=err, failed_key=strategy_key(done.plan))
                 _TRIGGERS.remove()
@@ -311,3 +311,22 @@ def plan_here(environ: Mapping[str, str], *, strategy: str | object = "auto", pe
         environ=environ,
         **plan_kwargs,
     )
+
+
+def start(the_plan: Any) -> Any:
+    """Build the plan's strategy and apply the plan's Keras workarounds: the one act step that
+    the activation at import, ``init``, ``@distributed`` and ``fit`` all take (both are cached
+    and idempotent, so a second call costs nothing).
+
+    Example:
+        >>> from autodist.hardware import HardwareSnapshot
+        >>> the_plan = plan_here({}, snapshot=HardwareSnapshot.cpu_only())
+        >>> type(start(the_plan)).__name__
+        '_DefaultDistributionStrategy'
+    """
+    from autodist.keras_compat import apply_workarounds
+    from autodist.strategies import build_strategy
+
+    strategy = build_strategy(the_plan)
+    apply_workarounds(the_plan.keras_workarounds)
+    return strategy

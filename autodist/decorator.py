@@ -19,13 +19,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from autodist.activation import complete as complete_activation
-from autodist.activation import plan_here
+from autodist.activation import plan_here, start
 from autodist.batching import validate_batch_size
 from autodist.errors import AutodistError
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind
 from autodist.parameter_server import serve_if_this_task_serves
-from autodist.strategies import build_strategy
 
 __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
 
@@ -54,7 +53,7 @@ def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None
     complete_activation()  # the strategy made current at import, if it is still pending
     the_plan = plan_here(os.environ, strategy=strategy, batch_size=batch_size, **plan_kwargs)
     serve_if_this_task_serves(the_plan)  # parameter-server worker and ps tasks end here
-    return the_plan, build_strategy(the_plan)
+    return the_plan, start(the_plan)
 
 
 def current_plan() -> Plan | None:

@@ -1,9 +1,10 @@
 """The training input, made ready for the plan: batched to the global batch, sharded, and read
 the same way on every worker; and the warnings where an input cannot match ``model.fit``.
 
-Used by :func:`autodist.keras_integration.fit`. Each step returns new values; ``fit_kwargs``
-is the one thing it updates (``batch_size``, ``steps_per_epoch``, ``shuffle``,
-``validation_data`` where it takes them over), as ``model.fit`` would read them.
+Used by :func:`autodist.keras_integration.fit`. Each step returns new values and changes nothing
+it is given: :func:`prepare_input` returns a :class:`TrainingInput` with new ``fit`` keywords
+(``batch_size``, ``steps_per_epoch``, ``shuffle``, ``validation_data`` where it takes them over),
+as ``model.fit`` will read them.
 
 Example:
     >>> import numpy as np
@@ -17,7 +18,7 @@ import collections.abc
 import inspect
 import math
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from autodist.batching import (
     arrays_to_dataset,
@@ -28,8 +29,7 @@ from autodist.batching import (
     repeat_across_epochs,
 )
 from autodist.errors import BatchSizeError
-from autodist.keras_compat import WORKAROUNDS
-from autodist.model_info import describe_model, keras_flavor_of
+from autodist.model_info import keras_flavor_of
 from autodist.planning import Plan, StrategyKind
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "one_iterator_per_run",
     "pandas_to_numpy",
     "prepare_input",
+    "TrainingInput",
     "training_samples",
 ]
 
@@ -59,12 +60,27 @@ def batches_itself(x: Any) -> bool:
     return any(cls.__name__ in ("PyDataset", "Sequence", "DatasetCreator") for cls in type(x).__mro__)
 
 
+class TrainingInput(NamedTuple):
+    """The input as ``model.fit`` will read it, with the ``fit`` keywords that go with it."""
+
+    x: Any
+    y: Any
+    fit_kwargs: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
+def _updated(fit_kwargs: Mapping[str, Any], *, without: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
+    """A new dict of ``fit_kwargs`` without ``without``, with ``changes``; the argument is left alone."""
+    return {**{key: value for key, value in fit_kwargs.items() if key not in without}, **changes}
+
+
 def prepare_input(
-    x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *, batch_given: bool = True,
+    x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], *, batch_given: bool = True,
     shuffle_seed: Callable[[], int] = lambda: 0,
-) -> tuple[Any, Any, list[str]]:
-    """Return ``(x, y, warnings)`` ready for the plan; sets ``batch_size`` in ``fit_kwargs`` where
-    Keras batches the input itself from it."""
+) -> TrainingInput:
+    """The input ready for the plan, and new ``fit`` keywords: ``batch_size`` where Keras batches
+    the input itself, ``steps_per_epoch``/``shuffle``/``validation_data`` where autodist takes the
+    batching over. Nothing passed in is changed."""
     import tensorflow as tf
 
     batch = the_plan.global_batch_size
@@ -75,34 +91,36 @@ def prepare_input(
         keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
         prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
         count = samples_per_pass(x) if drop else None
-        prepared = one_iterator_per_run(prepared, the_plan, fit_kwargs)
+        prepared, steps = one_iterator_per_run(prepared, the_plan, fit_kwargs)
         warnings_ = [_drop_warning(count, batch)] if drop else []
         if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
             warnings_.append(_UNKNOWN_SIZE_NOTE)
-        return prepared, y, warnings_
+        kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
+        return TrainingInput(prepared, y, kwargs, tuple(w for w in warnings_ if w))
     multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
-    per_worker_shuffle = [_PER_WORKER_SHUFFLE_NOTE] if multi_worker and fit_kwargs.get("shuffle", True) else []
+    per_worker_shuffle = (_PER_WORKER_SHUFFLE_NOTE,) if multi_worker and fit_kwargs.get("shuffle", True) else ()
     if x is None or batches_itself(x):
-        return x, y, per_worker_shuffle if not inspect.isgenerator(x) and not isinstance(x, collections.abc.Iterator) else []
+        iterator = inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)
+        return TrainingInput(x, y, dict(fit_kwargs), () if iterator else per_worker_shuffle)
     own_dataset = multi_worker or drop
     if own_dataset:  # pandas as numpy, as Keras reads it, so it goes the same way as arrays
         x, y = pandas_to_numpy(x), pandas_to_numpy(y)
     if not own_dataset or not is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
-        fit_kwargs["batch_size"] = batch  # Keras batches the input itself
-        return x, y, per_worker_shuffle if own_dataset else []
+        # Keras batches the input itself
+        return TrainingInput(x, y, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
     return _arrays_as_dataset(x, y, the_plan, fit_kwargs, shuffle_seed)
 
 
-def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], shuffle_seed: Callable[[], int]) -> tuple[Any, Any, list[str]]:
+def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]) -> TrainingInput:
     """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
-    (:func:`autodist.batching.arrays_to_dataset`); ``fit_kwargs`` lose what it took over."""
+    (:func:`autodist.batching.arrays_to_dataset`); the new ``fit`` keywords lose what it took over."""
     import tensorflow as tf
 
     batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
     assert batch is not None
-    split = float(fit_kwargs.pop("validation_split", 0.0) or 0.0)
-    if fit_kwargs.get("validation_data") is not None:
-        split = 0.0  # as in Keras: validation_data wins over validation_split
+    given_validation = fit_kwargs.get("validation_data")
+    # as in Keras: validation_data wins over validation_split
+    split = 0.0 if given_validation is not None else float(fit_kwargs.get("validation_split", 0.0) or 0.0)
     num_samples = int(tf.nest.flatten(x)[0].shape[0])
     train_samples = int(math.floor(num_samples * (1.0 - split)))
     if train_samples == 0 or (drop and train_samples < batch):
@@ -112,34 +130,38 @@ def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any
             "would run. Expected at least one full batch of samples. Pass more samples, or a "
             "smaller batch_size."
         )
-    shuffle = bool(fit_kwargs.pop("shuffle", True))
+    shuffle = bool(fit_kwargs.get("shuffle", True))
     train, validation = arrays_to_dataset(
         x,
         y,
-        pandas_to_numpy(fit_kwargs.pop("sample_weight", None)),
+        pandas_to_numpy(fit_kwargs.get("sample_weight")),
         global_batch_size=batch,
         shuffle=shuffle,
         seed=shuffle_seed() if shuffle else 0,
         validation_split=split,
         drop_remainder=drop,
     )
-    validation_data = fit_kwargs.get("validation_data")
-    if isinstance(validation_data, tuple):
-        validation_data = tuple(pandas_to_numpy(part) for part in validation_data)
-        if all(is_array_like(part) for part in validation_data if part is not None):
-            fit_kwargs["validation_data"] = arrays_to_dataset(
-                *validation_data, global_batch_size=batch, shuffle=False, drop_remainder=drop
+    # the dataset is shuffled already, the same on every worker
+    changes: dict[str, Any] = {"shuffle": False}
+    if isinstance(given_validation, tuple):
+        given_validation = tuple(pandas_to_numpy(part) for part in given_validation)
+        if all(is_array_like(part) for part in given_validation if part is not None):
+            changes["validation_data"] = arrays_to_dataset(
+                *given_validation, global_batch_size=batch, shuffle=False, drop_remainder=drop
             )[0]
     elif validation is not None:
-        fit_kwargs["validation_data"] = validation
-    fit_kwargs["shuffle"] = False  # the dataset is shuffled already, the same on every worker
-    warnings_ = [_drop_warning(train_samples, batch)] if drop else []
-    if shuffle and fit_kwargs.get("steps_per_epoch") is None:
+        changes["validation_data"] = validation
+    steps = fit_kwargs.get("steps_per_epoch")
+    if shuffle and steps is None:
         # An endless stream of per-epoch orders: one pass is an epoch.
-        fit_kwargs["steps_per_epoch"] = train_samples // batch if drop else math.ceil(train_samples / batch)
+        changes["steps_per_epoch"] = train_samples // batch if drop else math.ceil(train_samples / batch)
     elif not shuffle:
-        train = one_iterator_per_run(train, the_plan, fit_kwargs)
-    return train, None, [w for w in warnings_ if w]
+        train, steps = one_iterator_per_run(train, the_plan, fit_kwargs)
+        if steps is not None:
+            changes["steps_per_epoch"] = steps
+    warnings_ = (_drop_warning(train_samples, batch),) if drop else ()
+    kwargs = _updated(fit_kwargs, without=("validation_split", "sample_weight"), **changes)
+    return TrainingInput(train, None, kwargs, tuple(w for w in warnings_ if w))
 
 
 def pandas_to_numpy(data: Any) -> Any:
@@ -175,8 +197,9 @@ _UNKNOWN_SIZE_NOTE = (
 )
 
 
-def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: dict[str, Any]) -> Any:
+def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[Any, int | None]:
     """Multi-worker: a finite training dataset repeats, with ``steps_per_epoch`` one pass.
+    Returns the dataset and the ``steps_per_epoch`` to set (``None``: leave it).
 
     See :func:`autodist.batching.repeat_across_epochs`. Only under ``DATA`` sharding, where every
     worker steps through the global batches. A ``steps_per_epoch`` the caller gave is theirs: the
@@ -185,13 +208,10 @@ def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: dict[str, Any
     import tensorflow as tf
 
     if the_plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED or fit_kwargs.get("steps_per_epoch") is not None:
-        return dataset
+        return dataset, None
     if dataset.options().experimental_distribute.auto_shard_policy != tf.data.experimental.AutoShardPolicy.DATA:
-        return dataset  # FILE sharding: this worker's share of a pass is not the global count
-    endless, steps = repeat_across_epochs(dataset)
-    if steps is not None:
-        fit_kwargs["steps_per_epoch"] = steps
-    return endless
+        return dataset, None  # FILE sharding: this worker's share of a pass is not the global count
+    return repeat_across_epochs(dataset)
 
 
 def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
@@ -210,13 +230,13 @@ def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
     )
 
 
-def build_from_generator(model: Any, x: Any, distribution: Any) -> Any:
+def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Plan) -> Any:
     """Build a Keras 3 model from a generator's first batch, and return the generator with that
-    batch put back (see the ``symbolic_build_reads_input`` workaround: Keras would otherwise
-    read and lose it). Anything else comes back as it is."""
+    batch put back, when the plan has the ``symbolic_build_reads_input`` workaround (Keras would
+    otherwise read and lose it). Anything else comes back as it is."""
     if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
         return x
-    if not WORKAROUNDS["symbolic_build_reads_input"].is_active(describe_model(model).keras_version):
+    if "symbolic_build_reads_input" not in the_plan.keras_workarounds:
         return x
     from keras.src.trainers.data_adapters import data_adapter_utils
 

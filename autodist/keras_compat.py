@@ -26,7 +26,7 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
 __all__ = [
     "WORKAROUNDS",
     "Workaround",
+    "apply_workarounds",
     "compile_overrides",
     "patch_aggregating_variable_updates",
     "patch_multi_worker_trainer",
@@ -373,26 +374,48 @@ def _install_symbolic_build() -> None:
     _PATCHED["symbolic_build"] = original_build
 
 
+def apply_workarounds(names: Iterable[str]) -> list[str]:
+    """Apply the named workarounds, a plan's ``keras_workarounds``: the one place the act layer
+    puts patches in (the planner decided which, by strategy, Keras version and
+    ``AUTODIST_KERAS_COMPAT``). Idempotent; returns the names in place.
+
+    Example:
+        >>> apply_workarounds(())
+        []
+    """
+    wanted = [name for name in WORKAROUNDS if name in set(names)]
+    if "aggregating_variable_updates" in wanted:
+        patch_aggregating_variable_updates()
+    if set(wanted) & set(_TRAINER_PATCHES):
+        _patch_trainer(wanted)
+    return wanted
+
+
+#: The workarounds that patch Keras 3's TensorFlow trainer.
+_TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
+
+
 def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
-    """Apply the active workarounds to Keras 3's TF trainer, for any non-default strategy. Idempotent.
+    """Apply the trainer workarounds active for ``keras_version`` (tests and scripts that patch
+    by hand; autodist itself applies a plan's with :func:`apply_workarounds`). Idempotent.
 
     Under any strategy, a model with nothing left to build reads nothing for its symbolic build;
     the first-batch build acts under MirroredStrategy and MultiWorkerMirroredStrategy; the
     scalar-reduce patch only in multi-worker mode. Everything else keeps Keras's own code.
     Returns the names of the patches in place.
     """
+    return _patch_trainer([name for name in _TRAINER_PATCHES if WORKAROUNDS[name].is_active(keras_version)])
+
+
+def _patch_trainer(names: list[str]) -> list[str]:
     from keras.src import tree
     from keras.src.backend.tensorflow import trainer
 
-    applied = [
-        name
-        for name in ("first_batch_symbolic_build", "symbolic_build_reads_input")
-        if WORKAROUNDS[name].is_active(keras_version)
-    ]
+    applied = [name for name in ("first_batch_symbolic_build", "symbolic_build_reads_input") if name in names]
     if applied:
         _install_symbolic_build()
     _SYMBOLIC_BUILD.update(applied)
-    if WORKAROUNDS["multi_worker_scalar_reduce"].is_active(keras_version):
+    if "multi_worker_scalar_reduce" in names:
         if "reduce_per_replica" not in _PATCHED:
             original_reduce = trainer.reduce_per_replica
 

@@ -1,8 +1,13 @@
 """``autodist.fit``: ``model.fit`` under the strategy autodist chose, from plan to History.
 
-Flow: detect → plan → build the strategy (before anything else touches the runtime) → put the model
-in the strategy's scope → prepare the input for the global batch → ``fit`` inside the scope →
-copy the trained state back into the caller's model.
+The one value flow, each step in its own module and visited once: the call becomes a frozen
+:class:`FitCall` → plan (:func:`autodist.activation.plan_here`) → build the strategy and apply the
+plan's Keras workarounds (:func:`autodist.activation.start`, before anything else touches the
+runtime) → the model that trains (:mod:`autodist.placement`) and its compile settings
+(:mod:`autodist.compile_settings`) → the input, ready for the plan (:mod:`autodist.inputs`) →
+``fit`` inside the scope, with the chief's duties (:mod:`autodist.callbacks`), or the
+parameter-server loop (:mod:`autodist.parameter_server`) → the trained state copied back into the
+caller's model. Each step returns new values; nothing the caller passed is changed.
 
 Example:
     >>> import numpy as np, keras, autodist
@@ -16,93 +21,50 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
+from autodist import parameter_server
 from autodist.activation import complete as complete_activation
-from autodist.activation import plan_here
+from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
-from autodist.callbacks import ChiefDuties, uses_batch_hooks
-from autodist.errors import (
-    AutodistError,
-    BatchSizeError,
-    ModelPlacementError,
-    PeerError,
-    StrategyUnavailableError,
-)
-from autodist.inputs import (
-    batches_itself,
-    build_from_generator,
-    input_notes,
-    length_unknown,
-    pandas_to_numpy,
-    prepare_input,
-    training_samples,
-)
-from autodist.placement import (
-    build_from_first_batch,
-    build_in_scope,
-    copy_training_state,
-    is_compiled,
-    is_model,
-    keras_module,
-    move_into_scope,
-    needs_move,
-    warn_moved,
-)
+from autodist.callbacks import ChiefDuties
+from autodist.compile_settings import apply_steps_per_execution, mixed_precision_while_building
+from autodist.errors import BatchSizeError, ModelPlacementError, PeerError, StrategyUnavailableError
 from autodist.hardware import detect
-from autodist.keras_compat import (
-    WORKAROUNDS,
-    apply_compile_overrides,
-    compile_overrides,
-    patch_aggregating_variable_updates,
-    patch_multi_worker_trainer,
-)
+from autodist.inputs import TrainingInput, batches_itself, build_from_generator, input_notes, prepare_input, training_samples
+from autodist.keras_compat import apply_compile_overrides
 from autodist.log import get_logger, warn_all
 from autodist.model_info import describe_model, keras_flavor_of
-from autodist.planning import Plan, StrategyKind
-from autodist.parameter_server import serve_if_this_task_serves
-from autodist.strategies import build_strategy
+from autodist.placement import Placed, copy_training_state, is_compiled, is_model, keras_module, place_model
+from autodist.planning import Plan, StrategyKind, plan_for_built_model
 
-__all__ = ["fit"]
-
-
-@contextlib.contextmanager
-def _mixed_precision(enabled: bool, builder: Any, the_plan: Plan) -> Iterator[list[str]]:
-    """Set ``mixed_bfloat16`` while autodist builds the model, then restore the user's policy."""
-    if not enabled:
-        yield []
-        return
-    if builder is None:
-        yield [
-            "mixed_precision=True applies to models autodist builds from a function; your model "
-            "was built already. Call keras.mixed_precision.set_global_policy('mixed_bfloat16') "
-            "before building it."
-        ]
-        return
-    precision = keras_module(the_plan.keras_flavor).mixed_precision
-    previous = precision.global_policy()
-    precision.set_global_policy("mixed_bfloat16")
-    try:
-        yield []
-    finally:
-        precision.set_global_policy(previous)
+__all__ = ["FitCall", "fit"]
 
 
-def _apply_keras_workarounds(trained: Any, the_plan: Plan) -> None:
-    """Apply the Keras 3 workarounds this model needs, judged by the model's own Keras (idempotent)."""
-    if keras_flavor_of(trained) != "keras3":
-        return
-    version = describe_model(trained).keras_version
-    if the_plan.strategy != StrategyKind.DEFAULT and WORKAROUNDS["aggregating_variable_updates"].is_active(version):
-        patch_aggregating_variable_updates()
-    if the_plan.strategy != StrategyKind.DEFAULT:
-        patch_multi_worker_trainer(version)
+@dataclasses.dataclass(frozen=True)
+class FitCall:
+    """One ``autodist.fit`` call, as the caller made it. Frozen: every step reads it, none
+    changes it; ``fit_kwargs`` is a read-only copy (a ``CallbackList`` given as ``callbacks``
+    is read as its list of callbacks, which ``model.fit`` would run)."""
 
-
-_prepare_input = prepare_input  # the name tests and older callers import
+    model: Any
+    builder: Any
+    x: Any
+    y: Any
+    batch_size: int | None
+    epochs: int
+    strategy: Any
+    num_params: int | None
+    gpu_memory_fraction: float | None
+    backup_dir: Any
+    peer_timeout_seconds: float | None
+    mixed_precision: bool
+    fit_kwargs: Mapping[str, Any]
 
 
 def fit(
@@ -162,29 +124,37 @@ def fit(
         >>> history.model is not None
         True
     """
-    builder = _builder_of(model)
+    call = FitCall(
+        model, _builder_of(model), x, y, batch_size, epochs, strategy, num_params,
+        gpu_memory_fraction, backup_dir, peer_timeout_seconds, mixed_precision, _read_only(fit_kwargs),
+    )  # fmt: skip
     complete_activation()  # the strategy made current at import, if it is still pending
-    plan_args = (
-        model, builder, x, batch_size, strategy, num_params, gpu_memory_fraction, peer_timeout_seconds, fit_kwargs,
-    )
-    the_plan, distribution = _plan_and_build(plan_args)
-    with _mixed_precision(mixed_precision, builder, the_plan) as precision_warnings:
-        trained, moved, extra_warnings = _model_in_scope(model, builder, x, the_plan, distribution)
-    extra_warnings = precision_warnings + extra_warnings
-    _apply_keras_workarounds(trained, the_plan)
+    the_plan, distribution = _plan_and_build(call)
+    with mixed_precision_while_building(mixed_precision, call.builder, the_plan) as precision_warnings:
+        placed = place_model(model, call.builder, x, the_plan, distribution)
+    if call.builder is not None:
+        the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), os.environ)
+    apply_compile_overrides(placed.trained, the_plan.compile_overrides)
     if the_plan.strategy not in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER):
-        x = build_from_generator(trained, x, distribution)
+        x = build_from_generator(placed.trained, x, distribution, the_plan)
     get_logger().info(the_plan.summary(include_warnings=False))
-    warn_all(list(the_plan.warnings) + extra_warnings + input_notes(x, the_plan, fit_kwargs))
+    warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs))
+    with _copy_back_on_interrupt(model, placed):
+        history, the_plan = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
+    return _finish(history, model, placed, the_plan)
 
-    fit_kwargs = dict(fit_kwargs)
-    if _is_callback_list(fit_kwargs.get("callbacks")):
+
+def _read_only(fit_kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+    kwargs = dict(fit_kwargs)
+    if _is_callback_list(kwargs.get("callbacks")):
         # model.fit takes a CallbackList as it is; autodist inspects and adds callbacks one by one
-        fit_kwargs["callbacks"] = list(fit_kwargs["callbacks"].callbacks)
-    with _copy_back_on_interrupt(model, trained, moved):
-        return _train(
-            trained, distribution, model, moved, x, y, the_plan, epochs, backup_dir, fit_kwargs, batch_size is not None
-        )
+        kwargs["callbacks"] = list(kwargs["callbacks"].callbacks)
+    return MappingProxyType(kwargs)
+
+
+def _is_callback_list(callbacks: Any) -> bool:
+    """Whether ``callbacks`` is a Keras ``CallbackList`` (Keras 3 or tf_keras), not a plain list."""
+    return type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list)
 
 
 def _builder_of(model: Any) -> Any:
@@ -204,14 +174,14 @@ def _builder_of(model: Any) -> Any:
     return builder
 
 
-def _plan_and_build(plan_args: tuple[Any, ...]) -> tuple[Plan, Any]:
+def _plan_and_build(call: FitCall) -> tuple[Plan, Any]:
     """Plan, serve (parameter-server worker and ps tasks end here), build the strategy; on a
     TPU, plan the batch again with the real number of cores once connected."""
-    the_plan = _plan_for(*plan_args)
-    serve_if_this_task_serves(the_plan)
-    distribution = build_strategy(the_plan)
+    the_plan = _plan_for(call)
+    parameter_server.serve_if_this_task_serves(the_plan)
+    distribution = start(the_plan)
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
-        the_plan = _plan_for(*plan_args, tpu_cores=int(distribution.num_replicas_in_sync))
+        the_plan = _plan_for(call, tpu_cores=int(distribution.num_replicas_in_sync))
     _refuse_evaluator(the_plan)
     return the_plan, distribution
 
@@ -227,59 +197,51 @@ def _refuse_evaluator(the_plan: Plan) -> None:
 
 
 @contextlib.contextmanager
-def _copy_back_on_interrupt(model: Any, trained: Any, moved: bool) -> Iterator[None]:
+def _copy_back_on_interrupt(model: Any, placed: Placed) -> Iterator[None]:
     """Like model.fit, an interrupted fit (Ctrl-C, a callback raising) leaves the caller's model
     with the training done so far."""
     try:
         yield
     except BaseException:
-        if moved:
+        if placed.moved:
             try:
-                copy_training_state(trained, model)
+                copy_training_state(placed.trained, model)
             except Exception:  # the original error matters more
                 pass
         raise
 
 
-def _train(
-    trained: Any,
-    distribution: Any,
-    model: Any,
-    moved: bool,
-    x: Any,
-    y: Any,
-    the_plan: Plan,
-    epochs: int,
-    backup_dir: Any,
-    fit_kwargs: dict[str, Any],
-    batch_given: bool,
-) -> Any:
-    import tensorflow as tf
-
-    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
-        history = _fit_parameter_server(trained, distribution, x, y, the_plan, epochs, fit_kwargs)
-        return _finish(history, model, trained, moved, the_plan)
+def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingInput:
     multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
-    x, y, input_warnings = prepare_input(
-        x,
-        y,
+    ready = prepare_input(
+        call.x,
+        call.y,
         the_plan,
-        fit_kwargs,
-        batch_given=batch_given,
+        call.fit_kwargs,
+        batch_given=call.batch_size is not None,
         shuffle_seed=lambda: shared_shuffle_seed(distribution if multi_worker else None),
     )
-    warn_all([w for w in input_warnings if w])
-    duties = ChiefDuties(
-        the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None,
-        keras_module(keras_flavor_of(trained)),
-        backup_dir,
-    )
-    the_plan, restore_steps = _apply_steps_per_execution(trained, the_plan, x, fit_kwargs)
+    warn_all(list(ready.warnings))
+    return ready
+
+
+def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> tuple[Any, Plan]:
+    """``(history, the plan as it ran)``: ``fit`` in the scope, with the chief's duties and the
+    plan's ``steps_per_execution``, each undone after, whatever happens."""
+    import tensorflow as tf
+
+    trained = placed.trained
+    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, call.fit_kwargs), the_plan
+    ready = _ready_input(call, the_plan, distribution)
+    cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
+    duties = ChiefDuties(cluster, keras_module(keras_flavor_of(trained)), call.backup_dir)
+    the_plan, restore_steps = apply_steps_per_execution(trained, the_plan, ready.x, ready.fit_kwargs)
     succeeded = False
     try:
-        fit_kwargs["callbacks"] = duties.prepare(fit_kwargs.get("callbacks"))
+        kwargs = {**ready.fit_kwargs, "callbacks": duties.prepare(ready.fit_kwargs.get("callbacks"))}
         with distribution.scope():
-            history = trained.fit(x, y, epochs=epochs, **fit_kwargs)
+            history = trained.fit(ready.x, ready.y, epochs=call.epochs, **kwargs)
         succeeded = True
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:
         if duties.cluster is None:
@@ -290,124 +252,51 @@ def _train(
             duties.restore(succeeded=succeeded)
         finally:
             restore_steps()
-    return _finish(history, model, trained, moved, the_plan)
+    return history, the_plan
 
 
-def _is_callback_list(callbacks: Any) -> bool:
-    """Whether ``callbacks`` is a Keras ``CallbackList`` (Keras 3 or tf_keras), not a plain list."""
-    return type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list)
-
-
-def _apply_steps_per_execution(model: Any, the_plan: Plan, x: Any, fit_kwargs: Mapping[str, Any]) -> tuple[Plan, Callable[[], None]]:
-    """Set the plan's ``steps_per_execution`` on a Keras 3 model compiled with 1, for this ``fit``.
-
-    Skipped (and the returned plan says why) when a callback uses batch-level hooks, which would
-    fire once per call rather than per step; when ``steps_per_epoch`` or ``validation_steps`` is
-    given, because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); when
-    the input's length is unknown (a generator, ``from_generator``), because Keras 3 with 1 counts
-    one extra optimizer iteration per epoch there, which moves Adam's bias correction (measured:
-    5 iterations for 4 batches, and weights 1e-4 apart after 2 epochs); and under ``run_eagerly``.
-    Returns the plan as applied and the function that gives the model back its own value and
-    compiled functions, so the caller's later ``fit``, ``evaluate`` and
-    ``predict`` behave, and cost, as before.
-    """
-    import dataclasses
-
-    value = the_plan.steps_per_execution
-    if not value:
-        return the_plan, lambda: None
-    why = None
-    if keras_flavor_of(model) != "keras3" or getattr(model, "steps_per_execution", None) != 1:
-        why = "the model was not compiled with 1"
-    elif getattr(model, "run_eagerly", False):
-        why = "the model runs eagerly"
-    elif any(uses_batch_hooks(callback) for callback in (fit_kwargs.get("callbacks") or [])):
-        why = "a callback uses batch-level hooks"
-    elif fit_kwargs.get("steps_per_epoch") is not None or fit_kwargs.get("validation_steps") is not None:
-        why = "steps_per_epoch or validation_steps is given"
-    elif length_unknown(x):
-        why = "the input's length is unknown, and Keras 3 then counts optimizer steps differently"
-    if why is not None:  # the planner's "steps_per_execution=8 ..." reason is replaced, not contradicted
-        kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution="))
-        reasons = kept + (f"steps_per_execution stays as compiled: {why}",)
-        return dataclasses.replace(the_plan, steps_per_execution=None, reasons=reasons), lambda: None
-    compiled = (model.train_function, model.test_function, model.predict_function)
-    apply_compile_overrides(model, {"steps_per_execution": value})
-
-    def restore() -> None:
-        model.steps_per_execution = 1
-        model.train_function, model.test_function, model.predict_function = compiled
-
-    return the_plan, restore
-
-
-def _finish(history: Any, model: Any, trained: Any, moved: bool, the_plan: Plan) -> Any:
-    if moved:
-        copy_training_state(trained, model)
+def _finish(history: Any, model: Any, placed: Placed, the_plan: Plan) -> Any:
+    if placed.moved:
+        copy_training_state(placed.trained, model)
         history.set_model(model)
         model.history = history
     history.plan = the_plan
     return history
 
 
-def _fit_parameter_server(trained: Any, distribution: Any, x: Any, y: Any, the_plan: Plan, epochs: int, fit_kwargs: dict[str, Any]) -> Any:
-    from autodist import parameter_server
-
-    assert the_plan.global_batch_size is not None
-    if x is None or batches_itself(x):
-        raise AutodistError(
-            f"Parameter-server training cannot read a {type(x).__name__} as its input: the "
-            "workers rebuild the input pipeline from its TensorFlow graph, and Python objects "
-            "(generators, keras.utils.PyDataset) stay on the chief. Expected numpy arrays (or "
-            "pandas), or a tf.data.Dataset built from TensorFlow ops. Pass the data as arrays, "
-            "or build a tf.data pipeline from tensors or files."
-        )
-    x, y = pandas_to_numpy(x), pandas_to_numpy(y)
-    if "sample_weight" in fit_kwargs:
-        fit_kwargs["sample_weight"] = pandas_to_numpy(fit_kwargs["sample_weight"])
-    if keras_flavor_of(trained) == "tf_keras":
-        train = parameter_server.fit_tf_keras
-    else:
-        train = parameter_server.fit_keras3
-    return train(trained, distribution, x, y, global_batch_size=the_plan.global_batch_size, epochs=epochs, fit_kwargs=fit_kwargs)
+def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], **options: Any) -> tuple[Any, Any, list[str]]:
+    """The older form of :func:`autodist.inputs.prepare_input`, which tests and older callers
+    import: it updates ``fit_kwargs`` in place and returns ``(x, y, warnings)``."""
+    ready = prepare_input(x, y, the_plan, fit_kwargs, **options)
+    fit_kwargs.clear()
+    fit_kwargs.update(ready.fit_kwargs)
+    return ready.x, ready.y, list(ready.warnings)
 
 
-def _plan_for(
-    model: Any,
-    builder: Any,
-    x: Any,
-    batch_size: int | None,
-    strategy: Any,
-    num_params: int | None,
-    gpu_memory_fraction: float | None,
-    peer_timeout_seconds: float | None,
-    fit_kwargs: Mapping[str, Any],
-    tpu_cores: int | None = None,
-) -> Plan:
-    import dataclasses
-
+def _plan_for(call: FitCall, tpu_cores: int | None = None) -> Plan:
     import tensorflow as tf
 
-    requested = batch_size
+    x, fit_kwargs = call.x, call.fit_kwargs
+    requested = call.batch_size
     if requested is None and isinstance(x, tf.data.Dataset):
         requested = dataset_batch_size(x)
     elif requested is None and fit_kwargs.get("steps_per_epoch") and x is not None and not batches_itself(x):
         # Keras batches arrays in ceil(training samples / steps_per_epoch) without a batch_size.
         requested = math.ceil(training_samples(x, fit_kwargs) / int(fit_kwargs["steps_per_epoch"]))
     options: dict[str, Any] = {}
-    if gpu_memory_fraction is not None:
-        options["gpu_memory_fraction"] = gpu_memory_fraction
+    if call.gpu_memory_fraction is not None:
+        options["gpu_memory_fraction"] = call.gpu_memory_fraction
     snapshot = detect()
     if tpu_cores is not None and snapshot.tpu is not None:
         snapshot = dataclasses.replace(snapshot, tpu=dataclasses.replace(snapshot.tpu, num_cores=tpu_cores))
     the_plan = plan_here(
         os.environ,
         snapshot=snapshot,
-        model=None if builder is not None else model,
-        num_params=num_params,
+        model=None if call.builder is not None else call.model,
+        num_params=call.num_params,
         batch_size=requested,
-        strategy=strategy,
-        peer_timeout_seconds=peer_timeout_seconds,
+        strategy=call.strategy,
+        peer_timeout_seconds=call.peer_timeout_seconds,
         **options,
     )
     if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:
@@ -418,30 +307,6 @@ def _plan_for(
             "autodist re-batches the dataset to it."
         )
     return the_plan
-
-
-def _model_in_scope(model: Any, builder: Any, x: Any, the_plan: Plan, distribution: Any) -> tuple[Any, bool, list[str]]:
-    """The model to train (built, moved or as given), whether it was moved, and extra warnings."""
-    if builder is not None:
-        trained = build_in_scope(builder, distribution)
-        info = describe_model(trained)
-        overrides, warnings_ = compile_overrides(
-            the_plan.strategy.value,
-            info.keras_flavor or the_plan.keras_flavor,
-            info.keras_version,
-            jit_compile=info.jit_compile,
-            steps_per_execution=info.steps_per_execution,
-            environ=os.environ,
-        )
-        apply_compile_overrides(trained, overrides)
-        return trained, False, warnings_
-    trained, moved = model, False
-    if needs_move(model, the_plan, distribution):
-        build_from_first_batch(model, x)
-        trained, moved = move_into_scope(model, distribution), True
-        warn_moved(the_plan)
-    apply_compile_overrides(trained, dict(the_plan.compile_overrides))
-    return trained, moved, []
 
 
 def _peer_message(the_plan: Plan, err: Exception) -> str:

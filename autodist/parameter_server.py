@@ -20,20 +20,25 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from autodist.callbacks import needs_each_step, uses_batch_hooks
 from autodist.cluster import ClusterInfo
 from autodist.errors import AutodistError, PeerError
+from autodist.inputs import batches_itself, pandas_to_numpy
+from autodist.model_info import keras_flavor_of
 from autodist.log import warn_all
+from autodist.ps_input import dataset_fn_for, gather, index_batches, steps_per_epoch, whole_arrays_fn
+from autodist.ps_input import first_batch as _first_batch
+from autodist.ps_input import num_samples as _num_samples  # noqa: F401 (tests read it here)
+from autodist.ps_input import steps as _steps
 
-__all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "serve_if_this_task_serves", "steps_per_epoch", "watch_chief"]
+__all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "serve_if_this_task_serves", "steps_per_epoch", "train", "watch_chief"]
 
 #: ``fit`` keywords the Keras 3 parameter-server loop cannot honour, with the alternative.
 UNSUPPORTED_KERAS3 = {
@@ -44,11 +49,6 @@ UNSUPPORTED_KERAS3 = {
     "validation_batch_size": "drop it: the Keras 3 parameter-server loop does not validate",
     "class_weight": "turn the class weights into sample_weight= (one weight per sample)",
 }
-
-
-def steps_per_epoch(num_samples: int, global_batch_size: int) -> int:
-    """Steps that cover every sample once: ``ceil(num_samples / global_batch_size)``."""
-    return max(1, math.ceil(num_samples / global_batch_size))
 
 
 def chief_alive(address: str, timeout: float = 1.0) -> bool:
@@ -135,155 +135,32 @@ def serve(cluster: ClusterInfo, peer_timeout: float) -> NoReturn:
     os._exit(code)
 
 
-def _samples(dataset: Any) -> Any:
-    """The dataset one sample per element: unbatched if it is batched, as it is otherwise."""
-    from autodist.batching import is_batched
-
-    if is_batched(dataset):
-        return dataset.unbatch()
-    return dataset
-
-
-def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int, shuffle: bool, seed: int = 0) -> Callable[[Any], Any]:
-    """A ``dataset_fn(input_context)`` that each worker calls to build its own input pipeline.
-
-    Each worker reads its own shard (``input_pipeline_id``), shuffled with its own seed, repeated
-    without end: the coordinator decides how many steps make an epoch.
-    """
-    import tensorflow as tf
-
-    if isinstance(x, tf.data.Dataset):
-        # The workers run this function, so it must not capture the chief's dataset (workers
-        # then fail with "Failed copying input tensor from /job:chief"): the pipeline travels as
-        # its serialised graph, the way ClusterCoordinator.create_per_worker_dataset sends one.
-        from tensorflow.python.distribute.coordinator import values
-
-        samples = _samples(x)
-        graph, spec = _serialised(samples), samples.element_spec
-
-        def from_dataset(context: Any) -> Any:
-            dataset = values.deserialize_dataset_from_graph(graph, spec)
-            shard = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-            return shard.repeat().batch(global_batch_size).prefetch(2)
-
-        return from_dataset
-    data = _arrays(x, y, sample_weight)
-    num_samples = int(tf.nest.flatten(data)[0].shape[0])
-
-    def from_arrays(context: Any) -> Any:
-        # The shard's indices are shuffled (a buffer of ints, not of samples), then gathered.
-        indices = tf.data.Dataset.range(num_samples).shard(context.num_input_pipelines, context.input_pipeline_id)
-        if shuffle:
-            indices = indices.shuffle(num_samples, seed=seed + context.input_pipeline_id, reshuffle_each_iteration=True)
-        batches = tf.data.Dataset.zip((indices.repeat().batch(global_batch_size), tf.data.Dataset.from_tensors(data).repeat()))
-        return batches.map(_gather).prefetch(2)
-
-    return from_arrays
-
-
-def _arrays(x: Any, y: Any, sample_weight: Any) -> Any:
-    parts = tuple(part for part in (tuple(x) if isinstance(x, list) else x, y, sample_weight) if part is not None)
-    return parts[0] if len(parts) == 1 else parts
-
-
-def _gather(indices: Any, data: Any) -> Any:
-    import tensorflow as tf
-
-    return tf.nest.map_structure(lambda array: tf.gather(array, indices, axis=0), data)
-
-
-def whole_arrays_fn(x: Any, y: Any, sample_weight: Any) -> Callable[[Any], Any]:
-    """A ``dataset_fn`` whose every element is all the arrays: each worker holds one copy, and
-    each step gathers the batch the chief chose (see :func:`index_batches`)."""
-    import tensorflow as tf
-
-    data = _arrays(x, y, sample_weight)
-    return lambda context: tf.data.Dataset.from_tensors(data).repeat()
-
-
-def index_batches(num_samples: int, batch_size: int, *, shuffle: bool, seed: int) -> Iterator[Any]:
-    """The chief's batches of sample indices, without end: pass after pass, each pass every
-    sample once, in order or in a new seeded order, its last batch the remainder (as Keras).
-
-    Example:
-        >>> batches = index_batches(5, 2, shuffle=False, seed=0)
-        >>> [next(batches).tolist() for _ in range(4)]
-        [[0, 1], [2, 3], [4], [0, 1]]
-    """
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    while True:
-        order = rng.permutation(num_samples) if shuffle else np.arange(num_samples)
-        for start in range(0, num_samples, batch_size):
-            yield order[start : start + batch_size]
-
-
-def _serialised(dataset: Any) -> Any:
-    """The dataset's graph, to rebuild it on the workers.
+def train(model: Any, strategy: Any, x: Any, y: Any, the_plan: Any, epochs: int, fit_kwargs: Mapping[str, Any]) -> Any:
+    """``autodist.fit`` on a parameter-server chief: the input checked and read as arrays, then
+    Keras 3's loop (:func:`fit_keras3`) or tf_keras's own ``fit`` (:func:`fit_tf_keras`).
 
     Raises:
-        AutodistError: when the pipeline holds state a graph cannot carry (``py_function``,
-            ``from_generator``, a lookup table built in Python), which would fail on the workers.
+        AutodistError: for an input the workers cannot rebuild (a generator, a PyDataset).
     """
-    import tensorflow as tf
-    from tensorflow.python.data.ops.options import ExternalStatePolicy
-    from tensorflow.python.ops import gen_dataset_ops
-
-    try:
-        return gen_dataset_ops.dataset_to_graph_v2(
-            dataset._variant_tensor, external_state_policy=ExternalStatePolicy.FAIL.value, strip_device_assignment=True
-        )
-    except (tf.errors.FailedPreconditionError, tf.errors.InvalidArgumentError) as err:
+    assert the_plan.global_batch_size is not None
+    if x is None or batches_itself(x):
         raise AutodistError(
-            "Parameter-server training rebuilds the input pipeline on every worker from its graph, "
-            f"and this tf.data.Dataset holds state that cannot travel ({str(err).strip().splitlines()[0][:200]}): "
-            "py_function, from_generator or Python-side state. Expected a pipeline of TensorFlow "
-            "ops. Pass the data as arrays, or build the pipeline from files or tensors with "
-            "TensorFlow ops only."
-        ) from err
-
-
-def _first_batch(x: Any, y: Any, sample_weight: Any, size: int) -> tuple[Any, Any, Any]:
-    import tensorflow as tf
-
-    if isinstance(x, tf.data.Dataset):
-        batch = next(iter(_samples(x).batch(size).take(1)))
-        batch = batch if isinstance(batch, tuple) else (batch,)
-        return tuple(batch) + (None,) * (3 - len(batch))  # type: ignore[return-value]
-    head = lambda part: None if part is None else tf.nest.map_structure(lambda a: a[:size], part)  # noqa: E731
-    return head(x), head(y), head(sample_weight)
-
-
-def _num_samples(x: Any) -> int | None:
-    """Samples in one pass of ``x``, from its shape or its graph (never by reading it); ``None``
-    when unknown (infinite, ``filter``, a batched dataset whose batch step's input size is unknown)."""
-    import tensorflow as tf
-
-    from autodist.batching import samples_per_pass
-
-    if not isinstance(x, tf.data.Dataset):
-        return int(tf.nest.flatten(x)[0].shape[0])
-    return samples_per_pass(x)
-
-
-def _steps(x: Any, global_batch_size: int, given: int | None) -> int:
-    if given is not None:
-        return int(given)
-    count = _num_samples(x)
-    if count is None:
-        raise AutodistError(
-            "Parameter-server training needs the number of steps per epoch, and the dataset's size "
-            "is unknown from its graph (infinite, filter(), or batched from a source of unknown "
-            "size); autodist does not read a whole pass just to count it. Expected arrays, a "
-            "finite dataset of known size, or steps_per_epoch=. Pass steps_per_epoch=<steps>, or "
-            "give the dataset its size with tf.data.experimental.assert_cardinality(n)."
+            f"Parameter-server training cannot read a {type(x).__name__} as its input: the "
+            "workers rebuild the input pipeline from its TensorFlow graph, and Python objects "
+            "(generators, keras.utils.PyDataset) stay on the chief. Expected numpy arrays (or "
+            "pandas), or a tf.data.Dataset built from TensorFlow ops. Pass the data as arrays, "
+            "or build a tf.data pipeline from tensors or files."
         )
-    return steps_per_epoch(count, global_batch_size)
+    kwargs = dict(fit_kwargs)
+    if "sample_weight" in kwargs:
+        kwargs["sample_weight"] = pandas_to_numpy(kwargs["sample_weight"])
+    loop = fit_tf_keras if keras_flavor_of(model) == "tf_keras" else fit_keras3
+    x, y = pandas_to_numpy(x), pandas_to_numpy(y)
+    return loop(model, strategy, x, y, global_batch_size=the_plan.global_batch_size, epochs=epochs, fit_kwargs=kwargs)
 
 
 def fit_keras3(
-    model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: dict[str, Any]
+    model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: Mapping[str, Any]
 ) -> Any:
     """Train a Keras 3 model with ``ClusterCoordinator``: the model's own ``train_step``, loss,
     optimizer and metrics; every training callback hook (batch-level ones once per step, in
@@ -298,6 +175,7 @@ def fit_keras3(
                 f"Keras 3 has no parameter-server fit (keras#18624) and autodist's loop trains only. "
                 f"Fix: {alternative}."
             )
+    fit_kwargs = dict(fit_kwargs)  # the caller's keywords stay as they are
     sample_weight = fit_kwargs.pop("sample_weight", None)
     verbose = fit_kwargs.pop("verbose", "auto")
     initial_epoch = int(fit_kwargs.pop("initial_epoch", 0))
@@ -402,7 +280,7 @@ def _scheduled_step(
 
     @tf.function(reduce_retracing=True)
     def step_on_chosen(arrays: Any, indices: Any) -> Any:
-        return strategy.run(model.train_step, args=(_gather(indices, next(arrays)),))
+        return strategy.run(model.train_step, args=(gather(indices, next(arrays)),))
 
     return step_on_chosen, lambda: (iterator, tf.constant(next(batches), tf.int64))
 
@@ -441,7 +319,7 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callabl
 
 
 def fit_tf_keras(
-    model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: dict[str, Any]
+    model: Any, strategy: Any, x: Any, y: Any, *, global_batch_size: int, epochs: int, fit_kwargs: Mapping[str, Any]
 ) -> Any:
     """tf_keras's own parameter-server ``fit``, fed by a ``DatasetCreator`` built from the input."""
     import tensorflow as tf
@@ -459,6 +337,7 @@ def fit_tf_keras(
             "move their work to on_epoch_end, or use Keras 3 (unset TF_USE_LEGACY_KERAS), whose "
             "autodist parameter-server loop runs batch hooks once per step, in order."
         )
+    fit_kwargs = dict(fit_kwargs)  # the caller's keywords stay as they are
     sample_weight = fit_kwargs.pop("sample_weight", None)
     shuffle = bool(fit_kwargs.pop("shuffle", True))
     fit_kwargs.pop("batch_size", None)

@@ -25,7 +25,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from autodist.activation import current
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
@@ -44,6 +44,8 @@ __all__ = [
     "keras_module",
     "move_into_scope",
     "needs_move",
+    "place_model",
+    "Placed",
     "warn_moved",
 ]
 
@@ -214,6 +216,31 @@ def build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
             "model.compile(optimizer=..., loss=...) inside the function before returning it."
         )
     return model
+
+
+class Placed(NamedTuple):
+    """The model that trains, and whether it is a copy moved into the scope (copied back after)."""
+
+    trained: Any
+    moved: bool
+
+
+def place_model(model: Any, builder: Callable[[], Any] | None, x: Any, the_plan: Plan, distribution: Any) -> Placed:
+    """The model object that trains: built by ``builder`` inside the scope, the caller's own, or,
+    the fallback, a copy moved into the scope (built from ``x``'s first batch if need be).
+
+    Raises:
+        ModelPlacementError: when the builder returns no compiled model, or an unbuilt model
+            cannot be built from its input.
+    """
+    if builder is not None:
+        return Placed(build_in_scope(builder, distribution), False)
+    if not needs_move(model, the_plan, distribution):
+        return Placed(model, False)
+    build_from_first_batch(model, x)
+    copy = move_into_scope(model, distribution)
+    warn_moved(the_plan)
+    return Placed(copy, True)
 
 
 def _move_cause(the_plan: Plan) -> tuple[str, str]:

@@ -23,11 +23,6 @@ from typing import Any
 from autodist.activation import current as current_activation
 from autodist.activation import runtime_started_message
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
-from autodist.keras_compat import (
-    WORKAROUNDS,
-    patch_aggregating_variable_updates,
-    patch_multi_worker_trainer,
-)
 from autodist.planning import Plan, StrategyKind
 
 __all__ = ["build_strategy", "configure_cpu_devices", "runtime_started", "strategy_key"]
@@ -118,7 +113,8 @@ def strategy_key(plan: Plan) -> tuple[Any, ...]:
 
 
 def build_strategy(plan: Plan) -> Any:
-    """Create (or reuse) the strategy that ``plan`` describes. The only side-effecting step.
+    """Create (or reuse) the strategy that ``plan`` describes, and nothing else: the plan's Keras
+    workarounds go in with :func:`autodist.activation.start`, which every entry point calls.
 
     Raises:
         StrategyUnavailableError: for strategies this version of autodist cannot build yet.
@@ -146,18 +142,10 @@ def build_strategy(plan: Plan) -> Any:
         strategy = tf.distribute.MirroredStrategy(
             devices=list(plan.devices), cross_device_ops=_cross_device_ops(plan.cross_device_ops)
         )
-        if plan.keras_flavor == "keras3":
-            patch_multi_worker_trainer(plan.keras_version)
-            if WORKAROUNDS["aggregating_variable_updates"].is_active(plan.keras_version):
-                patch_aggregating_variable_updates()
     elif kind == StrategyKind.CENTRAL_STORAGE:
         strategy = tf.distribute.experimental.CentralStorageStrategy(
             compute_devices=list(plan.devices), parameter_device=plan.parameter_device
         )
-        if plan.keras_flavor == "keras3" and WORKAROUNDS["aggregating_variable_updates"].is_active(
-            plan.keras_version
-        ):
-            patch_aggregating_variable_updates()
     elif kind == StrategyKind.MULTI_WORKER_MIRRORED:
         strategy = _multi_worker_mirrored(plan)
     elif kind == StrategyKind.PARAMETER_SERVER:
@@ -217,10 +205,6 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
             "reachable; allow a longer wait with AUTODIST_PEER_TIMEOUT=<seconds> or "
             f"peer_timeout_seconds=. (TensorFlow: {str(err).strip().splitlines()[0][:200]})"
         ) from err
-    if plan.keras_flavor == "keras3":
-        patch_multi_worker_trainer(plan.keras_version)
-        if WORKAROUNDS["aggregating_variable_updates"].is_active(plan.keras_version):
-            patch_aggregating_variable_updates()
     return strategy
 
 
@@ -255,12 +239,7 @@ def _parameter_server(plan: Plan) -> Any:
         partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
             min_shard_bytes=256 << 10, max_shards=cluster.num_ps
         )
-    strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
-    if plan.keras_flavor == "keras3" and WORKAROUNDS["aggregating_variable_updates"].is_active(plan.keras_version):
-        # Metric state lives on the ps tasks as AggregatingVariables: Keras 3's assign(old + delta)
-        # would also race between workers; TensorFlow's delta update does not.
-        patch_aggregating_variable_updates()
-    return strategy
+    return tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
 
 
 #: How long the TPU resolver may take. With TPU_NAME set it makes an HTTP lookup with no timeout
