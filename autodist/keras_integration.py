@@ -40,7 +40,15 @@ from autodist.inputs import TrainingInput, batches_itself, build_from_generator,
 from autodist.keras_compat import apply_compile_overrides
 from autodist.log import get_logger, warn_all
 from autodist.model_info import describe_model, keras_flavor_of
-from autodist.placement import Placed, copy_training_state, is_compiled, is_model, keras_module, place_model
+from autodist.placement import (
+    Placed,
+    copy_training_state,
+    is_compiled,
+    is_model,
+    keras_module,
+    move_into_scope,
+    place_model,
+)
 from autodist.planning import Plan, StrategyKind, plan_for_built_model
 
 __all__ = ["FitCall", "fit"]
@@ -131,7 +139,8 @@ def fit(
     complete_activation()  # the strategy made current at import, if it is still pending
     the_plan, distribution = _plan_and_build(call)
     with mixed_precision_while_building(mixed_precision, call.builder, the_plan) as precision_warnings:
-        placed = place_model(model, call.builder, x, the_plan, distribution)
+        # move_into_scope is looked up here, so a test or profiler may wrap this module's name
+        placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
     if call.builder is not None:
         the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), os.environ)
     apply_compile_overrides(placed.trained, the_plan.compile_overrides)

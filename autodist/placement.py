@@ -225,9 +225,13 @@ class Placed(NamedTuple):
     moved: bool
 
 
-def place_model(model: Any, builder: Callable[[], Any] | None, x: Any, the_plan: Plan, distribution: Any) -> Placed:
+def place_model(
+    model: Any, builder: Callable[[], Any] | None, x: Any, the_plan: Plan, distribution: Any, *,
+    move: Callable[[Any, Any], Any] | None = None,
+) -> Placed:
     """The model object that trains: built by ``builder`` inside the scope, the caller's own, or,
-    the fallback, a copy moved into the scope (built from ``x``'s first batch if need be).
+    the fallback, a copy moved into the scope (built from ``x``'s first batch if need be) by
+    ``move`` (default :func:`move_into_scope`; callers may pass an instrumented one).
 
     Raises:
         ModelPlacementError: when the builder returns no compiled model, or an unbuilt model
@@ -238,7 +242,7 @@ def place_model(model: Any, builder: Callable[[], Any] | None, x: Any, the_plan:
     if not needs_move(model, the_plan, distribution):
         return Placed(model, False)
     build_from_first_batch(model, x)
-    copy = move_into_scope(model, distribution)
+    copy = (move or move_into_scope)(model, distribution)
     warn_moved(the_plan)
     return Placed(copy, True)
 
