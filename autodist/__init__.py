@@ -7,10 +7,14 @@ put ``import autodist`` first: every model built afterwards is created under the
 ``autodist.fit(model, ...)`` trains that very object.
 
 Layers (each module imports only its own layer and those below; see the README's "Layout"):
-shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``, ``model_info``) → plan
-(``planning``, ``batching``, ``keras_compat``) → act (``strategies``, ``activation``,
-``keras_integration``, ``inputs``, ``placement``, ``parameter_server``, ``callbacks``, ``decorator``,
-``launch``, ``coexistence``) → edge (this package's public names, ``cli``, ``demo``).
+shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``, ``cluster_spec``,
+``model_info``) → plan (``planning``, ``choosers``, ``plans``, ``batching``, ``dataset_graph``,
+``keras_compat``) → act (``strategies``, ``activation``, ``keras_integration``, ``placement``,
+``compile_settings``, ``inputs``, ``callbacks``, ``parameter_server``, ``ps_input``, ``decorator``,
+``launch``, ``coexistence``) → edge (this package's public names, ``cli``, ``demo``). A change to
+one concern touches one module: a new rule of choice goes in ``choosers``, a new cluster manager
+in ``cluster``, a new Keras workaround in ``keras_compat`` (decided by ``choosers``, applied by
+``activation.start``).
 
 Example:
     >>> import autodist

@@ -40,7 +40,7 @@ from autodist.settings import STEPS_PER_EXECUTION_ENV, positive_int_setting
 
 __all__ = [
     "Choice", "Layout", "choose_batch", "choose_compile_overrides", "choose_coordinator_threads",
-    "choose_kind", "choose_layout", "choose_steps_per_execution", "choose_workarounds",
+    "choose_kind", "choose_layout", "choose_steps_per_execution", "choose_workarounds", "FitFacts",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -308,8 +308,45 @@ def choose_workarounds(kind: StrategyKind, flavor: str, version: str | None, env
     return Choice(tuple(name for name in names if WORKAROUNDS[name].is_active(version, environ)))
 
 
-def choose_steps_per_execution(kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str]) -> Choice[int | None]:
-    """autodist's ``steps_per_execution`` default, or ``None`` (leave the model's own)."""
+@dataclass(frozen=True)
+class FitFacts:
+    """What a ``fit`` call tells the planner besides the model: read by the caller of the planner
+    (:mod:`autodist.keras_integration`) from the callbacks, keywords and input it was given."""
+
+    batch_hooks: bool = False  # a callback overrides on_*_batch_* hooks
+    steps_given: bool = False  # steps_per_epoch or validation_steps is given
+    length_unknown: bool = False  # a generator, or a dataset of unknown cardinality
+
+
+def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:
+    if info.run_eagerly:
+        return "the model runs eagerly"
+    if facts.batch_hooks:
+        return "a callback uses batch-level hooks"
+    if facts.steps_given:
+        return "steps_per_epoch or validation_steps is given"
+    if facts.length_unknown:
+        return "the input's length is unknown, and Keras 3 then counts optimizer steps differently"
+    return None
+
+
+def choose_steps_per_execution(
+    kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts = FitFacts()
+) -> Choice[int | None]:
+    """autodist's ``steps_per_execution`` default, or ``None`` (leave the model's own).
+
+    Kept at 1 (and the reason says why) when a callback uses batch-level hooks, which would fire
+    once per call rather than per step; when ``steps_per_epoch`` or ``validation_steps`` is given,
+    because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); when the
+    input's length is unknown (a generator, ``from_generator``), because Keras 3 with 1 counts one
+    extra optimizer iteration per epoch there, which moves Adam's bias correction (measured: 5
+    iterations for 4 batches, and weights 1e-4 apart after 2 epochs); and under ``run_eagerly``.
+
+    Example:
+        >>> info = ModelInfo(keras_flavor="keras3")
+        >>> choose_steps_per_execution(K.DEFAULT, "keras3", info, {}, FitFacts(batch_hooks=True)).reasons
+        ('steps_per_execution stays as compiled: a callback uses batch-level hooks',)
+    """
     if kind not in (K.DEFAULT, K.ONE_DEVICE) or flavor != "keras3":
         return Choice(None)  # measured on these two; Keras 3 Mirrored fails with it (keras#19246)
     if info.steps_per_execution not in (None, 1):
@@ -322,6 +359,9 @@ def choose_steps_per_execution(kind: StrategyKind, flavor: str, info: ModelInfo,
     )
     if value == 1:
         return Choice(None, (f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)",))
+    why = _why_steps_stay(info, facts)
+    if why is not None:
+        return Choice(None, (f"steps_per_execution stays as compiled: {why}",))
     return Choice(value, (
         f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
         f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in the "

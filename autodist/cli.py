@@ -36,6 +36,12 @@ def _unknown(value: Any, why: str) -> str:
 
 
 def snapshot_text(snap: HardwareSnapshot) -> list[str]:
+    """The hardware report's lines for ``snap``: TensorFlow, Keras, CPUs, memory, GPUs, TPU, cluster.
+
+    Example:
+        >>> snapshot_text(HardwareSnapshot.cpu_only())[0].startswith("tensorflow:")
+        True
+    """
     lines = [
         f"tensorflow: {snap.tensorflow_version or 'not installed'}"
         + ("" if snap.tensorflow_cuda_build is None else f" (CUDA build: {snap.tensorflow_cuda_build})"),
@@ -68,6 +74,7 @@ def snapshot_text(snap: HardwareSnapshot) -> list[str]:
 
 
 def inspect_parser(subparsers: Any) -> None:
+    """Add ``inspect`` (the hardware report and the plan for it) to ``subparsers``."""
     parser = subparsers.add_parser("inspect", help="print the hardware report and the plan")
     parser.add_argument("--json", action="store_true", help="print JSON: {snapshot, plan}")
     parser.add_argument("--fast", action="store_true", help="do not import TensorFlow")
@@ -75,6 +82,7 @@ def inspect_parser(subparsers: Any) -> None:
 
 
 def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Detect this machine and plan for it: ``{"snapshot", "plan", "detect_seconds"}``."""
     start = time.perf_counter()
     snap = detect(fast=args.fast)
     the_plan = plan(snap)
@@ -86,6 +94,7 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render_inspect(data: dict[str, Any]) -> str:
+    """``inspect``'s data as the text report that bug reports quote."""
     snap = HardwareSnapshot.from_dict(data["snapshot"])
     lines = ["== autodist inspect =="] + snapshot_text(snap)
     lines.append(f"detection took {data['detect_seconds']} s")
@@ -98,6 +107,7 @@ def render_inspect(data: dict[str, Any]) -> str:
 
 
 def plan_parser(subparsers: Any) -> None:
+    """Add ``plan`` (the planner on this machine or on a ``--snapshot`` of another) to ``subparsers``."""
     parser = subparsers.add_parser("plan", help="dry-run the planner on real or simulated hardware")
     parser.add_argument("--snapshot", help="a snapshot JSON file (as `inspect --json` writes it)")
     parser.add_argument("--num-params", type=int, help="the model's parameter count")
@@ -108,6 +118,11 @@ def plan_parser(subparsers: Any) -> None:
 
 
 def plan_command(args: argparse.Namespace) -> dict[str, Any]:
+    """The plan for the snapshot file (or this machine), as :meth:`Plan.to_dict` writes it.
+
+    Raises:
+        AutodistError: when the snapshot file cannot be read as JSON.
+    """
     if args.snapshot:
         try:
             with open(args.snapshot, encoding="utf-8") as handle:
@@ -132,6 +147,7 @@ def _plan_text(data: dict[str, Any]) -> str:
 
 
 def demo_parser(subparsers: Any) -> None:
+    """Add ``demo`` (training on the bundled digits data) to ``subparsers``."""
     parser = subparsers.add_parser("demo", help="train on the bundled digits data set")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -140,12 +156,14 @@ def demo_parser(subparsers: Any) -> None:
 
 
 def demo_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the demo (:func:`autodist.demo.run_demo`) and return its figures."""
     from autodist.demo import run_demo
 
     return run_demo(epochs=args.epochs, batch_size=args.batch_size)
 
 
 def render_demo(data: dict[str, Any]) -> str:
+    """The demo's figures as one paragraph of text."""
     return (
         f"demo: trained on {data['num_train']} bundled digit images for {data['epochs']} epochs "
         f"under the {data['strategy']} strategy ({data['num_replicas']} replica(s))\n"
@@ -158,6 +176,7 @@ def render_demo(data: dict[str, Any]) -> str:
 
 
 def launch_parser(subparsers: Any) -> None:
+    """Add ``launch`` (a local multi-worker job on 127.0.0.1) to ``subparsers``."""
     parser = subparsers.add_parser(
         "launch",
         help="run a training script as a local cluster on 127.0.0.1",
@@ -178,6 +197,8 @@ def launch_parser(subparsers: Any) -> None:
 
 
 def launch_command(args: argparse.Namespace) -> dict[str, Any]:
+    """Print the tasks (``--dry-run``, ``--hosts``) or run the job: ``{"tasks"}`` or
+    ``{"exit_code", "attempts", "failed_task"}``."""
     from autodist import launch
 
     if args.hosts:
@@ -185,13 +206,8 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
         return {"tasks": launch.host_plan(hosts, args.workers, args.ps, args.script, args.args)}
     if args.dry_run:
         cluster = launch.local_cluster(args.workers, args.ps)
-        command = " ".join([sys.executable, args.script, *args.args])
-        return {
-            "tasks": [
-                {"task": f"{c['task']['type']} {c['task']['index']}", "host": launch.LOOPBACK, "tf_config": c, "command": command}
-                for c in launch.task_configs(cluster)
-            ]
-        }
+        hosts = [launch.LOOPBACK] * launch.num_tasks(args.workers, args.ps)
+        return {"tasks": launch.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]))}
     result = launch.Launcher(
         args.workers,
         args.ps,
@@ -204,6 +220,7 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render_launch(data: dict[str, Any]) -> str:
+    """The tasks as copyable ``TF_CONFIG=... command`` lines, or the job's ending in one line."""
     if "tasks" in data:
         lines = []
         for task in data["tasks"]:
@@ -219,6 +236,7 @@ def render_launch(data: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``autodist`` argument parser, with its four sub-commands."""
     parser = argparse.ArgumentParser(prog="autodist", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="name", required=True)
     for add in (inspect_parser, plan_parser, demo_parser, launch_parser):
@@ -227,6 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one sub-command; returns the exit code (2 for an :class:`AutodistError`, the job's
+    own code for ``launch``).
+
+    Example:
+        >>> main(["plan", "--num-params", "1000", "--batch-size", "64"])  # doctest: +SKIP
+        0
+    """
     args = build_parser().parse_args(argv)
     if args.name in ("inspect", "plan"):
         uninstall_activation()  # they report; this process trains nothing

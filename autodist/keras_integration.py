@@ -32,11 +32,20 @@ from autodist import parameter_server
 from autodist.activation import complete as complete_activation
 from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
-from autodist.callbacks import ChiefDuties
+from autodist.callbacks import ChiefDuties, uses_batch_hooks
+from autodist.choosers import FitFacts
 from autodist.compile_settings import apply_steps_per_execution, mixed_precision_while_building
 from autodist.errors import BatchSizeError, ModelPlacementError, PeerError, StrategyUnavailableError
 from autodist.hardware import detect
-from autodist.inputs import TrainingInput, batches_itself, build_from_generator, input_notes, prepare_input, training_samples
+from autodist.inputs import (
+    TrainingInput,
+    batches_itself,
+    build_from_generator,
+    input_notes,
+    length_unknown,
+    prepare_input,
+    training_samples,
+)
 from autodist.keras_compat import apply_compile_overrides
 from autodist.log import get_logger, warn_all
 from autodist.model_info import describe_model, keras_flavor_of
@@ -137,19 +146,20 @@ def fit(
         gpu_memory_fraction, backup_dir, peer_timeout_seconds, mixed_precision, _read_only(fit_kwargs),
     )  # fmt: skip
     complete_activation()  # the strategy made current at import, if it is still pending
-    the_plan, distribution = _plan_and_build(call)
+    facts = _fit_facts(call)
+    the_plan, distribution = _plan_and_build(call, facts)
     with mixed_precision_while_building(mixed_precision, call.builder, the_plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name
         placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
     if call.builder is not None:
-        the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), os.environ)
+        the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), os.environ, facts)
     apply_compile_overrides(placed.trained, the_plan.compile_overrides)
     if the_plan.strategy not in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER):
         x = build_from_generator(placed.trained, x, distribution, the_plan)
     get_logger().info(the_plan.summary(include_warnings=False))
     warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs))
     with _copy_back_on_interrupt(model, placed):
-        history, the_plan = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
+        history = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
     return _finish(history, model, placed, the_plan)
 
 
@@ -183,14 +193,24 @@ def _builder_of(model: Any) -> Any:
     return builder
 
 
-def _plan_and_build(call: FitCall) -> tuple[Plan, Any]:
+def _fit_facts(call: FitCall) -> FitFacts:
+    """What the call's callbacks, keywords and input tell the planner (for ``steps_per_execution``)."""
+    kwargs = call.fit_kwargs
+    return FitFacts(
+        batch_hooks=any(uses_batch_hooks(callback) for callback in (kwargs.get("callbacks") or [])),
+        steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
+        length_unknown=length_unknown(call.x),
+    )
+
+
+def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
     """Plan, serve (parameter-server worker and ps tasks end here), build the strategy; on a
     TPU, plan the batch again with the real number of cores once connected."""
-    the_plan = _plan_for(call)
+    the_plan = _plan_for(call, facts)
     parameter_server.serve_if_this_task_serves(the_plan)
     distribution = start(the_plan)
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
-        the_plan = _plan_for(call, tpu_cores=int(distribution.num_replicas_in_sync))
+        the_plan = _plan_for(call, facts, tpu_cores=int(distribution.num_replicas_in_sync))
     _refuse_evaluator(the_plan)
     return the_plan, distribution
 
@@ -234,18 +254,18 @@ def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingIn
     return ready
 
 
-def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> tuple[Any, Plan]:
-    """``(history, the plan as it ran)``: ``fit`` in the scope, with the chief's duties and the
-    plan's ``steps_per_execution``, each undone after, whatever happens."""
+def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
+    """The History of ``fit`` in the scope, with the chief's duties and the plan's
+    ``steps_per_execution``, each undone after, whatever happens."""
     import tensorflow as tf
 
     trained = placed.trained
     if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
-        return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, call.fit_kwargs), the_plan
+        return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, call.fit_kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
     duties = ChiefDuties(cluster, keras_module(keras_flavor_of(trained)), call.backup_dir)
-    the_plan, restore_steps = apply_steps_per_execution(trained, the_plan, ready.x, ready.fit_kwargs)
+    restore_steps = apply_steps_per_execution(trained, the_plan)
     succeeded = False
     try:
         kwargs = {**ready.fit_kwargs, "callbacks": duties.prepare(ready.fit_kwargs.get("callbacks"))}
@@ -261,7 +281,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
             duties.restore(succeeded=succeeded)
         finally:
             restore_steps()
-    return history, the_plan
+    return history
 
 
 def _finish(history: Any, model: Any, placed: Placed, the_plan: Plan) -> Any:
@@ -282,7 +302,7 @@ def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *
     return ready.x, ready.y, list(ready.warnings)
 
 
-def _plan_for(call: FitCall, tpu_cores: int | None = None) -> Plan:
+def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None) -> Plan:
     import tensorflow as tf
 
     x, fit_kwargs = call.x, call.fit_kwargs
@@ -306,6 +326,7 @@ def _plan_for(call: FitCall, tpu_cores: int | None = None) -> Plan:
         batch_size=requested,
         strategy=call.strategy,
         peer_timeout_seconds=call.peer_timeout_seconds,
+        fit_facts=facts,
         **options,
     )
     if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:

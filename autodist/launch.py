@@ -35,13 +35,17 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import IO, Any
 
 from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
 from autodist.settings import LAUNCH_ATTEMPT_ENV
 from autodist.errors import AutodistError
 
-__all__ = ["Launcher", "host_plan", "local_cluster", "task_configs"]
+__all__ = [
+    "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState", "TIMEOUT_EXIT_CODE",
+    "cluster_layout", "host_plan", "local_cluster", "task_configs", "task_table",
+]  # fmt: skip
 
 LOOPBACK = "127.0.0.1"
 ATTEMPT_ENV = LAUNCH_ATTEMPT_ENV
@@ -70,19 +74,30 @@ def _check_counts(num_workers: int, num_ps: int) -> None:
         )
 
 
-def local_cluster(num_workers: int, num_ps: int, ports: list[int] | None = None, host: str = LOOPBACK) -> dict[str, list[str]]:
-    """The cluster spec: N workers, or a chief + N workers + M ps when there are ps tasks."""
+def num_tasks(num_workers: int, num_ps: int) -> int:
+    """Processes in a job: the workers, the ps tasks, and a chief when there are ps tasks."""
     _check_counts(num_workers, num_ps)
-    total = num_workers + num_ps + (1 if num_ps else 0)
-    ports = ports if ports is not None else free_ports(total)
-    addresses = [f"{host}:{port}" for port in ports]
+    return num_workers + num_ps + (1 if num_ps else 0)
+
+
+def cluster_layout(addresses: list[str], num_workers: int, num_ps: int) -> dict[str, list[str]]:
+    """The one cluster layout: ``addresses`` in task order become N workers, or a chief + N
+    workers + M ps when there are ps tasks.
+
+    Example:
+        >>> cluster_layout(["h0:1", "h1:1", "h2:1", "h3:1"], 2, 1)
+        {'chief': ['h0:1'], 'worker': ['h1:1', 'h2:1'], 'ps': ['h3:1']}
+    """
+    assert len(addresses) == num_tasks(num_workers, num_ps)
     if not num_ps:
-        return {"worker": addresses[:num_workers]}
-    return {
-        "chief": addresses[:1],
-        "worker": addresses[1 : 1 + num_workers],
-        "ps": addresses[1 + num_workers : total],
-    }
+        return {"worker": list(addresses)}
+    return {"chief": addresses[:1], "worker": addresses[1 : 1 + num_workers], "ps": addresses[1 + num_workers :]}
+
+
+def local_cluster(num_workers: int, num_ps: int, ports: list[int] | None = None, host: str = LOOPBACK) -> dict[str, list[str]]:
+    """The cluster spec of a local job, on free ports of ``host`` (see :func:`cluster_layout`)."""
+    ports = ports if ports is not None else free_ports(num_tasks(num_workers, num_ps))
+    return cluster_layout([f"{host}:{port}" for port in ports], num_workers, num_ps)
 
 
 def task_configs(cluster: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -98,26 +113,74 @@ def _task_name(config: dict[str, Any]) -> str:
     return f"{config['task']['type']} {config['task']['index']}"
 
 
+def task_table(cluster: dict[str, list[str]], hosts: list[str], command: str) -> list[dict[str, Any]]:
+    """Each task's name, host, TF_CONFIG and command: what ``--dry-run`` and ``--hosts`` print."""
+    return [
+        {"task": _task_name(config), "host": host, "tf_config": config, "command": command}
+        for host, config in zip(hosts, task_configs(cluster))
+    ]
+
+
 def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args: list[str], port: int = 2222) -> list[dict[str, Any]]:
     """Per-host TF_CONFIG and command for a real cluster: one task per host, in order."""
-    _check_counts(num_workers, num_ps)
-    total = num_workers + num_ps + (1 if num_ps else 0)
+    total = num_tasks(num_workers, num_ps)
     if len(hosts) != total:
         raise AutodistError(
             f"--hosts names {len(hosts)} host(s) but the job has {total} task(s) (Received: "
             f"--hosts {','.join(hosts)} --workers {num_workers} --ps {num_ps}). Expected one host "
             f"per task{' (a chief, the workers, then the ps)' if num_ps else ''}. Name {total} hosts."
         )
-    addresses = [f"{h}:{port}" for h in hosts]
-    if num_ps:
-        cluster = {"chief": addresses[:1], "worker": addresses[1 : 1 + num_workers], "ps": addresses[1 + num_workers :]}
-    else:
-        cluster = {"worker": addresses}
-    command = " ".join(shlex.quote(part) for part in ["python", script, *args])
-    return [
-        {"task": _task_name(config), "host": host, "tf_config": config, "command": command}
-        for host, config in zip(hosts, task_configs(cluster))
-    ]
+    cluster = cluster_layout([f"{h}:{port}" for h in hosts], num_workers, num_ps)
+    return task_table(cluster, hosts, " ".join(shlex.quote(part) for part in ["python", script, *args]))
+
+
+#: The exit code of a job stopped by ``--timeout``, as coreutils' ``timeout`` uses.
+TIMEOUT_EXIT_CODE = 124
+
+
+class TaskState(str, Enum):
+    """Where one task's process is."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class JobState(str, Enum):
+    """How one attempt of the job ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One local job, as data: its shape and its policies (torchrun's ``WorkerSpec``).
+
+    Attributes:
+        num_workers: worker processes.
+        num_ps: parameter-server processes (a chief is added when there are any).
+        max_restarts: restarts of the whole job after a failure.
+        timeout: seconds the whole job may run, all attempts together; ``None`` for no limit.
+        grace: seconds between SIGTERM and SIGKILL when stopping tasks.
+        backup_dir: the directory shared by attempts (a temporary one, removed at the end, if None).
+    """
+
+    num_workers: int
+    num_ps: int = 0
+    max_restarts: int = 0
+    timeout: float | None = None
+    grace: float = 5.0
+    backup_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_counts(self.num_workers, self.num_ps)
+        if self.max_restarts < 0:
+            raise AutodistError(
+                f"--max-restarts must be 0 or more (Received: {self.max_restarts}). It is how many times "
+                "the whole job restarts after a failure; pass 0 (no restart) or more."
+            )
 
 
 @dataclass
@@ -128,30 +191,37 @@ class _Task:
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
     reader: threading.Thread | None = None
 
+    @property
+    def state(self) -> TaskState:
+        code = self.process.poll()
+        return TaskState.RUNNING if code is None else TaskState.SUCCEEDED if code == 0 else TaskState.FAILED
 
-@dataclass
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How one attempt ended: its state, the task that failed (if one did), and why."""
+
+    state: JobState
+    failed: _Task | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class LaunchResult:
-    """How the job ended: exit code 0 on success."""
+    """How the job ended (torchrun's ``RunResult``): exit code 0 on success."""
 
     exit_code: int
     attempts: int
     failed_task: str | None = None
     failed_code: int | None = None
     message: str = ""
+    state: JobState = JobState.SUCCEEDED
 
 
 class Launcher:
-    """Start, watch and stop the processes of one local job. Every wait is bounded.
-
-    Args:
-        num_workers: worker processes.
-        num_ps: parameter-server processes (a chief is added when there are any).
-        max_restarts: restarts of the whole job after a failure.
-        timeout: seconds the whole job may run, all attempts together; ``None`` for no limit.
-        grace: seconds between SIGTERM and SIGKILL when stopping tasks.
-        backup_dir: the directory shared by attempts (a temporary one, removed at the end, if None).
-        out: where prefixed output goes (``sys.stdout``).
-    """
+    """Start, watch and stop the processes of one local job (a :class:`JobSpec`). Every wait is
+    bounded. The keywords are the spec's fields; ``out`` is where prefixed output goes
+    (``sys.stdout``)."""
 
     def __init__(
         self,
@@ -164,15 +234,7 @@ class Launcher:
         backup_dir: str | None = None,
         out: IO[str] | None = None,
     ) -> None:
-        _check_counts(num_workers, num_ps)
-        if max_restarts < 0:
-            raise AutodistError(
-                f"--max-restarts must be 0 or more (Received: {max_restarts}). It is how many times "
-                "the whole job restarts after a failure; pass 0 (no restart) or more."
-            )
-        self.num_workers, self.num_ps = num_workers, num_ps
-        self.max_restarts, self.timeout, self.grace = max_restarts, timeout, grace
-        self.backup_dir = backup_dir
+        self.spec = JobSpec(num_workers, num_ps, max_restarts, timeout, grace, backup_dir)
         self.out = out or sys.stdout
         self._lock = threading.Lock()
 
@@ -182,7 +244,7 @@ class Launcher:
             self.out.flush()
 
     def _start(self, script: str, args: list[str], attempt: int, backup_dir: str) -> list[_Task]:
-        cluster = local_cluster(self.num_workers, self.num_ps)
+        cluster = local_cluster(self.spec.num_workers, self.spec.num_ps)
         tasks = []
         for config in task_configs(cluster):
             env = dict(os.environ)
@@ -216,83 +278,80 @@ class Launcher:
 
     def _stop(self, tasks: list[_Task]) -> None:
         """SIGTERM every live task's process group, then SIGKILL whatever outlives the grace."""
-        live = [t for t in tasks if t.process.poll() is None]
+        live = [t for t in tasks if t.state == TaskState.RUNNING]
         for task in live:
             _signal_group(task.process, signal.SIGTERM)
-        deadline = time.monotonic() + self.grace
+        deadline = time.monotonic() + self.spec.grace
         for task in live:
             try:
                 task.process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
         for task in tasks:
-            if task.process.poll() is None:
+            if task.state == TaskState.RUNNING:
                 _signal_group(task.process, signal.SIGKILL)
                 task.process.wait(timeout=10)
         for task in tasks:
             if task.reader is not None:
                 task.reader.join(timeout=5)
 
-    def _watch(self, tasks: list[_Task], deadline: float | None) -> tuple[_Task | None, str]:
-        """Wait until all tasks exit 0 (None, ""), one fails, or the deadline passes."""
+    def _watch(self, tasks: list[_Task], deadline: float | None) -> _Outcome:
+        """Wait until every task succeeds, one fails, or the deadline passes."""
         while True:
             for task in tasks:
-                code = task.process.poll()
-                if code is not None and code != 0:
-                    return task, f"{task.name} exited with code {code}"
-            if all(task.process.poll() == 0 for task in tasks):
-                return None, ""
+                if task.state == TaskState.FAILED:
+                    return _Outcome(JobState.FAILED, task, f"{task.name} exited with code {task.process.returncode}")
+            if all(task.state == TaskState.SUCCEEDED for task in tasks):
+                return _Outcome(JobState.SUCCEEDED)
             if deadline is not None and time.monotonic() > deadline:
-                return None, f"the job ran past --timeout {self.timeout:g} s"
+                return _Outcome(JobState.TIMED_OUT, None, f"the job ran past --timeout {self.spec.timeout:g} s")
             time.sleep(0.1)
 
     def run(self, script: str, args: list[str]) -> LaunchResult:
         """Run the job to the end; never raises for a task failure, returns it."""
         if not os.path.exists(script):
             raise AutodistError(f"launch: the script {script!r} does not exist. Pass the path of a Python script.")
-        own_backup = self.backup_dir is None
-        backup_dir = self.backup_dir or tempfile.mkdtemp(prefix="autodist-job-")
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        attempt = 0
+        own_backup = self.spec.backup_dir is None
+        backup_dir = self.spec.backup_dir or tempfile.mkdtemp(prefix="autodist-job-")
+        deadline = None if self.spec.timeout is None else time.monotonic() + self.spec.timeout
         previous = _raise_on_termination()
         try:
-            while True:
+            for attempt in range(self.spec.max_restarts + 1):
                 started = time.monotonic()
                 tasks = self._start(script, args, attempt, backup_dir)
                 try:
-                    failed, reason = self._watch(tasks, deadline)
+                    outcome = self._watch(tasks, deadline)
                 finally:
                     self._stop(tasks)
-                if not reason:
+                if outcome.state == JobState.SUCCEEDED:
                     return LaunchResult(0, attempt + 1)
-                elapsed = time.monotonic() - started
-                summary = self._summary(failed, reason, elapsed, tasks)
-                timed_out = failed is None
-                if timed_out or attempt >= self.max_restarts:
-                    self._print(summary)
-                    code = failed.process.returncode if failed is not None else 124
-                    return LaunchResult(
-                        code if code and code > 0 else 1,
-                        attempt + 1,
-                        failed.name if failed else None,
-                        failed.process.returncode if failed else None,
-                        summary,
-                    )
-                attempt += 1
+                summary = self._summary(outcome, time.monotonic() - started, tasks)
                 self._print(summary)
-                self._print(f"[launcher] restarting the job: attempt {attempt + 1} of {self.max_restarts + 1}")
+                if outcome.state == JobState.TIMED_OUT or attempt == self.spec.max_restarts:
+                    return _failed(outcome, attempt + 1, summary)
+                self._print(f"[launcher] restarting the job: attempt {attempt + 2} of {self.spec.max_restarts + 1}")
+            raise AssertionError("unreachable: the last attempt returns")
         finally:
             _restore_handlers(previous)
             if own_backup:
                 shutil.rmtree(backup_dir, ignore_errors=True)
 
-    def _summary(self, failed: _Task | None, reason: str, elapsed: float, tasks: list[_Task]) -> str:
-        lines = [f"[launcher] job failed after {elapsed:.1f} s: {reason}; stopped the other tasks."]
-        shown = [failed] if failed is not None else tasks
+    def _summary(self, outcome: _Outcome, elapsed: float, tasks: list[_Task]) -> str:
+        lines = [f"[launcher] job failed after {elapsed:.1f} s: {outcome.reason}; stopped the other tasks."]
+        shown = [outcome.failed] if outcome.failed is not None else tasks
         for task in shown:
             lines.append(f"[launcher] last lines of {task.name}:")
             lines += [f"[launcher]   {line}" for line in task.tail] or ["[launcher]   (no output)"]
         return "\n".join(lines)
+
+
+def _failed(outcome: _Outcome, attempts: int, summary: str) -> LaunchResult:
+    """The result of a job that failed or timed out: the failed task's exit code (1 for a
+    signal), or :data:`TIMEOUT_EXIT_CODE`."""
+    if outcome.failed is None:
+        return LaunchResult(TIMEOUT_EXIT_CODE, attempts, message=summary, state=outcome.state)
+    code = outcome.failed.process.returncode
+    return LaunchResult(code if code > 0 else 1, attempts, outcome.failed.name, code, summary, outcome.state)
 
 
 class _Terminated(BaseException):

@@ -34,6 +34,7 @@ class ModelInfo:
     keras_version: str | None = None
     jit_compile: Any = None
     steps_per_execution: Any = 1
+    run_eagerly: bool = False
 
 
 def keras_flavor_of(model: Any) -> str:
@@ -90,4 +91,5 @@ def describe_model(model: Any) -> ModelInfo:
         keras_version=getattr(package, "__version__", None),
         jit_compile=getattr(model, "_jit_compile", None),
         steps_per_execution=getattr(model, "steps_per_execution", 1),
+        run_eagerly=bool(getattr(model, "run_eagerly", False)),
     )

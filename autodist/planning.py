@@ -65,6 +65,7 @@ def plan(
     optimizer_slots: int | None = None,
     peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS,
     environ: Mapping[str, str] | None = None,
+    fit_facts: choosers.FitFacts | None = None,
 ) -> Plan:
     """Choose and configure a strategy. Pure: it reads no machine and no environment but
     ``environ``, and starts nothing (``autodist.plan`` is the edge that detects this machine).
@@ -82,6 +83,8 @@ def plan(
         peer_timeout_seconds: multi-worker only: the longest wait for peers before failing.
         environ: only for two switches: ``AUTODIST_KERAS_COMPAT`` and
             ``AUTODIST_STEPS_PER_EXECUTION``.
+        fit_facts: what a ``fit`` call's callbacks, keywords and input say (for
+            ``steps_per_execution``); none of them by default.
 
     Raises:
         StrategyUnavailableError: when a forced strategy cannot run here.
@@ -100,7 +103,6 @@ def plan(
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env = environ if environ is not None else {}
-    evaluator = snapshot.cluster is not None and snapshot.cluster.task_type == "evaluator"
 
     unbuilt = choosers.Choice(None, (_UNBUILT,) if model is not None and params is None else ())
     kind = choosers.choose_kind(snapshot, forced=_coerce_kind(strategy), footprint=footprint, fraction=gpu_memory_fraction)
@@ -109,8 +111,7 @@ def plan(
     threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
-    steps = choosers.Choice(None) if evaluator else choosers.choose_steps_per_execution(kind.value, flavor, info, env)
-
+    steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, info, env, fit_facts)
     made = (unbuilt, kind, layout, batch, threads, overrides, workarounds, steps)
     return Plan(
         strategy=kind.value,
@@ -131,6 +132,14 @@ def plan(
         reasons=tuple(reason for choice in made for reason in choice.reasons),
         warnings=snapshot.diagnostics + tuple(warning for choice in made for warning in choice.warnings),
     )
+
+
+def _steps_per_execution(
+    cluster: Any, kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: choosers.FitFacts | None
+) -> choosers.Choice[int | None]:
+    if cluster is not None and cluster.task_type == "evaluator":
+        return choosers.Choice(None)  # the evaluator trains nothing
+    return choosers.choose_steps_per_execution(kind, flavor, info, environ, facts or choosers.FitFacts())
 
 
 def _footprint(params: int | None, info: ModelInfo, optimizer_slots: int | None, activation_fraction: float) -> int | None:
@@ -180,9 +189,12 @@ def _coerce_kind(strategy: Any) -> StrategyKind | None:
         ) from None
 
 
-def plan_for_built_model(the_plan: Plan, info: ModelInfo, environ: Mapping[str, str]) -> Plan:
-    """``the_plan`` with the compile decisions for a model known only after planning: one that
-    autodist built from a function inside the strategy's scope. Pure, like :func:`plan`.
+def plan_for_built_model(
+    the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: choosers.FitFacts | None = None
+) -> Plan:
+    """``the_plan`` with the compile decisions (overrides, ``steps_per_execution``) for a model
+    known only after planning: one that autodist built from a function inside the strategy's
+    scope. Pure, like :func:`plan`; the earlier ``steps_per_execution`` reason is replaced.
 
     Example:
         >>> from autodist.hardware import HardwareSnapshot
@@ -193,6 +205,12 @@ def plan_for_built_model(the_plan: Plan, info: ModelInfo, environ: Mapping[str, 
     """
     flavor = info.keras_flavor or the_plan.keras_flavor
     overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
+    steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, info, environ, fit_facts)
+    kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
     return dataclasses.replace(
-        the_plan, compile_overrides=overrides.value, warnings=the_plan.warnings + overrides.warnings
+        the_plan,
+        compile_overrides=overrides.value,
+        steps_per_execution=steps.value,
+        reasons=kept + steps.reasons,
+        warnings=the_plan.warnings + overrides.warnings,
     )

@@ -63,3 +63,27 @@ def test_the_readme_layout_names_every_module():
     layout = (ROOT / "README.md").read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
     missing = [m for m in MODULES if m not in ("__init__", "__main__") and f"`{m}.py`" not in layout]
     assert not missing, missing
+
+
+def test_functions_fit_on_a_screen_and_modules_stay_small():
+    too_long = []
+    for module in MODULES:
+        source = (ROOT / "autodist" / f"{module}.py").read_text(encoding="utf-8")
+        if source.count("\n") > 450:
+            too_long.append(f"autodist/{module}.py: {source.count(chr(10))} lines (at most 450)")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                too_long.append(f"autodist/{module}.py {node.name}: {node.end_lineno - node.lineno + 1} lines (at most 80)")
+    assert not too_long, too_long
+
+
+def test_the_detect_and_plan_modules_docstring_examples_run():
+    """Their examples are data in, data out: they must run as written."""
+    import doctest
+    import importlib
+
+    failed, tried = 0, 0
+    for module in (m for m in MODULES if LAYERS[m] <= 2):
+        result = doctest.testmod(importlib.import_module(f"autodist.{module}"), optionflags=doctest.ELLIPSIS)
+        failed, tried = failed + result.failed, tried + result.attempted
+    assert failed == 0 and tried >= 30, (failed, tried)
