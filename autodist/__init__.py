@@ -8,10 +8,10 @@ put ``import autodist`` first: every model built afterwards is created under the
 
 Layers (each module imports only its own layer and those below; see the README's "Layout"):
 shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``, ``cluster_spec``,
-``model_info``) → plan (``planning``, ``choosers``, ``plans``, ``batching``, ``dataset_graph``,
+``model_info``, ``dataset_graph``) → plan (``planning``, ``choosers``, ``plans``, ``global_batch``,
 ``keras_compat``) → act (``strategies``, ``activation``, ``keras_integration``, ``placement``,
-``compile_settings``, ``inputs``, ``callbacks``, ``parameter_server``, ``ps_input``, ``decorator``,
-``launch``, ``coexistence``) → edge (this package's public names, ``cli``, ``demo``). A change to
+``compile_settings``, ``inputs``, ``batching``, ``callbacks``, ``parameter_server``, ``ps_input``,
+``decorator``, ``launch``, ``coexistence``) → edge (this package's public names, ``cli``, ``demo``). A change to
 one concern touches one module: a new rule of choice goes in ``choosers``, a new cluster manager
 in ``cluster``, a new Keras workaround in ``keras_compat`` (decided by ``choosers``, applied by
 ``activation.start``).

@@ -1,24 +1,21 @@
-"""Global batch sizes that divide evenly across replicas, and datasets re-batched to them.
+"""Act: datasets brought to the global batch, sharded, and read the same way on every worker.
 
-The user's ``batch_size`` is always the **global** batch: the samples in one step across all
-replicas. Keras 3 averages the *first* batch across replicas to build the model, so a first batch
-that does not split evenly crashes under MirroredStrategy (``AddN must have the same size and
-shape``). :func:`adjust_global_batch` moves the batch to the nearest multiple of the replica count
-and says so. No sample is dropped: an uneven *last* batch is fine, and is kept.
+The batch arithmetic is :mod:`autodist.global_batch` (plan layer) and what a dataset's graph says
+is :mod:`autodist.dataset_graph` (detect layer); both are re-exported here. This module builds
+``tf.data`` pipelines: :func:`prepare_dataset` re-batches a dataset to the global batch,
+:func:`arrays_to_dataset` turns arrays into one every worker reads in the same order, and
+:func:`shared_shuffle_seed` agrees on a seed across workers.
 
 Example:
-    >>> d = adjust_global_batch(33, num_replicas=2)
-    >>> (d.global_batch_size, d.per_replica_batch_size)
-    (34, 17)
-    >>> print(d.warning)  # doctest: +ELLIPSIS
-    batch_size=33 is not divisible by 2 replicas; using the nearest multiple, 34 (17 per replica)...
+    >>> import tensorflow as tf
+    >>> dataset = prepare_dataset(tf.data.Dataset.range(10).batch(3), global_batch_size=4)
+    >>> [len(batch) for batch in dataset]
+    [4, 4, 2]
 """
 
 from __future__ import annotations
 
 import itertools
-import numbers
-from dataclasses import dataclass
 from typing import Any
 
 from autodist.dataset_graph import (
@@ -32,9 +29,19 @@ from autodist.dataset_graph import (
     variable_length_parts,
 )
 from autodist.errors import BatchSizeError
+from autodist.global_batch import (
+    KERAS_DEFAULT_BATCH_SIZE,
+    BatchDecision,
+    adjust_global_batch,
+    dropped_samples,
+    validate_batch_size,
+)
 
 __all__ = [
+    "KERAS_DEFAULT_BATCH_SIZE",
     "BatchDecision",
+    "dropped_samples",
+    "validate_batch_size",
     "Batching",
     "adjust_global_batch",
     "arrays_to_dataset",
@@ -48,86 +55,6 @@ __all__ = [
     "shard_policy",
     "shared_shuffle_seed",
 ]
-
-#: Keras's own default when ``fit`` gets no ``batch_size``.
-KERAS_DEFAULT_BATCH_SIZE = 32
-
-
-@dataclass(frozen=True)
-class BatchDecision:
-    """The batch size autodist will use, and why."""
-
-    requested_batch_size: int
-    global_batch_size: int
-    per_replica_batch_size: int
-    warning: str | None = None
-
-
-def validate_batch_size(batch_size: Any, *, name: str = "batch_size") -> int:
-    """Return ``batch_size`` as an int, or raise :class:`BatchSizeError` with the fix."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-        if isinstance(batch_size, float) and batch_size.is_integer() and batch_size > 0:
-            return int(batch_size)
-        raise BatchSizeError(
-            f"{name} must be a positive integer (Received: {name}={batch_size!r} of type "
-            f"{type(batch_size).__name__}). It is the global batch: the samples in one training "
-            f"step across all replicas. Pass an int such as {name}=64."
-        )
-    if batch_size <= 0:
-        raise BatchSizeError(
-            f"{name} must be at least 1 (Received: {name}={batch_size}). It is the global batch, "
-            f"split across replicas. Pass a positive int such as {name}=64."
-        )
-    return int(batch_size)
-
-
-def adjust_global_batch(
-    batch_size: Any, num_replicas: int, *, per_replica_multiple: int = 1, drop_remainder: bool = False
-) -> BatchDecision:
-    """Move ``batch_size`` to the nearest multiple of ``num_replicas`` (never 0).
-
-    Ties go up, so no replica's share shrinks. The warning names both numbers. With
-    ``per_replica_multiple`` (8 on TPUs), each replica's share is also a multiple of it.
-
-    Args:
-        batch_size: the requested global batch.
-        num_replicas: replicas that share each step.
-        per_replica_multiple: the multiple each replica's share must be.
-        drop_remainder: whether the last partial batch will be dropped (only changes the words).
-
-    Raises:
-        BatchSizeError: when ``batch_size`` is not a positive integer.
-
-    Example:
-        >>> adjust_global_batch(64, 4).per_replica_batch_size
-        16
-        >>> adjust_global_batch(1, 2).global_batch_size
-        2
-    """
-    requested = validate_batch_size(batch_size)
-    unit = num_replicas * per_replica_multiple
-    if requested % unit == 0:
-        return BatchDecision(requested, requested, requested // num_replicas)
-    lower = (requested // unit) * unit
-    upper = lower + unit
-    adjusted = upper if lower == 0 or (upper - requested) <= (requested - lower) else lower
-    what = (
-        f"not divisible by {num_replicas} replicas"
-        if per_replica_multiple == 1
-        else f"not a multiple of {unit} ({num_replicas} replicas x {per_replica_multiple} per replica)"
-    )
-    remainder = (
-        "The last partial batch of each epoch is dropped (static shapes); fit says how many samples."
-        if drop_remainder
-        else "No samples are dropped: the last batch of each epoch holds the remainder."
-    )
-    warning = (
-        f"batch_size={requested} is {what}; using the nearest multiple, {adjusted} "
-        f"({adjusted // num_replicas} per replica). {remainder} Pass a multiple of {unit} to "
-        "silence this."
-    )
-    return BatchDecision(requested, adjusted, adjusted // num_replicas, warning)
-
 
 def shard_policy(dataset: Any, num_workers: int) -> tuple[Any, str]:
     """The auto-shard policy for ``dataset`` across ``num_workers`` workers, and the reason.
@@ -352,8 +279,3 @@ def repeat_across_epochs(dataset: Any) -> tuple[Any, int | None]:
 
 def _pack(parts: tuple[Any, ...]) -> Any:
     return parts[0] if len(parts) == 1 else parts
-
-
-def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | None:
-    """Samples ``drop_remainder`` leaves out of each epoch (``None`` when the count is unknown)."""
-    return None if num_samples is None else num_samples % global_batch_size

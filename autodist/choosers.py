@@ -30,13 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from autodist.batching import BatchDecision, adjust_global_batch, validate_batch_size
+from autodist.global_batch import BatchDecision, adjust_global_batch, validate_batch_size
 from autodist.errors import StrategyUnavailableError
 from autodist.hardware import HardwareSnapshot
-from autodist.keras_compat import WORKAROUNDS, compile_overrides
+from autodist.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
 from autodist.model_info import ModelInfo
 from autodist.plans import StrategyKind, format_gib
-from autodist.settings import STEPS_PER_EXECUTION_ENV, positive_int_setting
+from autodist.settings import STEPS_PER_EXECUTION_ENV, steps_per_execution_setting
 
 __all__ = [
     "Choice", "Layout", "choose_batch", "choose_compile_overrides", "choose_coordinator_threads",
@@ -304,8 +304,7 @@ def choose_workarounds(kind: StrategyKind, flavor: str, version: str | None, env
     """
     if flavor != "keras3" or kind == K.DEFAULT:
         return Choice(())
-    names = ("aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
-    return Choice(tuple(name for name in names if WORKAROUNDS[name].is_active(version, environ)))
+    return Choice(tuple(name for name in PATCHES if WORKAROUNDS[name].is_active(version, environ)))
 
 
 @dataclass(frozen=True)
@@ -350,13 +349,8 @@ def choose_steps_per_execution(
     if kind not in (K.DEFAULT, K.ONE_DEVICE) or flavor != "keras3":
         return Choice(None)  # measured on these two; Keras 3 Mirrored fails with it (keras#19246)
     if info.steps_per_execution not in (None, 1):
-        return Choice(None)  # the caller chose a value
-    value = positive_int_setting(
-        environ,
-        STEPS_PER_EXECUTION_ENV,
-        DEFAULT_STEPS_PER_EXECUTION,
-        "It sets how many training steps each compiled call runs; 1 turns autodist's default off.",
-    )
+        return Choice(None, (f"steps_per_execution stays as compiled: {info.steps_per_execution}, the caller's choice",))
+    value = steps_per_execution_setting(environ, DEFAULT_STEPS_PER_EXECUTION)
     if value == 1:
         return Choice(None, (f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)",))
     why = _why_steps_stay(info, facts)

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from autodist.cluster_spec import KNOWN_TASK_TYPES, ClusterInfo, shorten, parse_tf_config, validate_cluster
 from autodist.errors import ClusterConfigError
-from autodist.settings import PORT_ENV, SLURM_PORT_BASE_ENV
+from autodist.settings import PORT_ENV, SLURM_PORT_BASE_ENV, port_setting
 
 __all__ = [
     "CLUSTER_ENVIRONMENTS",
@@ -147,7 +147,7 @@ class SageMakerEnvironment:
                 f"SM_CURRENT_HOST={current!r} is not among SM_HOSTS (Received: SM_HOSTS={received}). "
                 "Expected this host's name to be in the list. Check the job's environment."
             )
-        port = _port(environ, PORT_ENV, 2222)
+        port = port_setting(environ, PORT_ENV, 2222)
         return validate_cluster(
             {"worker": [f"{host}:{port}" for host in hosts]},
             "worker",
@@ -198,23 +198,13 @@ class SlurmEnvironment:
                 f"SLURM lists {len(hosts)} nodes but {len(per_node)} task counts (Received: "
                 f"{received}). Expected one count per node."
             )
-        port_base = _port(environ, SLURM_PORT_BASE_ENV, 8888)
+        port_base = port_setting(environ, SLURM_PORT_BASE_ENV, 8888)
         tasks = [
             f"{host}:{port_base + offset}"
             for host, count in sorted(zip(hosts, per_node))
             for offset in range(count)
         ]
         return validate_cluster({"worker": tasks}, "worker", rank, source="SLURM", received=received)
-
-
-def _port(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, str(default))
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise ClusterConfigError(
-            f"{name} must be a port number (Received: {name}={raw!r}). Expected an integer from 1 "
-            f"to 65535. Set it to a free port, or unset it for the default {default}."
-        )
-    return int(raw)
 
 
 # The order matters where several managers' variables are present at once:

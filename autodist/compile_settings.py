@@ -1,9 +1,10 @@
-"""Act: the model's compile settings for one ``fit``: the plan's, applied, and given back after.
+"""Act: the model's compile settings for one ``fit``, as the plan decided them, applied here once.
 
-Three settings, each decided in the plan and applied here, once: the compile overrides the
-strategy needs (``jit_compile``, ``steps_per_execution``: see :mod:`autodist.keras_compat`),
-autodist's ``steps_per_execution`` default on one device (for this ``fit`` only), and the
-``mixed_bfloat16`` policy while autodist builds a model from a function.
+Two settings come from the plan (:func:`apply_compile_settings`): the compile overrides the
+strategy needs (``jit_compile``, ``steps_per_execution``; the rules are in
+:mod:`autodist.keras_compat`), and autodist's ``steps_per_execution`` default on one device, for
+this ``fit`` only. The third is ``fit``'s own ``mixed_precision=`` argument: the ``mixed_bfloat16``
+policy while autodist builds a model from a function.
 
 Example:
     >>> import keras
@@ -18,14 +19,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from autodist.keras_compat import apply_compile_overrides
 from autodist.placement import keras_module
 from autodist.plans import Plan
 
-__all__ = ["apply_steps_per_execution", "mixed_precision_while_building"]
+__all__ = ["apply_compile_overrides", "apply_compile_settings", "apply_steps_per_execution", "mixed_precision_while_building"]
 
 
 @contextlib.contextmanager
@@ -49,6 +49,26 @@ def mixed_precision_while_building(enabled: bool, builder: Any, the_plan: Plan) 
         yield []
     finally:
         precision.set_global_policy(previous)
+
+
+def apply_compile_overrides(model: Any, overrides: Mapping[str, Any]) -> None:
+    """Set the overridden compile settings on a compiled Keras 3 model (side effect)."""
+    if not overrides:
+        return
+    if "jit_compile" in overrides:
+        model._jit_compile = overrides["jit_compile"]
+    if "steps_per_execution" in overrides:
+        model.steps_per_execution = overrides["steps_per_execution"]
+    model.train_function = model.test_function = model.predict_function = None
+
+
+def apply_compile_settings(model: Any, the_plan: Plan) -> Callable[[], None]:
+    """Apply the plan's compile settings to the model that trains: the overrides its strategy
+    needs (kept, as the model can only run that way under it) and ``steps_per_execution`` (for
+    this ``fit``). Returns the function that gives the model its own ``steps_per_execution`` back.
+    """
+    apply_compile_overrides(model, the_plan.compile_overrides)
+    return apply_steps_per_execution(model, the_plan)
 
 
 def apply_steps_per_execution(model: Any, the_plan: Plan) -> Callable[[], None]:

@@ -1,8 +1,8 @@
 """What a ``tf.data.Dataset``'s graph says about its batching, size, files and element shapes,
 read without iterating it.
 
-Plan-layer reading of a live pipeline: :mod:`autodist.batching` decides from these facts how to
-bring a dataset to the global batch; nothing here changes a dataset.
+Detection, of a live pipeline: :mod:`autodist.batching` decides from these facts how to bring a
+dataset to the global batch; nothing here changes a dataset or reads an element of it.
 
 Example:
     >>> import tensorflow as tf

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from autodist.activation import complete as complete_activation
 from autodist.activation import plan_here, start
-from autodist.batching import validate_batch_size
+from autodist.global_batch import validate_batch_size
 from autodist.errors import AutodistError
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind

@@ -32,8 +32,6 @@ from autodist.settings import CPU_DEVICES_ENV, positive_int_setting
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
 
-#: Environment variable that splits the host CPU into N logical devices (see README).
-
 
 @dataclass(frozen=True)
 class GpuInfo:

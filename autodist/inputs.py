@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections.abc
 import inspect
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from autodist.batching import (
@@ -29,12 +29,10 @@ from autodist.batching import (
     repeat_across_epochs,
 )
 from autodist.errors import BatchSizeError
-from autodist.model_info import keras_flavor_of
 from autodist.planning import Plan, StrategyKind
 
 __all__ = [
     "batches_itself",
-    "build_from_generator",
     "input_notes",
     "is_array_like",
     "length_unknown",
@@ -228,27 +226,6 @@ def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
         f"samples each epoch (global batch {global_batch_size}). Pick a batch size that divides "
         f"{num_samples} to train on every sample."
     )
-
-
-def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Plan) -> Any:
-    """Build a Keras 3 model from a generator's first batch, and return the generator with that
-    batch put back, when the plan has the ``symbolic_build_reads_input`` workaround (Keras would
-    otherwise read and lose it). Anything else comes back as it is."""
-    if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
-        return x
-    if "symbolic_build_reads_input" not in the_plan.keras_workarounds:
-        return x
-    from keras.src.trainers.data_adapters import data_adapter_utils
-
-    first = next(x)
-    with distribution.scope():
-        model._symbolic_build(data_batch=data_adapter_utils.unpack_x_y_sample_weight(first))
-
-    def put_back() -> Iterator[Any]:  # a generator, as Keras accepts
-        yield first
-        yield from x
-
-    return put_back()
 
 
 def num_samples(x: Any) -> int:

@@ -12,37 +12,40 @@ version. Switching them off there would silently bring back the wrong numbers th
 prevent. ``AUTODIST_KERAS_COMPAT=force`` applies every workaround whatever the version;
 ``AUTODIST_KERAS_COMPAT=off`` applies none (to check whether one is still needed).
 
+Decided once, in the plan (:func:`autodist.choosers.choose_workarounds` names the :data:`PATCHES`
+a plan needs; :func:`compile_overrides` gives the compile settings), and applied by the act layer
+only: :func:`apply_workarounds` from ``activation.start``, :func:`build_from_generator` from ``fit``.
+
 Example:
-    >>> from autodist.keras_compat import WORKAROUNDS
     >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.15.1", environ={})
-    True
-    >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.99.0", environ={})  # doctest: +SKIP
     True
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+import collections.abc
+import inspect
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from autodist.model_info import keras_flavor_of
 from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
 
 __all__ = [
+    "PATCHES",
     "WORKAROUNDS",
     "Workaround",
     "apply_workarounds",
+    "build_from_generator",
     "compile_overrides",
     "patch_aggregating_variable_updates",
     "patch_multi_worker_trainer",
 ]
 
-COMPAT_ENV = KERAS_COMPAT_ENV
-_log = logging.getLogger("autodist")
 _UNTESTED_WARNED: set[str] = set()
 
 
@@ -95,7 +98,7 @@ def warn_untested(keras_version: str) -> None:
         f"Keras {keras_version} is newer than the Keras versions autodist's workarounds for Keras "
         f"bugs under tf.distribute were tested on (up to {newest}). They stay applied, because "
         f"each is harmless where its bug is fixed: {', '.join(kept)}. To check whether Keras "
-        f"{keras_version} still needs them, run with {COMPAT_ENV}=off and compare History and "
+        f"{keras_version} still needs them, run with {KERAS_COMPAT_ENV}=off and compare History and "
         "weights with a single-device model.fit; set it to force to silence this warning.",
         AutodistWarning,
         stacklevel=3,
@@ -242,17 +245,6 @@ def compile_overrides(
     return overrides, warnings
 
 
-def apply_compile_overrides(model: Any, overrides: Mapping[str, Any]) -> None:
-    """Set the overridden compile settings on a compiled Keras 3 model (side effect)."""
-    if not overrides:
-        return
-    if "jit_compile" in overrides:
-        model._jit_compile = overrides["jit_compile"]
-    if "steps_per_execution" in overrides:
-        model.steps_per_execution = overrides["steps_per_execution"]
-    model.train_function = model.test_function = model.predict_function = None
-
-
 _PATCHED: dict[str, Any] = {}
 
 
@@ -272,8 +264,6 @@ def patch_aggregating_variable_updates() -> bool:
     original_sub = core.Variable.assign_sub
 
     def _delta(self: Any, value: Any) -> Any:
-        import tensorflow as tf
-
         value = self._convert_to_tensor(value, dtype=self._dtype)
         return tf.cast(value, self._value.dtype)
 
@@ -376,14 +366,9 @@ def _install_symbolic_build() -> None:
 
 def apply_workarounds(names: Iterable[str]) -> list[str]:
     """Apply the named workarounds, a plan's ``keras_workarounds``: the one place the act layer
-    puts patches in (the planner decided which, by strategy, Keras version and
-    ``AUTODIST_KERAS_COMPAT``). Idempotent; returns the names in place.
-
-    Example:
-        >>> apply_workarounds(())
-        []
+    puts patches in. Idempotent; returns the names in place (``apply_workarounds(())`` is ``[]``).
     """
-    wanted = [name for name in WORKAROUNDS if name in set(names)]
+    wanted = [name for name in PATCHES if name in set(names)]
     if "aggregating_variable_updates" in wanted:
         patch_aggregating_variable_updates()
     if set(wanted) & set(_TRAINER_PATCHES):
@@ -391,8 +376,9 @@ def apply_workarounds(names: Iterable[str]) -> list[str]:
     return wanted
 
 
-#: The workarounds that patch Keras 3's TensorFlow trainer.
-_TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
+#: The workarounds applied by patching Keras (the others change compile settings).
+PATCHES = ("aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
+_TRAINER_PATCHES = PATCHES[1:]
 
 
 def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
@@ -400,9 +386,8 @@ def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
     by hand; autodist itself applies a plan's with :func:`apply_workarounds`). Idempotent.
 
     Under any strategy, a model with nothing left to build reads nothing for its symbolic build;
-    the first-batch build acts under MirroredStrategy and MultiWorkerMirroredStrategy; the
-    scalar-reduce patch only in multi-worker mode. Everything else keeps Keras's own code.
-    Returns the names of the patches in place.
+    the first-batch build acts under (MultiWorker)MirroredStrategy; the scalar reduce only in
+    multi-worker mode. Everything else keeps Keras's own code. Returns the patches in place.
     """
     return _patch_trainer([name for name in _TRAINER_PATCHES if WORKAROUNDS[name].is_active(keras_version)])
 
@@ -439,3 +424,24 @@ def _patch_trainer(names: list[str]) -> list[str]:
             _PATCHED["reduce_per_replica"] = original_reduce
         applied.append("multi_worker_scalar_reduce")
     return applied
+
+
+def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Any) -> Any:
+    """Build a Keras 3 model from a generator's first batch, and return the generator with that
+    batch put back, when the plan has the ``symbolic_build_reads_input`` workaround (Keras would
+    otherwise read and lose it). Anything else comes back as it is."""
+    if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
+        return x
+    if "symbolic_build_reads_input" not in the_plan.keras_workarounds:
+        return x
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    first = next(x)
+    with distribution.scope():
+        model._symbolic_build(data_batch=data_adapter_utils.unpack_x_y_sample_weight(first))
+
+    def put_back() -> Iterator[Any]:  # a generator, as Keras accepts
+        yield first
+        yield from x
+
+    return put_back()

@@ -1,13 +1,16 @@
 """``autodist.fit``: ``model.fit`` under the strategy autodist chose, from plan to History.
 
-The one value flow, each step in its own module and visited once: the call becomes a frozen
-:class:`FitCall` → plan (:func:`autodist.activation.plan_here`) → build the strategy and apply the
-plan's Keras workarounds (:func:`autodist.activation.start`, before anything else touches the
-runtime) → the model that trains (:mod:`autodist.placement`) and its compile settings
-(:mod:`autodist.compile_settings`) → the input, ready for the plan (:mod:`autodist.inputs`) →
-``fit`` inside the scope, with the chief's duties (:mod:`autodist.callbacks`), or the
+One flow, each step in its own module: the call becomes a frozen :class:`FitCall` → plan
+(:func:`autodist.activation.plan_here`; planned again only on a TPU, with the real core count,
+and for a model built from a function, for its compile settings) → build the strategy and apply
+the plan's Keras workarounds (:func:`autodist.activation.start`, before anything else touches the
+runtime) → the model that trains (:mod:`autodist.placement`) → the input, ready for the plan
+(:mod:`autodist.inputs`) → ``fit`` inside the scope with the plan's compile settings
+(:mod:`autodist.compile_settings`) and the chief's duties (:mod:`autodist.callbacks`), or the
 parameter-server loop (:mod:`autodist.parameter_server`) → the trained state copied back into the
-caller's model. Each step returns new values; nothing the caller passed is changed.
+caller's model. Each step returns new values: the caller's ``fit`` keywords are never changed;
+what ``model.fit`` itself would change (the model's weights, a generator it reads, a compile
+setting the strategy cannot run with) changes as it would.
 
 Example:
     >>> import numpy as np, keras, autodist
@@ -34,19 +37,18 @@ from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
 from autodist.callbacks import ChiefDuties, uses_batch_hooks
 from autodist.choosers import FitFacts
-from autodist.compile_settings import apply_steps_per_execution, mixed_precision_while_building
+from autodist.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.errors import BatchSizeError, ModelPlacementError, PeerError, StrategyUnavailableError
 from autodist.hardware import detect
 from autodist.inputs import (
     TrainingInput,
     batches_itself,
-    build_from_generator,
     input_notes,
     length_unknown,
     prepare_input,
     training_samples,
 )
-from autodist.keras_compat import apply_compile_overrides
+from autodist.keras_compat import build_from_generator
 from autodist.log import get_logger, warn_all
 from autodist.model_info import describe_model, keras_flavor_of
 from autodist.placement import (
@@ -142,8 +144,10 @@ def fit(
         True
     """
     call = FitCall(
-        model, _builder_of(model), x, y, batch_size, epochs, strategy, num_params,
-        gpu_memory_fraction, backup_dir, peer_timeout_seconds, mixed_precision, _read_only(fit_kwargs),
+        model=model, builder=_builder_of(model), x=x, y=y, batch_size=batch_size, epochs=epochs,
+        strategy=strategy, num_params=num_params, gpu_memory_fraction=gpu_memory_fraction,
+        backup_dir=backup_dir, peer_timeout_seconds=peer_timeout_seconds,
+        mixed_precision=mixed_precision, fit_kwargs=_read_only(fit_kwargs),
     )  # fmt: skip
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)
@@ -153,7 +157,6 @@ def fit(
         placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
     if call.builder is not None:
         the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), os.environ, facts)
-    apply_compile_overrides(placed.trained, the_plan.compile_overrides)
     if the_plan.strategy not in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER):
         x = build_from_generator(placed.trained, x, distribution, the_plan)
     get_logger().info(the_plan.summary(include_warnings=False))
@@ -255,8 +258,8 @@ def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingIn
 
 
 def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
-    """The History of ``fit`` in the scope, with the chief's duties and the plan's
-    ``steps_per_execution``, each undone after, whatever happens."""
+    """The History of ``fit`` in the scope, with the chief's duties and the plan's compile
+    settings (``steps_per_execution`` given back after, whatever happens)."""
     import tensorflow as tf
 
     trained = placed.trained
@@ -265,7 +268,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
     duties = ChiefDuties(cluster, keras_module(keras_flavor_of(trained)), call.backup_dir)
-    restore_steps = apply_steps_per_execution(trained, the_plan)
+    restore_compiled = apply_compile_settings(trained, the_plan)
     succeeded = False
     try:
         kwargs = {**ready.fit_kwargs, "callbacks": duties.prepare(ready.fit_kwargs.get("callbacks"))}
@@ -280,7 +283,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
         try:
             duties.restore(succeeded=succeeded)
         finally:
-            restore_steps()
+            restore_compiled()
     return history
 
 

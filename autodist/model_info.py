@@ -63,8 +63,8 @@ def describe_model(model: Any) -> ModelInfo:
         num_params = None
     optimizer = getattr(model, "optimizer", None)
     name = getattr(optimizer, "name", None) if optimizer is not None else None
-    slots = DEFAULT_OPTIMIZER_SLOTS
-    if name:
+    slots, base = DEFAULT_OPTIMIZER_SLOTS, None
+    if name:  # "adam", or "adam_2" for the second Adam of the process
         base = name.lower().split("/")[0].rstrip("0123456789_")
         slots = OPTIMIZER_SLOTS.get(base, DEFAULT_OPTIMIZER_SLOTS)
         if base == "sgd" and float(getattr(optimizer, "momentum", 0.0) or 0.0) > 0:
@@ -84,7 +84,7 @@ def describe_model(model: Any) -> ModelInfo:
     package = sys.modules.get("tf_keras" if flavor == "tf_keras" else "keras")
     return ModelInfo(
         num_params=num_params,
-        optimizer=name.lower() if name else None,
+        optimizer=base,
         optimizer_slots=slots,
         bytes_per_param=bytes_per_param,
         keras_flavor=flavor,

@@ -5,8 +5,9 @@ The same script runs on every task:
 - on ``worker`` and ``ps`` tasks, :func:`serve` starts a ``tf.distribute.Server`` and serves until
   the chief is gone (finished or failed), then ends the process with exit code 0. A task whose
   chief never appears gives up after the peer timeout, with exit code 1;
-- on the chief, :func:`fit_keras3` (Keras 3 has no parameter-server ``fit``, keras#18624) or
-  :func:`fit_tf_keras` trains. Training is asynchronous: each step runs on one worker, against the
+- on the chief, :func:`train` (what ``autodist.fit`` calls) checks the input and hands it to
+  :func:`fit_keras3` (Keras 3 has no parameter-server ``fit``, keras#18624) or
+  :func:`fit_tf_keras`; the workers' input pipelines come from :mod:`autodist.ps_input`. Training is asynchronous: each step runs on one worker, against the
   variables on the ps tasks, so one replica is in sync and the global batch is the step's batch.
 
 Worker failures are the coordinator's business: TensorFlow's ``ClusterCoordinator`` re-runs the

@@ -160,7 +160,7 @@ def _first_inputs(x: Any) -> Any:
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        from autodist.batching import is_batched
+        from autodist.dataset_graph import is_batched
 
         batched = is_batched(x)
         element = next(iter((x if batched else x.batch(1)).take(1)))

@@ -8,7 +8,8 @@ and ``steps_per_execution``. The plan's data type is in :mod:`autodist.plans`.
 
 Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
 ``steps_per_execution=1`` runs 8 steps per call (faster: ``python -m benchmarks``), unless a callback uses
-batch-level hooks or ``steps_per_epoch``/``validation_steps`` is given;
+batch-level hooks, ``steps_per_epoch``/``validation_steps`` is given, the input's length is
+unknown or the model runs eagerly (:func:`autodist.choosers.choose_steps_per_execution`);
 ``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
 
 Training footprint (documented in the README)::
@@ -35,7 +36,7 @@ from enum import Enum
 from typing import Any
 
 from autodist import choosers
-from autodist.batching import KERAS_DEFAULT_BATCH_SIZE
+from autodist.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.errors import AutodistError
 from autodist.hardware import HardwareSnapshot
 from autodist.model_info import ModelInfo, describe_model

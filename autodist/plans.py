@@ -181,8 +181,10 @@ class Plan:
         lines = [f"{prefix}: {self.strategy.value} with {self.num_replicas} replica(s)"]
         if self.devices:
             lines[0] += f" on {', '.join(self.devices)}"
-        if self.num_workers > 1:
-            lines[0] += f" per worker x {self.num_workers} workers"
+        if self.strategy == StrategyKind.PARAMETER_SERVER:
+            lines[0] += f" of each of {self.num_workers} workers, one step per worker at a time, asynchronously"
+        elif self.num_workers > 1:
+            lines[0] += f" of each of {self.num_workers} workers, in sync"
         if self.cross_device_ops:
             lines.append(f"  all-reduce: {self.cross_device_ops}")
         if self.global_batch_size is not None:

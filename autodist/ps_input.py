@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from autodist.batching import is_batched, samples_per_pass
+from autodist.dataset_graph import is_batched, samples_per_pass
 from autodist.errors import AutodistError
 
 __all__ = ["dataset_fn_for", "first_batch", "gather", "index_batches", "num_samples", "steps", "steps_per_epoch", "whole_arrays_fn"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from autodist.errors import AutodistError
+from autodist.errors import AutodistError, ClusterConfigError
 
 __all__ = [
     "ACTIVATE_ENV",
@@ -32,7 +32,9 @@ __all__ = [
     "activation_enabled",
     "backup_dir_setting",
     "keras_compat_mode",
+    "port_setting",
     "positive_int_setting",
+    "steps_per_execution_setting",
     "peer_timeout_setting",
     "strategy_setting",
 ]
@@ -84,6 +86,40 @@ def positive_int_setting(environ: Mapping[str, str], name: str, default: int, me
     if value < 1:
         raise AutodistError(f"{name} must be a positive integer (Received: {name}={raw!r}). {meaning}")
     return value
+
+
+def port_setting(environ: Mapping[str, str], name: str, default: int) -> int:
+    """The port number in ``environ[name]`` (``AUTODIST_PORT``, ``AUTODIST_SLURM_PORT_BASE``), or
+    ``default`` when unset.
+
+    Raises:
+        ClusterConfigError: naming the variable and the value, when it is not a port number.
+
+    Example:
+        >>> port_setting({}, PORT_ENV, 2222), port_setting({PORT_ENV: "3000"}, PORT_ENV, 2222)
+        (2222, 3000)
+    """
+    raw = environ.get(name, str(default))
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ClusterConfigError(
+            f"{name} must be a port number (Received: {name}={raw!r}). Expected an integer from 1 "
+            f"to 65535. Set it to a free port, or unset it for the default {default}."
+        )
+    return int(raw)
+
+
+def steps_per_execution_setting(environ: Mapping[str, str], default: int) -> int:
+    """``AUTODIST_STEPS_PER_EXECUTION``, or ``default`` when unset.
+
+    Raises:
+        AutodistError: when it is not a positive integer.
+    """
+    return positive_int_setting(
+        environ,
+        STEPS_PER_EXECUTION_ENV,
+        default,
+        "It sets how many training steps each compiled call runs; 1 turns autodist's default off.",
+    )
 
 
 def keras_compat_mode(environ: Mapping[str, str]) -> str:

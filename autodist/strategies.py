@@ -154,7 +154,7 @@ def build_strategy(plan: Plan) -> Any:
         strategy = _tpu(plan)
     else:
         raise StrategyUnavailableError(
-            f"autodist {__import__('autodist').__version__} cannot build {kind.value!r} yet. "
+            f"This version of autodist cannot build {kind.value!r}. "
             "Expected one of the seven StrategyKind values. Use one of those, "
             "or create the strategy yourself and call model.fit inside strategy.scope()."
         )

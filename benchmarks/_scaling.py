@@ -91,7 +91,7 @@ else:
     if MODE == "per_epoch":  # the A/B of autodist's input choice: Keras 3's per-epoch iterators
         import autodist.inputs
 
-        autodist.inputs.one_iterator_per_run = lambda dataset, the_plan, fit_kwargs: dataset
+        autodist.inputs.one_iterator_per_run = lambda dataset, the_plan, fit_kwargs: (dataset, None)
     # What users write: arrays and a global batch; autodist builds the multi-worker input.
     history = autodist.fit(build, X, Y, batch_size=GLOBAL, epochs=EPOCHS, verbose=0, callbacks=[timer], shuffle=False, backup_dir=False)
 model, strategy = history.model, history.model.distribute_strategy

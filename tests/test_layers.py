@@ -16,10 +16,10 @@ from tests.conftest import ROOT
 #: 0 shared basics, 1 detect, 2 plan, 3 act, 4 the edge (public entry points and the CLI).
 LAYERS = {
     "errors": 0, "log": 0, "settings": 0,
-    "cluster": 1, "cluster_spec": 1, "hardware": 1, "model_info": 1,
-    "planning": 2, "plans": 2, "choosers": 2, "batching": 2, "dataset_graph": 2, "keras_compat": 2,
+    "cluster": 1, "cluster_spec": 1, "hardware": 1, "model_info": 1, "dataset_graph": 1,
+    "planning": 2, "plans": 2, "choosers": 2, "global_batch": 2, "keras_compat": 2,
     "strategies": 3, "activation": 3, "coexistence": 3, "placement": 3, "callbacks": 3,
-    "parameter_server": 3, "ps_input": 3, "keras_integration": 3, "inputs": 3, "compile_settings": 3,
+    "batching": 3, "parameter_server": 3, "ps_input": 3, "keras_integration": 3, "inputs": 3, "compile_settings": 3,
     "decorator": 3, "launch": 3,
     "__init__": 4, "__main__": 4, "cli": 4, "demo": 4,
 }  # fmt: skip
@@ -87,3 +87,11 @@ def test_the_detect_and_plan_modules_docstring_examples_run():
         result = doctest.testmod(importlib.import_module(f"autodist.{module}"), optionflags=doctest.ELLIPSIS)
         failed, tried = failed + result.failed, tried + result.attempted
     assert failed == 0 and tried >= 30, (failed, tried)
+
+
+def test_the_planners_own_modules_import_no_tensorflow_even_inside_functions():
+    for module in ("planning", "plans", "choosers", "global_batch"):
+        tree = ast.parse((ROOT / "autodist" / f"{module}.py").read_text(encoding="utf-8"))
+        names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        names |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert not names & {"tensorflow", "keras", "tf_keras"}, f"autodist.{module} imports {names & {'tensorflow', 'keras', 'tf_keras'}}"
