@@ -26,16 +26,22 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.cluster import ClusterInfo
-from autodist.settings import BACKUP_DIR_ENV, backup_dir_setting
+from autodist.errors import AutodistError
+from autodist.settings import BACKUP_DIR_ENV, HEARTBEAT_FILE_ENV, backup_dir_setting
 
-__all__ = ["BATCH_HOOKS", "ChiefDuties", "backup_folder", "default_backup_root", "needs_each_step", "uses_batch_hooks"]
+__all__ = [
+    "BATCH_HOOKS", "ChiefDuties", "backup_folder", "beat", "default_backup_root", "heartbeat", "needs_each_step",
+    "private_root", "uses_batch_hooks",
+]  # fmt: skip
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
 BACKUP_ENV = BACKUP_DIR_ENV
@@ -46,15 +52,72 @@ def backup_folder(root: str, task_type: str, task_index: int) -> str:
     return os.path.join(root, f"{task_type}-{task_index}")
 
 
+def private_root() -> str:
+    """This user's own folder for what autodist writes (backups, other workers' files, launcher
+    state): ``<temp>/autodist-<uid>``, created with mode 0700.
+
+    Raises:
+        AutodistError: when the folder exists but another user owns it, or others can read it.
+    """
+    root = os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise AutodistError(
+            f"autodist keeps its files in {root}, and that path is not a folder private to you "
+            f"(owner uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):o}). Expected a folder "
+            f"owned by uid {os.getuid()} with mode 700. Remove it, or point TMPDIR elsewhere."
+        )
+    return root
+
+
 def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str:
-    """``AUTODIST_BACKUP_DIR`` (the launcher sets it), else a folder named after the cluster."""
+    """``AUTODIST_BACKUP_DIR`` (the launcher sets it), else a folder named after the cluster,
+    inside :func:`private_root`."""
     if backup_dir_setting(environ):
         return environ[BACKUP_ENV]
     # The cluster and the command line: another script, or the same one with other arguments,
     # on the same hosts and ports must not resume this run's backup.
     key = json.dumps({"cluster": cluster.cluster_spec, "argv": [os.path.abspath(sys.argv[0])] + sys.argv[1:]}, sort_keys=True)
     digest = hashlib.sha1(key.encode()).hexdigest()[:12]
-    return os.path.join(tempfile.gettempdir(), f"autodist-backup-{digest}")
+    return os.path.join(private_root(), f"backup-{digest}")
+
+
+def beat(environ: Mapping[str, str] | None = None) -> None:
+    """Tell the launcher this task made progress: touch ``AUTODIST_HEARTBEAT_FILE``, when set."""
+    path = (os.environ if environ is None else environ).get(HEARTBEAT_FILE_ENV)
+    if path:
+        try:
+            with open(path, "a"):
+                os.utime(path)
+        except OSError:
+            pass  # the launcher is gone, or its folder: nothing to tell
+
+
+def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None) -> Any:
+    """A callback that beats at the start of training, at each epoch's start and end, and, with
+    ``per_batch``, after each batch (at most once a second); ``None`` outside a launched job."""
+    if not (os.environ if environ is None else environ).get(HEARTBEAT_FILE_ENV):
+        return None
+
+    class Heartbeat(keras_module.callbacks.Callback):  # type: ignore[misc, name-defined]
+        autodist_heartbeat = True  # not a reason to run batch hooks at every step
+        last = 0.0
+
+        def _beat(self, *args: Any, **kwargs: Any) -> None:
+            if time.monotonic() - self.last >= 1.0:
+                self.last = time.monotonic()
+                beat(environ)
+
+        on_train_begin = on_epoch_begin = on_epoch_end = _beat
+
+    if not per_batch:
+        return Heartbeat()
+
+    class BatchHeartbeat(Heartbeat):  # type: ignore[misc, valid-type]
+        on_train_batch_end = Heartbeat._beat
+
+    return BatchHeartbeat()
 
 
 @dataclass
@@ -109,7 +172,7 @@ class ChiefDuties:
     def _private(self) -> str:
         if self._private_dir is None:
             assert self.cluster is not None
-            self._private_dir = tempfile.mkdtemp(prefix=f"autodist-{self.cluster.task_type}-{self.cluster.task_index}-")
+            self._private_dir = tempfile.mkdtemp(prefix=f"autodist-{self.cluster.task_type}-{self.cluster.task_index}-", dir=private_root())
         return self._private_dir
 
     def _set(self, obj: Any, attribute: str, value: Any) -> None:
@@ -198,7 +261,7 @@ def needs_each_step(callback: Any) -> bool:
         >>> needs_each_step(keras.callbacks.ModelCheckpoint("m.keras")), needs_each_step(keras.callbacks.TerminateOnNaN())
         (False, True)
     """
-    if not uses_batch_hooks(callback):
+    if not uses_batch_hooks(callback) or getattr(callback, "autodist_heartbeat", False):
         return False
     cls = type(callback)
     if not cls.__module__.startswith(("keras.", "tf_keras.")):

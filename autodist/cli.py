@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
 import time
 from typing import Any
@@ -187,6 +189,16 @@ def launch_parser(subparsers: Any) -> None:
     parser.add_argument("--max-restarts", type=int, default=0, help="restarts of the whole job after a failure")
     parser.add_argument("--timeout", type=float, default=None, help="seconds the whole job may run")
     parser.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument(
+        "--stall-timeout", type=float, default=1800.0,
+        help="stop the job (exit code 125) when a training task makes no progress for this many "
+        "seconds (default 1800: 30 minutes; 0 turns the watchdog off)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-isolate", action="store_true",
+        help="run the tasks in this machine's network instead of a private one (Linux); needed "
+        "when the script downloads data or talks to other hosts",
+    )  # fmt: skip
     parser.add_argument("--backup-dir", default=None, help="backup directory shared by restarts")
     parser.add_argument("--dry-run", action="store_true", help="print each task's TF_CONFIG and command")
     parser.add_argument("--hosts", default=None, help="comma-separated hosts: print a per-host plan")
@@ -207,7 +219,8 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
     if args.dry_run:
         cluster = launch.local_cluster(args.workers, args.ps)
         hosts = [launch.LOOPBACK] * launch.num_tasks(args.workers, args.ps)
-        return {"tasks": launch.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]))}
+        gpus = launch.local_gpu_env(args.workers, args.ps, launch.visible_gpus(os.environ))
+        return {"tasks": launch.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)}
     result = launch.Launcher(
         args.workers,
         args.ps,
@@ -215,6 +228,8 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
         timeout=args.timeout,
         grace=args.grace,
         backup_dir=args.backup_dir,
+        isolate=not args.no_isolate,
+        stall_timeout=args.stall_timeout or None,
     ).run(args.script, args.args)
     return {"exit_code": result.exit_code, "attempts": result.attempts, "failed_task": result.failed_task}
 
@@ -225,7 +240,8 @@ def render_launch(data: dict[str, Any]) -> str:
         lines = []
         for task in data["tasks"]:
             lines.append(f"# {task['task']} on {task['host']}")
-            lines.append(f"TF_CONFIG='{json.dumps(task['tf_config'])}' {task['command']}")
+            env = "".join(f"{name}={shlex.quote(value)} " for name, value in task.get("env", {}).items())
+            lines.append(f"{env}TF_CONFIG='{json.dumps(task['tf_config'])}' {task['command']}")
         return "\n".join(lines)
     if data["exit_code"] == 0:
         return f"[launcher] job finished: every task exited 0 ({data['attempts']} attempt(s))"

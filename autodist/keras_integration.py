@@ -35,7 +35,7 @@ from autodist import parameter_server
 from autodist.activation import complete as complete_activation
 from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
-from autodist.callbacks import ChiefDuties, uses_batch_hooks
+from autodist.callbacks import ChiefDuties, heartbeat, uses_batch_hooks
 from autodist.choosers import FitFacts
 from autodist.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.errors import BatchSizeError, ModelPlacementError, PeerError, StrategyUnavailableError
@@ -263,15 +263,19 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     import tensorflow as tf
 
     trained = placed.trained
-    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
-        return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, call.fit_kwargs)
+    keras = keras_module(keras_flavor_of(trained))
+    parameter_servers = the_plan.strategy == StrategyKind.PARAMETER_SERVER
+    beats = [cb for cb in [heartbeat(keras, per_batch=not parameter_servers)] if cb is not None]  # launched jobs only
+    if parameter_servers:
+        kwargs = {**call.fit_kwargs, "callbacks": list(call.fit_kwargs.get("callbacks") or []) + beats}
+        return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
-    duties = ChiefDuties(cluster, keras_module(keras_flavor_of(trained)), call.backup_dir)
+    duties = ChiefDuties(cluster, keras, call.backup_dir)
     restore_compiled = apply_compile_settings(trained, the_plan)
     succeeded = False
     try:
-        kwargs = {**ready.fit_kwargs, "callbacks": duties.prepare(ready.fit_kwargs.get("callbacks"))}
+        kwargs = {**ready.fit_kwargs, "callbacks": duties.prepare(ready.fit_kwargs.get("callbacks")) + beats}
         with distribution.scope():
             history = trained.fit(ready.x, ready.y, epochs=call.epochs, **kwargs)
         succeeded = True

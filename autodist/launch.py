@@ -7,11 +7,19 @@ TensorFlow ignores SIGTERM while it waits for peers), and reports which task fai
 exit code, and its last lines. ``--max-restarts K`` restarts the whole job after a failure; the
 backup directory it shares between attempts (``AUTODIST_BACKUP_DIR``) lets training resume.
 
-Every task's TF_CONFIG names 127.0.0.1, so the tasks talk over loopback. TensorFlow's gRPC server
-itself listens on every interface whatever TF_CONFIG names (``grpc_server_lib.cc`` binds
-``0.0.0.0``; tests/test_multi_worker.py reads the listening sockets): run jobs on a trusted
-host. With ``--hosts``, autodist only prints the per-host plan: it never starts processes on
-other machines.
+Every task's TF_CONFIG names 127.0.0.1, but TensorFlow's gRPC server listens on every interface
+whatever TF_CONFIG names (``grpc_server_lib.cc`` binds ``0.0.0.0``), and it runs graphs for
+anyone who connects. So on Linux the tasks run in one private network namespace
+(:mod:`autodist.netns`): their ports exist nowhere else, and they reach nothing outside the job
+(``--no-isolate`` turns it off; where namespaces are unavailable the launcher says so once).
+
+Every wait is bounded: ``--timeout`` for the whole job; ``--stall-timeout`` (default 30 minutes)
+for a task that has started training and then stops making progress: each task beats
+(``AUTODIST_HEARTBEAT_FILE``) at the start of training, after each batch and epoch, and while it
+serves a parameter-server job; ``--grace`` for stopping. On a machine with GPUs, each local worker
+gets its own (``CUDA_VISIBLE_DEVICES``, :func:`autodist.job_layout.split_gpus`). The launcher's own
+files (heartbeats, default backups) are in a private folder (mode 700). With ``--hosts``, autodist
+only prints the per-host plan: it never starts processes on other machines.
 
 Example:
     >>> from autodist.launch import local_cluster
@@ -25,10 +33,8 @@ from __future__ import annotations
 import collections
 import json
 import os
-import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,100 +44,32 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any
 
-from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
-from autodist.settings import LAUNCH_ATTEMPT_ENV
+from autodist.callbacks import private_root
 from autodist.errors import AutodistError
+from autodist.job_layout import (
+    LOOPBACK,
+    cluster_layout,
+    host_plan,
+    local_cluster,
+    local_gpu_env,
+    num_tasks,
+    task_configs,
+    task_name,
+    task_table,
+    visible_gpus,
+)
+from autodist.netns import PrivateNetwork
+from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
+from autodist.settings import HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
 __all__ = [
-    "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState", "TIMEOUT_EXIT_CODE",
-    "cluster_layout", "host_plan", "local_cluster", "task_configs", "task_table",
+    "LOOPBACK", "STALL_EXIT_CODE", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState",
+    "cluster_layout", "host_plan", "local_cluster", "local_gpu_env", "num_tasks", "task_configs", "task_table",
+    "visible_gpus",
 ]  # fmt: skip
 
-LOOPBACK = "127.0.0.1"
 ATTEMPT_ENV = LAUNCH_ATTEMPT_ENV
 TAIL_LINES = 20
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free TCP ports on 127.0.0.1 (held open together, then released)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _check_counts(num_workers: int, num_ps: int) -> None:
-    if num_workers < 1 or num_ps < 0:
-        raise AutodistError(
-            f"launch needs at least one worker and no negative ps count (Received: --workers "
-            f"{num_workers} --ps {num_ps}). Pass for example --workers 2."
-        )
-
-
-def num_tasks(num_workers: int, num_ps: int) -> int:
-    """Processes in a job: the workers, the ps tasks, and a chief when there are ps tasks."""
-    _check_counts(num_workers, num_ps)
-    return num_workers + num_ps + (1 if num_ps else 0)
-
-
-def cluster_layout(addresses: list[str], num_workers: int, num_ps: int) -> dict[str, list[str]]:
-    """The one cluster layout: ``addresses`` in task order become N workers, or a chief + N
-    workers + M ps when there are ps tasks.
-
-    Example:
-        >>> cluster_layout(["h0:1", "h1:1", "h2:1", "h3:1"], 2, 1)
-        {'chief': ['h0:1'], 'worker': ['h1:1', 'h2:1'], 'ps': ['h3:1']}
-    """
-    assert len(addresses) == num_tasks(num_workers, num_ps)
-    if not num_ps:
-        return {"worker": list(addresses)}
-    return {"chief": addresses[:1], "worker": addresses[1 : 1 + num_workers], "ps": addresses[1 + num_workers :]}
-
-
-def local_cluster(num_workers: int, num_ps: int, ports: list[int] | None = None, host: str = LOOPBACK) -> dict[str, list[str]]:
-    """The cluster spec of a local job, on free ports of ``host`` (see :func:`cluster_layout`)."""
-    ports = ports if ports is not None else free_ports(num_tasks(num_workers, num_ps))
-    return cluster_layout([f"{host}:{port}" for port in ports], num_workers, num_ps)
-
-
-def task_configs(cluster: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """One TF_CONFIG per task, chief first, then workers, then ps."""
-    configs = []
-    for task_type in ("chief", "worker", "ps"):
-        for index in range(len(cluster.get(task_type, []))):
-            configs.append({"cluster": cluster, "task": {"type": task_type, "index": index}})
-    return configs
-
-
-def _task_name(config: dict[str, Any]) -> str:
-    return f"{config['task']['type']} {config['task']['index']}"
-
-
-def task_table(cluster: dict[str, list[str]], hosts: list[str], command: str) -> list[dict[str, Any]]:
-    """Each task's name, host, TF_CONFIG and command: what ``--dry-run`` and ``--hosts`` print."""
-    return [
-        {"task": _task_name(config), "host": host, "tf_config": config, "command": command}
-        for host, config in zip(hosts, task_configs(cluster))
-    ]
-
-
-def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args: list[str], port: int = 2222) -> list[dict[str, Any]]:
-    """Per-host TF_CONFIG and command for a real cluster: one task per host, in order."""
-    total = num_tasks(num_workers, num_ps)
-    if len(hosts) != total:
-        raise AutodistError(
-            f"--hosts names {len(hosts)} host(s) but the job has {total} task(s) (Received: "
-            f"--hosts {','.join(hosts)} --workers {num_workers} --ps {num_ps}). Expected one host "
-            f"per task{' (a chief, the workers, then the ps)' if num_ps else ''}. Name {total} hosts."
-        )
-    cluster = cluster_layout([f"{h}:{port}" for h in hosts], num_workers, num_ps)
-    return task_table(cluster, hosts, " ".join(shlex.quote(part) for part in ["python", script, *args]))
 
 
 #: The exit code of a job stopped by ``--timeout``, as coreutils' ``timeout`` uses.
@@ -151,7 +89,15 @@ class JobState(str, Enum):
 
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    STALLED = "stalled"
     TIMED_OUT = "timed_out"
+
+
+#: The exit code of a job stopped by the stall watchdog (no task made progress for ``--stall-timeout``).
+STALL_EXIT_CODE = 125
+
+#: ``--stall-timeout``'s default: longer than any one step, epoch end or checkpoint of a real job.
+DEFAULT_STALL_TIMEOUT = 1800.0
 
 
 @dataclass(frozen=True)
@@ -164,7 +110,11 @@ class JobSpec:
         max_restarts: restarts of the whole job after a failure.
         timeout: seconds the whole job may run, all attempts together; ``None`` for no limit.
         grace: seconds between SIGTERM and SIGKILL when stopping tasks.
-        backup_dir: the directory shared by attempts (a temporary one, removed at the end, if None).
+        backup_dir: the directory shared by attempts (a private temporary one, removed at the
+            end, if None).
+        isolate: run the tasks in a private network namespace (:mod:`autodist.netns`).
+        stall_timeout: stop the job when a task that has started training makes no progress
+            (no heartbeat) for this many seconds; ``None`` for no watchdog.
     """
 
     num_workers: int
@@ -173,9 +123,11 @@ class JobSpec:
     timeout: float | None = None
     grace: float = 5.0
     backup_dir: str | None = None
+    isolate: bool = True
+    stall_timeout: float | None = DEFAULT_STALL_TIMEOUT
 
     def __post_init__(self) -> None:
-        _check_counts(self.num_workers, self.num_ps)
+        num_tasks(self.num_workers, self.num_ps)  # checks the counts
         if self.max_restarts < 0:
             raise AutodistError(
                 f"--max-restarts must be 0 or more (Received: {self.max_restarts}). It is how many times "
@@ -188,8 +140,16 @@ class _Task:
     name: str
     config: dict[str, Any]
     process: subprocess.Popen
+    heartbeat: str = ""
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
     reader: threading.Thread | None = None
+
+    def silent_for(self) -> float | None:
+        """Seconds since the task's last heartbeat; ``None`` before its first (still starting)."""
+        try:
+            return time.time() - os.stat(self.heartbeat).st_mtime
+        except OSError:
+            return None
 
     @property
     def state(self) -> TaskState:
@@ -220,39 +180,36 @@ class LaunchResult:
 
 class Launcher:
     """Start, watch and stop the processes of one local job (a :class:`JobSpec`). Every wait is
-    bounded. The keywords are the spec's fields; ``out`` is where prefixed output goes
-    (``sys.stdout``)."""
+    bounded: ``--timeout`` for the whole job, ``--stall-timeout`` for a task that stops making
+    progress, ``--grace`` for stopping. The keywords are the spec's fields; ``out`` is where
+    prefixed output goes (``sys.stdout``)."""
 
-    def __init__(
-        self,
-        num_workers: int,
-        num_ps: int = 0,
-        *,
-        max_restarts: int = 0,
-        timeout: float | None = None,
-        grace: float = 5.0,
-        backup_dir: str | None = None,
-        out: IO[str] | None = None,
-    ) -> None:
-        self.spec = JobSpec(num_workers, num_ps, max_restarts, timeout, grace, backup_dir)
+    def __init__(self, num_workers: int, num_ps: int = 0, *, out: IO[str] | None = None, **policies: Any) -> None:
+        self.spec = JobSpec(num_workers, num_ps, **policies)
         self.out = out or sys.stdout
         self._lock = threading.Lock()
+        self._signals: dict[str, Any] = {"stopping": False, "received": None}
 
     def _print(self, line: str) -> None:
         with self._lock:
             self.out.write(line + "\n")
             self.out.flush()
 
-    def _start(self, script: str, args: list[str], attempt: int, backup_dir: str) -> list[_Task]:
+    def _start(self, script: str, args: list[str], attempt: int, job: _JobFiles) -> list[_Task]:
         cluster = local_cluster(self.spec.num_workers, self.spec.num_ps)
         tasks = []
         for config in task_configs(cluster):
-            env = dict(os.environ)
-            env.update(
-                TF_CONFIG=json.dumps(config),
-                PYTHONUNBUFFERED="1",
-                **{BACKUP_ENV: backup_dir, ATTEMPT_ENV: str(attempt)},
-            )
+            name = task_name(config)
+            beat = os.path.join(job.folder, f"attempt-{attempt}-{name.replace(' ', '-')}.beat")
+            env = {
+                **os.environ,
+                **job.gpu_env.get(name, {}),
+                "TF_CONFIG": json.dumps(config),
+                "PYTHONUNBUFFERED": "1",
+                BACKUP_ENV: job.backup_dir,
+                ATTEMPT_ENV: str(attempt),
+                HEARTBEAT_FILE_ENV: beat,
+            }
             process = subprocess.Popen(
                 [sys.executable, script, *args],
                 env=env,
@@ -262,8 +219,9 @@ class Launcher:
                 text=True,
                 errors="replace",
                 start_new_session=True,  # its own process group: we can stop everything it starts
+                preexec_fn=job.network.joiner() if job.network else None,
             )
-            task = _Task(_task_name(config), config, process)
+            task = _Task(name, config, process, beat)
             task.reader = threading.Thread(target=self._pump, args=(task,), daemon=True)
             task.reader.start()
             tasks.append(task)
@@ -277,48 +235,69 @@ class Launcher:
             self._print(f"[{task.name}] {line}")
 
     def _stop(self, tasks: list[_Task]) -> None:
-        """SIGTERM every live task's process group, then SIGKILL whatever outlives the grace."""
-        live = [t for t in tasks if t.state == TaskState.RUNNING]
-        for task in live:
-            _signal_group(task.process, signal.SIGTERM)
-        deadline = time.monotonic() + self.spec.grace
-        for task in live:
-            try:
-                task.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        for task in tasks:
-            if task.state == TaskState.RUNNING:
-                _signal_group(task.process, signal.SIGKILL)
-                task.process.wait(timeout=10)
-        for task in tasks:
-            if task.reader is not None:
-                task.reader.join(timeout=5)
+        """SIGTERM every live task's process group, then SIGKILL whatever outlives the grace.
+        Never raises; a SIGTERM or SIGHUP that reaches the launcher meanwhile waits until every
+        task is gone."""
+        self._signals["stopping"] = True
+        try:
+            live = [t for t in tasks if t.state == TaskState.RUNNING]
+            for task in live:
+                _signal_group(task.process, signal.SIGTERM)
+            deadline = time.monotonic() + self.spec.grace
+            for task in live:
+                _wait(task.process, max(0.0, deadline - time.monotonic()))
+            for task in tasks:
+                if task.state == TaskState.RUNNING:
+                    _signal_group(task.process, signal.SIGKILL)
+                    _wait(task.process, 10)
+            for task in tasks:
+                if task.reader is not None:
+                    task.reader.join(timeout=5)
+        finally:
+            self._signals["stopping"] = False
+        if self._signals["received"] is not None:
+            raise _Terminated(self._signals["received"])
 
     def _watch(self, tasks: list[_Task], deadline: float | None) -> _Outcome:
-        """Wait until every task succeeds, one fails, or the deadline passes."""
+        """Wait until every task succeeds, one fails or stalls, or the deadline passes."""
         while True:
             for task in tasks:
                 if task.state == TaskState.FAILED:
                     return _Outcome(JobState.FAILED, task, f"{task.name} exited with code {task.process.returncode}")
             if all(task.state == TaskState.SUCCEEDED for task in tasks):
                 return _Outcome(JobState.SUCCEEDED)
+            stalled = self._stalled(tasks)
+            if stalled is not None:
+                reason = (
+                    f"{stalled.name} made no progress for {stalled.silent_for():.0f} s (--stall-timeout "
+                    f"{self.spec.stall_timeout:g}): it is stuck, or waits on a peer that is"
+                )
+                return _Outcome(JobState.STALLED, stalled, reason)
             if deadline is not None and time.monotonic() > deadline:
                 return _Outcome(JobState.TIMED_OUT, None, f"the job ran past --timeout {self.spec.timeout:g} s")
             time.sleep(0.1)
+
+    def _stalled(self, tasks: list[_Task]) -> _Task | None:
+        """The running task silent the longest, past ``stall_timeout``; tasks that have not
+        beaten yet are starting (their waits for peers are bounded by the peer timeout)."""
+        if self.spec.stall_timeout is None:
+            return None
+        silent = [(task.silent_for(), task) for task in tasks if task.state == TaskState.RUNNING]
+        late = [(seconds, task) for seconds, task in silent if seconds is not None and seconds > self.spec.stall_timeout]
+        return max(late, key=lambda pair: pair[0])[1] if late else None
 
     def run(self, script: str, args: list[str]) -> LaunchResult:
         """Run the job to the end; never raises for a task failure, returns it."""
         if not os.path.exists(script):
             raise AutodistError(f"launch: the script {script!r} does not exist. Pass the path of a Python script.")
-        own_backup = self.spec.backup_dir is None
-        backup_dir = self.spec.backup_dir or tempfile.mkdtemp(prefix="autodist-job-")
+        gpus = local_gpu_env(self.spec.num_workers, self.spec.num_ps, visible_gpus(os.environ))
         deadline = None if self.spec.timeout is None else time.monotonic() + self.spec.timeout
-        previous = _raise_on_termination()
+        previous = _raise_on_termination(self._signals)
+        job = _JobFiles.create(self.spec, gpus, self._print)
         try:
             for attempt in range(self.spec.max_restarts + 1):
                 started = time.monotonic()
-                tasks = self._start(script, args, attempt, backup_dir)
+                tasks = self._start(script, args, attempt, job)
                 try:
                     outcome = self._watch(tasks, deadline)
                 finally:
@@ -333,8 +312,7 @@ class Launcher:
             raise AssertionError("unreachable: the last attempt returns")
         finally:
             _restore_handlers(previous)
-            if own_backup:
-                shutil.rmtree(backup_dir, ignore_errors=True)
+            job.close()
 
     def _summary(self, outcome: _Outcome, elapsed: float, tasks: list[_Task]) -> str:
         lines = [f"[launcher] job failed after {elapsed:.1f} s: {outcome.reason}; stopped the other tasks."]
@@ -345,11 +323,50 @@ class Launcher:
         return "\n".join(lines)
 
 
+@dataclass
+class _JobFiles:
+    """What one run keeps beside its tasks: a private folder (heartbeats, and the backups unless
+    ``--backup-dir`` names a folder), the private network, each worker's GPUs."""
+
+    folder: str
+    backup_dir: str
+    network: PrivateNetwork | None
+    gpu_env: dict[str, dict[str, str]]
+
+    @classmethod
+    def create(cls, spec: JobSpec, gpu_env: dict[str, dict[str, str]], say: Any) -> _JobFiles:
+        folder = tempfile.mkdtemp(prefix="job-", dir=private_root())
+        network = None
+        if spec.isolate:
+            network, why = PrivateNetwork.create()
+            if network is None:
+                say(
+                    f"[launcher] no private network for this job ({why}): TensorFlow's gRPC ports "
+                    "listen on every interface of this machine while it runs. Run it on a trusted "
+                    "host; --no-isolate silences this."
+                )
+        return cls(folder, spec.backup_dir or os.path.join(folder, "backup"), network, gpu_env)
+
+    def close(self) -> None:
+        if self.network is not None:
+            self.network.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _wait(process: subprocess.Popen, timeout: float) -> None:
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass  # SIGKILL follows, or the process is unkillable (D state): nothing more to do
+
+
 def _failed(outcome: _Outcome, attempts: int, summary: str) -> LaunchResult:
-    """The result of a job that failed or timed out: the failed task's exit code (1 for a
-    signal), or :data:`TIMEOUT_EXIT_CODE`."""
-    if outcome.failed is None:
+    """The result of a job that failed, stalled or timed out: the failed task's exit code (1
+    for a signal), :data:`STALL_EXIT_CODE` or :data:`TIMEOUT_EXIT_CODE`."""
+    if outcome.state == JobState.TIMED_OUT or outcome.failed is None:
         return LaunchResult(TIMEOUT_EXIT_CODE, attempts, message=summary, state=outcome.state)
+    if outcome.state == JobState.STALLED:
+        return LaunchResult(STALL_EXIT_CODE, attempts, outcome.failed.name, None, summary, outcome.state)
     code = outcome.failed.process.returncode
     return LaunchResult(code if code > 0 else 1, attempts, outcome.failed.name, code, summary, outcome.state)
 
@@ -358,8 +375,9 @@ class _Terminated(BaseException):
     """SIGTERM or SIGHUP reached the launcher: stop every task, then exit."""
 
 
-def _raise_on_termination() -> dict[int, Any]:
-    """Turn SIGTERM/SIGHUP into an exception, so the ``finally`` that stops the tasks runs.
+def _raise_on_termination(signals: dict[str, Any]) -> dict[int, Any]:
+    """Turn SIGTERM/SIGHUP into an exception, so the ``finally`` that stops the tasks runs; while
+    tasks are being stopped, only note it (``_stop`` raises it once every task is gone).
 
     The tasks run in their own sessions (so they can be stopped as groups); without this, a
     terminated launcher would leave them running.
@@ -368,6 +386,9 @@ def _raise_on_termination() -> dict[int, Any]:
         return {}
 
     def handler(signum: int, frame: Any) -> None:
+        if signals["stopping"]:
+            signals["received"] = signum
+            return
         raise _Terminated(signum)
 
     return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}

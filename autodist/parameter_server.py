@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from autodist.callbacks import needs_each_step, uses_batch_hooks
+from autodist.callbacks import beat, needs_each_step, uses_batch_hooks
 from autodist.cluster import ClusterInfo
 from autodist.errors import AutodistError, PeerError
 from autodist.inputs import batches_itself, pandas_to_numpy
@@ -84,6 +84,7 @@ def watch_chief(
     deadline = time.monotonic() + peer_timeout
     seen, missed = False, 0
     while True:
+        beat()  # serving is progress, for the launcher's stall watchdog
         if chief_alive(chief):
             seen, missed = True, 0
         elif seen:
@@ -307,6 +308,9 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callabl
     if not per_step:
         for _ in range(steps):
             coordinator.schedule(train_step, args=step_args())
+        while not coordinator.done():  # the launcher's stall watchdog hears from the chief
+            beat()
+            time.sleep(0.5)
         coordinator.join()
         return
     for step in range(steps):

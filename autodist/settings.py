@@ -21,6 +21,7 @@ __all__ = [
     "ACTIVATE_ENV",
     "BACKUP_DIR_ENV",
     "CPU_DEVICES_ENV",
+    "HEARTBEAT_FILE_ENV",
     "KERAS_COMPAT_ENV",
     "LAUNCH_ATTEMPT_ENV",
     "PEER_TIMEOUT_ENV",
@@ -49,6 +50,7 @@ BACKUP_DIR_ENV = "AUTODIST_BACKUP_DIR"
 PORT_ENV = "AUTODIST_PORT"
 SLURM_PORT_BASE_ENV = "AUTODIST_SLURM_PORT_BASE"
 LAUNCH_ATTEMPT_ENV = "AUTODIST_LAUNCH_ATTEMPT"
+HEARTBEAT_FILE_ENV = "AUTODIST_HEARTBEAT_FILE"
 _OFF = ("0", "off", "false", "no")
 
 #: Every setting and what it does; the README's "Settings" table lists the same names.
@@ -63,6 +65,7 @@ SETTINGS: dict[str, str] = {
     PORT_ENV: "the port of every host of a host-list cluster (default 2222)",
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
     LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",
+    HEARTBEAT_FILE_ENV: "set by the launcher for its tasks: the file a task touches as it trains",
 }
 
 

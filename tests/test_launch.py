@@ -18,6 +18,21 @@ config = json.loads(os.environ["TF_CONFIG"])
 task = f"{config['task']['type']}-{config['task']['index']}"
 attempt = int(os.environ["AUTODIST_LAUNCH_ATTEMPT"])
 mode = sys.argv[1]
+if mode == "gpus":
+    print("gpus", repr(os.environ.get("CUDA_VISIBLE_DEVICES")), flush=True)
+    sys.exit(0)
+if mode == "files":
+    print("files", os.environ["AUTODIST_HEARTBEAT_FILE"], os.environ["AUTODIST_BACKUP_DIR"], flush=True)
+    sys.exit(0)
+if mode == "stall":  # worker 1 beats three times, then hangs; worker 0 keeps beating
+    beat = os.environ["AUTODIST_HEARTBEAT_FILE"]
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for step in range(1200):
+        if task != "worker-1" or step < 3:
+            open(beat, "a").close()
+            os.utime(beat)
+        time.sleep(0.1)
+    sys.exit(0)
 print("hello", task, "attempt", attempt, "backup", os.environ["AUTODIST_BACKUP_DIR"], flush=True)
 if mode == "ok":
     sys.exit(0)
@@ -143,6 +158,90 @@ def test_terminating_the_launcher_stops_its_tasks(script, tmp_path):
             alive = subprocess.run(["pgrep", "-f", f"{script} hang"], capture_output=True).returncode == 0
             time.sleep(0.2)
         assert not alive, "tasks outlived a terminated launcher"
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        subprocess.run(["pkill", "-9", "-f", f"{script} hang"])
+
+
+def test_a_task_that_stops_making_progress_ends_the_job(script):
+    result, output, elapsed = run(script, "stall", stall_timeout=2.0, grace=1.0)
+    assert result.exit_code == 125 and result.failed_task == "worker 1", output[-2000:]
+    assert "worker 1 made no progress for" in output and "--stall-timeout 2" in output
+    assert "[launcher] last lines of worker 1:" in output
+    assert elapsed < 15
+
+
+def test_each_local_worker_gets_its_own_gpus(script, monkeypatch, capsys):
+    """Two GPUs through the one probe (NVML): two workers get one each, three get an error."""
+    from autodist import hardware
+    from autodist.hardware import GpuInfo
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(hardware, "nvml_gpus", lambda: [GpuInfo("NVIDIA A100", 40 * 2**30, "8.0")] * 2)
+    assert main(["launch", "--workers", "2", "--dry-run", "--json", "train.py"]) == 0
+    tasks = json.loads(capsys.readouterr().out)["tasks"]
+    assert [t["env"] for t in tasks] == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]
+    assert main(["launch", "--workers", "2", "--dry-run", "train.py"]) == 0
+    assert "CUDA_VISIBLE_DEVICES=1 TF_CONFIG=" in capsys.readouterr().out
+    assert main(["launch", "--workers", "3", "--dry-run", "train.py"]) == 2
+    err = capsys.readouterr().err
+    assert "3 workers cannot share 2 GPUs" in err and "--workers 1 or 2" in err
+    result, output, _ = run(script, "gpus", workers=2, ps=1)
+    assert result.exit_code == 0, output
+    for line in ("[worker 0] gpus '0'", "[worker 1] gpus '1'", "[chief 0] gpus ''", "[ps 0] gpus ''"):
+        assert line in output
+
+
+def test_the_launchers_files_are_private_to_the_user(script):
+    import os
+    import stat
+
+    from autodist.callbacks import default_backup_root, private_root
+    from autodist.cluster import ClusterInfo
+
+    result, output, _ = run(script, "files")
+    assert result.exit_code == 0, output
+    beat, backup = next(line for line in output.splitlines() if "] files " in line).split()[-2:]
+    job = os.path.dirname(beat)
+    assert os.path.dirname(job) == private_root() and backup == os.path.join(job, "backup")
+    root = os.stat(private_root())
+    assert stat.S_IMODE(root.st_mode) == 0o700 and root.st_uid == os.getuid()
+    assert not os.path.exists(job), "the job's folder is removed at the end"
+    cluster = ClusterInfo("TF_CONFIG", "worker", 0, {"worker": ["h:1", "h:2"]})
+    assert os.path.dirname(default_backup_root(cluster, {})) == private_root()
+
+
+def test_a_second_signal_during_shutdown_still_ends_every_task(script):
+    """Two SIGTERMs 0.3 s apart: the second arrives while the launcher waits out the grace for
+    tasks that ignore SIGTERM, and every task must still be killed."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, subprocess_env
+
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--grace", "2", script, "hang"],
+        env=subprocess_env(), stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        hellos = 0
+        while hellos < 2:
+            line = launcher.stdout.readline()
+            assert line, "the launcher ended early"
+            hellos += "hello" in line
+        time.sleep(0.5)
+        launcher.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        launcher.send_signal(signal.SIGTERM)
+        launcher.wait(timeout=20)
+        deadline = time.monotonic() + 10
+        alive = True
+        while alive and time.monotonic() < deadline:
+            alive = subprocess.run(["pgrep", "-f", f"{script} hang"], capture_output=True).returncode == 0
+            time.sleep(0.2)
+        assert not alive, "a second signal during shutdown left tasks running"
     finally:
         if launcher.poll() is None:
             launcher.kill()

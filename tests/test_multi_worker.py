@@ -247,3 +247,120 @@ def test_each_worker_listens_on_the_port_its_tf_config_names(tmp_path, report):
         f"launch --workers 2: ports {seen['ports']} listen on {addresses} (TensorFlow's gRPC binds "
         "every interface whatever TF_CONFIG says; TF_CONFIG names 127.0.0.1)"
     )
+
+
+HOLDING_SCRIPT = '''
+import json, os, sys, time
+import autodist
+import tensorflow as tf
+
+tf.distribute.get_strategy()  # MultiWorkerMirrored is created: every worker's server listens
+config = json.loads(os.environ["TF_CONFIG"])
+out = sys.argv[1]
+if config["task"]["index"] == 0:
+    ports = sorted(int(address.rsplit(":", 1)[1]) for address in config["cluster"]["worker"])
+    with open(os.path.join(out, "ports.tmp"), "w") as handle:
+        json.dump(ports, handle)
+    os.rename(os.path.join(out, "ports.tmp"), os.path.join(out, "ports.json"))
+deadline = time.monotonic() + 90
+while not os.path.exists(os.path.join(out, "done")) and time.monotonic() < deadline:
+    time.sleep(0.1)
+'''
+
+
+def listening(ports: list[int]) -> dict[int, list[str]]:
+    """The addresses on which ``ports`` listen in this process's network namespace."""
+    import socket
+
+    found: dict[int, list[str]] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, port = local.rsplit(":", 1)
+            if state == "0A" and int(port, 16) in ports:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                four = [raw[i : i + 4][::-1] for i in range(0, len(raw), 4)]
+                name = socket.inet_ntoa(four[0]) if len(raw) == 4 else socket.inet_ntop(socket.AF_INET6, b"".join(four))
+                found.setdefault(int(port, 16), []).append(name)
+    return found
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["private-network", "no-isolate"])
+def test_a_launched_jobs_ports_listen_only_inside_its_private_network(tmp_path, report, isolate):
+    """Read this process's listening sockets while a 2-worker job holds its servers up: none of
+    the job's ports may listen here, unless --no-isolate. No traffic leaves the host."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "hold.py"
+    script.write_text(HOLDING_SCRIPT)
+    command = [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "120", "--grace", "3"]
+    command += ([] if isolate else ["--no-isolate"]) + [str(script), str(tmp_path)]
+    proc = subprocess.Popen(command, env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 100
+        while not (tmp_path / "ports.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        ports = json.loads((tmp_path / "ports.json").read_text())
+        time.sleep(1.0)  # worker 1's server is up too: it created the strategy with worker 0
+        seen = listening(ports)
+        (tmp_path / "done").write_text("")
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output[-3000:]
+    if isolate:
+        assert seen == {}, f"the job's ports {ports} listen in the launcher's network: {seen}"
+    else:
+        assert sorted(seen) == ports, seen
+    where = "inside the job's private network only" if isolate else f"here, on {sorted({a for v in seen.values() for a in v})}"
+    report(f"launch --workers 2{'' if isolate else ' --no-isolate'}: ports {ports} listen {where}")
+
+
+BLOCKING_SCRIPT = '''
+import json, os, sys, time
+import autodist
+import keras
+import numpy as np
+
+class Block(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 3 and json.loads(os.environ["TF_CONFIG"])["task"]["index"] == 1:
+            print("blocking inside batch 3", flush=True)
+            time.sleep(600)
+
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+x = np.random.default_rng(0).normal(size=(640, 4)).astype("float32")
+autodist.fit(model, x, x[:, :1], batch_size=32, epochs=3, verbose=0, callbacks=[Block()], backup_dir=False)
+'''
+
+
+def test_a_worker_blocked_inside_a_batch_ends_the_job_within_the_stall_timeout(tmp_path, report):
+    import subprocess
+    import sys
+
+    script = tmp_path / "block.py"
+    script.write_text(BLOCKING_SCRIPT)
+    limit = 15
+    command = [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "150", "--grace", "3"]
+    command += ["--stall-timeout", str(limit), str(script)]
+    proc = subprocess.Popen(command, env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    blocked_at, lines = None, []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if blocked_at is None and "blocking inside batch 3" in line:
+                blocked_at = time.monotonic()
+        proc.wait(timeout=60)
+        ended = time.monotonic()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    output = "".join(lines)
+    assert blocked_at is not None, output[-3000:]
+    assert proc.returncode == 125, output[-3000:]
+    assert "made no progress for" in output and f"--stall-timeout {limit}" in output
+    assert ended - blocked_at < limit + 10, f"the launcher took {ended - blocked_at:.1f} s after the block"
+    report(f"stall watchdog: a worker blocked inside a batch; the launcher exited {ended - blocked_at:.1f} s later (--stall-timeout {limit}, --grace 3)")

@@ -1,0 +1,158 @@
+"""The shape of a local or multi-host job, as data: the cluster layout, each task's TF_CONFIG,
+and which GPUs each local worker gets.
+
+Used by :mod:`autodist.launch` and by ``launch --dry-run`` / ``--hosts``. The GPU split reads
+the machine through :func:`autodist.hardware.nvml_gpus` (the one GPU probe), or
+``CUDA_VISIBLE_DEVICES`` when it is set.
+
+Example:
+    >>> cluster_layout(["h0:1", "h1:1", "h2:1", "h3:1"], 2, 1)
+    {'chief': ['h0:1'], 'worker': ['h1:1', 'h2:1'], 'ps': ['h3:1']}
+    >>> split_gpus(["0", "1", "2", "3"], 2)
+    ['0,1', '2,3']
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from autodist.errors import AutodistError
+
+__all__ = [
+    "LOOPBACK", "cluster_layout", "free_ports", "host_plan", "local_cluster", "local_gpu_env", "num_tasks",
+    "split_gpus", "task_configs", "task_table", "visible_gpus",
+]  # fmt: skip
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free TCP ports on 127.0.0.1 (held open together, then released)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((LOOPBACK, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _check_counts(num_workers: int, num_ps: int) -> None:
+    if num_workers < 1 or num_ps < 0:
+        raise AutodistError(
+            f"launch needs at least one worker and no negative ps count (Received: --workers "
+            f"{num_workers} --ps {num_ps}). Pass for example --workers 2."
+        )
+
+
+def num_tasks(num_workers: int, num_ps: int) -> int:
+    """Processes in a job: the workers, the ps tasks, and a chief when there are ps tasks."""
+    _check_counts(num_workers, num_ps)
+    return num_workers + num_ps + (1 if num_ps else 0)
+
+
+def cluster_layout(addresses: list[str], num_workers: int, num_ps: int) -> dict[str, list[str]]:
+    """The one cluster layout: ``addresses`` in task order become N workers, or a chief + N
+    workers + M ps when there are ps tasks.
+
+    Example:
+        >>> cluster_layout(["h0:1", "h1:1", "h2:1", "h3:1"], 2, 1)
+        {'chief': ['h0:1'], 'worker': ['h1:1', 'h2:1'], 'ps': ['h3:1']}
+    """
+    assert len(addresses) == num_tasks(num_workers, num_ps)
+    if not num_ps:
+        return {"worker": list(addresses)}
+    return {"chief": addresses[:1], "worker": addresses[1 : 1 + num_workers], "ps": addresses[1 + num_workers :]}
+
+
+def local_cluster(num_workers: int, num_ps: int, ports: list[int] | None = None, host: str = LOOPBACK) -> dict[str, list[str]]:
+    """The cluster spec of a local job, on free ports of ``host`` (see :func:`cluster_layout`)."""
+    ports = ports if ports is not None else free_ports(num_tasks(num_workers, num_ps))
+    return cluster_layout([f"{host}:{port}" for port in ports], num_workers, num_ps)
+
+
+def task_configs(cluster: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """One TF_CONFIG per task, chief first, then workers, then ps."""
+    configs = []
+    for task_type in ("chief", "worker", "ps"):
+        for index in range(len(cluster.get(task_type, []))):
+            configs.append({"cluster": cluster, "task": {"type": task_type, "index": index}})
+    return configs
+
+
+def task_name(config: dict[str, Any]) -> str:
+    return f"{config['task']['type']} {config['task']['index']}"
+
+
+def task_table(
+    cluster: dict[str, list[str]], hosts: list[str], command: str, env: Mapping[str, Mapping[str, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Each task's name, host, TF_CONFIG, extra environment and command: what ``--dry-run`` and
+    ``--hosts`` print."""
+    rows = []
+    for host, config in zip(hosts, task_configs(cluster)):
+        name = task_name(config)
+        rows.append({"task": name, "host": host, "tf_config": config, "env": dict((env or {}).get(name, {})), "command": command})
+    return rows
+
+
+def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args: list[str], port: int = 2222) -> list[dict[str, Any]]:
+    """Per-host TF_CONFIG and command for a real cluster: one task per host, in order."""
+    total = num_tasks(num_workers, num_ps)
+    if len(hosts) != total:
+        raise AutodistError(
+            f"--hosts names {len(hosts)} host(s) but the job has {total} task(s) (Received: "
+            f"--hosts {','.join(hosts)} --workers {num_workers} --ps {num_ps}). Expected one host "
+            f"per task{' (a chief, the workers, then the ps)' if num_ps else ''}. Name {total} hosts."
+        )
+    cluster = cluster_layout([f"{h}:{port}" for h in hosts], num_workers, num_ps)
+    return task_table(cluster, hosts, " ".join(shlex.quote(part) for part in ["python", script, *args]))
+
+
+def visible_gpus(environ: Mapping[str, str]) -> list[str]:
+    """The GPU ids this machine lets a job use: ``CUDA_VISIBLE_DEVICES`` when set, else every GPU
+    the driver reports (none without a driver)."""
+    if "CUDA_VISIBLE_DEVICES" in environ:
+        return [part.strip() for part in environ["CUDA_VISIBLE_DEVICES"].split(",") if part.strip() not in ("", "-1")]
+    from autodist.hardware import nvml_gpus
+
+    return [str(index) for index in range(len(nvml_gpus() or []))]
+
+
+def split_gpus(gpus: list[str], num_workers: int) -> list[str]:
+    """``CUDA_VISIBLE_DEVICES`` for each local worker: its own ``len(gpus) / num_workers`` GPUs.
+
+    Raises:
+        AutodistError: when the workers cannot share the GPUs out evenly.
+    """
+    if not gpus:
+        return []
+    if len(gpus) % num_workers:
+        raise AutodistError(
+            f"launch gives each local worker its own GPUs, and {num_workers} workers cannot share "
+            f"{len(gpus)} GPUs ({','.join(gpus)}) evenly (Received: --workers {num_workers}). Expected "
+            f"a worker count that divides {len(gpus)}. Pass --workers "
+            f"{' or '.join(str(n) for n in range(1, len(gpus) + 1) if len(gpus) % n == 0)}, or choose "
+            "the GPUs with CUDA_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES= for CPU-only workers)."
+        )
+    each = len(gpus) // num_workers
+    return [",".join(gpus[i * each : (i + 1) * each]) for i in range(num_workers)]
+
+
+def local_gpu_env(num_workers: int, num_ps: int, gpus: list[str]) -> dict[str, dict[str, str]]:
+    """Each local task's ``CUDA_VISIBLE_DEVICES``, by task name: the workers split the GPUs; the
+    chief and ps tasks of a parameter-server job get none. Empty when there are no GPUs."""
+    shares = split_gpus(gpus, num_workers)
+    if not shares:
+        return {}
+    env = {f"worker {index}": {"CUDA_VISIBLE_DEVICES": share} for index, share in enumerate(shares)}
+    if num_ps:
+        env["chief 0"] = {"CUDA_VISIBLE_DEVICES": ""}
+        env.update({f"ps {index}": {"CUDA_VISIBLE_DEVICES": ""} for index in range(num_ps)})
+    return env

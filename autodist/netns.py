@@ -1,0 +1,125 @@
+"""Act: a private network for a local job, one Linux network namespace with only a loopback.
+
+TensorFlow's gRPC server listens on ``0.0.0.0:<port>`` whatever host the cluster spec names
+(``grpc_server_lib.cc``), and it runs graphs for whoever connects. So ``python -m autodist
+launch`` runs every task of a local job inside one new network namespace: a *holder* process
+creates it (``unshare(2)``; inside a new user namespace when not root, so no privilege is
+needed) and brings its loopback up; each task joins it (``setns(2)``) between ``fork`` and
+``exec``. The job's ports then exist nowhere else, not even on the machine's own loopback, and
+the tasks reach nothing outside: data must be on disk (or pass ``--no-isolate``).
+
+Where namespaces are not available (not Linux, user namespaces disabled, a seccomp profile that
+refuses ``unshare``), :meth:`PrivateNetwork.create` returns ``None`` with the reason, and the
+launcher says so once and carries on.
+
+Example:
+    >>> network, why = PrivateNetwork.create(timeout=10)
+    >>> (network is not None) or bool(why)
+    True
+    >>> network.close() if network else None
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+
+__all__ = ["PrivateNetwork"]
+
+#: The holder: create the namespaces, bring ``lo`` up, say ``ready`` (or the error), then wait
+#: for its stdin to close. It runs as a fresh interpreter, single-threaded, as unshare requires.
+_HOLDER = r"""
+import ctypes, fcntl, os, socket, struct, sys
+try:
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(0x40000000 | (0 if uid == 0 else 0x10000000)) != 0:
+        raise OSError(ctypes.get_errno(), "unshare: " + os.strerror(ctypes.get_errno()))
+    if uid != 0:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
+        fcntl.ioctl(sock, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))
+except Exception as err:
+    print(f"error {type(err).__name__}: {err}", flush=True)
+    sys.exit(1)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+class PrivateNetwork:
+    """A network namespace that tasks join; :meth:`close` ends its holder (the namespace goes
+    when its last task does)."""
+
+    def __init__(self, holder: subprocess.Popen, joins_user: bool) -> None:
+        self.holder = holder
+        self.pid = holder.pid
+        self._joins_user = joins_user
+
+    @classmethod
+    def create(cls, timeout: float = 30.0) -> tuple[PrivateNetwork | None, str]:
+        """``(network, "")``, or ``(None, why)`` where this machine cannot make one."""
+        if not sys.platform.startswith("linux"):
+            return None, f"network namespaces are a Linux feature (this is {sys.platform})"
+        holder = subprocess.Popen(
+            [sys.executable, "-I", "-c", _HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            line = _read_line(holder, timeout)
+        except TimeoutError:
+            _end(holder)
+            return None, f"creating the namespace took more than {timeout:g} s"
+        if line != "ready":
+            _end(holder)
+            return None, line.removeprefix("error ") or f"the holder exited with code {holder.poll()}"
+        return cls(holder, joins_user=os.geteuid() != 0), ""
+
+    def joiner(self) -> Callable[[], None]:
+        """The ``preexec_fn`` that moves a new task into this namespace before it runs."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        paths = [f"/proc/{self.pid}/ns/{kind}" for kind in (("user", "net") if self._joins_user else ("net",))]
+
+        def join() -> None:
+            for path in paths:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    if libc.setns(fd, 0) != 0:
+                        raise OSError(ctypes.get_errno(), f"setns {path}")
+                finally:
+                    os.close(fd)
+
+        return join
+
+    def close(self) -> None:
+        _end(self.holder)
+
+
+def _read_line(process: subprocess.Popen, timeout: float) -> str:
+    import selectors
+
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise TimeoutError
+    return process.stdout.readline().strip()
+
+
+def _end(process: subprocess.Popen) -> None:
+    """Close the holder's stdin (it exits), and kill it if it does not; never raises."""
+    try:
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait(timeout=5)
+    except Exception:
+        process.kill()
+        try:
+            process.wait(timeout=5)
+        except Exception:
+            pass
