@@ -40,7 +40,7 @@ from autodist.settings import BACKUP_DIR_ENV, HEARTBEAT_FILE_ENV, backup_dir_set
 
 __all__ = [
     "BATCH_HOOKS", "ChiefDuties", "backup_folder", "beat", "default_backup_root", "heartbeat", "needs_each_step",
-    "private_root", "uses_batch_hooks",
+    "private_root", "release_private_root", "uses_batch_hooks",
 ]  # fmt: skip
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
@@ -71,6 +71,14 @@ def private_root() -> str:
     return root
 
 
+def release_private_root() -> None:
+    """Remove :func:`private_root` when nothing is left in it (autodist leaves no empty folder)."""
+    try:
+        os.rmdir(os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}"))
+    except OSError:
+        pass  # in use by another job or run, or already gone
+
+
 def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str:
     """``AUTODIST_BACKUP_DIR`` (the launcher sets it), else a folder named after the cluster,
     inside :func:`private_root`."""
@@ -95,13 +103,17 @@ def beat(environ: Mapping[str, str] | None = None) -> None:
 
 
 def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None) -> Any:
-    """A callback that beats at the start of training, at each epoch's start and end, and, with
-    ``per_batch``, after each batch (at most once a second); ``None`` outside a launched job."""
-    if not (os.environ if environ is None else environ).get(HEARTBEAT_FILE_ENV):
+    """A callback that beats while ``fit`` runs: at its start, at each epoch's start and end,
+    and, with ``per_batch``, after each training and validation batch (at most once a second).
+    At the end of ``fit`` it removes the file: the launcher watches only tasks that are training.
+    ``None`` outside a launched job."""
+    path = (os.environ if environ is None else environ).get(HEARTBEAT_FILE_ENV)
+    if not path:
         return None
 
     class Heartbeat(keras_module.callbacks.Callback):  # type: ignore[misc, name-defined]
         autodist_heartbeat = True  # not a reason to run batch hooks at every step
+        _supports_tf_logs = True  # it reads no logs: tf_keras need not copy them to the host
         last = 0.0
 
         def _beat(self, *args: Any, **kwargs: Any) -> None:
@@ -109,13 +121,19 @@ def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str
                 self.last = time.monotonic()
                 beat(environ)
 
-        on_train_begin = on_epoch_begin = on_epoch_end = _beat
+        def on_train_end(self, logs: Any = None) -> None:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+        on_train_begin = on_epoch_begin = on_epoch_end = on_test_begin = _beat
 
     if not per_batch:
         return Heartbeat()
 
     class BatchHeartbeat(Heartbeat):  # type: ignore[misc, valid-type]
-        on_train_batch_end = Heartbeat._beat
+        on_train_batch_end = on_test_batch_end = Heartbeat._beat
 
     return BatchHeartbeat()
 
@@ -189,6 +207,7 @@ class ChiefDuties:
         if self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
             self._private_dir = None
+            release_private_root()
         if succeeded and self._backup_root and self.cluster is not None:
             # Keras deletes the checkpoint at the end of a finished fit; drop the empty folders.
             for folder in (backup_folder(self._backup_root, self.cluster.task_type, self.cluster.task_index), self._backup_root):
@@ -196,6 +215,7 @@ class ChiefDuties:
                     os.rmdir(folder)
                 except OSError:
                     pass
+            release_private_root()
 
 
 def _refresh_backup_paths(callback: Any) -> None:

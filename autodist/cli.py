@@ -221,7 +221,7 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
         hosts = [launch.LOOPBACK] * launch.num_tasks(args.workers, args.ps)
         gpus = launch.local_gpu_env(args.workers, args.ps, launch.visible_gpus(os.environ))
         return {"tasks": launch.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)}
-    result = launch.Launcher(
+    launcher = launch.Launcher(
         args.workers,
         args.ps,
         max_restarts=args.max_restarts,
@@ -230,7 +230,11 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
         backup_dir=args.backup_dir,
         isolate=not args.no_isolate,
         stall_timeout=args.stall_timeout or None,
-    ).run(args.script, args.args)
+    )
+    try:
+        result = launcher.run(args.script, args.args)
+    except launch.Terminated as stop:  # every task is stopped already
+        return {"exit_code": 128 + stop.signum, "attempts": 0, "failed_task": f"the launcher got signal {stop.signum}"}
     return {"exit_code": result.exit_code, "attempts": result.attempts, "failed_task": result.failed_task}
 
 

@@ -116,13 +116,25 @@ def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args
 
 
 def visible_gpus(environ: Mapping[str, str]) -> list[str]:
-    """The GPU ids this machine lets a job use: ``CUDA_VISIBLE_DEVICES`` when set, else every GPU
-    the driver reports (none without a driver)."""
-    if "CUDA_VISIBLE_DEVICES" in environ:
-        return [part.strip() for part in environ["CUDA_VISIBLE_DEVICES"].split(",") if part.strip() not in ("", "-1")]
-    from autodist.hardware import nvml_gpus
+    """The GPU ids this machine lets a job use: ``CUDA_VISIBLE_DEVICES`` as CUDA reads it (up to
+    its first invalid entry, so ``-1`` hides every GPU) when set, else every GPU the driver
+    reports (none without a driver).
 
-    return [str(index) for index in range(len(nvml_gpus() or []))]
+    Example:
+        >>> visible_gpus({"CUDA_VISIBLE_DEVICES": "0,-1,1"}), visible_gpus({"CUDA_VISIBLE_DEVICES": ""})
+        (['0'], [])
+    """
+    raw = environ.get("CUDA_VISIBLE_DEVICES")
+    if raw is None:
+        from autodist.hardware import nvml_gpus
+
+        return [str(index) for index in range(len(nvml_gpus() or []))]
+    ids = []
+    for token in (part.strip() for part in raw.split(",")):
+        if not (token.isdigit() or token.startswith(("GPU-", "MIG-"))):
+            break
+        ids.append(token)
+    return ids
 
 
 def split_gpus(gpus: list[str], num_workers: int) -> list[str]:

@@ -14,9 +14,10 @@ anyone who connects. So on Linux the tasks run in one private network namespace
 (``--no-isolate`` turns it off; where namespaces are unavailable the launcher says so once).
 
 Every wait is bounded: ``--timeout`` for the whole job; ``--stall-timeout`` (default 30 minutes)
-for a task that has started training and then stops making progress: each task beats
-(``AUTODIST_HEARTBEAT_FILE``) at the start of training, after each batch and epoch, and while it
-serves a parameter-server job; ``--grace`` for stopping. On a machine with GPUs, each local worker
+for a task that has started training and then stops making progress: while ``autodist.fit``
+runs, each task beats (``AUTODIST_HEARTBEAT_FILE``) after each batch and epoch; a
+parameter-server chief beats as its steps finish, its workers and ps while they serve (custom
+loops do not beat and are bounded by ``--timeout`` only); ``--grace`` for stopping. On a machine with GPUs, each local worker
 gets its own (``CUDA_VISIBLE_DEVICES``, :func:`autodist.job_layout.split_gpus`). The launcher's own
 files (heartbeats, default backups) are in a private folder (mode 700). With ``--hosts``, autodist
 only prints the per-host plan: it never starts processes on other machines.
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any
 
-from autodist.callbacks import private_root
+from autodist.callbacks import private_root, release_private_root
 from autodist.errors import AutodistError
 from autodist.job_layout import (
     LOOPBACK,
@@ -63,7 +64,7 @@ from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
 from autodist.settings import HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
 __all__ = [
-    "LOOPBACK", "STALL_EXIT_CODE", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState",
+    "LOOPBACK", "STALL_EXIT_CODE", "Terminated", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState",
     "cluster_layout", "host_plan", "local_cluster", "local_gpu_env", "num_tasks", "task_configs", "task_table",
     "visible_gpus",
 ]  # fmt: skip
@@ -98,6 +99,7 @@ STALL_EXIT_CODE = 125
 
 #: ``--stall-timeout``'s default: longer than any one step, epoch end or checkpoint of a real job.
 DEFAULT_STALL_TIMEOUT = 1800.0
+MIN_STALL_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,11 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         num_tasks(self.num_workers, self.num_ps)  # checks the counts
+        if self.stall_timeout is not None and self.stall_timeout < MIN_STALL_TIMEOUT:
+            raise AutodistError(
+                f"--stall-timeout must be at least {MIN_STALL_TIMEOUT:g} s (Received: {self.stall_timeout:g}): "
+                "tasks beat at most once a second. Pass a longer limit, or 0 to turn the watchdog off."
+            )
         if self.max_restarts < 0:
             raise AutodistError(
                 f"--max-restarts must be 0 or more (Received: {self.max_restarts}). It is how many times "
@@ -144,12 +151,22 @@ class _Task:
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
     reader: threading.Thread | None = None
 
+    beat_mtime: float | None = None
+    beat_seen: float | None = None
+
     def silent_for(self) -> float | None:
-        """Seconds since the task's last heartbeat; ``None`` before its first (still starting)."""
+        """Seconds (monotonic, so clock steps do not count) since the launcher last saw the task's
+        heartbeat change; ``None`` before its first beat, or after training ended (the heartbeat
+        callback removes the file): then the task is not training, and not watched."""
         try:
-            return time.time() - os.stat(self.heartbeat).st_mtime
+            mtime = os.stat(self.heartbeat).st_mtime
         except OSError:
+            self.beat_mtime = self.beat_seen = None
             return None
+        if mtime != self.beat_mtime:
+            self.beat_mtime, self.beat_seen = mtime, time.monotonic()
+        assert self.beat_seen is not None
+        return time.monotonic() - self.beat_seen
 
     @property
     def state(self) -> TaskState:
@@ -195,9 +212,10 @@ class Launcher:
             self.out.write(line + "\n")
             self.out.flush()
 
-    def _start(self, script: str, args: list[str], attempt: int, job: _JobFiles) -> list[_Task]:
+    def _start(self, script: str, args: list[str], attempt: int, job: _JobFiles, tasks: list[_Task]) -> None:
+        """Start every task, each appended to ``tasks`` as it starts (so a failure half-way
+        still leaves the started ones to :meth:`_stop`)."""
         cluster = local_cluster(self.spec.num_workers, self.spec.num_ps)
-        tasks = []
         for config in task_configs(cluster):
             name = task_name(config)
             beat = os.path.join(job.folder, f"attempt-{attempt}-{name.replace(' ', '-')}.beat")
@@ -222,10 +240,9 @@ class Launcher:
                 preexec_fn=job.network.joiner() if job.network else None,
             )
             task = _Task(name, config, process, beat)
+            tasks.append(task)
             task.reader = threading.Thread(target=self._pump, args=(task,), daemon=True)
             task.reader.start()
-            tasks.append(task)
-        return tasks
 
     def _pump(self, task: _Task) -> None:
         assert task.process.stdout is not None
@@ -255,8 +272,11 @@ class Launcher:
                     task.reader.join(timeout=5)
         finally:
             self._signals["stopping"] = False
-        if self._signals["received"] is not None:
-            raise _Terminated(self._signals["received"])
+        received, self._signals["received"] = self._signals["received"], None
+        if received == signal.SIGINT:
+            raise KeyboardInterrupt
+        if received is not None:
+            raise Terminated(received)
 
     def _watch(self, tasks: list[_Task], deadline: float | None) -> _Outcome:
         """Wait until every task succeeds, one fails or stalls, or the deadline passes."""
@@ -293,12 +313,14 @@ class Launcher:
         gpus = local_gpu_env(self.spec.num_workers, self.spec.num_ps, visible_gpus(os.environ))
         deadline = None if self.spec.timeout is None else time.monotonic() + self.spec.timeout
         previous = _raise_on_termination(self._signals)
-        job = _JobFiles.create(self.spec, gpus, self._print)
+        job: _JobFiles | None = None
         try:
+            job = _JobFiles.create(self.spec, gpus, self._print)
             for attempt in range(self.spec.max_restarts + 1):
                 started = time.monotonic()
-                tasks = self._start(script, args, attempt, job)
+                tasks: list[_Task] = []
                 try:
+                    self._start(script, args, attempt, job, tasks)
                     outcome = self._watch(tasks, deadline)
                 finally:
                     self._stop(tasks)
@@ -312,7 +334,8 @@ class Launcher:
             raise AssertionError("unreachable: the last attempt returns")
         finally:
             _restore_handlers(previous)
-            job.close()
+            if job is not None:
+                job.close()
 
     def _summary(self, outcome: _Outcome, elapsed: float, tasks: list[_Task]) -> str:
         lines = [f"[launcher] job failed after {elapsed:.1f} s: {outcome.reason}; stopped the other tasks."]
@@ -351,6 +374,7 @@ class _JobFiles:
         if self.network is not None:
             self.network.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+        release_private_root()
 
 
 def _wait(process: subprocess.Popen, timeout: float) -> None:
@@ -371,13 +395,18 @@ def _failed(outcome: _Outcome, attempts: int, summary: str) -> LaunchResult:
     return LaunchResult(code if code > 0 else 1, attempts, outcome.failed.name, code, summary, outcome.state)
 
 
-class _Terminated(BaseException):
-    """SIGTERM or SIGHUP reached the launcher: stop every task, then exit."""
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP reached the launcher: stop every task, then exit with 128 + the signal."""
+
+    @property
+    def signum(self) -> int:
+        return int(self.args[0])
 
 
 def _raise_on_termination(signals: dict[str, Any]) -> dict[int, Any]:
-    """Turn SIGTERM/SIGHUP into an exception, so the ``finally`` that stops the tasks runs; while
-    tasks are being stopped, only note it (``_stop`` raises it once every task is gone).
+    """Turn SIGTERM/SIGHUP (and SIGINT, as ``KeyboardInterrupt``) into an exception, so the
+    ``finally`` that stops the tasks runs; while tasks are being stopped, only note it (``_stop``
+    raises it once every task is gone).
 
     The tasks run in their own sessions (so they can be stopped as groups); without this, a
     terminated launcher would leave them running.
@@ -389,9 +418,11 @@ def _raise_on_termination(signals: dict[str, Any]) -> dict[int, Any]:
         if signals["stopping"]:
             signals["received"] = signum
             return
-        raise _Terminated(signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signum)
 
-    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
 
 
 def _restore_handlers(previous: dict[int, Any]) -> None:

@@ -60,7 +60,10 @@ class PrivateNetwork:
     def __init__(self, holder: subprocess.Popen, joins_user: bool) -> None:
         self.holder = holder
         self.pid = holder.pid
-        self._joins_user = joins_user
+        # Opened once, now: a task joins this namespace even if the holder has died since, and
+        # never another process's, should its pid be reused.
+        kinds = ("user", "net") if joins_user else ("net",)
+        self._fds = [os.open(f"/proc/{holder.pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC) for kind in kinds]
 
     @classmethod
     def create(cls, timeout: float = 30.0) -> tuple[PrivateNetwork | None, str]:
@@ -68,7 +71,8 @@ class PrivateNetwork:
         if not sys.platform.startswith("linux"):
             return None, f"network namespaces are a Linux feature (this is {sys.platform})"
         holder = subprocess.Popen(
-            [sys.executable, "-I", "-c", _HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-I", "-c", _HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            start_new_session=True,  # the terminal's Ctrl-C is the launcher's to handle
         )
         try:
             line = _read_line(holder, timeout)
@@ -82,21 +86,20 @@ class PrivateNetwork:
 
     def joiner(self) -> Callable[[], None]:
         """The ``preexec_fn`` that moves a new task into this namespace before it runs."""
-        libc = ctypes.CDLL(None, use_errno=True)
-        paths = [f"/proc/{self.pid}/ns/{kind}" for kind in (("user", "net") if self._joins_user else ("net",))]
+        setns = ctypes.CDLL(None, use_errno=True).setns
+        fds = list(self._fds)
 
-        def join() -> None:
-            for path in paths:
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    if libc.setns(fd, 0) != 0:
-                        raise OSError(ctypes.get_errno(), f"setns {path}")
-                finally:
-                    os.close(fd)
+        def join() -> None:  # between fork and exec: only calls prepared in the parent
+            for fd in fds:
+                if setns(fd, 0) != 0:
+                    raise OSError(ctypes.get_errno(), "setns")
 
         return join
 
     def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
         _end(self.holder)
 
 

@@ -306,10 +306,13 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callabl
     longer overlap. ``model.stop_training`` set by a hook ends the epoch after that step.
     """
     if not per_step:
-        for _ in range(steps):
-            coordinator.schedule(train_step, args=step_args())
-        while not coordinator.done():  # the launcher's stall watchdog hears from the chief
-            beat()
+        results = [coordinator.schedule(train_step, args=step_args()) for _ in range(steps)]
+        finished = 0
+        while not coordinator.done():  # the launcher's stall watchdog hears of every finished step
+            now = _finished_steps(results)
+            if now is None or now > finished:
+                beat()
+            finished = now or 0
             time.sleep(0.5)
         coordinator.join()
         return
@@ -321,6 +324,15 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callabl
         if model.stop_training:
             break
     coordinator.join()
+
+
+def _finished_steps(results: list[Any]) -> int | None:
+    """How many scheduled steps have finished (``None`` where TensorFlow's RemoteValue does not
+    tell: then every poll counts as progress)."""
+    statuses = [getattr(result, "_status", None) for result in results]
+    if any(status is None for status in statuses):
+        return None
+    return sum(getattr(status, "name", "") in ("READY", "ABORTED") for status in statuses)
 
 
 def fit_tf_keras(

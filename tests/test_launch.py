@@ -197,7 +197,7 @@ def test_the_launchers_files_are_private_to_the_user(script):
     import os
     import stat
 
-    from autodist.callbacks import default_backup_root, private_root
+    from autodist.callbacks import default_backup_root, private_root, release_private_root
     from autodist.cluster import ClusterInfo
 
     result, output, _ = run(script, "files")
@@ -210,6 +210,7 @@ def test_the_launchers_files_are_private_to_the_user(script):
     assert not os.path.exists(job), "the job's folder is removed at the end"
     cluster = ClusterInfo("TF_CONFIG", "worker", 0, {"worker": ["h:1", "h:2"]})
     assert os.path.dirname(default_backup_root(cluster, {})) == private_root()
+    release_private_root()  # removed when empty: autodist leaves no empty folder behind
 
 
 def test_a_second_signal_during_shutdown_still_ends_every_task(script):
@@ -246,3 +247,18 @@ def test_a_second_signal_during_shutdown_still_ends_every_task(script):
         if launcher.poll() is None:
             launcher.kill()
         subprocess.run(["pkill", "-9", "-f", f"{script} hang"])
+
+
+def test_without_namespaces_the_launcher_says_so_once_and_carries_on(script, monkeypatch):
+    from autodist.netns import PrivateNetwork
+
+    monkeypatch.setattr(PrivateNetwork, "create", classmethod(lambda cls, timeout=30.0: (None, "no namespaces here")))
+    result, output, _ = run(script, "fail-once", max_restarts=1)
+    assert result.exit_code == 0 and result.attempts == 2, output
+    assert output.count("no private network for this job (no namespaces here)") == 1
+    assert "listen on every interface" in output and "--no-isolate silences this" in output
+
+
+def test_a_stall_limit_shorter_than_a_heartbeat_is_refused():
+    with pytest.raises(AutodistError, match="--stall-timeout must be at least 2 s.*Received: 0.5"):
+        Launcher(2, stall_timeout=0.5)

@@ -292,6 +292,12 @@ def test_a_launched_jobs_ports_listen_only_inside_its_private_network(tmp_path, 
     import subprocess
     import sys
 
+    from autodist.netns import PrivateNetwork
+
+    network, why = PrivateNetwork.create()
+    if network is None:
+        pytest.skip(f"no network namespaces on this machine: {why}")
+    network.close()
     script = tmp_path / "hold.py"
     script.write_text(HOLDING_SCRIPT)
     command = [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "120", "--grace", "3"]
