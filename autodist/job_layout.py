@@ -30,7 +30,10 @@ LOOPBACK = "127.0.0.1"
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct free TCP ports on 127.0.0.1 (held open together, then released)."""
+    """``count`` distinct TCP ports free on this machine's 127.0.0.1 (held open together, then
+    released). In a private network (:mod:`autodist.netns`) every port is free anyway; with
+    ``--no-isolate`` another process may take one before the task binds it (the task then fails
+    to start its server, and ``--max-restarts`` retries on new ports)."""
     sockets = []
     try:
         for _ in range(count):
