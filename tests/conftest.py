@@ -118,3 +118,20 @@ def run_scenario(script: str, *args: str, timeout: float = 300, **env: str | Non
             f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-6000:]}"
         )
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def listening(ports: list[int]) -> dict[int, list[str]]:
+    """The addresses on which ``ports`` listen in this process's network namespace."""
+    import socket
+
+    found: dict[int, list[str]] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, port = local.rsplit(":", 1)
+            if state == "0A" and int(port, 16) in ports:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                four = [raw[i : i + 4][::-1] for i in range(0, len(raw), 4)]
+                name = socket.inet_ntoa(four[0]) if len(raw) == 4 else socket.inet_ntop(socket.AF_INET6, b"".join(four))
+                found.setdefault(int(port, 16), []).append(name)
+    return found

@@ -131,37 +131,7 @@ def test_missing_script():
 
 
 def test_terminating_the_launcher_stops_its_tasks(script, tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT, subprocess_env
-
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--grace", "1", script, "hang"],
-        env=subprocess_env(), stdout=subprocess.PIPE, text=True, cwd=ROOT,
-    )
-    pids = []
-    try:
-        while len(pids) < 2:
-            line = launcher.stdout.readline()
-            assert line, "the launcher ended early"
-            if "hello" in line:
-                pids.append(int(subprocess.check_output(["pgrep", "-f", "-n", f"{script} hang"]).split()[0]))
-        time.sleep(0.5)
-        launcher.send_signal(signal.SIGTERM)
-        launcher.wait(timeout=20)
-        deadline = time.monotonic() + 10
-        alive = True
-        while alive and time.monotonic() < deadline:
-            alive = subprocess.run(["pgrep", "-f", f"{script} hang"], capture_output=True).returncode == 0
-            time.sleep(0.2)
-        assert not alive, "tasks outlived a terminated launcher"
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
-        subprocess.run(["pkill", "-9", "-f", f"{script} hang"])
+    assert not tasks_outlive_the_launcher(script, grace=1, signals=1), "tasks outlived a terminated launcher"
 
 
 def test_a_task_that_stops_making_progress_ends_the_job(script):
@@ -216,6 +186,13 @@ def test_the_launchers_files_are_private_to_the_user(script):
 def test_a_second_signal_during_shutdown_still_ends_every_task(script):
     """Two SIGTERMs 0.3 s apart: the second arrives while the launcher waits out the grace for
     tasks that ignore SIGTERM, and every task must still be killed."""
+    assert not tasks_outlive_the_launcher(script, grace=2, signals=2), "a second signal during shutdown left tasks running"
+
+
+def tasks_outlive_the_launcher(script: str, *, grace: float, signals: int) -> bool:
+    """Run ``launch --workers 2`` on tasks that ignore SIGTERM, send the launcher ``signals``
+    SIGTERMs (0.3 s apart) once both tasks run, and tell whether any task is alive 10 s after
+    the launcher ended."""
     import signal
     import subprocess
     import sys
@@ -223,7 +200,7 @@ def test_a_second_signal_during_shutdown_still_ends_every_task(script):
     from tests.conftest import ROOT, subprocess_env
 
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--grace", "2", script, "hang"],
+        [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--grace", str(grace), script, "hang"],
         env=subprocess_env(), stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
     try:
@@ -233,16 +210,16 @@ def test_a_second_signal_during_shutdown_still_ends_every_task(script):
             assert line, "the launcher ended early"
             hellos += "hello" in line
         time.sleep(0.5)
-        launcher.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        launcher.send_signal(signal.SIGTERM)
+        for index in range(signals):
+            time.sleep(0.3 if index else 0)
+            launcher.send_signal(signal.SIGTERM)
         launcher.wait(timeout=20)
         deadline = time.monotonic() + 10
         alive = True
         while alive and time.monotonic() < deadline:
             alive = subprocess.run(["pgrep", "-f", f"{script} hang"], capture_output=True).returncode == 0
             time.sleep(0.2)
-        assert not alive, "a second signal during shutdown left tasks running"
+        return alive
     finally:
         if launcher.poll() is None:
             launcher.kill()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from autodist.launch import local_cluster, task_configs
-from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
+from tests.conftest import ROOT, SCENARIOS, listening, run_python, subprocess_env
 
 SCRIPT = str(SCENARIOS / "multi_worker.py")
 JOB_TIMEOUT = 180
@@ -212,22 +212,15 @@ def test_default_backup_folder_depends_on_the_command_line(monkeypatch):
 
 
 LISTENING_SCRIPT = '''
-import json, os, socket, sys
+import json, os, sys
 import autodist
 import tensorflow as tf
+from tests.conftest import listening
 
 tf.distribute.get_strategy()  # MultiWorkerMirrored is created: every worker's server is up
 config = json.loads(os.environ["TF_CONFIG"])
 ports = {int(address.rsplit(":", 1)[1]) for address in config["cluster"]["worker"]}
-found = {}
-for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-    for line in open(table).read().splitlines()[1:]:
-        local, state = line.split()[1], line.split()[3]
-        address, port = local.rsplit(":", 1)
-        if state == "0A" and int(port, 16) in ports:  # 0A: LISTEN
-            raw = bytes.fromhex(address)
-            name = socket.inet_ntoa(raw[::-1]) if len(raw) == 4 else socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
-            found.setdefault(int(port, 16), []).append(name)
+found = listening(sorted(ports))  # read inside the job's own network
 with open(os.path.join(sys.argv[1], f"worker-{config['task']['index']}.json"), "w") as handle:
     json.dump({"ports": sorted(ports), "listening": {str(p): sorted(a) for p, a in found.items()}}, handle)
 '''
@@ -266,23 +259,6 @@ deadline = time.monotonic() + 90
 while not os.path.exists(os.path.join(out, "done")) and time.monotonic() < deadline:
     time.sleep(0.1)
 '''
-
-
-def listening(ports: list[int]) -> dict[int, list[str]]:
-    """The addresses on which ``ports`` listen in this process's network namespace."""
-    import socket
-
-    found: dict[int, list[str]] = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            address, port = local.rsplit(":", 1)
-            if state == "0A" and int(port, 16) in ports:  # 0A: LISTEN
-                raw = bytes.fromhex(address)
-                four = [raw[i : i + 4][::-1] for i in range(0, len(raw), 4)]
-                name = socket.inet_ntoa(four[0]) if len(raw) == 4 else socket.inet_ntop(socket.AF_INET6, b"".join(four))
-                found.setdefault(int(port, 16), []).append(name)
-    return found
 
 
 @pytest.mark.parametrize("isolate", [True, False], ids=["private-network", "no-isolate"])
