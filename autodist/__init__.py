@@ -11,7 +11,8 @@ shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``
 ``model_info``, ``dataset_graph``) → plan (``planning``, ``choosers``, ``plans``, ``global_batch``,
 ``keras_compat``) → act (``strategies``, ``activation``, ``keras_integration``, ``placement``,
 ``compile_settings``, ``inputs``, ``batching``, ``callbacks``, ``parameter_server``, ``ps_input``,
-``decorator``, ``launch``, ``coexistence``) → edge (this package's public names, ``cli``, ``demo``). A change to
+``decorator``, ``launch``, ``job_layout``, ``netns``, ``coexistence``, ``preemption``, ``resume``,
+``train_state``) → edge (this package's public names, ``cli``, ``demo``). A change to
 one concern touches one module: a new rule of choice goes in ``choosers``, a new cluster manager
 in ``cluster``, a new Keras workaround in ``keras_compat`` (decided by ``choosers``, applied by
 ``activation.start``).
@@ -41,6 +42,7 @@ from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo, detect
 from autodist.keras_integration import fit
 from autodist.model_info import ModelInfo, describe_model
 from autodist.planning import Plan, StrategyKind
+from autodist.preemption import PREEMPTED_EXIT_CODE
 
 __version__ = "0.1.0"
 
@@ -78,6 +80,7 @@ __all__ = [
     "ModelPlacementError",
     "PeerError",
     "Plan",
+    "PREEMPTED_EXIT_CODE",
     "RuntimeAlreadyStartedError",
     "StrategyKind",
     "StrategyUnavailableError",

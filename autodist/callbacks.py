@@ -112,7 +112,7 @@ def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str
         return None
 
     class Heartbeat(keras_module.callbacks.Callback):  # type: ignore[misc, name-defined]
-        autodist_heartbeat = True  # not a reason to run batch hooks at every step
+        autodist_coarse_hooks = True  # not a reason to run batch hooks at every step
         _supports_tf_logs = True  # it reads no logs: tf_keras need not copy them to the host
         last = 0.0
 
@@ -281,7 +281,7 @@ def needs_each_step(callback: Any) -> bool:
         >>> needs_each_step(keras.callbacks.ModelCheckpoint("m.keras")), needs_each_step(keras.callbacks.TerminateOnNaN())
         (False, True)
     """
-    if not uses_batch_hooks(callback) or getattr(callback, "autodist_heartbeat", False):
+    if not uses_batch_hooks(callback) or getattr(callback, "autodist_coarse_hooks", False):
         return False
     cls = type(callback)
     if not cls.__module__.startswith(("keras.", "tf_keras.")):

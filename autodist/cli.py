@@ -179,6 +179,9 @@ def render_demo(data: dict[str, Any]) -> str:
 
 def launch_parser(subparsers: Any) -> None:
     """Add ``launch`` (a local multi-worker job on 127.0.0.1) to ``subparsers``."""
+    from autodist.launch import DEFAULT_GRACE, FAILURE_GRACE
+    from autodist.preemption import PREEMPTED_EXIT_CODE
+
     parser = subparsers.add_parser(
         "launch",
         help="run a training script as a local cluster on 127.0.0.1",
@@ -188,7 +191,12 @@ def launch_parser(subparsers: Any) -> None:
     parser.add_argument("--ps", type=int, default=0, help="parameter-server processes (adds a chief)")
     parser.add_argument("--max-restarts", type=int, default=0, help="restarts of the whole job after a failure")
     parser.add_argument("--timeout", type=float, default=None, help="seconds the whole job may run")
-    parser.add_argument("--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument(
+        "--grace", type=float, default=DEFAULT_GRACE,
+        help="seconds a task gets after SIGTERM (forwarded when the launcher is told to stop) to "
+        f"finish its step and save it, before SIGKILL (default {DEFAULT_GRACE:g}; at most "
+        f"{FAILURE_GRACE:g} after a task failed); saved tasks exit {PREEMPTED_EXIT_CODE} and the next start resumes",
+    )  # fmt: skip
     parser.add_argument(
         "--stall-timeout", type=float, default=1800.0,
         help="stop the job (exit code 125) when a training task makes no progress for this many "

@@ -25,6 +25,7 @@ __all__ = [
     "finite_cardinality",
     "is_batched",
     "samples_per_pass",
+    "shuffles",
     "variable_length_parts",
 ]
 
@@ -224,6 +225,23 @@ def file_source_count(dataset: Any) -> int | None:
             return finite_cardinality(node._input_dataset)
         stack.extend(_children(node))
     return None
+
+
+def shuffles(dataset: Any) -> bool:
+    """Whether the pipeline has a ``shuffle`` step (its order is drawn when it is read).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> shuffles(tf.data.Dataset.range(8).shuffle(8).batch(2)), shuffles(tf.data.Dataset.range(8).batch(2))
+        (True, False)
+    """
+    stack, seen = [dataset], 0
+    while stack and seen < 256:
+        node, seen = stack.pop(), seen + 1
+        if "Shuffle" in type(node).__name__:
+            return True
+        stack.extend(_children(node))
+    return False
 
 
 def is_batched(dataset: Any) -> bool:

@@ -32,6 +32,8 @@ from types import MappingProxyType
 from typing import Any
 
 from autodist import parameter_server
+from autodist.preemption import guard_for
+from autodist.resume import fit_resuming
 from autodist.activation import complete as complete_activation
 from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
@@ -44,6 +46,7 @@ from autodist.inputs import (
     TrainingInput,
     batches_itself,
     input_notes,
+    is_array_like,
     length_unknown,
     prepare_input,
     training_samples,
@@ -114,9 +117,11 @@ def fit(
         strategy: ``"auto"``, or a strategy name to force (``"mirrored"``, ...).
         num_params: the model size, for a model built by a function (to check GPU memory).
         gpu_memory_fraction: share of GPU memory the model may use (default 0.9).
-        backup_dir: multi-worker runs add ``BackupAndRestore`` with one folder per worker under
-            this directory (default: ``AUTODIST_BACKUP_DIR``, which the launcher sets, else a
-            temporary folder named after the cluster). ``False`` turns it off.
+        backup_dir: where each task saves its state at every epoch's end and, on SIGTERM, after
+            its step, then exits 75: the next start resumes there (:mod:`autodist.preemption`).
+            Multi-worker runs save by default (one folder per worker under
+            ``AUTODIST_BACKUP_DIR``, which the launcher sets, else a private folder); single-host
+            runs given a folder here or ``AUTODIST_BACKUP_DIR``. ``False`` turns it off.
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
         mixed_precision: set Keras's global ``mixed_bfloat16`` policy before building the model
@@ -258,8 +263,9 @@ def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingIn
 
 
 def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
-    """The History of ``fit`` in the scope, with the chief's duties and the plan's compile
-    settings (``steps_per_execution`` given back after, whatever happens)."""
+    """The History of ``fit`` in the scope, with the chief's duties, the plan's compile
+    settings (``steps_per_execution`` given back after, whatever happens) and, with a backup
+    folder, preemption saves and a resume at the saved step (:mod:`autodist.preemption`)."""
     import tensorflow as tf
 
     trained = placed.trained
@@ -271,13 +277,17 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
         return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
-    duties = ChiefDuties(cluster, keras, call.backup_dir)
+    guard = guard_for(call.backup_dir, the_plan, ready.fit_kwargs.get("callbacks"), keras, distribution)
+    duties = ChiefDuties(cluster, keras, False if guard is not None else call.backup_dir)
     restore_compiled = apply_compile_settings(trained, the_plan)
     succeeded = False
     try:
-        kwargs = {**ready.fit_kwargs, "callbacks": duties.prepare(ready.fit_kwargs.get("callbacks")) + beats}
+        callbacks = duties.prepare(ready.fit_kwargs.get("callbacks")) + beats
         with distribution.scope():
-            history = trained.fit(ready.x, ready.y, epochs=call.epochs, **kwargs)
+            if guard is None:
+                history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})
+            else:
+                history = fit_resuming(trained, ready, call.epochs, callbacks, guard, keras, order_note=_order_note(call, ready))
         succeeded = True
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:
         if duties.cluster is None:
@@ -288,7 +298,20 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
             duties.restore(succeeded=succeeded)
         finally:
             restore_compiled()
+            if guard is not None:
+                guard.state.close(finished=succeeded)
     return history
+
+
+def _order_note(call: FitCall, ready: TrainingInput) -> str:
+    """Why a resumed run cannot read the rest of an epoch in the uninterrupted run's order: arrays
+    that autodist shuffles as a dataset, with no global seed (a new seed each run)."""
+    from tensorflow.python.eager import context
+
+    autodist_shuffles = ready.x is not call.x and call.fit_kwargs.get("shuffle", True) and is_array_like(call.x)
+    if autodist_shuffles and context.global_seed() is None:
+        return "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new order after a restart"
+    return ""
 
 
 def _finish(history: Any, model: Any, placed: Placed, the_plan: Plan) -> Any:
@@ -356,5 +379,5 @@ def _peer_message(the_plan: Plan, err: Exception) -> str:
         f"{cluster.num_workers} workers to run to the end; one stopped or became unreachable. "
         "Find the failed worker's own error in its log. To survive such failures, start the job "
         "with python -m autodist launch --max-restarts 1 (or your cluster manager's restart "
-        "policy): training resumes from the last finished epoch through BackupAndRestore."
+        "policy): training resumes from the last save every worker has (each epoch's end, or the step saved on SIGTERM)."
     )

@@ -2,10 +2,11 @@
 
 It starts ``--workers N`` (and ``--ps M``) processes on 127.0.0.1, on free ports, each with its
 own TF_CONFIG, and runs ``sys.executable SCRIPT ARGS`` in each. It prefixes every output line with
-its task, stops everything when one task fails (SIGTERM, then SIGKILL after a short grace:
-TensorFlow ignores SIGTERM while it waits for peers), and reports which task failed, with what
-exit code, and its last lines. ``--max-restarts K`` restarts the whole job after a failure; the
-backup directory it shares between attempts (``AUTODIST_BACKUP_DIR``) lets training resume.
+its task, stops everything when one task fails (SIGTERM, then SIGKILL after at most 5 s: the
+others wait on it) or when it is told to stop (SIGTERM forwarded; ``--grace``, 30 s, to save the
+step: :mod:`autodist.preemption`), and reports which task failed, with what exit code, and its
+last lines. ``--max-restarts K`` restarts the whole job after a failure; the backup directory
+shared between attempts (``AUTODIST_BACKUP_DIR``) lets training resume.
 
 Every task's TF_CONFIG names 127.0.0.1, but TensorFlow's gRPC server listens on every interface
 whatever TF_CONFIG names (``grpc_server_lib.cc`` binds ``0.0.0.0``), and it runs graphs for
@@ -16,11 +17,11 @@ anyone who connects. So on Linux the tasks run in one private network namespace
 Every wait is bounded: ``--timeout`` for the whole job; ``--stall-timeout`` (default 30 minutes)
 for a task that has started training and then stops making progress: while ``autodist.fit``
 runs, each task beats (``AUTODIST_HEARTBEAT_FILE``) after each batch and epoch; a
-parameter-server chief beats as its steps finish, its workers and ps while they serve (custom
-loops do not beat and are bounded by ``--timeout`` only); ``--grace`` for stopping. On a machine with GPUs, each local worker
-gets its own (``CUDA_VISIBLE_DEVICES``, :func:`autodist.job_layout.split_gpus`). The launcher's own
-files (heartbeats, default backups) are in a private folder (mode 700). With ``--hosts``, autodist
-only prints the per-host plan: it never starts processes on other machines.
+parameter-server chief as its steps finish, its workers and ps while they serve (custom loops
+do not beat: ``--timeout`` bounds them); ``--grace`` for stopping. Each local worker gets its own
+GPUs (``CUDA_VISIBLE_DEVICES``, :func:`autodist.job_layout.split_gpus`). The launcher's files
+(heartbeats, default backups) are in a private folder (mode 700). With ``--hosts``, autodist only
+prints the per-host plan: it never starts processes on other machines.
 
 Example:
     >>> from autodist.launch import local_cluster
@@ -47,19 +48,11 @@ from typing import IO, Any
 
 from autodist.callbacks import private_root, release_private_root
 from autodist.errors import AutodistError
-from autodist.job_layout import (
-    LOOPBACK,
-    cluster_layout,
-    host_plan,
-    local_cluster,
-    local_gpu_env,
-    num_tasks,
-    task_configs,
-    task_name,
-    task_table,
-    visible_gpus,
-)
+from autodist.job_layout import (  # noqa: F401  (re-exported)
+    LOOPBACK, cluster_layout, host_plan, local_cluster, local_gpu_env, num_tasks, task_configs, task_name, task_table, visible_gpus,
+)  # fmt: skip
 from autodist.netns import PrivateNetwork
+from autodist.preemption import PREEMPTED_EXIT_CODE
 from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
 from autodist.settings import HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
@@ -71,8 +64,6 @@ __all__ = [
 
 ATTEMPT_ENV = LAUNCH_ATTEMPT_ENV
 TAIL_LINES = 20
-
-
 #: The exit code of a job stopped by ``--timeout``, as coreutils' ``timeout`` uses.
 TIMEOUT_EXIT_CODE = 124
 
@@ -99,6 +90,11 @@ STALL_EXIT_CODE = 125
 
 #: ``--stall-timeout``'s default: longer than any one step, epoch end or checkpoint of a real job.
 DEFAULT_STALL_TIMEOUT = 1800.0
+#: ``--grace``'s default: time for a task to finish its step and save it after SIGTERM
+#: (Kubernetes' default termination grace period is 30 s).
+DEFAULT_GRACE = 30.0
+#: The most a task gets after a peer failed: it waits on that peer and has nothing to save.
+FAILURE_GRACE = 5.0
 MIN_STALL_TIMEOUT = 2.0
 
 
@@ -111,7 +107,8 @@ class JobSpec:
         num_ps: parameter-server processes (a chief is added when there are any).
         max_restarts: restarts of the whole job after a failure.
         timeout: seconds the whole job may run, all attempts together; ``None`` for no limit.
-        grace: seconds between SIGTERM and SIGKILL when stopping tasks.
+        grace: seconds between SIGTERM and SIGKILL when the launcher is told to stop (tasks
+            save their step meanwhile); after a task failed, at most :data:`FAILURE_GRACE`.
         backup_dir: the directory shared by attempts (a private temporary one, removed at the
             end, if None).
         isolate: run the tasks in a private network namespace (:mod:`autodist.netns`).
@@ -123,7 +120,7 @@ class JobSpec:
     num_ps: int = 0
     max_restarts: int = 0
     timeout: float | None = None
-    grace: float = 5.0
+    grace: float = DEFAULT_GRACE
     backup_dir: str | None = None
     isolate: bool = True
     stall_timeout: float | None = DEFAULT_STALL_TIMEOUT
@@ -251,16 +248,17 @@ class Launcher:
             task.tail.append(line)
             self._print(f"[{task.name}] {line}")
 
-    def _stop(self, tasks: list[_Task]) -> None:
-        """SIGTERM every live task's process group, then SIGKILL whatever outlives the grace.
-        Never raises; a SIGTERM or SIGHUP that reaches the launcher meanwhile waits until every
-        task is gone."""
+    def _stop(self, tasks: list[_Task], grace: float) -> None:
+        """SIGTERM every live task's process group, then SIGKILL whatever outlives ``grace``.
+        Tasks in ``autodist.fit`` finish their step, save it and exit with
+        :data:`~autodist.preemption.PREEMPTED_EXIT_CODE`. Never raises; a SIGTERM or SIGHUP
+        that reaches the launcher meanwhile waits until every task is gone."""
         self._signals["stopping"] = True
         try:
             live = [t for t in tasks if t.state == TaskState.RUNNING]
             for task in live:
                 _signal_group(task.process, signal.SIGTERM)
-            deadline = time.monotonic() + self.spec.grace
+            deadline = time.monotonic() + grace
             for task in live:
                 _wait(task.process, max(0.0, deadline - time.monotonic()))
             for task in tasks:
@@ -270,6 +268,9 @@ class Launcher:
             for task in tasks:
                 if task.reader is not None:
                     task.reader.join(timeout=5)
+            saved = [task.name for task in live if task.process.returncode == PREEMPTED_EXIT_CODE]
+            if saved:
+                self._print(f"[launcher] {', '.join(saved)} saved their step (exit {PREEMPTED_EXIT_CODE}); the next start resumes there")
         finally:
             self._signals["stopping"] = False
         received, self._signals["received"] = self._signals["received"], None
@@ -277,6 +278,12 @@ class Launcher:
             raise KeyboardInterrupt
         if received is not None:
             raise Terminated(received)
+
+    def _grace_after(self, outcome: _Outcome) -> float:
+        """All of it after a preempted task (the others save the same step meanwhile); at most
+        :data:`FAILURE_GRACE` after another failure (the others wait on it, with nothing to save)."""
+        preempted = outcome.failed is not None and outcome.failed.process.returncode == PREEMPTED_EXIT_CODE
+        return self.spec.grace if preempted else min(self.spec.grace, FAILURE_GRACE)
 
     def _watch(self, tasks: list[_Task], deadline: float | None) -> _Outcome:
         """Wait until every task succeeds, one fails or stalls, or the deadline passes."""
@@ -322,8 +329,10 @@ class Launcher:
                 try:
                     self._start(script, args, attempt, job, tasks)
                     outcome = self._watch(tasks, deadline)
-                finally:
-                    self._stop(tasks)
+                except BaseException:  # SIGTERM/SIGHUP/SIGINT reached the launcher: tasks save their step
+                    self._stop(tasks, self.spec.grace)
+                    raise
+                self._stop(tasks, self._grace_after(outcome))
                 if outcome.state == JobState.SUCCEEDED:
                     return LaunchResult(0, attempt + 1)
                 summary = self._summary(outcome, time.monotonic() - started, tasks)

@@ -61,7 +61,7 @@ SETTINGS: dict[str, str] = {
     CPU_DEVICES_ENV: "split the CPU into N logical devices (mirrored over them)",
     STEPS_PER_EXECUTION_ENV: "steps per compiled call on default/one_device (1 turns it off)",
     KERAS_COMPAT_ENV: "off: no Keras workarounds; force: all of them, whatever the version",
-    BACKUP_DIR_ENV: "BackupAndRestore folder for multi-worker runs (the launcher sets it)",
+    BACKUP_DIR_ENV: "folder of the epoch-end and preemption saves (the launcher sets it; turns them on for single-host runs)",
     PORT_ENV: "the port of every host of a host-list cluster (default 2222)",
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
     LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",

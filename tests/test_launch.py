@@ -36,6 +36,9 @@ if mode == "stall":  # worker 1 beats three times, then hangs; worker 0 keeps be
 print("hello", task, "attempt", attempt, "backup", os.environ["AUTODIST_BACKUP_DIR"], flush=True)
 if mode == "ok":
     sys.exit(0)
+if mode == "save":  # as autodist.fit does: on SIGTERM, finish the step and save (1.5 s), exit 75
+    signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.5), print("saved", flush=True), sys.exit(75)))
+    time.sleep(120)
 if mode == "fail-once" and task == "worker-1" and attempt == 0:
     sys.exit(3)
 if mode == "fail" and task == "worker-1":
@@ -224,6 +227,50 @@ def tasks_outlive_the_launcher(script: str, *, grace: float, signals: int) -> bo
         if launcher.poll() is None:
             launcher.kill()
         subprocess.run(["pkill", "-9", "-f", f"{script} hang"])
+
+
+def test_a_terminated_launcher_waits_for_its_tasks_to_save_their_step(script):
+    """SIGTERM to the launcher reaches every task; tasks that take 1.5 s to save are waited for
+    (the grace, 30 s by default), not killed, and the launcher says who saved."""
+    import signal
+    import subprocess
+    import sys
+
+    from autodist.launch import DEFAULT_GRACE
+    from tests.conftest import ROOT, subprocess_env
+
+    assert DEFAULT_GRACE >= 30, "a task must get time to finish its step and save it"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "60", script, "save"],
+        env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+    )
+    try:
+        lines = []
+        while sum("hello" in line for line in lines) < 2:
+            lines.append(launcher.stdout.readline())
+            assert lines[-1], "the launcher ended early: " + "".join(lines)
+        time.sleep(0.3)
+        sent = time.monotonic()
+        launcher.send_signal(signal.SIGTERM)
+        output = "".join(lines) + launcher.communicate(timeout=30)[0]
+        elapsed = time.monotonic() - sent
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode == 128 + signal.SIGTERM, output
+    assert "[worker 0] saved" in output and "[worker 1] saved" in output, output
+    assert "[launcher] worker 0, worker 1 saved their step (exit 75); the next start resumes there" in output
+    assert 1.5 <= elapsed < 10, f"the launcher ended {elapsed:.1f} s after SIGTERM"
+
+
+def test_after_a_task_failed_a_stuck_peer_gets_the_short_grace(script):
+    """A failed task leaves its peers waiting on it, with nothing to save: they are killed
+    after at most FAILURE_GRACE, whatever --grace says."""
+    from autodist.launch import FAILURE_GRACE
+
+    result, output, elapsed = run(script, "fail", grace=60.0)
+    assert result.exit_code == 3 and result.failed_task == "worker 1", output[-2000:]
+    assert elapsed < FAILURE_GRACE + 5, f"the job took {elapsed:.1f} s to stop after a task failed"
 
 
 def test_without_namespaces_the_launcher_says_so_once_and_carries_on(script, monkeypatch):

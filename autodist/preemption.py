@@ -1,0 +1,381 @@
+"""Preemption without lost steps: on SIGTERM a training task finishes its step, saves its whole
+state with the step within the epoch (:mod:`autodist.train_state`), and exits with
+:data:`PREEMPTED_EXIT_CODE`. The next start (the launcher's restart, or the cluster manager's)
+resumes at that step (:mod:`autodist.resume`).
+
+Spot VMs, Kubernetes evictions and SLURM's ``--signal`` send SIGTERM with a grace period. While
+``autodist.fit`` trains with a backup folder (every multi-worker run; a single-host run given
+``backup_dir`` or ``AUTODIST_BACKUP_DIR``, which the launcher sets), SIGTERM only sets a flag;
+the :func:`guard` callback acts on it after the step that is running:
+
+- one process: it saves right after that step;
+- ``MultiWorkerMirroredStrategy``: every worker must save after the *same* step, or the others
+  wait for ever in the next step's all-reduce. The first worker to see SIGTERM proposes a step
+  through the coordination service's key-value store (the one TensorFlow's
+  ``PreemptionCheckpointHandler`` uses): two steps past its own, since workers in one all-reduce
+  are at most one step apart, so no worker can have passed it. It waits until every worker has
+  acknowledged, then trains on. Each worker's watcher thread takes the proposal and acknowledges
+  it; every worker saves after that step. No step pays for this: the check is a flag.
+
+Each epoch's end saves too (without the metrics), so a task that dies without warning resumes
+at its last finished epoch, as with ``BackupAndRestore``; workers resume from the newest save
+they all have (a worker that died may lack its peers' last one). After a ``fit`` that finished,
+the saves are removed; a SIGTERM that came too late to act on (after the last step) is
+delivered again, as it would have been without autodist. Why not TensorFlow's own tools:
+``PreemptionCheckpointHandler`` needs a custom loop, tf_keras's ``BackupAndRestore`` with a
+``save_freq`` restores the step count but reads the epoch's data from its start, and Keras 3's
+``BackupAndRestore`` restores only the epoch.
+
+Example:
+    >>> PREEMPTED_EXIT_CODE
+    75
+    >>> ClusterAgreement.proposal(finished=7)
+    9
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from autodist import train_state
+from autodist.log import get_logger
+from autodist.train_state import Position, Save
+
+__all__ = ["PREEMPTED_EXIT_CODE", "Armed", "ClusterAgreement", "Guard", "LocalAgreement", "guard", "guard_for"]
+
+#: A task's exit code after it saved its step on SIGTERM (``EX_TEMPFAIL``: try again).
+PREEMPTED_EXIT_CODE = 75
+#: The longest wait for the other workers to acknowledge a proposed step, in seconds.
+ACK_TIMEOUT_S = 60.0
+#: The longest wait for another worker to say which saves it has, at the start of ``fit``.
+RESUME_TIMEOUT_S = 300.0
+_FITS = itertools.count()  # every worker runs its fits in the same order: one key per fit
+
+
+class LocalAgreement:
+    """One process: save after the step that is running when SIGTERM comes."""
+
+    def common(self, available: list[Save]) -> list[Save]:
+        """The saves to resume from: all of this process's."""
+        return list(available)
+
+    def propose(self, finished: int) -> None:
+        self.target = finished
+
+    def agreed(self) -> int | None:
+        return getattr(self, "target", None)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class ClusterAgreement:
+    """Workers of one ``MultiWorkerMirroredStrategy`` agree on the step after which all save,
+    through the coordination service (see the module's docstring)."""
+
+    task_index: int
+    num_workers: int
+    fit_id: int = field(default_factory=lambda: next(_FITS))
+    _value: str | None = None
+    _received: threading.Event = field(default_factory=threading.Event)
+
+    @staticmethod
+    def proposal(finished: int) -> int:
+        """The step to save after, proposed by a worker that has finished ``finished`` steps."""
+        return finished + 2
+
+    @property
+    def key(self) -> str:
+        return f"autodist/preemption/{self.fit_id}"
+
+    def common(self, available: list[Save]) -> list[Save]:
+        """The saves every worker has (a worker that died may have missed its peers' last one):
+        each worker posts the names of its own, and reads every other worker's."""
+        import json
+
+        from tensorflow.python.eager import context
+
+        from autodist.errors import PeerError
+
+        key = f"autodist/resume/{self.fit_id}"
+        context.context().set_config_key_value(f"{key}/{self.task_index}", json.dumps([found.name for found in available]))
+        names = {found.name for found in available}
+        for index in range(self.num_workers):
+            try:
+                names &= set(json.loads(context.context().get_config_key_value(f"{key}/{index}", timeout_in_ms=int(RESUME_TIMEOUT_S * 1000))))
+            except Exception as err:
+                raise PeerError(
+                    f"worker {index} did not say which saves it has in {RESUME_TIMEOUT_S:g} s ({type(err).__name__}). "
+                    "Expected every worker to start autodist.fit. Find that worker's error in its log."
+                ) from err
+        return [found for found in available if found.name in names]
+
+    def start(self) -> ClusterAgreement:
+        threading.Thread(target=self._watch, name="autodist-preemption", daemon=True).start()
+        return self
+
+    def _watch(self) -> None:
+        from tensorflow.python.eager import context
+
+        try:
+            value = context.context().get_config_key_value(self.key)  # blocks until some worker sets it
+        except Exception:  # the cluster is going away
+            return
+        self._value = value
+        self._received.set()
+        if value != "done":
+            context.context().set_config_key_value(f"{self.key}/ack/{self.task_index}", "1")
+
+    def propose(self, finished: int) -> None:
+        """Propose the step, wait for every worker's acknowledgement; when another worker
+        proposed first, wait for its proposal instead."""
+        from tensorflow.python.eager import context
+
+        try:
+            context.context().set_config_key_value(self.key, str(self.proposal(finished)))
+        except Exception:  # already set, by another worker's proposal (or the end of fit)
+            self._received.wait(ACK_TIMEOUT_S)
+            return
+        for index in range(self.num_workers):
+            try:
+                context.context().get_config_key_value(f"{self.key}/ack/{index}", timeout_in_ms=int(ACK_TIMEOUT_S * 1000))
+            except Exception:
+                get_logger().warning(f"autodist: worker {index} did not acknowledge the preemption step in {ACK_TIMEOUT_S:g} s")
+        self._received.wait(ACK_TIMEOUT_S)
+
+    def agreed(self) -> int | None:
+        value = self._value
+        return int(value) if value is not None and value != "done" else None
+
+    def close(self) -> None:
+        """Wake every watcher: the fit is over."""
+        from tensorflow.python.eager import context
+
+        try:
+            context.context().set_config_key_value(self.key, "done")
+        except Exception:
+            pass  # a proposal, or another worker's "done", is there already
+
+
+@dataclass
+class Guard:
+    """What the :func:`guard` callback keeps: where the saves go, the agreement, the signal."""
+
+    folder: str
+    agreement: Any
+    strategy: Any
+    root: str | None = None  # the backup root, removed with the folder when empty
+    resume_from: Save | None = None  # the save to restore
+    received: threading.Event = field(default_factory=threading.Event)
+    previous_handler: Any = None
+    installed: bool = False
+
+    def install(self) -> None:
+        """Catch SIGTERM (only a flag: the step that is running finishes)."""
+        if threading.current_thread() is not threading.main_thread():
+            get_logger().warning("autodist: fit runs outside the main thread; SIGTERM cannot be caught to save the step")
+            return
+        self.previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: self.received.set())
+        self.installed = True
+
+    def close(self, *, finished: bool) -> None:
+        """Give SIGTERM back; remove the saves after a finished fit, and deliver a SIGTERM that
+        came too late to act on."""
+        self.agreement.close()
+        if self.installed:
+            signal.signal(signal.SIGTERM, self.previous_handler)
+            self.installed = False
+            if self.received.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)
+        if finished:
+            train_state.clear(self.folder)
+            _remove_if_empty(self.root)
+
+
+def _remove_if_empty(folder: str | None) -> None:
+    from autodist.callbacks import release_private_root
+
+    try:
+        if folder:
+            os.rmdir(folder)
+    except OSError:
+        pass  # other workers' folders, or the user's files
+    release_private_root()
+
+
+def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
+    """Two callbacks, first and last in the list: the first restores the save at the start of
+    ``fit`` and saves at each epoch's end, before any other callback sees the model; the last,
+    once every other callback has seen the step, saves on SIGTERM after the agreed step, then
+    exits with :data:`PREEMPTED_EXIT_CODE`."""
+    base = keras_module.callbacks.Callback
+
+    class RestoreSave(base):  # type: ignore[misc, valid-type]
+        autodist_coarse_hooks = True  # at each execution's end is enough: no reason for steps_per_execution 1
+        metrics_pending: list[Any] | None = None
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            if state.resume_from is not None:
+                self.metrics_pending = _restore(self.model, state)
+            state.install()
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            if self.metrics_pending and _apply_metrics(self.model, state, self.metrics_pending, add=False, last_try=False):
+                self.metrics_pending = None
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            # first in the list: saved before any other callback of the epoch can end the task
+            position = Position(epoch + 1, 0, self.params.get("steps"))
+            train_state.save(state.folder, "epoch", position, train_state.state_variables(self.model, metrics=False))
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            if self.metrics_pending:  # metrics built by the first step (tf_keras, Keras 3 under a strategy): add
+                _apply_metrics(self.model, state, self.metrics_pending, add=True, last_try=True)
+                self.metrics_pending = None
+
+    class SaveOnPreemption(base):  # type: ignore[misc, valid-type]
+        autodist_coarse_hooks = True
+        finished_steps = epoch = step = 0
+        exit_at_epoch_end = False
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.epoch, self.step = epoch, 0
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.finished_steps += 1
+            self.step = batch + 1
+            if state.received.is_set() and state.agreement.agreed() is None:
+                state.agreement.propose(self.finished_steps)
+            if state.agreement.agreed() == self.finished_steps:
+                batches = self.params.get("steps")
+                if batches and self.step >= batches:
+                    self.exit_at_epoch_end = True  # its validation and epoch-end callbacks first
+                    return
+                _save_and_exit(self.model, state, Position(self.epoch, self.step, batches))
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            if self.exit_at_epoch_end:  # the epoch's save is made (first in the list)
+                _exit(state, Position(epoch + 1, 0, self.params.get("steps")))
+
+    return RestoreSave(), SaveOnPreemption()
+
+
+def _metric_variables(model: Any) -> list[Any]:
+    return [v for metric in model.metrics for v in metric.variables]
+
+
+def _restore(model: Any, state: Guard) -> list[Any] | None:
+    """Restore weights and optimizer from the save; return its metric values, to restore when
+    the epoch begins (or, in tf_keras, after its first step builds the metrics)."""
+    found = state.resume_from
+    assert found is not None
+    _build_optimizer(model, state.strategy)
+    groups = train_state.state_variables(model, metrics=False)
+    saved = train_state.load(state.folder, found.name) or {}
+    missing = [name for name in groups if name not in saved or not train_state.matches(groups[name], saved[name])]
+    if missing:
+        raise_mismatch(state.folder, found.name, missing)
+    for name in groups:
+        for variable, value in zip(groups[name], saved[name]):
+            variable.assign(value)
+    get_logger().warning(
+        f"autodist: resuming at epoch {found.position.epoch + 1}, after {found.position.step} of its batches, "
+        f"from the {'preemption' if found.kind == 'step' else 'epoch-end'} save in {state.folder}"
+    )
+    return saved.get("metrics") if found.kind == "step" else None
+
+
+def _build_optimizer(model: Any, strategy: Any) -> None:
+    """tf_keras creates the optimizer's slots at its first step: create them now, to restore."""
+    optimizer = getattr(model, "optimizer", None)
+    built = getattr(optimizer, "built", None)
+    if built is None:
+        built = getattr(optimizer, "_built", False)
+    if optimizer is not None and not built and hasattr(optimizer, "build"):
+        with strategy.scope():
+            optimizer.build(model.trainable_variables)
+
+
+def raise_mismatch(folder: str, name: str, groups: list[str]) -> None:
+    from autodist.errors import AutodistError
+
+    raise AutodistError(
+        f"autodist found the save {name} in {folder} to resume from, but its {', '.join(groups)} "
+        "do not match this model's (another model, or a changed one). Expected the model of the "
+        "run that saved it. Remove the folder to start afresh, or pass backup_dir= another folder."
+    )
+
+
+def _apply_metrics(model: Any, state: Guard, values: list[Any], *, add: bool, last_try: bool) -> bool:
+    """Give the metrics the saved state; ``False`` when they do not match it (not built yet)."""
+    variables = _metric_variables(model)
+    if not train_state.matches(variables, values):
+        if last_try:
+            get_logger().warning("autodist: the metrics differ from the saved ones; this epoch's History covers the resumed batches only")
+        return False
+    train_state.restore_metrics(state.strategy, variables, values, add=add)
+    return True
+
+
+def _save_and_exit(model: Any, state: Guard, position: Position) -> None:
+    train_state.save(state.folder, "step", position, train_state.state_variables(model))
+    _exit(state, position)
+
+
+def _exit(state: Guard, position: Position) -> None:
+    state.received.clear()  # acted on: not delivered again
+    print(
+        f"autodist: preempted (SIGTERM): saved epoch {position.epoch + 1} after {position.step} of its "
+        f"{position.batches or '?'} batches to {state.folder}; exiting with code {PREEMPTED_EXIT_CODE}. "
+        "The next start resumes at that step.",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(PREEMPTED_EXIT_CODE)
+
+
+@dataclass(frozen=True)
+class Armed:
+    """A guard ready for one ``fit``: its state and its two callbacks (see :func:`guard`)."""
+
+    state: Guard
+    first: Any
+    last: Any
+
+
+def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any) -> Armed | None:
+    """The preemption guard for this ``fit``, or ``None``: without a backup folder (a single-host
+    run given neither ``backup_dir`` nor ``AUTODIST_BACKUP_DIR``; ``backup_dir=False``), with the
+    caller's own ``BackupAndRestore``, or under parameter-server training (asynchronous: no step
+    that every worker shares)."""
+    from autodist.callbacks import backup_folder, default_backup_root
+    from autodist.plans import StrategyKind
+    from autodist.settings import backup_dir_setting
+
+    cluster = the_plan.cluster
+    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and cluster is not None and cluster.num_workers >= 2
+    own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
+    if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        return None
+    if isinstance(backup_dir, str):
+        root = backup_dir
+    elif multi_worker or backup_dir_setting(os.environ):
+        root = default_backup_root(cluster, os.environ) if cluster is not None else str(backup_dir_setting(os.environ))
+    else:
+        return None
+    folder = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, "single")
+    if multi_worker:
+        assert cluster is not None
+        worker = 0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
+        agreement: Any = ClusterAgreement(worker, cluster.num_workers).start()
+    else:
+        agreement = LocalAgreement()
+    state = Guard(folder, agreement, strategy, root=root)
+    return Armed(state, *guard(keras_module, state))

@@ -1,0 +1,257 @@
+"""Resume mid-epoch: the rest of the interrupted epoch, then the remaining epochs, as one ``fit``
+for every callback.
+
+Neither Keras 3 nor tf_keras can start ``fit`` part-way through an epoch: Keras 3's
+``BackupAndRestore`` restores only the epoch, and tf_keras's, with ``save_freq=N``, counts the
+steps as done but reads the epoch's data from its start. So a resumed run is two ``fit`` calls,
+the *phases* (:func:`phases`): the interrupted epoch on the batches it had left (an unshuffled
+array sliced after the trained samples; a dataset that skips the trained batches), then the
+remaining epochs on the input as it was. One :func:`phased_callbacks` list serves both: the
+callbacks see one ``on_train_begin``, one ``on_train_end``, one History and the epoch's batch
+numbers as the uninterrupted run gives them.
+
+Where the order of the rest of the epoch cannot be the uninterrupted run's (an input that Keras
+shuffles itself, or a dataset with a ``shuffle``), the phase trains the epoch's remaining count of
+batches, drawn anew, with a warning that says so. An input that cannot skip batches (a generator,
+a ``PyDataset``, ``steps_per_epoch`` over a finite input) resumes from the epoch's start instead.
+
+Example:
+    >>> import numpy as np
+    >>> first, rest = phases(np.arange(10), np.arange(10), {"batch_size": 4, "shuffle": False}, epoch=1, step=1, epochs=3).phases
+    >>> first.x.tolist(), first.kwargs["initial_epoch"], first.kwargs["epochs"], first.batch_offset
+    ([4, 5, 6, 7, 8, 9], 1, 2, 1)
+    >>> rest.kwargs["initial_epoch"], rest.kwargs["epochs"], len(rest.x)
+    (2, 3, 10)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from autodist.dataset_graph import finite_cardinality, shuffles
+from autodist.log import warn_all
+from autodist.train_state import Save, discard_after, saves
+
+__all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "run_phases"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One ``fit`` call: its input and keywords (``initial_epoch`` and ``epochs`` included), and
+    the batches of its first epoch trained before it (added to the batch numbers callbacks see)."""
+
+    x: Any
+    y: Any
+    kwargs: Mapping[str, Any]
+    batch_offset: int = 0
+
+
+@dataclass(frozen=True)
+class Phases:
+    """The phases of a resumed run; ``exact``: the interrupted epoch's remaining batches are the
+    uninterrupted run's; ``note``: why not, when they are not; ``batches``: the epoch's length."""
+
+    phases: tuple[Phase, ...]
+    exact: bool = True
+    note: str = ""
+    batches: int | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def batch_offset_in_first(self) -> int:
+        return self.phases[0].batch_offset
+
+
+def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int) -> Phases | None:
+    """The ``fit`` calls that resume at ``step`` of ``epoch`` (0-based), or ``None`` when this
+    input cannot skip batches (resume from the epoch's start). ``kwargs`` are the ``fit``
+    keywords as ``model.fit`` reads them, without ``epochs`` and ``callbacks``."""
+    kwargs = {key: value for key, value in kwargs.items() if key not in ("epochs", "callbacks")}
+    stream = hasattr(x, "skip") and kwargs.get("steps_per_epoch") is not None and _endless(x)
+    if step == 0 and not stream:
+        return Phases((Phase(x, y, {**kwargs, "initial_epoch": epoch, "epochs": epochs}),))
+    if stream:
+        found = _stream_phases(x, kwargs, epoch, step)
+    elif hasattr(x, "skip") and kwargs.get("steps_per_epoch") is None:
+        note = _SHUFFLED_DATASET if shuffles(x) else ""
+        found = (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
+    elif _is_arrays(x) and kwargs.get("steps_per_epoch") is None and kwargs.get("batch_size"):
+        found = _array_phases(x, y, kwargs, step)
+    else:
+        return None
+    first, rest, batches, note = found
+    if step == 0:  # a stream resumed at an epoch's start: one phase, from the right place in it
+        return Phases((Phase(first[0], None, {**first[2], "initial_epoch": epoch, "epochs": epochs}),), batches=batches)
+    later = (Phase(rest[0], rest[1], {**rest[2], "initial_epoch": epoch + 1, "epochs": epochs}),) if epoch + 1 < epochs else ()
+    first_phase = Phase(first[0], first[1], {**first[2], "initial_epoch": epoch, "epochs": epoch + 1}, batch_offset=step)
+    warnings = (_inexact_warning(epoch, step, batches, note),) if note else ()
+    return Phases((first_phase,) + later, exact=not note, note=note, batches=batches, warnings=warnings)
+
+
+_SHUFFLED_DATASET = "the dataset shuffles, in a new order after a restart"
+
+
+def _endless(dataset: Any) -> bool:
+    return int(dataset.cardinality()) == -1  # tf.data.INFINITE_CARDINALITY
+
+
+def _stream_phases(dataset: Any, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
+    """An endless dataset read ``steps_per_epoch`` batches an epoch, one stream from the first
+    epoch of the run (``initial_epoch``) on: skip every batch the run has read."""
+    steps = int(kwargs["steps_per_epoch"])
+    read = (epoch - int(kwargs.get("initial_epoch") or 0)) * steps
+    note = _SHUFFLED_DATASET if shuffles(dataset) else ""
+    first = (dataset.skip(read + step), None, {**kwargs, "steps_per_epoch": steps - step} if step else dict(kwargs))
+    rest = (dataset.skip(read + steps), None, dict(kwargs))
+    return first, rest, steps, note
+
+
+def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
+    """Arrays that Keras batches: the training part sliced after the trained samples, the
+    validation part (``validation_split``) kept as it was. Shuffled: the remaining count of
+    batches, from a new order."""
+    samples = _length(x)
+    split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
+    train = int(math.floor(samples * (1.0 - split)))
+    batch = int(kwargs["batch_size"])
+    batches = math.ceil(train / batch)
+    if kwargs.get("shuffle", True):
+        first = (x, y, {**kwargs, "steps_per_epoch": batches - step})
+        return first, (x, y, dict(kwargs)), batches, "Keras shuffles this input itself, in a new order after a restart"
+    weights = kwargs.get("sample_weight")
+    changes: dict[str, Any] = {"validation_split": 0.0} if split else {}
+    if split:
+        validation = (_slice(x, train, None), _slice(y, train, None))
+        changes["validation_data"] = validation + ((_slice(weights, train, None),) if weights is not None else ())
+    if weights is not None:
+        changes["sample_weight"] = _slice(weights, step * batch, train)
+    first = (_slice(x, step * batch, train), _slice(y, step * batch, train), {**kwargs, **changes})
+    return first, (x, y, dict(kwargs)), batches, ""
+
+
+def _is_arrays(x: Any) -> bool:
+    if isinstance(x, Mapping):
+        return bool(x) and all(_is_arrays(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(_is_arrays(v) for v in x)
+    return hasattr(x, "shape") and hasattr(x, "__getitem__")
+
+
+def _length(x: Any) -> int:
+    while isinstance(x, (Mapping, list, tuple)):
+        x = next(iter(x.values())) if isinstance(x, Mapping) else x[0]
+    return int(x.shape[0])
+
+
+def _slice(x: Any, start: int, stop: int | None) -> Any:
+    if x is None:
+        return None
+    if isinstance(x, Mapping):
+        return {key: _slice(value, start, stop) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_slice(value, start, stop) for value in x)
+    return x[start:stop]
+
+
+def _inexact_warning(epoch: int, step: int, batches: int | None, note: str) -> str:
+    return (
+        f"Resuming epoch {epoch + 1} after {step} of its {batches or '?'} batches: {note}, so its "
+        f"remaining {'' if batches is None else batches - step} batches are drawn anew, and some "
+        "of its samples may be trained twice and others not at all in this one epoch. Pass "
+        "shuffle=False, or numpy arrays with keras.utils.set_random_seed under "
+        "multi_worker_mirrored, for the uninterrupted run's numbers."
+    )
+
+
+def phased_callbacks(keras_module: Any, callbacks: list[Any], model: Any, **params: Any) -> Any:
+    """One Keras ``CallbackList`` for every phase: ``on_train_begin`` in the first phase only,
+    ``on_train_end`` after the last, batch numbers counted from the epoch's start."""
+
+    class PhasedCallbacks(keras_module.callbacks.CallbackList):  # type: ignore[misc, name-defined]
+        first_phase, last_phase, batch_offset = True, False, 0
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            if self.first_phase:
+                super().on_train_begin(logs)
+
+        def on_train_end(self, logs: Any = None) -> None:
+            if self.last_phase:
+                super().on_train_end(logs)
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            super().on_train_batch_begin(batch + self.batch_offset, logs)
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            super().on_train_batch_end(batch + self.batch_offset, logs)
+
+    return PhasedCallbacks(callbacks, add_history=True, add_progbar=params.get("verbose", 1) != 0, model=model, **params)
+
+
+def run_phases(model: Any, plan: Phases, callbacks: Any) -> Any:
+    """Run the phases with one :func:`phased_callbacks` list; the History of them all."""
+    history = None
+    for index, phase in enumerate(plan.phases):
+        callbacks.first_phase, callbacks.last_phase = index == 0, index == len(plan.phases) - 1
+        callbacks.batch_offset = phase.batch_offset
+        history = model.fit(phase.x, phase.y, callbacks=callbacks, **phase.kwargs)
+        callbacks.batch_offset = 0
+        if model.stop_training and not callbacks.last_phase:  # EarlyStopping, TerminateOnNaN, ...
+            callbacks.last_phase = True
+            logs = {key: values[-1] for key, values in (history.history if history is not None else {}).items() if values}
+            callbacks.on_train_end(logs)
+            break
+    return history
+
+
+def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], armed: Any, keras_module: Any, *, order_note: str = "") -> Any:
+    """``model.fit`` with the preemption guard's callbacks first and last, resumed at the newest
+    save that every worker has, when there is one (see the module's docstring)."""
+    state = armed.state
+    callbacks = [armed.first, *callbacks, armed.last]
+    kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
+    common = state.agreement.common(saves(state.folder))
+    plan, state.resume_from = _resume_plan(ready, kwargs, epochs, common, state.folder) if common else (None, None)
+    if state.resume_from is not None:
+        discard_after(state.folder, state.resume_from)
+    if plan is None:
+        return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
+    warnings = list(plan.warnings)
+    if order_note and plan.batch_offset_in_first:
+        position = state.resume_from.position
+        warnings.append(_inexact_warning(position.epoch, position.step, plan.batches, order_note))
+    warn_all(warnings)
+    if len(plan.phases) == 1:
+        only = plan.phases[0]
+        return model.fit(only.x, only.y, callbacks=callbacks, **only.kwargs)
+    verbose = kwargs.get("verbose", "auto")
+    phased = phased_callbacks(keras_module, callbacks, model, verbose=1 if verbose == "auto" else verbose, epochs=epochs, steps=plan.batches)
+    return run_phases(model, plan, phased)
+
+
+def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[Save], folder: str) -> tuple[Phases | None, Save | None]:
+    """The phases for the newest save in ``common``; for an input that cannot skip batches, the
+    epoch-end save before it (the epoch's trained batches are trained again, with a warning)."""
+    found = common[-1]
+    position = found.position
+    plan = phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=position.step, epochs=epochs)
+    if plan is not None:
+        if position.batches and plan.batches and position.batches != plan.batches:
+            warn_all([
+                f"The save in {folder} was made with {position.batches} batches an epoch, and this "
+                f"run has {plan.batches}: the input changed, so resuming after batch {position.step} "
+                "of the epoch does not continue the same epoch."
+            ])
+        return plan, found
+    warn_all([
+        f"autodist resumes epoch {position.epoch + 1} from its start, not after the {position.step} "
+        f"batches saved on preemption: this input ({type(ready.x).__name__}) cannot skip batches, "
+        f"so {position.step} steps are trained again. Pass numpy arrays or a tf.data.Dataset to "
+        "resume at the saved step."
+    ])
+    earlier = [s for s in common if s.kind == "epoch" and s.position.epoch == position.epoch]
+    if earlier:
+        return phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=0, epochs=epochs), earlier[-1]
+    return None, None  # no save of the epoch's start: the run starts afresh

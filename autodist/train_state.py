@@ -1,0 +1,208 @@
+"""A training task's whole state in one private folder: the model's weights, the optimizer's and
+the metrics' variables, and where in the run it stood (the epoch, and the batches of it already
+trained), so that a restart resumes at that step and trains the same numbers.
+
+Two kinds of save share a folder: ``epoch`` (at each epoch's end; no metrics: the next epoch
+resets them) and ``step`` (when the task is preempted, mid-epoch; with the metrics, so that the
+epoch's History is the uninterrupted run's). Each is ``<kind>-<epoch>-<step>.npz`` (the values)
+and ``.json`` (the :class:`Position` and the variables' shapes), each written to a partial file
+and renamed, the JSON last, so a save cut short is never read. The :data:`KEEP` newest stay. Every worker keeps its own folder: under
+``MultiWorkerMirroredStrategy`` all workers hold the same values, so none reads another's files
+(no shared file system is needed).
+
+Metric variables are ``ON_READ`` sums under a ``tf.distribute`` strategy: saved as their global
+value (a cross-replica read; under ``MultiWorkerMirroredStrategy`` an all-reduce that every worker
+runs at the same step) and restored to the first replica, every other replica holding zero, so
+the sum is the saved value again.
+
+Example:
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> for epoch in (1, 2, 3):
+    ...     _ = save(folder, "epoch", Position(epoch, 0, 10), {"weights": [np.zeros(2)]})
+    >>> [found.position.epoch for found in saves(folder)]  # the two newest
+    [2, 3]
+    >>> save(folder, "step", Position(3, 5, 10), {"weights": [np.ones(2)]}).name
+    'step-000003-00000005'
+    >>> load(folder, saves(folder)[-1].name)["weights"][0].tolist()
+    [1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "GROUPS", "KEEP", "Position", "Save", "clear", "discard_after", "load", "matches", "restore_metrics", "save", "saves", "state_variables",
+]  # fmt: skip
+
+#: The variable groups a save holds, in order.
+GROUPS = ("weights", "optimizer", "metrics")
+#: Saves kept in a folder: the newest and the one before. Under MultiWorkerMirroredStrategy a
+#: worker that dies may not have made the save its peers made; they resume from one all have.
+KEEP = 2
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a run stood: ``epoch`` (0-based) and ``step``, the batches of it already trained;
+    ``batches``: the epoch's length in batches when saved (``None`` when unknown)."""
+
+    epoch: int
+    step: int
+    batches: int | None = None
+
+
+def state_variables(model: Any, *, metrics: bool = True) -> dict[str, list[Any]]:
+    """The model's variables by group: every weight (trainable or not), the optimizer's
+    (its step count, slots, loss scale), and, with ``metrics``, the metrics' state."""
+    optimizer = getattr(model, "optimizer", None)
+    optimizer_variables = getattr(optimizer, "variables", []) if optimizer is not None else []
+    if callable(optimizer_variables):  # tf_keras's older optimizers
+        optimizer_variables = optimizer_variables()
+    groups = {"weights": list(model.weights), "optimizer": list(optimizer_variables)}
+    if metrics:
+        groups["metrics"] = [v for metric in model.metrics for v in metric.variables]
+    return groups
+
+
+def _shapes(groups: dict[str, list[Any]]) -> dict[str, list[list[int]]]:
+    return {name: [list(np.shape(value)) for value in values] for name, values in groups.items()}
+
+
+@dataclass(frozen=True)
+class Save:
+    """One save in a folder: its file name (without suffix), kind and position."""
+
+    name: str
+    kind: str
+    position: Position
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.position.epoch, self.position.step)
+
+
+def save(folder: str, kind: str, position: Position, groups: dict[str, list[Any]], *, keep: int = KEEP) -> Save:
+    """Write the variables' values, then the position (atomically), as
+    ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
+    values = {name: [np.asarray(_read(v)) for v in variables] for name, variables in groups.items()}
+    _private_folder(folder)
+    name = f"{kind}-{position.epoch:06d}-{position.step:08d}"
+    arrays = {f"{group}_{i}": value for group, found in values.items() for i, value in enumerate(found)}
+    _write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
+    record = {"position": asdict(position), "shapes": _shapes(values)}
+    _write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
+    for old in saves(folder)[:-keep]:
+        _remove(folder, old.name)
+    return Save(name, kind, position)
+
+
+def _write_privately(path: str, write: Any) -> None:
+    """Write ``path`` (mode 0600) through a partial file and an atomic rename."""
+    partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
+    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+        write(handle)
+    os.replace(partial, path)
+
+
+def _private_folder(folder: str) -> None:
+    """Create ``folder`` and any missing parent with mode 0700 (``os.makedirs`` gives the parents
+    the default mode)."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass  # another worker made it meanwhile
+
+
+def saves(folder: str) -> list[Save]:
+    """The readable saves in ``folder``, oldest first (a save cut short has no JSON: not listed)."""
+    found = []
+    for file in os.listdir(folder) if os.path.isdir(folder) else []:
+        kind, _, rest = file.partition("-")
+        if not file.endswith(".json") or kind not in ("epoch", "step"):
+            continue
+        try:
+            with open(os.path.join(folder, file)) as handle:
+                position = Position(**json.load(handle)["position"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if os.path.exists(os.path.join(folder, file[: -len(".json")] + ".npz")):
+            found.append(Save(file[: -len(".json")], kind, position))
+    return sorted(found, key=lambda found_save: (found_save.order, found_save.kind == "epoch"))
+
+
+def load(folder: str, name: str) -> dict[str, list[np.ndarray]] | None:
+    """The saved values of save ``name``, by group; ``None`` when it is unreadable."""
+    try:
+        with open(os.path.join(folder, f"{name}.json")) as handle:
+            shapes = json.load(handle)["shapes"]
+        with np.load(os.path.join(folder, f"{name}.npz")) as data:
+            return {group: [data[f"{group}_{i}"] for i in range(len(shapes[group]))] for group in shapes}
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def matches(variables: list[Any], values: list[np.ndarray]) -> bool:
+    """Whether saved ``values`` fit ``variables``: as many, and the same shapes."""
+    return [tuple(np.shape(v)) for v in variables] == [tuple(np.shape(value)) for value in values]
+
+
+def _remove(folder: str, name: str) -> None:
+    for suffix in (".json", ".npz"):  # the JSON first: a half-removed save is not listed
+        try:
+            os.remove(os.path.join(folder, name + suffix))
+        except OSError:
+            pass
+
+
+def discard_after(folder: str, kept: Save) -> None:
+    """Remove the saves newer than ``kept`` (one this run resumed before, or one another worker
+    lacks): the next save must not be followed by a stale one."""
+    for found in saves(folder):
+        if found.order > kept.order:
+            _remove(folder, found.name)
+
+
+def clear(folder: str) -> None:
+    """Remove every save from ``folder`` (and any cut short), and the folder when that leaves it empty."""
+    for file in os.listdir(folder) if os.path.isdir(folder) else []:
+        if file.lstrip(".").startswith(("epoch-", "step-")):
+            os.remove(os.path.join(folder, file))
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def _read(variable: Any) -> Any:
+    return variable.numpy() if hasattr(variable, "numpy") else np.asarray(variable)
+
+
+def restore_metrics(strategy: Any, variables: list[Any], values: list[np.ndarray], *, add: bool = False) -> None:
+    """Give the metrics their saved (global) state: the first replica holds it, every other
+    replica zero, for variables summed across replicas; each replica holds it for the others.
+    With ``add``, the saved state is added to what the variables hold."""
+    import tensorflow as tf
+
+    def per_replica() -> None:
+        first = tf.equal(tf.distribute.get_replica_context().replica_id_in_sync_group, 0)
+        for variable, value in zip(variables, values):
+            summed = "SUM" in str(getattr(variable, "aggregation", "")).upper()
+            mine = tf.where(first, value, tf.zeros_like(value)) if summed else tf.constant(value)
+            if add:
+                variable.assign_add(tf.cast(mine, variable.dtype))
+            else:
+                variable.assign(tf.cast(mine, variable.dtype))
+
+    tf.function(lambda: strategy.run(per_replica))()  # eager strategy.run warns of its overhead

@@ -1,0 +1,250 @@
+"""Preemption without lost steps: SIGTERM mid-epoch, a new start, and the uninterrupted run's
+numbers (weights within 1e-6, the resumed epochs' History, every step trained exactly once).
+
+Real TensorFlow in fresh processes (tests/scenarios/preemption.py): single-host runs under the
+default and mirrored strategies, and 2-worker MultiWorkerMirrored jobs under the launcher, with
+Keras 3 and tf_keras. The pieces (the phases of a resumed fit, the saves) are checked in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodist.preemption import PREEMPTED_EXIT_CODE, ClusterAgreement
+from autodist.resume import phases
+from autodist.train_state import Position, clear, discard_after, load, save, saves
+from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
+
+SCRIPT = str(SCENARIOS / "preemption.py")
+STEPS = 30  # 3 epochs of 10 batches
+LEGACY = {"keras3": None, "tf_keras": "1"}
+
+
+def single(out: Path, mode: str, flavor: str, cpus: str, data: str) -> subprocess.CompletedProcess:
+    env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus)
+    return run_python([SCRIPT, str(out), mode, data], env=env, timeout=180)
+
+
+def result(out: Path, task: str) -> tuple[list[np.ndarray], dict]:
+    with np.load(out / f"{task}.npz") as data:
+        weights = [data[key] for key in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+    return weights, json.loads((out / f"{task}.json").read_text())
+
+
+def steps_trained(out: Path, task: str) -> list[int]:
+    """The optimizer's step count after each step trained, over every start of the task."""
+    return [int(line.split()[3]) for line in (out / f"{task}-steps.txt").read_text().splitlines()]
+
+
+def assert_same_run(out: Path, reference: Path, task: str) -> tuple[float, int]:
+    """The resumed run matches the uninterrupted one; returns (weight difference, steps redone)."""
+    weights, summary = result(out, task)
+    ref_weights, ref_summary = result(reference, task)
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights))
+    assert diff <= 1e-6, f"{task}: final weights differ from the uninterrupted run's by {diff:g}"
+    resumed = summary["epochs"]
+    assert resumed and resumed[-1] == 2, summary
+    for key, values in summary["history"].items():
+        expected = [ref_summary["history"][key][epoch] for epoch in resumed]
+        assert np.allclose(values, expected, rtol=0, atol=1e-6), (key, values, expected)
+    trained = steps_trained(out, task)
+    assert sorted(set(trained)) == list(range(1, STEPS + 1)), f"{task}: steps lost: {sorted(set(range(1, STEPS + 1)) - set(trained))}"
+    return diff, len(trained) - STEPS
+
+
+@pytest.mark.parametrize(
+    "flavor,cpus,data",
+    [("keras3", "1", "arrays"), ("keras3", "2", "dataset"), ("tf_keras", "2", "arrays")],
+    ids=["keras3-default-arrays", "keras3-mirrored-dataset", "tf_keras-mirrored-arrays"],
+)
+def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cpus, data, report):
+    out, reference = tmp_path / "run", tmp_path / "reference"
+    out.mkdir()
+    reference.mkdir()
+    first = single(out, "self", flavor, cpus, data)
+    assert first.returncode == PREEMPTED_EXIT_CODE, first.stderr[-3000:]
+    assert "autodist: preempted (SIGTERM): saved epoch 2 after 5 of its 10 batches" in first.stderr
+    folder = out / "backup" / "single"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and stat.S_IMODE((out / "backup").stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}, "saves are private to the user"
+    assert [(found.kind, found.position) for found in saves(str(folder))] == [("epoch", Position(1, 0, 10)), ("step", Position(1, 5, 10))]
+    second = single(out, "self", flavor, cpus, data)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "autodist: resuming at epoch 2, after 5 of its batches, from the preemption save" in second.stderr
+    assert not (out / "backup").exists(), "a finished run removes its saves"
+    done = single(reference, "reference", flavor, cpus, data)
+    assert done.returncode == 0, done.stderr[-3000:]
+    diff, redone = assert_same_run(out, reference, "single")
+    assert redone == 0
+    report(f"preemption, {flavor} {result(out, 'single')[1]['strategy']} ({data}): SIGTERM in epoch 2 batch 5; steps redone {redone}, weights within {diff:g} of the uninterrupted run")
+
+
+def launch(out: Path, mode: str, flavor: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "150", *extra, SCRIPT, str(out), mode]
+
+
+def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_step(tmp_path, report):
+    """SIGTERM reaches the launcher; it forwards it to both workers, which agree on a step, save
+    it and exit 75; a second start of the same command resumes there."""
+    out, reference, backup = tmp_path / "run", tmp_path / "reference", str(tmp_path / "backup")
+    env = subprocess_env()
+    command = launch(out, "wait", "keras3", "--backup-dir", backup)
+    out.mkdir()
+    launcher = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob("*-reached")) and time.monotonic() < deadline and launcher.poll() is None:
+            time.sleep(0.05)
+        sent = time.monotonic()
+        launcher.send_signal(signal.SIGTERM)
+        output = launcher.communicate(timeout=60)[0]
+        stopped = time.monotonic() - sent
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode == 128 + signal.SIGTERM, output[-4000:]
+    assert "[launcher] worker 0, worker 1 saved their step (exit 75)" in output, output[-4000:]
+    positions = {saves(os.path.join(backup, f"worker-{i}"))[-1].position for i in (0, 1)}
+    assert len(positions) == 1, f"workers must save the same step: {positions}"
+    second = run_python(command[1:], env=env, timeout=170)
+    assert second.returncode == 0 and "resuming at epoch" in second.stdout, second.stdout[-4000:]
+    done = run_python(launch(reference, "reference", "keras3")[1:], env=env, timeout=170)
+    assert done.returncode == 0, done.stdout[-4000:]
+    (position,) = positions
+    for task in ("worker-0", "worker-1"):
+        diff, redone = assert_same_run(out, reference, task)
+        assert redone == 0
+    report(
+        f"preemption, 2 workers keras3: launcher SIGTERMed, workers saved epoch {position.epoch + 1} after "
+        f"{position.step} batches, launcher exited {stopped:.1f} s later; steps redone {redone}, weights within {diff:g}"
+    )
+
+
+def test_multi_worker_tf_keras_one_worker_sigterm_and_a_launcher_restart(tmp_path, report):
+    """Only worker 1 gets SIGTERM (an evicted pod): both save the step it proposes, the launcher
+    restarts the job, and it resumes there."""
+    out, reference = tmp_path / "run", tmp_path / "reference"
+    env = subprocess_env(TF_USE_LEGACY_KERAS="1")
+    out.mkdir()
+    proc = run_python(launch(out, "self", "tf_keras", "--max-restarts", "1")[1:], env=env, timeout=170)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "worker 1 exited with code 75" in proc.stdout or "worker 0 exited with code 75" in proc.stdout
+    assert proc.stdout.count("autodist: resuming at epoch 2, after 7 of its batches") == 2, proc.stdout[-4000:]
+    done = run_python(launch(reference, "reference", "tf_keras")[1:], env=env, timeout=170)
+    assert done.returncode == 0, done.stdout[-4000:]
+    for task in ("worker-0", "worker-1"):
+        diff, redone = assert_same_run(out, reference, task)
+        assert redone == 0
+    report(f"preemption, 2 workers tf_keras: worker 1 SIGTERMed in epoch 2 batch 5; both saved after batch 7; steps redone {redone}, weights within {diff:g}")
+
+
+# ----------------------------------------------------------------------------- the pieces
+
+
+def test_a_proposed_step_is_two_past_the_proposer_so_no_worker_has_passed_it():
+    # workers in one all-reduce are at most one step apart
+    assert ClusterAgreement.proposal(finished=7) == 9
+
+
+def test_unshuffled_arrays_resume_on_the_samples_left_with_the_same_validation_split():
+    x, y, w = np.arange(20), np.arange(20) * 10, np.ones(20)
+    kwargs = {"batch_size": 4, "shuffle": False, "validation_split": 0.2, "sample_weight": w, "callbacks": []}
+    plan = phases(x, y, kwargs, epoch=1, step=2, epochs=3)
+    first, rest = plan.phases
+    assert first.x.tolist() == list(range(8, 16)) and first.y.tolist() == [v * 10 for v in range(8, 16)]
+    assert first.kwargs["validation_split"] == 0.0 and first.kwargs["validation_data"][0].tolist() == [16, 17, 18, 19]
+    assert first.kwargs["sample_weight"].shape == (8,) and "callbacks" not in first.kwargs
+    assert (first.kwargs["initial_epoch"], first.kwargs["epochs"], first.batch_offset) == (1, 2, 2)
+    assert rest.x is x and rest.kwargs["validation_split"] == 0.2 and (rest.kwargs["initial_epoch"], rest.kwargs["epochs"]) == (2, 3)
+    assert plan.exact and plan.batches == 4 and not plan.warnings
+
+
+def test_shuffled_arrays_resume_on_the_count_left_and_say_the_order_is_new():
+    plan = phases(np.zeros((40, 2)), np.zeros(40), {"batch_size": 8}, epoch=0, step=3, epochs=1)
+    (first,) = plan.phases
+    assert first.kwargs["steps_per_epoch"] == 2 and not plan.exact
+    assert "after 3 of its 5 batches" in plan.warnings[0] and "remaining 2 batches" in plan.warnings[0]
+    assert "shuffle=False" in plan.warnings[0]
+
+
+def test_datasets_skip_the_batches_trained_and_streams_every_batch_read():
+    import tensorflow as tf
+
+    batches = tf.data.Dataset.range(20).batch(4)
+    plan = phases(batches, None, {}, epoch=1, step=3, epochs=2)
+    assert [b.numpy().tolist() for b in plan.phases[0].x] == [[12, 13, 14, 15], [16, 17, 18, 19]]
+    stream = tf.data.Dataset.range(20).batch(4).repeat()
+    first, rest = phases(stream, None, {"steps_per_epoch": 5, "initial_epoch": 1}, epoch=2, step=1, epochs=4).phases
+    assert next(iter(first.x)).numpy().tolist() == [4, 5, 6, 7] and first.kwargs["steps_per_epoch"] == 4
+    assert next(iter(rest.x)).numpy().tolist() == [0, 1, 2, 3] and rest.kwargs["initial_epoch"] == 3
+    shuffled = phases(tf.data.Dataset.range(20).shuffle(20).batch(4), None, {}, epoch=0, step=1, epochs=1)
+    assert not shuffled.exact and "the dataset shuffles" in shuffled.warnings[0]
+
+
+def test_an_input_that_cannot_skip_batches_resumes_from_the_epochs_start():
+    assert phases(iter([]), None, {}, epoch=1, step=3, epochs=2) is None
+    assert phases(np.zeros((8, 1)), np.zeros(8), {"batch_size": 2, "steps_per_epoch": 3}, epoch=1, step=1, epochs=2) is None
+
+
+def test_one_callback_list_sees_a_resumed_fit_as_one_fit():
+    """The rest of epoch 2, then epoch 3: one train begin and end, the epoch's batch numbers,
+    one History; the same hooks as an uninterrupted fit from epoch 2 on."""
+    import keras
+
+    from autodist.resume import phased_callbacks, run_phases
+
+    class Record(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.events = []
+
+        def on_train_begin(self, logs=None):
+            self.events.append("begin")
+
+        def on_train_end(self, logs=None):
+            self.events.append("end")
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.events.append(f"epoch {epoch}")
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.events.append(batch)
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((20, 2), "float32"), np.ones((20, 1), "float32")
+    plan = phases(x, y, {"batch_size": 4, "shuffle": False, "verbose": 0}, epoch=1, step=3, epochs=3)
+    record = Record()
+    history = run_phases(model, plan, phased_callbacks(keras, [record], model, verbose=0, epochs=3, steps=5))
+    assert record.events == ["begin", "epoch 1", 3, 4, "epoch 2", 0, 1, 2, 3, 4, "end"]
+    assert history.epoch == [1, 2] and len(history.history["loss"]) == 2 and model.history is history
+
+
+def test_a_save_is_private_and_read_only_once_complete(tmp_path):
+    folder = str(tmp_path / "a" / "b")
+    for epoch in (1, 2):
+        save(folder, "epoch", Position(epoch, 0, 10), {"weights": [np.arange(3.0) + epoch], "optimizer": [np.int64(7)]})
+    step = save(folder, "step", Position(2, 5, 10), {"weights": [np.arange(3.0)], "optimizer": [np.int64(7)]})
+    for path in (tmp_path / "a", tmp_path / "a" / "b"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in Path(folder).iterdir()} == {0o600}
+    assert [found.position for found in saves(folder)] == [Position(2, 0, 10), Position(2, 5, 10)], "the two newest stay"
+    assert load(folder, step.name)["weights"][0].tolist() == [0.0, 1.0, 2.0]
+    os.remove(os.path.join(folder, f"{step.name}.json"))  # a save cut short before its position was written
+    assert [found.position for found in saves(folder)] == [Position(2, 0, 10)] and load(folder, step.name) is None
+    newer = save(folder, "step", Position(2, 7, 10), {"weights": [np.zeros(3)]})
+    discard_after(folder, saves(folder)[0])
+    assert newer not in saves(folder), "a resumed run drops the saves newer than the one it resumed from"
+    clear(folder)
+    assert not os.path.exists(folder)
+
