@@ -36,6 +36,7 @@ from autodist.errors import (
     RuntimeAlreadyStartedError,
     StrategyUnavailableError,
 )
+from autodist.callbacks import beat
 from autodist.cluster import ClusterInfo, is_chief
 from autodist.decorator import compute_average_loss, current_plan, distributed, init
 from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo, detect
@@ -85,6 +86,7 @@ __all__ = [
     "StrategyKind",
     "StrategyUnavailableError",
     "TpuInfo",
+    "beat",
     "compute_average_loss",
     "current_plan",
     "describe_model",

@@ -91,11 +91,22 @@ def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str
     return os.path.join(private_root(), f"backup-{digest}")
 
 
-def beat(environ: Mapping[str, str] | None = None) -> None:
-    """Tell the launcher this task made progress: touch ``AUTODIST_HEARTBEAT_FILE``, when set."""
+def beat(environ: Mapping[str, str] | None = None, *, done: bool = False) -> None:
+    """Tell the launcher this task made progress: touch ``AUTODIST_HEARTBEAT_FILE``, when set.
+    ``autodist.fit`` beats by itself; a custom training loop calls ``autodist.beat()`` after each
+    step to be watched by ``--stall-timeout``, and ``autodist.beat(done=True)`` when it ends
+    (work after training is not watched). Outside a launched job it does nothing.
+
+    Example:
+        >>> import autodist
+        >>> autodist.beat({})  # not in a launched job: nothing to do
+    """
     path = (os.environ if environ is None else environ).get(HEARTBEAT_FILE_ENV)
     if path:
         try:
+            if done:
+                os.remove(path)
+                return
             with open(path, "a"):
                 os.utime(path)
         except OSError:

@@ -14,15 +14,23 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shlex
+import shutil
 import socket
+import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from autodist.callbacks import private_root, release_private_root
 from autodist.errors import AutodistError
+from autodist.netns import PrivateNetwork
 
 __all__ = [
-    "LOOPBACK", "cluster_layout", "free_ports", "host_plan", "local_cluster", "local_gpu_env", "num_tasks",
+    "LOOPBACK", "JobFiles", "cluster_layout", "default_launch_backup", "free_ports", "host_plan", "local_cluster", "local_gpu_env", "num_tasks",
     "split_gpus", "task_configs", "task_table", "visible_gpus",
 ]  # fmt: skip
 
@@ -171,3 +179,48 @@ def local_gpu_env(num_workers: int, num_ps: int, gpus: list[str]) -> dict[str, d
         env["chief 0"] = {"CUDA_VISIBLE_DEVICES": ""}
         env.update({f"ps {index}": {"CUDA_VISIBLE_DEVICES": ""} for index in range(num_ps)})
     return env
+
+
+@dataclass
+class JobFiles:
+    """What one launch keeps beside its tasks: a private folder (heartbeats), the backup folder,
+    the private network, each worker's GPUs. ``spec`` is the launcher's ``JobSpec``."""
+
+    folder: str
+    backup_dir: str
+    network: PrivateNetwork | None
+    gpu_env: dict[str, dict[str, str]]
+
+    @classmethod
+    def create(cls, spec: Any, gpu_env: dict[str, dict[str, str]], say: Any, command: list[str]) -> JobFiles:
+        folder = tempfile.mkdtemp(prefix="job-", dir=private_root())
+        backup = spec.backup_dir or default_launch_backup(command, spec)
+        network = None
+        if spec.isolate:
+            network, why = PrivateNetwork.create()
+            if network is None:
+                say(
+                    f"[launcher] no private network for this job ({why}): TensorFlow's gRPC ports "
+                    "listen on every interface of this machine while it runs. Run it on a trusted "
+                    "host; --no-isolate silences this."
+                )
+        return cls(folder, backup, network, gpu_env)
+
+    def close(self) -> None:
+        """Remove the job's own files; the backup folder stays while it holds saves (tasks
+        remove theirs when they finish), so the same command started again resumes."""
+        if self.network is not None:
+            self.network.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            os.rmdir(self.backup_dir)
+        except OSError:
+            pass  # saves to resume from, or the user's own folder
+        release_private_root()
+
+
+def default_launch_backup(command: list[str], spec: Any) -> str:
+    """The backup folder of a launch without ``--backup-dir``: named after the script, its
+    arguments and the job's shape, in the private folder, so the same command resumes."""
+    key = json.dumps([os.path.abspath(command[0]), *command[1:], spec.num_workers, spec.num_ps])
+    return os.path.join(private_root(), f"launch-{hashlib.sha1(key.encode()).hexdigest()[:12]}")

@@ -288,6 +288,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
                 history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})
             else:
                 history = fit_resuming(trained, ready, call.epochs, callbacks, guard, keras, order_note=_order_note(call, ready))
+                guard.state.finish(trained, history)  # a SIGTERM too late to save a step: exits 75
         succeeded = True
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:
         if duties.cluster is None:

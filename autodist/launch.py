@@ -35,29 +35,25 @@ from __future__ import annotations
 import collections
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any
 
-from autodist.callbacks import private_root, release_private_root
 from autodist.errors import AutodistError
 from autodist.job_layout import (  # noqa: F401  (re-exported)
-    LOOPBACK, cluster_layout, host_plan, local_cluster, local_gpu_env, num_tasks, task_configs, task_name, task_table, visible_gpus,
+    JobFiles, LOOPBACK, cluster_layout, default_launch_backup, host_plan, local_cluster, local_gpu_env, num_tasks, task_configs, task_name, task_table, visible_gpus,
 )  # fmt: skip
-from autodist.netns import PrivateNetwork
 from autodist.preemption import PREEMPTED_EXIT_CODE
 from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
 from autodist.settings import HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
 __all__ = [
-    "LOOPBACK", "STALL_EXIT_CODE", "Terminated", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState",
+    "LOOPBACK", "STALL_EXIT_CODE", "Terminated", "default_launch_backup", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState",
     "cluster_layout", "host_plan", "local_cluster", "local_gpu_env", "num_tasks", "task_configs", "task_table",
     "visible_gpus",
 ]  # fmt: skip
@@ -109,8 +105,8 @@ class JobSpec:
         timeout: seconds the whole job may run, all attempts together; ``None`` for no limit.
         grace: seconds between SIGTERM and SIGKILL when the launcher is told to stop (tasks
             save their step meanwhile); after a task failed, at most :data:`FAILURE_GRACE`.
-        backup_dir: the directory shared by attempts (a private temporary one, removed at the
-            end, if None).
+        backup_dir: the directory shared by attempts and by later launches of the same command
+            (:func:`default_launch_backup` if None).
         isolate: run the tasks in a private network namespace (:mod:`autodist.netns`).
         stall_timeout: stop the job when a task that has started training makes no progress
             (no heartbeat) for this many seconds; ``None`` for no watchdog.
@@ -209,7 +205,7 @@ class Launcher:
             self.out.write(line + "\n")
             self.out.flush()
 
-    def _start(self, script: str, args: list[str], attempt: int, job: _JobFiles, tasks: list[_Task]) -> None:
+    def _start(self, script: str, args: list[str], attempt: int, job: JobFiles, tasks: list[_Task]) -> None:
         """Start every task, each appended to ``tasks`` as it starts (so a failure half-way
         still leaves the started ones to :meth:`_stop`)."""
         cluster = local_cluster(self.spec.num_workers, self.spec.num_ps)
@@ -320,9 +316,9 @@ class Launcher:
         gpus = local_gpu_env(self.spec.num_workers, self.spec.num_ps, visible_gpus(os.environ))
         deadline = None if self.spec.timeout is None else time.monotonic() + self.spec.timeout
         previous = _raise_on_termination(self._signals)
-        job: _JobFiles | None = None
+        job: JobFiles | None = None
         try:
-            job = _JobFiles.create(self.spec, gpus, self._print)
+            job = JobFiles.create(self.spec, gpus, self._print, [script, *args])
             for attempt in range(self.spec.max_restarts + 1):
                 started = time.monotonic()
                 tasks: list[_Task] = []
@@ -353,37 +349,6 @@ class Launcher:
             lines.append(f"[launcher] last lines of {task.name}:")
             lines += [f"[launcher]   {line}" for line in task.tail] or ["[launcher]   (no output)"]
         return "\n".join(lines)
-
-
-@dataclass
-class _JobFiles:
-    """What one run keeps beside its tasks: a private folder (heartbeats, and the backups unless
-    ``--backup-dir`` names a folder), the private network, each worker's GPUs."""
-
-    folder: str
-    backup_dir: str
-    network: PrivateNetwork | None
-    gpu_env: dict[str, dict[str, str]]
-
-    @classmethod
-    def create(cls, spec: JobSpec, gpu_env: dict[str, dict[str, str]], say: Any) -> _JobFiles:
-        folder = tempfile.mkdtemp(prefix="job-", dir=private_root())
-        network = None
-        if spec.isolate:
-            network, why = PrivateNetwork.create()
-            if network is None:
-                say(
-                    f"[launcher] no private network for this job ({why}): TensorFlow's gRPC ports "
-                    "listen on every interface of this machine while it runs. Run it on a trusted "
-                    "host; --no-isolate silences this."
-                )
-        return cls(folder, spec.backup_dir or os.path.join(folder, "backup"), network, gpu_env)
-
-    def close(self) -> None:
-        if self.network is not None:
-            self.network.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
-        release_private_root()
 
 
 def _wait(process: subprocess.Popen, timeout: float) -> None:

@@ -36,10 +36,12 @@ Example:
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,12 +49,12 @@ from autodist import train_state
 from autodist.log import get_logger
 from autodist.train_state import Position, Save
 
-__all__ = ["PREEMPTED_EXIT_CODE", "Armed", "ClusterAgreement", "Guard", "LocalAgreement", "guard", "guard_for"]
+__all__ = ["PREEMPTED_EXIT_CODE", "Armed", "ClusterAgreement", "Guard", "LocalAgreement", "guard", "guard_for", "restore_state"]
 
 #: A task's exit code after it saved its step on SIGTERM (``EX_TEMPFAIL``: try again).
 PREEMPTED_EXIT_CODE = 75
-#: The longest wait for the other workers to acknowledge a proposed step, in seconds.
-ACK_TIMEOUT_S = 60.0
+#: The longest wait for the other workers to acknowledge a proposed step, all together, in seconds.
+ACK_TIMEOUT_S = 10.0
 #: The longest wait for another worker to say which saves it has, at the start of ``fit``.
 RESUME_TIMEOUT_S = 300.0
 _FITS = itertools.count()  # every worker runs its fits in the same order: one key per fit
@@ -82,7 +84,7 @@ class ClusterAgreement:
 
     task_index: int
     num_workers: int
-    fit_id: int = field(default_factory=lambda: next(_FITS))
+    fit_id: int = 0
     _value: str | None = None
     _received: threading.Event = field(default_factory=threading.Event)
 
@@ -98,8 +100,6 @@ class ClusterAgreement:
     def common(self, available: list[Save]) -> list[Save]:
         """The saves every worker has (a worker that died may have missed its peers' last one):
         each worker posts the names of its own, and reads every other worker's."""
-        import json
-
         from tensorflow.python.eager import context
 
         from autodist.errors import PeerError
@@ -143,12 +143,14 @@ class ClusterAgreement:
         except Exception:  # already set, by another worker's proposal (or the end of fit)
             self._received.wait(ACK_TIMEOUT_S)
             return
+        deadline = time.monotonic() + ACK_TIMEOUT_S  # one bound for all: the grace is short
         for index in range(self.num_workers):
+            left_ms = max(1, int((deadline - time.monotonic()) * 1000))
             try:
-                context.context().get_config_key_value(f"{self.key}/ack/{index}", timeout_in_ms=int(ACK_TIMEOUT_S * 1000))
+                context.context().get_config_key_value(f"{self.key}/ack/{index}", timeout_in_ms=left_ms)
             except Exception:
                 get_logger().warning(f"autodist: worker {index} did not acknowledge the preemption step in {ACK_TIMEOUT_S:g} s")
-        self._received.wait(ACK_TIMEOUT_S)
+        self._received.wait(max(0.0, deadline - time.monotonic()))
 
     def agreed(self) -> int | None:
         value = self._value
@@ -172,31 +174,56 @@ class Guard:
     agreement: Any
     strategy: Any
     root: str | None = None  # the backup root, removed with the folder when empty
+    epoch_scalars: list[float] | None = None  # the optimizer's scalars in the last epoch save
     resume_from: Save | None = None  # the save to restore
     received: threading.Event = field(default_factory=threading.Event)
     previous_handler: Any = None
     installed: bool = False
 
     def install(self) -> None:
-        """Catch SIGTERM (only a flag: the step that is running finishes)."""
+        """Catch SIGTERM (only a flag: the step that is running finishes). A handler of the
+        caller's own, or SIGTERM ignored, is left as it is (and then nothing is saved on SIGTERM)."""
         if threading.current_thread() is not threading.main_thread():
             get_logger().warning("autodist: fit runs outside the main thread; SIGTERM cannot be caught to save the step")
+            return
+        current = signal.getsignal(signal.SIGTERM)
+        if current not in (signal.SIG_DFL, None):
+            get_logger().warning("autodist: SIGTERM has a handler already (yours, or SIG_IGN); it stays, so SIGTERM saves no step")
             return
         self.previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: self.received.set())
         self.installed = True
 
+    def preempted(self) -> bool:
+        """Whether this task got SIGTERM, or a worker proposed a step to save after."""
+        return self.received.is_set() or self.agreement.agreed() is not None
+
+    def finish(self, model: Any, history: Any) -> None:
+        """After a ``fit`` that finished: when SIGTERM came too late to save a step (in the last
+        steps, validation or callbacks), save the finished state with its History and exit with
+        :data:`PREEMPTED_EXIT_CODE`: a new start returns that History and trains nothing."""
+        if not self.preempted():
+            return
+        record = {"history": _plain(getattr(history, "history", {})), "epochs": list(getattr(history, "epoch", []))}
+        epochs = int(getattr(history, "params", {}).get("epochs") or 0)
+        position = Position(epochs, 0, getattr(history, "params", {}).get("steps"))
+        train_state.save(self.folder, "done", position, train_state.state_variables(model, metrics=False), extra=record)
+        _exit(self, position, finished=True)
+
     def close(self, *, finished: bool) -> None:
-        """Give SIGTERM back; remove the saves after a finished fit, and deliver a SIGTERM that
-        came too late to act on."""
+        """Give SIGTERM back; after a finished fit, remove the saves and any folder they leave
+        empty."""
         self.agreement.close()
         if self.installed:
-            signal.signal(signal.SIGTERM, self.previous_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if self.previous_handler is None else self.previous_handler)
             self.installed = False
-            if self.received.is_set():
-                os.kill(os.getpid(), signal.SIGTERM)
         if finished:
             train_state.clear(self.folder)
-            _remove_if_empty(self.root)
+            for folder in (os.path.dirname(self.folder), self.root):
+                _remove_if_empty(folder)
+
+
+def _plain(history: Any) -> dict[str, list[float]]:
+    return {key: [float(value) for value in values] for key, values in dict(history).items()}
 
 
 def _remove_if_empty(folder: str | None) -> None:
@@ -211,37 +238,39 @@ def _remove_if_empty(folder: str | None) -> None:
 
 
 def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
-    """Two callbacks, first and last in the list: the first restores the save at the start of
-    ``fit`` and saves at each epoch's end, before any other callback sees the model; the last,
-    once every other callback has seen the step, saves on SIGTERM after the agreed step, then
-    exits with :data:`PREEMPTED_EXIT_CODE`."""
+    """Two callbacks, first and last in the list. The first restores the save at the start of
+    ``fit``, before any other callback sees the model, and saves at each epoch's end before any
+    other callback of the epoch can end the task. The last saves the epoch again when a callback
+    changed the optimizer meanwhile (a learning rate cut), and, on SIGTERM, saves after the agreed
+    step once every other callback has seen it, then exits with :data:`PREEMPTED_EXIT_CODE`."""
     base = keras_module.callbacks.Callback
 
     class RestoreSave(base):  # type: ignore[misc, valid-type]
         autodist_coarse_hooks = True  # at each execution's end is enough: no reason for steps_per_execution 1
+        _supports_tf_logs = True  # reads no logs: tf_keras need not copy them to the host each step
         metrics_pending: list[Any] | None = None
 
         def on_train_begin(self, logs: Any = None) -> None:
             if state.resume_from is not None:
-                self.metrics_pending = _restore(self.model, state)
+                self.metrics_pending = restore_state(self.model, state)
             state.install()
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             if self.metrics_pending and _apply_metrics(self.model, state, self.metrics_pending, add=False, last_try=False):
                 self.metrics_pending = None
 
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            # first in the list: saved before any other callback of the epoch can end the task
-            position = Position(epoch + 1, 0, self.params.get("steps"))
-            train_state.save(state.folder, "epoch", position, train_state.state_variables(self.model, metrics=False))
-
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             if self.metrics_pending:  # metrics built by the first step (tf_keras, Keras 3 under a strategy): add
                 _apply_metrics(self.model, state, self.metrics_pending, add=True, last_try=True)
                 self.metrics_pending = None
 
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            # first in the list: saved before any other callback of the epoch can end the task
+            state.epoch_scalars = _save_epoch(self.model, state, Position(epoch + 1, 0, self.params.get("steps")))
+
     class SaveOnPreemption(base):  # type: ignore[misc, valid-type]
         autodist_coarse_hooks = True
+        _supports_tf_logs = True
         finished_steps = epoch = step = 0
         exit_at_epoch_end = False
 
@@ -253,25 +282,45 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
             self.step = batch + 1
             if state.received.is_set() and state.agreement.agreed() is None:
                 state.agreement.propose(self.finished_steps)
-            if state.agreement.agreed() == self.finished_steps:
-                batches = self.params.get("steps")
-                if batches and self.step >= batches:
-                    self.exit_at_epoch_end = True  # its validation and epoch-end callbacks first
-                    return
-                _save_and_exit(self.model, state, Position(self.epoch, self.step, batches))
+            if state.agreement.agreed() != self.finished_steps:
+                return
+            batches = self.params.get("steps")
+            position = Position(self.epoch, self.step, batches)
+            train_state.save(state.folder, "step", position, train_state.state_variables(self.model))
+            if batches and self.step >= batches:
+                self.exit_at_epoch_end = True  # saved; its validation and epoch-end callbacks first
+                return
+            _exit(state, position)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            if self.exit_at_epoch_end:  # the epoch's save is made (first in the list)
-                _exit(state, Position(epoch + 1, 0, self.params.get("steps")))
+            position = Position(epoch + 1, 0, self.params.get("steps"))
+            if _scalars(self.model) != state.epoch_scalars:  # a callback changed the learning rate (or the like)
+                _save_epoch(self.model, state, position)
+            last = epoch + 1 >= int(self.params.get("epochs") or 0) or self.model.stop_training
+            if self.exit_at_epoch_end and not last:  # the last epoch: fit ends, and Guard.finish saves it
+                _exit(state, position)
 
     return RestoreSave(), SaveOnPreemption()
+
+
+def _scalars(model: Any) -> list[float]:
+    """The optimizer's one-number variables (step count, learning rate, loss scale)."""
+    import numpy as np
+
+    variables = train_state.state_variables(model, metrics=False)["optimizer"]
+    return [float(np.asarray(v.numpy()).reshape(())) for v in variables if int(np.prod(tuple(v.shape))) == 1]
+
+
+def _save_epoch(model: Any, state: Guard, position: Position) -> list[float]:
+    train_state.save(state.folder, "epoch", position, train_state.state_variables(model, metrics=False))
+    return _scalars(model)
 
 
 def _metric_variables(model: Any) -> list[Any]:
     return [v for metric in model.metrics for v in metric.variables]
 
 
-def _restore(model: Any, state: Guard) -> list[Any] | None:
+def restore_state(model: Any, state: Guard) -> list[Any] | None:
     """Restore weights and optimizer from the save; return its metric values, to restore when
     the epoch begins (or, in tf_keras, after its first step builds the metrics)."""
     found = state.resume_from
@@ -285,10 +334,9 @@ def _restore(model: Any, state: Guard) -> list[Any] | None:
     for name in groups:
         for variable, value in zip(groups[name], saved[name]):
             variable.assign(value)
-    get_logger().warning(
-        f"autodist: resuming at epoch {found.position.epoch + 1}, after {found.position.step} of its batches, "
-        f"from the {'preemption' if found.kind == 'step' else 'epoch-end'} save in {state.folder}"
-    )
+    what = {"step": "preemption", "epoch": "epoch-end", "done": "finished-fit"}[found.kind]
+    where = "the fit had finished: nothing to train" if found.kind == "done" else f"at epoch {found.position.epoch + 1}, after {found.position.step} of its batches"
+    get_logger().warning(f"autodist: resuming {where}, from the {what} save in {state.folder}")
     return saved.get("metrics") if found.kind == "step" else None
 
 
@@ -324,21 +372,26 @@ def _apply_metrics(model: Any, state: Guard, values: list[Any], *, add: bool, la
     return True
 
 
-def _save_and_exit(model: Any, state: Guard, position: Position) -> None:
-    train_state.save(state.folder, "step", position, train_state.state_variables(model))
-    _exit(state, position)
-
-
-def _exit(state: Guard, position: Position) -> None:
-    state.received.clear()  # acted on: not delivered again
+def _exit(state: Guard, position: Position, *, finished: bool = False) -> None:
+    state.received.clear()  # acted on
+    where = "the finished fit" if finished else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
     print(
-        f"autodist: preempted (SIGTERM): saved epoch {position.epoch + 1} after {position.step} of its "
-        f"{position.batches or '?'} batches to {state.folder}; exiting with code {PREEMPTED_EXIT_CODE}. "
-        "The next start resumes at that step.",
+        f"autodist: preempted (SIGTERM): saved {where} to {state.folder}; exiting with code "
+        f"{PREEMPTED_EXIT_CODE}. The next start resumes {'with that History' if finished else 'at that step'}.",
         file=sys.stderr,
         flush=True,
     )
     raise SystemExit(PREEMPTED_EXIT_CODE)
+
+
+def _single(backup_dir: Any) -> str:
+    """A single process's folder: under ``AUTODIST_BACKUP_DIR``, which other scripts may share,
+    named after the command line too."""
+    if isinstance(backup_dir, str):
+        return "single"
+    import hashlib
+
+    return "single-" + hashlib.sha1(json.dumps([os.path.abspath(sys.argv[0]), *sys.argv[1:]]).encode()).hexdigest()[:8]
 
 
 @dataclass(frozen=True)
@@ -370,11 +423,13 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
         root = default_backup_root(cluster, os.environ) if cluster is not None else str(backup_dir_setting(os.environ))
     else:
         return None
-    folder = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, "single")
+    fit_id = next(_FITS)  # one folder per fit: a script's second fit must not resume its first
+    task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
+    folder = os.path.join(task, f"fit-{fit_id}")
     if multi_worker:
         assert cluster is not None
         worker = 0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
-        agreement: Any = ClusterAgreement(worker, cluster.num_workers).start()
+        agreement: Any = ClusterAgreement(worker, cluster.num_workers, fit_id).start()
     else:
         agreement = LocalAgreement()
     state = Guard(folder, agreement, strategy, root=root)

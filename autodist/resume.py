@@ -26,16 +26,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.dataset_graph import finite_cardinality, shuffles
 from autodist.log import warn_all
-from autodist.train_state import Save, discard_after, saves
+from autodist.preemption import Guard, restore_state
+from autodist.train_state import Save, clear, discard_after, readable, record, saves
 
-__all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "run_phases"]
+__all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "restore_finished", "run_phases"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
         return Phases((Phase(x, y, {**kwargs, "initial_epoch": epoch, "epochs": epochs}),))
     if stream:
         found = _stream_phases(x, kwargs, epoch, step)
-    elif hasattr(x, "skip") and kwargs.get("steps_per_epoch") is None:
+    elif hasattr(x, "skip") and kwargs.get("steps_per_epoch") is None and finite_cardinality(x) is not None:
         note = _SHUFFLED_DATASET if shuffles(x) else ""
         found = (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
     elif _is_arrays(x) and kwargs.get("steps_per_epoch") is None and kwargs.get("batch_size"):
@@ -83,6 +85,8 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
     else:
         return None
     first, rest, batches, note = found
+    if batches is not None and step >= batches:  # saved after the epoch's last batch: resume after it
+        return phases(x, y, kwargs, epoch=epoch + 1, step=0, epochs=epochs)
     if step == 0:  # a stream resumed at an epoch's start: one phase, from the right place in it
         return Phases((Phase(first[0], None, {**first[2], "initial_epoch": epoch, "epochs": epochs}),), batches=batches)
     later = (Phase(rest[0], rest[1], {**rest[2], "initial_epoch": epoch + 1, "epochs": epochs}),) if epoch + 1 < epochs else ()
@@ -190,13 +194,29 @@ def phased_callbacks(keras_module: Any, callbacks: list[Any], model: Any, **para
     return PhasedCallbacks(callbacks, add_history=True, add_progbar=params.get("verbose", 1) != 0, model=model, **params)
 
 
+@contextlib.contextmanager
+def _final_values_at_the_end_only(model: Any, last: bool) -> Iterator[None]:
+    """Keras ends every ``fit`` with ``optimizer.finalize_variable_values`` (with ``use_ema``,
+    the averaged weights replace the model's): only after the last phase, as after one ``fit``."""
+    optimizer = getattr(model, "optimizer", None)
+    if last or optimizer is None or not hasattr(optimizer, "finalize_variable_values"):
+        yield
+        return
+    optimizer.finalize_variable_values = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        del optimizer.finalize_variable_values  # the class's own again
+
+
 def run_phases(model: Any, plan: Phases, callbacks: Any) -> Any:
     """Run the phases with one :func:`phased_callbacks` list; the History of them all."""
     history = None
     for index, phase in enumerate(plan.phases):
         callbacks.first_phase, callbacks.last_phase = index == 0, index == len(plan.phases) - 1
         callbacks.batch_offset = phase.batch_offset
-        history = model.fit(phase.x, phase.y, callbacks=callbacks, **phase.kwargs)
+        with _final_values_at_the_end_only(model, callbacks.last_phase):
+            history = model.fit(phase.x, phase.y, callbacks=callbacks, **phase.kwargs)
         callbacks.batch_offset = 0
         if model.stop_training and not callbacks.last_phase:  # EarlyStopping, TerminateOnNaN, ...
             callbacks.last_phase = True
@@ -212,18 +232,18 @@ def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], arme
     state = armed.state
     callbacks = [armed.first, *callbacks, armed.last]
     kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
-    common = state.agreement.common(saves(state.folder))
+    common = state.agreement.common([found for found in saves(state.folder) if readable(state.folder, found.name)])
     plan, state.resume_from = _resume_plan(ready, kwargs, epochs, common, state.folder) if common else (None, None)
-    if state.resume_from is not None:
-        discard_after(state.folder, state.resume_from)
-    if plan is None:
+    if state.resume_from is None:
+        clear(state.folder)  # saves no peer has, or a stale one: this run starts afresh
         return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
-    warnings = list(plan.warnings)
-    if order_note and plan.batch_offset_in_first:
-        position = state.resume_from.position
-        warnings.append(_inexact_warning(position.epoch, position.step, plan.batches, order_note))
-    warn_all(warnings)
-    if len(plan.phases) == 1:
+    discard_after(state.folder, state.resume_from)
+    if state.resume_from.kind == "done":
+        return restore_finished(model, state, keras_module)
+    assert plan is not None
+    position = state.resume_from.position
+    warn_all(list(plan.warnings) + ([_inexact_warning(position.epoch, position.step, plan.batches, order_note)] if order_note and position.step else []))
+    if len(plan.phases) == 1 and plan.phases[0].batch_offset == 0:
         only = plan.phases[0]
         return model.fit(only.x, only.y, callbacks=callbacks, **only.kwargs)
     verbose = kwargs.get("verbose", "auto")
@@ -236,6 +256,8 @@ def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[S
     epoch-end save before it (the epoch's trained batches are trained again, with a warning)."""
     found = common[-1]
     position = found.position
+    if found.kind == "done":
+        return None, found
     plan = phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=position.step, epochs=epochs)
     if plan is not None:
         if position.batches and plan.batches and position.batches != plan.batches:
@@ -255,3 +277,18 @@ def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[S
     if earlier:
         return phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=0, epochs=epochs), earlier[-1]
     return None, None  # no save of the epoch's start: the run starts afresh
+
+
+def restore_finished(model: Any, state: Guard, keras_module: Any) -> Any:
+    """A ``fit`` that finished before a late SIGTERM: its weights and optimizer back, and its
+    History; nothing is trained, and no callback runs."""
+    found = state.resume_from
+    assert found is not None
+    restore_state(model, state)
+    saved = record(state.folder, found.name)
+    history = keras_module.callbacks.History()
+    history.set_model(model)
+    history.history, history.epoch = dict(saved.get("history", {})), list(saved.get("epochs", []))
+    history.params = {"epochs": found.position.epoch, "steps": found.position.batches}
+    model.history = history
+    return history

@@ -38,11 +38,14 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "GROUPS", "KEEP", "Position", "Save", "clear", "discard_after", "load", "matches", "restore_metrics", "save", "saves", "state_variables",
+    "GROUPS", "KEEP", "KINDS", "Position", "Save", "clear", "discard_after", "load", "matches", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
 ]  # fmt: skip
 
 #: The variable groups a save holds, in order.
 GROUPS = ("weights", "optimizer", "metrics")
+#: The kinds of save: at an epoch's end, on preemption mid-epoch, after a ``fit`` that finished
+#: when a SIGTERM came too late to act on (its History is kept, and a new start trains nothing).
+KINDS = ("epoch", "step", "done")
 #: Saves kept in a folder: the newest and the one before. Under MultiWorkerMirroredStrategy a
 #: worker that dies may not have made the save its peers made; they resume from one all have.
 KEEP = 2
@@ -59,16 +62,32 @@ class Position:
 
 
 def state_variables(model: Any, *, metrics: bool = True) -> dict[str, list[Any]]:
-    """The model's variables by group: every weight (trainable or not), the optimizer's
-    (its step count, slots, loss scale), and, with ``metrics``, the metrics' state."""
-    optimizer = getattr(model, "optimizer", None)
-    optimizer_variables = getattr(optimizer, "variables", []) if optimizer is not None else []
-    if callable(optimizer_variables):  # tf_keras's older optimizers
-        optimizer_variables = optimizer_variables()
-    groups = {"weights": list(model.weights), "optimizer": list(optimizer_variables)}
+    """The model's variables by group: every weight (trainable or not) and, in Keras 3, the
+    random layers' seed states; the optimizer's (step count, slots, learning rate, loss scale);
+    and, with ``metrics``, the metrics' state."""
+    tf_keras = type(model).__module__.startswith("tf_keras")
+    groups = {"weights": list(model.weights if tf_keras else model.variables), "optimizer": _optimizer_variables(model)}
     if metrics:
         groups["metrics"] = [v for metric in model.metrics for v in metric.variables]
     return groups
+
+
+def _optimizer_variables(model: Any) -> list[Any]:
+    """Keras 3 lists all of them; tf_keras leaves out its learning-rate variable and a loss-scale
+    optimizer's scale, found here among the variables the optimizer tracks."""
+    optimizer = getattr(model, "optimizer", None)
+    found = getattr(optimizer, "variables", []) if optimizer is not None else []
+    found = list(found() if callable(found) else found)  # tf_keras's older optimizers: a method
+    if optimizer is None or not type(optimizer).__module__.startswith("tf_keras"):
+        return found
+    import tensorflow as tf
+
+    seen = {id(v) for v in found}
+    for tracked in tf.train.TrackableView(optimizer).descendants():
+        if isinstance(tracked, tf.Variable) and id(tracked) not in seen:
+            found.append(tracked)
+            seen.add(id(tracked))
+    return found
 
 
 def _shapes(groups: dict[str, list[Any]]) -> dict[str, list[list[int]]]:
@@ -88,15 +107,15 @@ class Save:
         return (self.position.epoch, self.position.step)
 
 
-def save(folder: str, kind: str, position: Position, groups: dict[str, list[Any]], *, keep: int = KEEP) -> Save:
-    """Write the variables' values, then the position (atomically), as
+def save(folder: str, kind: str, position: Position, groups: dict[str, list[Any]], *, keep: int = KEEP, extra: dict | None = None) -> Save:
+    """Write the variables' values, then the position and ``extra`` (atomically), as
     ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
     values = {name: [np.asarray(_read(v)) for v in variables] for name, variables in groups.items()}
     _private_folder(folder)
     name = f"{kind}-{position.epoch:06d}-{position.step:08d}"
     arrays = {f"{group}_{i}": value for group, found in values.items() for i, value in enumerate(found)}
     _write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
-    record = {"position": asdict(position), "shapes": _shapes(values)}
+    record = {"position": asdict(position), "shapes": _shapes(values), **(extra or {})}
     _write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
     for old in saves(folder)[:-keep]:
         _remove(folder, old.name)
@@ -108,6 +127,8 @@ def _write_privately(path: str, write: Any) -> None:
     partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
     with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
         write(handle)
+        handle.flush()
+        os.fsync(handle.fileno())  # a host that crashes next leaves the old save, not half a new one
     os.replace(partial, path)
 
 
@@ -130,7 +151,7 @@ def saves(folder: str) -> list[Save]:
     found = []
     for file in os.listdir(folder) if os.path.isdir(folder) else []:
         kind, _, rest = file.partition("-")
-        if not file.endswith(".json") or kind not in ("epoch", "step"):
+        if not file.endswith(".json") or kind not in KINDS:
             continue
         try:
             with open(os.path.join(folder, file)) as handle:
@@ -139,18 +160,34 @@ def saves(folder: str) -> list[Save]:
             continue
         if os.path.exists(os.path.join(folder, file[: -len(".json")] + ".npz")):
             found.append(Save(file[: -len(".json")], kind, position))
-    return sorted(found, key=lambda found_save: (found_save.order, found_save.kind == "epoch"))
+    return sorted(found, key=lambda found_save: (found_save.order, KINDS.index(found_save.kind) - (found_save.kind == "step") * 9))
 
 
 def load(folder: str, name: str) -> dict[str, list[np.ndarray]] | None:
     """The saved values of save ``name``, by group; ``None`` when it is unreadable."""
     try:
-        with open(os.path.join(folder, f"{name}.json")) as handle:
-            shapes = json.load(handle)["shapes"]
+        shapes = record(folder, name)["shapes"]
         with np.load(os.path.join(folder, f"{name}.npz")) as data:
             return {group: [data[f"{group}_{i}"] for i in range(len(shapes[group]))] for group in shapes}
-    except (OSError, ValueError, KeyError):
+    except Exception:  # a truncated or corrupt file: zipfile, EOF, pickle and key errors alike
         return None
+
+
+def record(folder: str, name: str) -> dict[str, Any]:
+    """The JSON of save ``name``: its position, shapes and what :func:`save` got as ``extra``."""
+    with open(os.path.join(folder, f"{name}.json")) as handle:
+        return dict(json.load(handle))
+
+
+def readable(folder: str, name: str) -> bool:
+    """Whether save ``name`` opens and lists every array its JSON names (cheap: the zip's
+    directory, which a file cut short lacks, not the arrays)."""
+    try:
+        shapes = record(folder, name)["shapes"]
+        with np.load(os.path.join(folder, f"{name}.npz")) as data:
+            return {f"{group}_{i}" for group in shapes for i in range(len(shapes[group]))} <= set(data.files)
+    except Exception:
+        return False
 
 
 def matches(variables: list[Any], values: list[np.ndarray]) -> bool:
@@ -177,7 +214,7 @@ def discard_after(folder: str, kept: Save) -> None:
 def clear(folder: str) -> None:
     """Remove every save from ``folder`` (and any cut short), and the folder when that leaves it empty."""
     for file in os.listdir(folder) if os.path.isdir(folder) else []:
-        if file.lstrip(".").startswith(("epoch-", "step-")):
+        if file.lstrip(".").startswith(tuple(f"{kind}-" for kind in KINDS)):
             os.remove(os.path.join(folder, file))
     try:
         os.rmdir(folder)

@@ -177,10 +177,14 @@ def test_the_launchers_files_are_private_to_the_user(script):
     assert result.exit_code == 0, output
     beat, backup = next(line for line in output.splitlines() if "] files " in line).split()[-2:]
     job = os.path.dirname(beat)
-    assert os.path.dirname(job) == private_root() and backup == os.path.join(job, "backup")
+    assert os.path.dirname(job) == private_root() and os.path.dirname(backup) == private_root()
+    assert os.path.basename(backup).startswith("launch-"), "one backup folder per command, so a new start resumes"
     root = os.stat(private_root())
     assert stat.S_IMODE(root.st_mode) == 0o700 and root.st_uid == os.getuid()
     assert not os.path.exists(job), "the job's folder is removed at the end"
+    assert not os.path.exists(backup), "an empty backup folder is removed at the end"
+    again, output, _ = run(script, "files")
+    assert next(line for line in output.splitlines() if "] files " in line).split()[-1] == backup, "the same command, the same backups"
     cluster = ClusterInfo("TF_CONFIG", "worker", 0, {"worker": ["h:1", "h:2"]})
     assert os.path.dirname(default_backup_root(cluster, {})) == private_root()
     release_private_root()  # removed when empty: autodist leaves no empty folder behind
@@ -281,6 +285,21 @@ def test_without_namespaces_the_launcher_says_so_once_and_carries_on(script, mon
     assert result.exit_code == 0 and result.attempts == 2, output
     assert output.count("no private network for this job (no namespaces here)") == 1
     assert "listen on every interface" in output and "--no-isolate silences this" in output
+
+
+def test_a_custom_loop_beats_with_autodist_beat_and_stops_being_watched(tmp_path):
+    import os
+
+    import autodist
+
+    path = str(tmp_path / "task.beat")
+    autodist.beat({"AUTODIST_HEARTBEAT_FILE": path})
+    first = os.stat(path).st_mtime_ns
+    time.sleep(0.02)
+    autodist.beat({"AUTODIST_HEARTBEAT_FILE": path})
+    assert os.stat(path).st_mtime_ns > first, "each beat moves the heartbeat on"
+    autodist.beat({"AUTODIST_HEARTBEAT_FILE": path}, done=True)
+    assert not os.path.exists(path), "after training the task is not watched"
 
 
 def test_a_stall_limit_shorter_than_a_heartbeat_is_refused():

@@ -30,8 +30,8 @@ STEPS = 30  # 3 epochs of 10 batches
 LEGACY = {"keras3": None, "tf_keras": "1"}
 
 
-def single(out: Path, mode: str, flavor: str, cpus: str, data: str) -> subprocess.CompletedProcess:
-    env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus)
+def single(out: Path, mode: str, flavor: str, cpus: str, data: str, warmup: bool = False) -> subprocess.CompletedProcess:
+    env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus, WARMUP="1" if warmup else None)
     return run_python([SCRIPT, str(out), mode, data], env=env, timeout=180)
 
 
@@ -68,17 +68,19 @@ def assert_same_run(out: Path, reference: Path, task: str) -> tuple[float, int]:
     ids=["keras3-default-arrays", "keras3-mirrored-dataset", "tf_keras-mirrored-arrays"],
 )
 def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cpus, data, report):
+    """The first case runs a smaller fit first: the second fit of a script resumes, the first
+    trains again (its own folder)."""
     out, reference = tmp_path / "run", tmp_path / "reference"
-    out.mkdir()
-    reference.mkdir()
-    first = single(out, "self", flavor, cpus, data)
+    warmup = data == "arrays" and cpus == "1"
+    first = single(out, "self", flavor, cpus, data, warmup)
     assert first.returncode == PREEMPTED_EXIT_CODE, first.stderr[-3000:]
     assert "autodist: preempted (SIGTERM): saved epoch 2 after 5 of its 10 batches" in first.stderr
-    folder = out / "backup" / "single"
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and stat.S_IMODE((out / "backup").stat().st_mode) == 0o700
+    folder = out / "backup" / "single" / f"fit-{int(warmup)}"
+    for path in (out / "backup", out / "backup" / "single", folder):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
     assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}, "saves are private to the user"
     assert [(found.kind, found.position) for found in saves(str(folder))] == [("epoch", Position(1, 0, 10)), ("step", Position(1, 5, 10))]
-    second = single(out, "self", flavor, cpus, data)
+    second = single(out, "self", flavor, cpus, data, warmup)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "autodist: resuming at epoch 2, after 5 of its batches, from the preemption save" in second.stderr
     assert not (out / "backup").exists(), "a finished run removes its saves"
@@ -89,6 +91,23 @@ def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cp
     report(f"preemption, {flavor} {result(out, 'single')[1]['strategy']} ({data}): SIGTERM in epoch 2 batch 5; steps redone {redone}, weights within {diff:g} of the uninterrupted run")
 
 
+def test_a_sigterm_after_the_last_step_saves_the_finished_fit(tmp_path):
+    """SIGTERM in the last epoch's end: fit finishes, saves the finished state with its History
+    and exits 75; the next start trains nothing and returns the uninterrupted run's History."""
+    out, reference = tmp_path / "run", tmp_path / "reference"
+    first = single(out, "late", "keras3", "1", "arrays")
+    assert first.returncode == PREEMPTED_EXIT_CODE and "saved the finished fit" in first.stderr, first.stderr[-3000:]
+    second = single(out, "late", "keras3", "1", "arrays")
+    assert second.returncode == 0 and "the fit had finished: nothing to train" in second.stderr, second.stderr[-3000:]
+    assert single(reference, "reference", "keras3", "1", "arrays").returncode == 0
+    weights, summary = result(out, "single")
+    ref_weights, ref_summary = result(reference, "single")
+    assert max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights)) <= 1e-6
+    assert summary["history"] == ref_summary["history"] and summary["epochs"] == [0, 1, 2]
+    assert steps_trained(out, "single") == list(range(1, STEPS + 1)), "the restart trains no step"
+    assert not (out / "backup").exists()
+
+
 def launch(out: Path, mode: str, flavor: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "150", *extra, SCRIPT, str(out), mode]
 
@@ -96,9 +115,12 @@ def launch(out: Path, mode: str, flavor: str, *extra: str) -> list[str]:
 def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_step(tmp_path, report):
     """SIGTERM reaches the launcher; it forwards it to both workers, which agree on a step, save
     it and exit 75; a second start of the same command resumes there."""
-    out, reference, backup = tmp_path / "run", tmp_path / "reference", str(tmp_path / "backup")
+    from autodist.launch import JobSpec, default_launch_backup
+
+    out, reference = tmp_path / "run", tmp_path / "reference"
     env = subprocess_env()
-    command = launch(out, "wait", "keras3", "--backup-dir", backup)
+    command = launch(out, "wait", "keras3")  # the default backup folder: the same command resumes
+    backup = default_launch_backup([SCRIPT, str(out), "wait"], JobSpec(2))
     out.mkdir()
     launcher = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
@@ -114,10 +136,11 @@ def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_st
             launcher.kill()
     assert launcher.returncode == 128 + signal.SIGTERM, output[-4000:]
     assert "[launcher] worker 0, worker 1 saved their step (exit 75)" in output, output[-4000:]
-    positions = {saves(os.path.join(backup, f"worker-{i}"))[-1].position for i in (0, 1)}
+    positions = {saves(os.path.join(backup, f"worker-{i}", "fit-0"))[-1].position for i in (0, 1)}
     assert len(positions) == 1, f"workers must save the same step: {positions}"
     second = run_python(command[1:], env=env, timeout=170)
     assert second.returncode == 0 and "resuming at epoch" in second.stdout, second.stdout[-4000:]
+    assert not os.path.exists(backup), "a finished job removes its saves"
     done = run_python(launch(reference, "reference", "keras3")[1:], env=env, timeout=170)
     assert done.returncode == 0, done.stdout[-4000:]
     (position,) = positions

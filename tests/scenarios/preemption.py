@@ -2,8 +2,10 @@
 
 Usage: preemption.py OUTDIR MODE [INPUT]
   MODE   reference: uninterrupted; self: the task sends itself SIGTERM in epoch 2, batch 5,
-         on the first attempt (single host: the process; multi-worker: worker 1 only); wait:
-         the test sends SIGTERM (to the launcher) once OUTDIR/<task>-reached exists.
+         on the first attempt (single host: the process; multi-worker: worker 1 only); late:
+         the same at the end of the last epoch; wait: the test sends SIGTERM (to the
+         launcher) once OUTDIR/<task>-reached exists. With WARMUP=1 in the environment, a
+         smaller fit runs first (a script's second fit must not resume its first).
   INPUT  arrays (default: numpy, shuffle=False) or dataset (a batched tf.data.Dataset).
 
 Every task appends "<run> <epoch> <batch> <iterations>" per trained step to OUTDIR/<task>-steps.txt,
@@ -70,6 +72,10 @@ class StepLog(keras.callbacks.Callback):
         if MODE == "wait":
             open(os.path.join(OUTDIR, f"{TASK}-reached"), "w").close()
 
+    def on_epoch_end(self, epoch, logs=None):
+        if MODE == "late" and FIRST_ATTEMPT and epoch == EPOCHS - 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # too late to save a step: the finished fit is saved
+
     def on_train_batch_end(self, batch, logs=None):
         iterations = int(self.model.optimizer.iterations.numpy())
         with open(os.path.join(OUTDIR, f"{TASK}-steps.txt"), "a") as handle:
@@ -82,6 +88,13 @@ if INPUT == "dataset":
 backup = None if config else os.path.join(OUTDIR, "backup")
 if MODE == "reference":
     backup = False
+if os.environ.get("WARMUP") == "1":
+    def small():
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    autodist.fit(small, X, Y, batch_size=BATCH, epochs=1, verbose=0, backup_dir=backup)
 history = autodist.fit(build, x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=[StepLog()], backup_dir=backup)
 np.savez(os.path.join(OUTDIR, f"{TASK}.npz"), *history.model.get_weights())
 with open(os.path.join(OUTDIR, f"{TASK}.json"), "w") as handle:
