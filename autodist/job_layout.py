@@ -190,11 +190,13 @@ class JobFiles:
     backup_dir: str
     network: PrivateNetwork | None
     gpu_env: dict[str, dict[str, str]]
+    lock: int | None = None  # holds the default backup folder's lock file
 
     @classmethod
     def create(cls, spec: Any, gpu_env: dict[str, dict[str, str]], say: Any, command: list[str]) -> JobFiles:
-        folder = tempfile.mkdtemp(prefix="job-", dir=private_root())
         backup = spec.backup_dir or default_launch_backup(command, spec)
+        lock = None if spec.backup_dir else _lock(backup, command)
+        folder = tempfile.mkdtemp(prefix="job-", dir=private_root())
         network = None
         if spec.isolate:
             network, why = PrivateNetwork.create()
@@ -204,7 +206,7 @@ class JobFiles:
                     "listen on every interface of this machine while it runs. Run it on a trusted "
                     "host; --no-isolate silences this."
                 )
-        return cls(folder, backup, network, gpu_env)
+        return cls(folder, backup, network, gpu_env, lock)
 
     def close(self) -> None:
         """Remove the job's own files; the backup folder stays while it holds saves (tasks
@@ -212,11 +214,34 @@ class JobFiles:
         if self.network is not None:
             self.network.close()
         shutil.rmtree(self.folder, ignore_errors=True)
-        try:
-            os.rmdir(self.backup_dir)
-        except OSError:
-            pass  # saves to resume from, or the user's own folder
+        if self.lock is not None:  # autodist's own folder, not --backup-dir
+            try:
+                os.rmdir(self.backup_dir)
+            except OSError:
+                pass  # saves to resume from
+            try:
+                os.remove(self.backup_dir + ".lock")
+            finally:
+                os.close(self.lock)
         release_private_root()
+
+
+def _lock(backup: str, command: list[str]) -> int:
+    """Hold ``<backup>.lock`` while the job runs: the same command launched twice at once would
+    share one backup folder, each resuming from or removing the other's saves."""
+    import fcntl
+
+    descriptor = os.open(backup + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise AutodistError(
+            f"launch: the same command ({' '.join(command)}) is already running, and it keeps its "
+            f"saves in {backup}. Expected one launch of a command at a time. Pass --backup-dir "
+            "(another folder for this run) to run both."
+        ) from None
+    return descriptor
 
 
 def default_launch_backup(command: list[str], spec: Any) -> str:

@@ -32,8 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from autodist import parameter_server
-from autodist.preemption import guard_for
-from autodist.resume import fit_resuming
+from autodist.resume import fit_resuming, guard_for
 from autodist.activation import complete as complete_activation
 from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed

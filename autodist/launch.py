@@ -17,8 +17,8 @@ anyone who connects. So on Linux the tasks run in one private network namespace
 Every wait is bounded: ``--timeout`` for the whole job; ``--stall-timeout`` (default 30 minutes)
 for a task that has started training and then stops making progress: while ``autodist.fit``
 runs, each task beats (``AUTODIST_HEARTBEAT_FILE``) after each batch and epoch; a
-parameter-server chief as its steps finish, its workers and ps while they serve (custom loops
-do not beat: ``--timeout`` bounds them); ``--grace`` for stopping. Each local worker gets its own
+parameter-server chief as its steps finish, its workers and ps while they serve, a custom loop
+when it calls ``autodist.beat()``; ``--grace`` for stopping. Each local worker gets its own
 GPUs (``CUDA_VISIBLE_DEVICES``, :func:`autodist.job_layout.split_gpus`). The launcher's files
 (heartbeats, default backups) are in a private folder (mode 700). With ``--hosts``, autodist only
 prints the per-host plan: it never starts processes on other machines.

@@ -20,8 +20,10 @@ the :func:`guard` callback acts on it after the step that is running:
 Each epoch's end saves too (without the metrics), so a task that dies without warning resumes
 at its last finished epoch, as with ``BackupAndRestore``; workers resume from the newest save
 they all have (a worker that died may lack its peers' last one). After a ``fit`` that finished,
-the saves are removed; a SIGTERM that came too late to act on (after the last step) is
-delivered again, as it would have been without autodist. Why not TensorFlow's own tools:
+the saves are removed. A SIGTERM after the last step (in the last validation or callbacks), on
+any worker, makes every worker save the finished fit with its History and exit 75 (the next start
+trains nothing); one after ``fit`` returned is delivered again, as without autodist (a restart
+trains that fit again, as with ``BackupAndRestore``). Why not TensorFlow's own tools:
 ``PreemptionCheckpointHandler`` needs a custom loop, tf_keras's ``BackupAndRestore`` with a
 ``save_freq`` restores the step count but reads the epoch's data from its start, and Keras 3's
 ``BackupAndRestore`` restores only the epoch.
@@ -49,7 +51,7 @@ from autodist import train_state
 from autodist.log import get_logger
 from autodist.train_state import Position, Save
 
-__all__ = ["PREEMPTED_EXIT_CODE", "Armed", "ClusterAgreement", "Guard", "LocalAgreement", "guard", "guard_for", "restore_state"]
+__all__ = ["PREEMPTED_EXIT_CODE", "ClusterAgreement", "Guard", "LocalAgreement", "guard", "next_fit_id", "restore_state"]
 
 #: A task's exit code after it saved its step on SIGTERM (``EX_TEMPFAIL``: try again).
 PREEMPTED_EXIT_CODE = 75
@@ -57,7 +59,14 @@ PREEMPTED_EXIT_CODE = 75
 ACK_TIMEOUT_S = 10.0
 #: The longest wait for another worker to say which saves it has, at the start of ``fit``.
 RESUME_TIMEOUT_S = 300.0
+#: The longest wait for the other workers to say, at the end of ``fit``, whether SIGTERM came.
+END_TIMEOUT_S = 60.0
 _FITS = itertools.count()  # every worker runs its fits in the same order: one key per fit
+
+
+def next_fit_id() -> int:
+    """This process's count of ``autodist.fit`` calls so far (every worker counts alike)."""
+    return next(_FITS)
 
 
 class LocalAgreement:
@@ -66,6 +75,9 @@ class LocalAgreement:
     def common(self, available: list[Save]) -> list[Save]:
         """The saves to resume from: all of this process's."""
         return list(available)
+
+    def any_preempted(self, mine: bool) -> bool:
+        return mine
 
     def propose(self, finished: int) -> None:
         self.target = finished
@@ -116,6 +128,22 @@ class ClusterAgreement:
                     "Expected every worker to start autodist.fit. Find that worker's error in its log."
                 ) from err
         return [found for found in available if found.name in names]
+
+    def any_preempted(self, mine: bool) -> bool:
+        """At the end of ``fit``: whether any worker got SIGTERM (after the last step, none can
+        propose one), so that all save the finished fit, or none does."""
+        from tensorflow.python.eager import context
+
+        key = f"autodist/end/{self.fit_id}"
+        context.context().set_config_key_value(f"{key}/{self.task_index}", "1" if mine else "0")
+        deadline = time.monotonic() + END_TIMEOUT_S
+        for index in range(self.num_workers):
+            try:
+                left_ms = max(1, int((deadline - time.monotonic()) * 1000))
+                mine = mine or context.context().get_config_key_value(f"{key}/{index}", timeout_in_ms=left_ms) == "1"
+            except Exception:
+                get_logger().warning(f"autodist: worker {index} did not say how its fit ended in {END_TIMEOUT_S:g} s")
+        return mine
 
     def start(self) -> ClusterAgreement:
         threading.Thread(target=self._watch, name="autodist-preemption", daemon=True).start()
@@ -173,7 +201,8 @@ class Guard:
     folder: str
     agreement: Any
     strategy: Any
-    root: str | None = None  # the backup root, removed with the folder when empty
+    root: str | None = None  # the backup root, removed with the folder when empty (if autodist's)
+    own_root: bool = True
     epoch_scalars: list[float] | None = None  # the optimizer's scalars in the last epoch save
     resume_from: Save | None = None  # the save to restore
     received: threading.Event = field(default_factory=threading.Event)
@@ -201,7 +230,7 @@ class Guard:
         """After a ``fit`` that finished: when SIGTERM came too late to save a step (in the last
         steps, validation or callbacks), save the finished state with its History and exit with
         :data:`PREEMPTED_EXIT_CODE`: a new start returns that History and trains nothing."""
-        if not self.preempted():
+        if not self.agreement.any_preempted(self.preempted()):
             return
         record = {"history": _plain(getattr(history, "history", {})), "epochs": list(getattr(history, "epoch", []))}
         epochs = int(getattr(history, "params", {}).get("epochs") or 0)
@@ -218,8 +247,11 @@ class Guard:
             self.installed = False
         if finished:
             train_state.clear(self.folder)
-            for folder in (os.path.dirname(self.folder), self.root):
+            for folder in (os.path.dirname(self.folder), self.root if self.own_root else None):
                 _remove_if_empty(folder)
+        if self.received.is_set():  # came after the fit's end was agreed: as without autodist
+            self.received.clear()
+            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _plain(history: Any) -> dict[str, list[float]]:
@@ -382,55 +414,3 @@ def _exit(state: Guard, position: Position, *, finished: bool = False) -> None:
         flush=True,
     )
     raise SystemExit(PREEMPTED_EXIT_CODE)
-
-
-def _single(backup_dir: Any) -> str:
-    """A single process's folder: under ``AUTODIST_BACKUP_DIR``, which other scripts may share,
-    named after the command line too."""
-    if isinstance(backup_dir, str):
-        return "single"
-    import hashlib
-
-    return "single-" + hashlib.sha1(json.dumps([os.path.abspath(sys.argv[0]), *sys.argv[1:]]).encode()).hexdigest()[:8]
-
-
-@dataclass(frozen=True)
-class Armed:
-    """A guard ready for one ``fit``: its state and its two callbacks (see :func:`guard`)."""
-
-    state: Guard
-    first: Any
-    last: Any
-
-
-def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any) -> Armed | None:
-    """The preemption guard for this ``fit``, or ``None``: without a backup folder (a single-host
-    run given neither ``backup_dir`` nor ``AUTODIST_BACKUP_DIR``; ``backup_dir=False``), with the
-    caller's own ``BackupAndRestore``, or under parameter-server training (asynchronous: no step
-    that every worker shares)."""
-    from autodist.callbacks import backup_folder, default_backup_root
-    from autodist.plans import StrategyKind
-    from autodist.settings import backup_dir_setting
-
-    cluster = the_plan.cluster
-    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and cluster is not None and cluster.num_workers >= 2
-    own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
-    if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
-        return None
-    if isinstance(backup_dir, str):
-        root = backup_dir
-    elif multi_worker or backup_dir_setting(os.environ):
-        root = default_backup_root(cluster, os.environ) if cluster is not None else str(backup_dir_setting(os.environ))
-    else:
-        return None
-    fit_id = next(_FITS)  # one folder per fit: a script's second fit must not resume its first
-    task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
-    folder = os.path.join(task, f"fit-{fit_id}")
-    if multi_worker:
-        assert cluster is not None
-        worker = 0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
-        agreement: Any = ClusterAgreement(worker, cluster.num_workers, fit_id).start()
-    else:
-        agreement = LocalAgreement()
-    state = Guard(folder, agreement, strategy, root=root)
-    return Armed(state, *guard(keras_module, state))

@@ -27,17 +27,20 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+import os
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.dataset_graph import finite_cardinality, shuffles
 from autodist.log import warn_all
-from autodist.preemption import Guard, restore_state
+from autodist.preemption import ClusterAgreement, Guard, LocalAgreement, guard, next_fit_id, restore_state
 from autodist.train_state import Save, clear, discard_after, readable, record, saves
 
-__all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "restore_finished", "run_phases"]
+__all__ = ["Armed", "Phase", "Phases", "fit_resuming", "guard_for", "phased_callbacks", "phases", "restore_finished", "run_phases"]
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,8 @@ def run_phases(model: Any, plan: Phases, callbacks: Any) -> Any:
             history = model.fit(phase.x, phase.y, callbacks=callbacks, **phase.kwargs)
         callbacks.batch_offset = 0
         if model.stop_training and not callbacks.last_phase:  # EarlyStopping, TerminateOnNaN, ...
+            if hasattr(model.optimizer, "finalize_variable_values"):  # as fit does before on_train_end
+                model.optimizer.finalize_variable_values(model.trainable_variables)
             callbacks.last_phase = True
             logs = {key: values[-1] for key, values in (history.history if history is not None else {}).items() if values}
             callbacks.on_train_end(logs)
@@ -292,3 +297,55 @@ def restore_finished(model: Any, state: Guard, keras_module: Any) -> Any:
     history.params = {"epochs": found.position.epoch, "steps": found.position.batches}
     model.history = history
     return history
+
+
+def _single(backup_dir: Any) -> str:
+    """A single process's folder: under ``AUTODIST_BACKUP_DIR``, which other scripts may share,
+    named after the command line too."""
+    if isinstance(backup_dir, str):
+        return "single"
+    import hashlib
+
+    return "single-" + hashlib.sha1(json.dumps([os.path.abspath(sys.argv[0]), *sys.argv[1:]]).encode()).hexdigest()[:8]
+
+
+@dataclass(frozen=True)
+class Armed:
+    """A guard ready for one ``fit``: its state and its two callbacks (see :func:`guard`)."""
+
+    state: Guard
+    first: Any
+    last: Any
+
+
+def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any) -> Armed | None:
+    """The preemption guard for this ``fit``, or ``None``: without a backup folder (a single-host
+    run given neither ``backup_dir`` nor ``AUTODIST_BACKUP_DIR``; ``backup_dir=False``), with the
+    caller's own ``BackupAndRestore``, or under parameter-server training (asynchronous: no step
+    that every worker shares)."""
+    from autodist.callbacks import backup_folder, default_backup_root
+    from autodist.plans import StrategyKind
+    from autodist.settings import backup_dir_setting
+
+    fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
+    cluster = the_plan.cluster
+    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and cluster is not None and cluster.num_workers >= 2
+    own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
+    if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        return None
+    if isinstance(backup_dir, str):
+        root = backup_dir
+    elif multi_worker or backup_dir_setting(os.environ):
+        root = default_backup_root(cluster, os.environ) if cluster is not None else str(backup_dir_setting(os.environ))
+    else:
+        return None
+    task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
+    folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
+    if multi_worker:
+        assert cluster is not None
+        worker = 0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
+        agreement: Any = ClusterAgreement(worker, cluster.num_workers, fit_id).start()
+    else:
+        agreement = LocalAgreement()
+    state = Guard(folder, agreement, strategy, root=root, own_root=not isinstance(backup_dir, str) and not backup_dir_setting(os.environ))
+    return Armed(state, *guard(keras_module, state))

@@ -66,9 +66,13 @@ def state_variables(model: Any, *, metrics: bool = True) -> dict[str, list[Any]]
     random layers' seed states; the optimizer's (step count, slots, learning rate, loss scale);
     and, with ``metrics``, the metrics' state."""
     tf_keras = type(model).__module__.startswith("tf_keras")
-    groups = {"weights": list(model.weights if tf_keras else model.variables), "optimizer": _optimizer_variables(model)}
+    metric_variables = [v for metric in model.metrics for v in metric.variables]
+    # a subclassed tf_keras model's own metrics (self.loss_tracker = Mean()) are among its weights
+    seen = {id(v) for v in metric_variables}
+    weights = [v for v in (model.weights if tf_keras else model.variables) if id(v) not in seen]
+    groups = {"weights": weights, "optimizer": _optimizer_variables(model)}
     if metrics:
-        groups["metrics"] = [v for metric in model.metrics for v in metric.variables]
+        groups["metrics"] = metric_variables
     return groups
 
 
@@ -160,7 +164,12 @@ def saves(folder: str) -> list[Save]:
             continue
         if os.path.exists(os.path.join(folder, file[: -len(".json")] + ".npz")):
             found.append(Save(file[: -len(".json")], kind, position))
-    return sorted(found, key=lambda found_save: (found_save.order, KINDS.index(found_save.kind) - (found_save.kind == "step") * 9))
+    return sorted(found, key=_newness)
+
+
+def _newness(found: Save) -> tuple[int, int, int]:
+    """Later position first; at one position, ``done`` after ``epoch``."""
+    return (*found.order, KINDS.index(found.kind))
 
 
 def load(folder: str, name: str) -> dict[str, list[np.ndarray]] | None:
@@ -207,7 +216,7 @@ def discard_after(folder: str, kept: Save) -> None:
     """Remove the saves newer than ``kept`` (one this run resumed before, or one another worker
     lacks): the next save must not be followed by a stale one."""
     for found in saves(folder):
-        if found.order > kept.order:
+        if _newness(found) > _newness(kept):
             _remove(folder, found.name)
 
 

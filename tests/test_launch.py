@@ -185,9 +185,28 @@ def test_the_launchers_files_are_private_to_the_user(script):
     assert not os.path.exists(backup), "an empty backup folder is removed at the end"
     again, output, _ = run(script, "files")
     assert next(line for line in output.splitlines() if "] files " in line).split()[-1] == backup, "the same command, the same backups"
+    assert not os.path.exists(backup + ".lock")
     cluster = ClusterInfo("TF_CONFIG", "worker", 0, {"worker": ["h:1", "h:2"]})
     assert os.path.dirname(default_backup_root(cluster, {})) == private_root()
     release_private_root()  # removed when empty: autodist leaves no empty folder behind
+
+
+def test_the_same_command_launched_twice_at_once_is_refused(script):
+    """Two launches of one command would share the default backup folder."""
+    from autodist.job_layout import JobFiles
+    from autodist.launch import JobSpec
+
+    spec = JobSpec(2, isolate=False)
+    first = JobFiles.create(spec, {}, print, [script, "ok"])
+    try:
+        with pytest.raises(AutodistError, match="is already running.*Pass --backup-dir"):
+            JobFiles.create(spec, {}, print, [script, "ok"])
+        other = JobFiles.create(JobSpec(2, isolate=False, backup_dir=first.folder + "-mine"), {}, print, [script, "ok"])
+        other.close()
+    finally:
+        first.close()
+    again = JobFiles.create(spec, {}, print, [script, "ok"])  # free once the first has ended
+    again.close()
 
 
 def test_a_second_signal_during_shutdown_still_ends_every_task(script):

@@ -83,7 +83,7 @@ def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cp
     second = single(out, "self", flavor, cpus, data, warmup)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "autodist: resuming at epoch 2, after 5 of its batches, from the preemption save" in second.stderr
-    assert not (out / "backup").exists(), "a finished run removes its saves"
+    assert list((out / "backup").iterdir()) == [], "a finished run removes its saves (and leaves your folder)"
     done = single(reference, "reference", flavor, cpus, data)
     assert done.returncode == 0, done.stderr[-3000:]
     diff, redone = assert_same_run(out, reference, "single")
@@ -105,7 +105,7 @@ def test_a_sigterm_after_the_last_step_saves_the_finished_fit(tmp_path):
     assert max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights)) <= 1e-6
     assert summary["history"] == ref_summary["history"] and summary["epochs"] == [0, 1, 2]
     assert steps_trained(out, "single") == list(range(1, STEPS + 1)), "the restart trains no step"
-    assert not (out / "backup").exists()
+    assert list((out / "backup").iterdir()) == []
 
 
 def launch(out: Path, mode: str, flavor: str, *extra: str) -> list[str]:
@@ -169,6 +169,21 @@ def test_multi_worker_tf_keras_one_worker_sigterm_and_a_launcher_restart(tmp_pat
         diff, redone = assert_same_run(out, reference, task)
         assert redone == 0
     report(f"preemption, 2 workers tf_keras: worker 1 SIGTERMed in epoch 2 batch 5; both saved after batch 7; steps redone {redone}, weights within {diff:g}")
+
+
+def test_multi_worker_sigterm_on_one_worker_after_the_last_step_saves_the_finished_fit_on_all(tmp_path):
+    """Only worker 1 gets SIGTERM, after the last step: no step can be proposed, so the workers
+    compare notes at the end of fit; both save the finished fit and exit 75, and the restart
+    trains nothing and returns the History."""
+    out = tmp_path / "run"
+    proc = run_python(launch(out, "late", "keras3", "--max-restarts", "1")[1:], env=subprocess_env(), timeout=170)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    said = [line for line in proc.stdout.splitlines() if line.startswith("[worker ")]
+    assert sum("saved the finished fit" in line for line in said) == 2, proc.stdout[-4000:]
+    assert sum("the fit had finished: nothing to train" in line for line in said) == 2, proc.stdout[-4000:]
+    for task in ("worker-0", "worker-1"):
+        assert steps_trained(out, task) == list(range(1, STEPS + 1)), f"{task} trained steps again"
+        assert result(out, task)[1]["epochs"] == [0, 1, 2]
 
 
 # ----------------------------------------------------------------------------- the pieces
