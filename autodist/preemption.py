@@ -373,14 +373,16 @@ def restore_state(model: Any, state: Guard) -> list[Any] | None:
 
 
 def _build_optimizer(model: Any, strategy: Any) -> None:
-    """tf_keras creates the optimizer's slots at its first step: create them now, to restore."""
+    """tf_keras creates the optimizer's slots at its first step: create them now, to restore
+    (``build`` for its optimizers, ``_create_all_weights`` for its legacy ones)."""
     optimizer = getattr(model, "optimizer", None)
     built = getattr(optimizer, "built", None)
     if built is None:
         built = getattr(optimizer, "_built", False)
-    if optimizer is not None and not built and hasattr(optimizer, "build"):
+    create = getattr(optimizer, "build", None) or getattr(optimizer, "_create_all_weights", None)
+    if optimizer is not None and not built and create is not None:
         with strategy.scope():
-            optimizer.build(model.trainable_variables)
+            create(model.trainable_variables)
 
 
 def raise_mismatch(folder: str, name: str, groups: list[str]) -> None:

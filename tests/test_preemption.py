@@ -30,8 +30,8 @@ STEPS = 30  # 3 epochs of 10 batches
 LEGACY = {"keras3": None, "tf_keras": "1"}
 
 
-def single(out: Path, mode: str, flavor: str, cpus: str, data: str, warmup: bool = False) -> subprocess.CompletedProcess:
-    env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus, WARMUP="1" if warmup else None)
+def single(out: Path, mode: str, flavor: str, cpus: str, data: str, warmup: bool = False, optimizer: str = "sgd") -> subprocess.CompletedProcess:
+    env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus, WARMUP="1" if warmup else None, OPTIMIZER=optimizer)
     return run_python([SCRIPT, str(out), mode, data], env=env, timeout=180)
 
 
@@ -63,16 +63,17 @@ def assert_same_run(out: Path, reference: Path, task: str) -> tuple[float, int]:
 
 
 @pytest.mark.parametrize(
-    "flavor,cpus,data",
-    [("keras3", "1", "arrays"), ("keras3", "2", "dataset"), ("tf_keras", "2", "arrays")],
-    ids=["keras3-default-arrays", "keras3-mirrored-dataset", "tf_keras-mirrored-arrays"],
+    "flavor,cpus,data,optimizer",
+    [("keras3", "1", "arrays", "sgd"), ("keras3", "2", "dataset", "momentum"), ("tf_keras", "2", "arrays", "legacy")],
+    ids=["keras3-default-arrays-sgd", "keras3-mirrored-dataset-momentum", "tf_keras-mirrored-arrays-legacy_momentum"],
 )
-def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cpus, data, report):
+def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cpus, data, optimizer, report):
     """The first case runs a smaller fit first: the second fit of a script resumes, the first
-    trains again (its own folder)."""
+    trains again (its own folder). Momentum: slot variables, which tf_keras creates at its first
+    step, restored before it (legacy: tf_keras's OptimizerV2)."""
     out, reference = tmp_path / "run", tmp_path / "reference"
     warmup = data == "arrays" and cpus == "1"
-    first = single(out, "self", flavor, cpus, data, warmup)
+    first = single(out, "self", flavor, cpus, data, warmup, optimizer)
     assert first.returncode == PREEMPTED_EXIT_CODE, first.stderr[-3000:]
     assert "autodist: preempted (SIGTERM): saved epoch 2 after 5 of its 10 batches" in first.stderr
     folder = out / "backup" / "single" / f"fit-{int(warmup)}"
@@ -80,15 +81,15 @@ def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cp
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
     assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}, "saves are private to the user"
     assert [(found.kind, found.position) for found in saves(str(folder))] == [("epoch", Position(1, 0, 10)), ("step", Position(1, 5, 10))]
-    second = single(out, "self", flavor, cpus, data, warmup)
+    second = single(out, "self", flavor, cpus, data, warmup, optimizer)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "autodist: resuming at epoch 2, after 5 of its batches, from the preemption save" in second.stderr
     assert list((out / "backup").iterdir()) == [], "a finished run removes its saves (and leaves your folder)"
-    done = single(reference, "reference", flavor, cpus, data)
+    done = single(reference, "reference", flavor, cpus, data, optimizer=optimizer)
     assert done.returncode == 0, done.stderr[-3000:]
     diff, redone = assert_same_run(out, reference, "single")
     assert redone == 0
-    report(f"preemption, {flavor} {result(out, 'single')[1]['strategy']} ({data}): SIGTERM in epoch 2 batch 5; steps redone {redone}, weights within {diff:g} of the uninterrupted run")
+    report(f"preemption, {flavor} {result(out, 'single')[1]['strategy']} ({data}, {optimizer}): SIGTERM in epoch 2 batch 5; steps redone {redone}, weights within {diff:g} of the uninterrupted run")
 
 
 def test_a_sigterm_after_the_last_step_saves_the_finished_fit(tmp_path):
@@ -157,7 +158,7 @@ def test_multi_worker_tf_keras_one_worker_sigterm_and_a_launcher_restart(tmp_pat
     """Only worker 1 gets SIGTERM (an evicted pod): both save the step it proposes, the launcher
     restarts the job, and it resumes there."""
     out, reference = tmp_path / "run", tmp_path / "reference"
-    env = subprocess_env(TF_USE_LEGACY_KERAS="1")
+    env = subprocess_env(TF_USE_LEGACY_KERAS="1", OPTIMIZER="momentum")
     out.mkdir()
     proc = run_python(launch(out, "self", "tf_keras", "--max-restarts", "1")[1:], env=env, timeout=170)
     assert proc.returncode == 0, proc.stdout[-4000:]
@@ -168,7 +169,7 @@ def test_multi_worker_tf_keras_one_worker_sigterm_and_a_launcher_restart(tmp_pat
     for task in ("worker-0", "worker-1"):
         diff, redone = assert_same_run(out, reference, task)
         assert redone == 0
-    report(f"preemption, 2 workers tf_keras: worker 1 SIGTERMed in epoch 2 batch 5; both saved after batch 7; steps redone {redone}, weights within {diff:g}")
+    report(f"preemption, 2 workers tf_keras (momentum): worker 1 SIGTERMed in epoch 2 batch 5; both saved after batch 7; steps redone {redone}, weights within {diff:g}")
 
 
 def test_multi_worker_sigterm_on_one_worker_after_the_last_step_saves_the_finished_fit_on_all(tmp_path):

@@ -11,7 +11,8 @@ Usage: preemption.py OUTDIR MODE [INPUT]
 Every task appends "<run> <epoch> <batch> <iterations>" per trained step to OUTDIR/<task>-steps.txt,
 where <run> is a fresh id per process, writes OUTDIR/<task>.npz (final weights) and
 OUTDIR/<task>.json (history) when fit returns. The backup folder is AUTODIST_BACKUP_DIR (the
-launcher's --backup-dir), or OUTDIR/backup for a single host.
+launcher's --backup-dir), or OUTDIR/backup for a single host. OPTIMIZER: sgd (default), momentum,
+or legacy (tf_keras only).
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ Y = (X @ rng.normal(size=(8, 1)) + 0.1 * rng.normal(size=(160, 1))).astype("floa
 def build():
     keras.utils.set_random_seed(1)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    optimizer = {
+        "sgd": lambda: keras.optimizers.SGD(0.05),
+        "momentum": lambda: keras.optimizers.SGD(0.05, momentum=0.9),  # slots, built lazily in tf_keras
+        "legacy": lambda: keras.optimizers.legacy.SGD(0.05, momentum=0.9),  # tf_keras's OptimizerV2
+    }[os.environ.get("OPTIMIZER", "sgd")]()
+    model.compile(optimizer=optimizer, loss="mse", metrics=["mae"])
     return model
 
 
