@@ -39,7 +39,7 @@ from autodist.errors import AutodistError
 from autodist.settings import BACKUP_DIR_ENV, HEARTBEAT_FILE_ENV, backup_dir_setting
 
 __all__ = [
-    "BATCH_HOOKS", "ChiefDuties", "backup_folder", "beat", "default_backup_root", "heartbeat", "needs_each_step",
+    "BATCH_HOOKS", "ChiefDuties", "backup_folder", "beat", "command_line", "default_backup_root", "digest", "heartbeat", "needs_each_step",
     "private_root", "release_private_root", "uses_batch_hooks",
 ]  # fmt: skip
 
@@ -86,9 +86,22 @@ def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str
         return environ[BACKUP_ENV]
     # The cluster and the command line: another script, or the same one with other arguments,
     # on the same hosts and ports must not resume this run's backup.
-    key = json.dumps({"cluster": cluster.cluster_spec, "argv": [os.path.abspath(sys.argv[0])] + sys.argv[1:]}, sort_keys=True)
-    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
-    return os.path.join(private_root(), f"backup-{digest}")
+    return os.path.join(private_root(), f"backup-{digest({'cluster': cluster.cluster_spec, 'argv': command_line()})}")
+
+
+def command_line() -> list[str]:
+    """This process's command line, its script as an absolute path (what names its backups)."""
+    return [os.path.abspath(sys.argv[0]), *sys.argv[1:]]
+
+
+def digest(value: Any) -> str:
+    """A short, stable name for a JSON-able value (a folder name for a job's backups).
+
+    Example:
+        >>> digest({"b": 1, "a": [2]}) == digest({"a": [2], "b": 1})
+        True
+    """
+    return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def beat(environ: Mapping[str, str] | None = None, *, done: bool = False) -> None:

@@ -14,8 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -25,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autodist.callbacks import private_root, release_private_root
+from autodist.callbacks import digest, private_root, release_private_root
 from autodist.errors import AutodistError
 from autodist.netns import PrivateNetwork
 
@@ -247,5 +245,4 @@ def _lock(backup: str, command: list[str]) -> int:
 def default_launch_backup(command: list[str], spec: Any) -> str:
     """The backup folder of a launch without ``--backup-dir``: named after the script, its
     arguments and the job's shape, in the private folder, so the same command resumes."""
-    key = json.dumps([os.path.abspath(command[0]), *command[1:], spec.num_workers, spec.num_ps])
-    return os.path.join(private_root(), f"launch-{hashlib.sha1(key.encode()).hexdigest()[:12]}")
+    return os.path.join(private_root(), f"launch-{digest([os.path.abspath(command[0]), *command[1:], spec.num_workers, spec.num_ps])}")

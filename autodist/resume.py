@@ -27,15 +27,15 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autodist.callbacks import command_line, digest
 from autodist.dataset_graph import finite_cardinality, shuffles
+from autodist.inputs import is_array_like, num_samples, pandas_to_numpy
 from autodist.log import warn_all
 from autodist.preemption import ClusterAgreement, Guard, LocalAgreement, guard, next_fit_id, restore_state
 from autodist.train_state import Save, clear, discard_after, readable, record, saves
@@ -65,10 +65,6 @@ class Phases:
     batches: int | None = None
     warnings: tuple[str, ...] = field(default=())
 
-    @property
-    def batch_offset_in_first(self) -> int:
-        return self.phases[0].batch_offset
-
 
 def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int) -> Phases | None:
     """The ``fit`` calls that resume at ``step`` of ``epoch`` (0-based), or ``None`` when this
@@ -83,8 +79,8 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
     elif hasattr(x, "skip") and kwargs.get("steps_per_epoch") is None and finite_cardinality(x) is not None:
         note = _SHUFFLED_DATASET if shuffles(x) else ""
         found = (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
-    elif _is_arrays(x) and kwargs.get("steps_per_epoch") is None and kwargs.get("batch_size"):
-        found = _array_phases(x, y, kwargs, step)
+    elif is_array_like(pandas_to_numpy(x)) and kwargs.get("steps_per_epoch") is None and kwargs.get("batch_size"):
+        found = _array_phases(pandas_to_numpy(x), pandas_to_numpy(y), kwargs, step)
     else:
         return None
     first, rest, batches, note = found
@@ -120,7 +116,7 @@ def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
     """Arrays that Keras batches: the training part sliced after the trained samples, the
     validation part (``validation_split``) kept as it was. Shuffled: the remaining count of
     batches, from a new order."""
-    samples = _length(x)
+    samples = num_samples(x)
     split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
     train = int(math.floor(samples * (1.0 - split)))
     batch = int(kwargs["batch_size"])
@@ -137,20 +133,6 @@ def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
         changes["sample_weight"] = _slice(weights, step * batch, train)
     first = (_slice(x, step * batch, train), _slice(y, step * batch, train), {**kwargs, **changes})
     return first, (x, y, dict(kwargs)), batches, ""
-
-
-def _is_arrays(x: Any) -> bool:
-    if isinstance(x, Mapping):
-        return bool(x) and all(_is_arrays(v) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return bool(x) and all(_is_arrays(v) for v in x)
-    return hasattr(x, "shape") and hasattr(x, "__getitem__")
-
-
-def _length(x: Any) -> int:
-    while isinstance(x, (Mapping, list, tuple)):
-        x = next(iter(x.values())) if isinstance(x, Mapping) else x[0]
-    return int(x.shape[0])
 
 
 def _slice(x: Any, start: int, stop: int | None) -> Any:
@@ -302,11 +284,7 @@ def restore_finished(model: Any, state: Guard, keras_module: Any) -> Any:
 def _single(backup_dir: Any) -> str:
     """A single process's folder: under ``AUTODIST_BACKUP_DIR``, which other scripts may share,
     named after the command line too."""
-    if isinstance(backup_dir, str):
-        return "single"
-    import hashlib
-
-    return "single-" + hashlib.sha1(json.dumps([os.path.abspath(sys.argv[0]), *sys.argv[1:]]).encode()).hexdigest()[:8]
+    return "single" if isinstance(backup_dir, str) else f"single-{digest(command_line())}"
 
 
 @dataclass(frozen=True)

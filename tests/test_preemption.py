@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autodist.preemption import PREEMPTED_EXIT_CODE, ClusterAgreement
+from autodist.preemption import PREEMPTED_EXIT_CODE
 from autodist.resume import phases
 from autodist.train_state import Position, clear, discard_after, load, save, saves
 from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
@@ -190,11 +190,6 @@ def test_multi_worker_sigterm_on_one_worker_after_the_last_step_saves_the_finish
 # ----------------------------------------------------------------------------- the pieces
 
 
-def test_a_proposed_step_is_two_past_the_proposer_so_no_worker_has_passed_it():
-    # workers in one all-reduce are at most one step apart
-    assert ClusterAgreement.proposal(finished=7) == 9
-
-
 def test_unshuffled_arrays_resume_on_the_samples_left_with_the_same_validation_split():
     x, y, w = np.arange(20), np.arange(20) * 10, np.ones(20)
     kwargs = {"batch_size": 4, "shuffle": False, "validation_split": 0.2, "sample_weight": w, "callbacks": []}
@@ -206,6 +201,10 @@ def test_unshuffled_arrays_resume_on_the_samples_left_with_the_same_validation_s
     assert (first.kwargs["initial_epoch"], first.kwargs["epochs"], first.batch_offset) == (1, 2, 2)
     assert rest.x is x and rest.kwargs["validation_split"] == 0.2 and (rest.kwargs["initial_epoch"], rest.kwargs["epochs"]) == (2, 3)
     assert plan.exact and plan.batches == 4 and not plan.warnings
+    import pandas as pd
+
+    frame = phases(pd.DataFrame({"a": x}), pd.Series(y), kwargs, epoch=1, step=2, epochs=3).phases[0]
+    assert frame.x.ravel().tolist() == list(range(8, 16)) and frame.y.tolist() == first.y.tolist(), "pandas as Keras reads it"
 
 
 def test_shuffled_arrays_resume_on_the_count_left_and_say_the_order_is_new():
