@@ -19,7 +19,7 @@ environment but the ``environ`` it is given) and says why, with the numbers, in 
 
 Example:
     >>> from autodist.hardware import HardwareSnapshot
-    >>> choice = choose_kind(HardwareSnapshot.cpu_only(num_cpu_devices=2), forced=None, footprint=None, fraction=0.9)
+    >>> choice = choose_kind(HardwareSnapshot.cpu_only(num_cpu_devices=2), forced=None)
     >>> choice.value.value, "AUTODIST_CPU_DEVICES=2" in choice.reasons[0]
     ('mirrored', True)
 """
@@ -34,13 +34,14 @@ from autodist.global_batch import BatchDecision, adjust_global_batch, validate_b
 from autodist.errors import StrategyUnavailableError
 from autodist.hardware import HardwareSnapshot
 from autodist.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
+from autodist.memory_model import MemoryEstimate, estimate, fit_on_gpus
 from autodist.model_info import ModelInfo
 from autodist.plans import StrategyKind, format_gib
 from autodist.settings import STEPS_PER_EXECUTION_ENV, steps_per_execution_setting
 
 __all__ = [
     "Choice", "Layout", "choose_batch", "choose_compile_overrides", "choose_coordinator_threads",
-    "choose_kind", "choose_layout", "choose_steps_per_execution", "choose_workarounds", "FitFacts",
+    "choose_kind", "choose_layout", "choose_memory", "MemoryFacts", "choose_steps_per_execution", "choose_workarounds", "FitFacts",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -73,11 +74,14 @@ class Layout:
     num_replicas: int = 1
 
 
-def choose_kind(snapshot: HardwareSnapshot, *, forced: StrategyKind | None, footprint: int | None, fraction: float) -> Choice[StrategyKind]:
+def choose_kind(
+    snapshot: HardwareSnapshot, *, forced: StrategyKind | None, memory: MemoryFacts | None = None, fraction: float = 0.9
+) -> Choice[StrategyKind]:
     """The strategy: the forced one when it can run here, else the rules of the module docstring.
 
     Raises:
-        StrategyUnavailableError: when a forced strategy cannot run here.
+        StrategyUnavailableError: when a forced strategy cannot run here, or when no strategy's
+            memory estimate fits the GPUs (``memory.refuse``; else the plan warns).
     """
     if forced is not None:
         _check_forced(snapshot, forced)
@@ -98,18 +102,17 @@ def choose_kind(snapshot: HardwareSnapshot, *, forced: StrategyKind | None, foot
             "multi-worker training",
         ))  # fmt: skip
     single = (f"{cluster.source} defines a single worker: planning for one machine",) if cluster else ()
-    choice = _choose_single_host(snapshot, footprint, fraction)
+    choice = _choose_single_host(snapshot, memory, fraction)
     central = ("variables are kept on /cpu:0 and the GPUs compute (central_storage)",) if choice.value == K.CENTRAL_STORAGE else ()
-    return Choice(choice.value, single + choice.reasons + central)
+    return Choice(choice.value, single + choice.reasons + central, choice.warnings)
 
 
-def _choose_single_host(snapshot: HardwareSnapshot, footprint: int | None, fraction: float) -> Choice[StrategyKind]:
+def _choose_single_host(snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: float) -> Choice[StrategyKind]:
     gpus, num_cpus = snapshot.gpus, snapshot.num_cpu_devices
     if gpus:
         found = f"{len(gpus)} GPUs found" if len(gpus) >= 2 else f"1 GPU found ({gpus[0].name}, {format_gib(gpus[0].memory_bytes)})"
-        fits = _fits(snapshot, footprint, fraction)
-        kind = (K.MIRRORED if len(gpus) >= 2 else K.ONE_DEVICE) if fits.value else K.CENTRAL_STORAGE
-        return Choice(kind, (found,) + fits.reasons)
+        fits = _fits(snapshot, memory, fraction)
+        return Choice(fits.value, (found,) + fits.reasons, fits.warnings)
     if num_cpus >= 2:
         return Choice(K.MIRRORED, (
             f"no GPU; AUTODIST_CPU_DEVICES={num_cpus} splits the CPU into {num_cpus} "
@@ -152,19 +155,59 @@ def _check_forced(snapshot: HardwareSnapshot, forced: StrategyKind) -> None:
         )
 
 
-def _fits(snapshot: HardwareSnapshot, footprint: int | None, fraction: float) -> Choice[bool]:
-    if footprint is None:
-        return Choice(True, ("model size unknown (pass a built model or num_params=) so GPU memory was not checked",))
+@dataclass(frozen=True)
+class MemoryFacts:
+    """What the GPU memory check needs: the model (``num_params`` set), the requested global
+    batch, the activation allowance for models whose layer sizes are unknown, and whether a
+    model that fits nowhere is refused (``fit``) or only warned about (dry runs)."""
+
+    model: ModelInfo
+    batch_size: int
+    activation_fraction: float = 0.5
+    refuse: bool = True
+
+
+def _fits(snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: float) -> Choice[StrategyKind]:
+    replicated = K.MIRRORED if len(snapshot.gpus) >= 2 else K.ONE_DEVICE
+    if memory is None:
+        return Choice(replicated, ("model size unknown (pass a built model or num_params=) so GPU memory was not checked",))
     memories = [gpu.memory_bytes for gpu in snapshot.gpus if gpu.memory_bytes]
     if not memories:
-        return Choice(True, ("GPU memory unknown (no NVML), so the model is assumed to fit",))
-    smallest = min(memories)
-    budget = int(smallest * fraction)
-    fits = footprint <= budget
-    return Choice(fits, (
-        f"training footprint {format_gib(footprint)} {'fits' if fits else 'does not fit'} "
-        f"{fraction:.0%} of the smallest GPU's {format_gib(smallest)} ({format_gib(budget)})",
-    ))  # fmt: skip
+        return Choice(replicated, ("GPU memory unknown (no NVML), so the model is assumed to fit",))
+    fit = fit_on_gpus(
+        memory.model, len(snapshot.gpus), min(memories), snapshot.host_memory_bytes, memory.batch_size,
+        fraction=fraction, activation_fraction=memory.activation_fraction,
+    )  # fmt: skip
+    if fit.strategy is not None:
+        return Choice(K(fit.strategy), (fit.reason,))
+    if memory.refuse:
+        raise StrategyUnavailableError(fit.problem)
+    return Choice(K.CENTRAL_STORAGE, (fit.reason,), (fit.problem,))
+
+
+def choose_memory(
+    snapshot: HardwareSnapshot, kind: StrategyKind, memory: MemoryFacts | None, per_replica_batch: int, fraction: float, *, forced: bool = False
+) -> Choice[tuple[MemoryEstimate, ...]]:
+    """The per-device memory estimate of ``kind`` (and, with GPUs, of the other single-host
+    candidate), for the plan's table; a warning when a ``forced`` strategy does not fit the GPUs.
+
+    Example:
+        >>> facts = MemoryFacts(ModelInfo(num_params=1000, optimizer_slots=0, activation_elements=10), 64)
+        >>> [e.strategy for e in choose_memory(HardwareSnapshot.cpu_only(), K.DEFAULT, facts, 64, 0.9).value]
+        ['default']
+    """
+    if memory is None:
+        return Choice(())
+    kinds = [kind] + ([K.CENTRAL_STORAGE if kind != K.CENTRAL_STORAGE else K.MIRRORED] if snapshot.gpus and kind in _SINGLE_HOST else [])
+    table = tuple(estimate(k.value, memory.model, per_replica_batch, activation_fraction=memory.activation_fraction) for k in kinds)
+    memories = [gpu.memory_bytes for gpu in snapshot.gpus if gpu.memory_bytes]
+    budget = int(min(memories) * fraction) if memories else None
+    if forced and budget is not None and table[0].device_bytes > budget:
+        return Choice(table, warnings=(
+            f"{kind.value} needs an estimated {format_gib(table[0].device_bytes)} per GPU, more than "
+            f"{fraction:.0%} of the smallest GPU ({format_gib(budget)}): training may run out of memory",
+        ))  # fmt: skip
+    return Choice(table)
 
 
 def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layout]:

@@ -137,7 +137,8 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
         snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw) if isinstance(raw, dict) else raw)
     else:
         snap = detect(fast=True)
-    return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy).to_dict()
+    # a dry run: a model that fits no GPU is a warning in the plan, not an error
+    return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
 
 
 def _plan_text(data: dict[str, Any]) -> str:

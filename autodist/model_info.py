@@ -35,6 +35,7 @@ class ModelInfo:
     jit_compile: Any = None
     steps_per_execution: Any = 1
     run_eagerly: bool = False
+    activation_elements: int | None = None
 
 
 def keras_flavor_of(model: Any) -> str:
@@ -92,4 +93,41 @@ def describe_model(model: Any) -> ModelInfo:
         jit_compile=getattr(model, "_jit_compile", None),
         steps_per_execution=getattr(model, "steps_per_execution", 1),
         run_eagerly=bool(getattr(model, "run_eagerly", False)),
+        activation_elements=activation_elements(model),
     )
+
+
+def activation_elements(model: Any) -> int | None:
+    """Values per sample in the outputs of the model's layers (nested models' layers included),
+    from their symbolic output shapes; ``None`` when a layer has no known output shape (a
+    subclassed model, a variable-length dimension).
+
+    Example:
+        >>> import keras
+        >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(2)])
+        >>> activation_elements(m)
+        10
+    """
+    total = 0
+    for layer in getattr(model, "layers", None) or []:
+        if hasattr(layer, "layers") and getattr(layer, "layers", None):
+            inner = activation_elements(layer)
+            if inner is None:
+                return None
+            total += inner
+            continue
+        if type(layer).__name__ == "InputLayer":
+            continue
+        try:
+            outputs = layer.output
+        except (AttributeError, ValueError):  # never called on symbolic inputs
+            return None
+        for output in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
+            dims = list(getattr(output, "shape", None) or [])[1:]
+            if any(d is None for d in dims):
+                return None
+            count = 1
+            for d in dims:
+                count *= int(d)
+            total += count
+    return total or None

@@ -12,13 +12,12 @@ batch-level hooks, ``steps_per_epoch``/``validation_steps`` is given, the input'
 unknown or the model runs eagerly (:func:`autodist.choosers.choose_steps_per_execution`);
 ``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
 
-Training footprint (documented in the README)::
-
-    footprint_bytes = num_params * bytes_per_param * (2 + optimizer_slots) * (1 + activation_fraction)
-
-weights and gradients (the 2), one copy per optimizer slot (Adam keeps 2, momentum SGD 1), and an
-activation allowance as a fraction of those (default 0.5). The model fits a GPU when the footprint
-is at most ``gpu_memory_fraction`` (default 0.9) of that GPU's memory.
+Memory: the plan estimates, per device, what the chosen strategy needs to train the model
+(weights, gradients, optimizer slots and step, and activations from the model's layer output
+sizes x the per-replica batch; :mod:`autodist.memory_model`). With GPUs, the model trains
+replicated when that fits ``gpu_memory_fraction`` (default 0.9) of the smallest GPU, else under
+``central_storage`` when each GPU's part fits and the host holds the rest, else nowhere: a
+``StrategyUnavailableError`` with the numbers and the options.
 
 Example:
     >>> from autodist import HardwareSnapshot, GpuInfo, plan
@@ -47,10 +46,9 @@ from autodist.plans import (
     Plan,
     StrategyKind,
     format_gib,
-    training_footprint_bytes,
 )
 
-__all__ = ["ModelInfo", "Plan", "StrategyKind", "describe_model", "format_gib", "plan", "plan_for_built_model", "training_footprint_bytes"]
+__all__ = ["ModelInfo", "Plan", "StrategyKind", "describe_model", "format_gib", "plan", "plan_for_built_model"]
 
 
 def plan(
@@ -67,6 +65,7 @@ def plan(
     peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS,
     environ: Mapping[str, str] | None = None,
     fit_facts: choosers.FitFacts | None = None,
+    refuse_when_nothing_fits: bool = True,
 ) -> Plan:
     """Choose and configure a strategy. Pure: it reads no machine and no environment but
     ``environ``, and starts nothing (``autodist.plan`` is the edge that detects this machine).
@@ -86,9 +85,12 @@ def plan(
             ``AUTODIST_STEPS_PER_EXECUTION``.
         fit_facts: what a ``fit`` call's callbacks, keywords and input say (for
             ``steps_per_execution``); none of them by default.
+        refuse_when_nothing_fits: raise when no strategy's memory estimate fits the GPUs
+            (``False``, for dry runs: the plan warns instead).
 
     Raises:
-        StrategyUnavailableError: when a forced strategy cannot run here.
+        StrategyUnavailableError: when a forced strategy cannot run here, or when the model fits
+            no GPU under any strategy (:mod:`autodist.memory_model`).
         BatchSizeError: when ``batch_size`` is not a positive integer.
         AutodistError: for an unknown strategy name.
 
@@ -100,39 +102,35 @@ def plan(
     _check_arguments(snapshot, peer_timeout_seconds, gpu_memory_fraction)
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
     params = num_params if num_params is not None else info.num_params
-    footprint = _footprint(params, info, optimizer_slots, activation_fraction)
+    memory = _memory_facts(info, params, optimizer_slots, batch_size, activation_fraction, refuse_when_nothing_fits)
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env = environ if environ is not None else {}
-
     unbuilt = choosers.Choice(None, (_UNBUILT,) if model is not None and params is None else ())
-    kind = choosers.choose_kind(snapshot, forced=_coerce_kind(strategy), footprint=footprint, fraction=gpu_memory_fraction)
+    forced = _coerce_kind(strategy)
+    kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=gpu_memory_fraction)
     layout = choosers.choose_layout(snapshot, kind.value)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
+    per_replica = batch.value.per_replica_batch_size
+    estimates = choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=forced is not None)
     threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
     steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, info, env, fit_facts)
-    made = (unbuilt, kind, layout, batch, threads, overrides, workarounds, steps)
+    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps)
     return Plan(
         strategy=kind.value,
         **dataclasses.asdict(layout.value),
         **{name: getattr(batch.value, name) for name in ("global_batch_size", "per_replica_batch_size", "requested_batch_size")},
-        num_cpu_devices=snapshot.num_cpu_devices,
-        compile_overrides=overrides.value,
-        footprint_bytes=footprint,
-        keras_flavor=flavor,
-        keras_version=info.keras_version or snapshot.keras_version,
-        cluster=snapshot.cluster,
-        peer_timeout_seconds=float(peer_timeout_seconds),
-        inter_op_threads=threads.value,
-        tpu=snapshot.tpu if kind.value == StrategyKind.TPU else None,
-        drop_remainder=kind.value == StrategyKind.TPU,
-        steps_per_execution=steps.value,
-        keras_workarounds=workarounds.value,
+        num_cpu_devices=snapshot.num_cpu_devices, compile_overrides=overrides.value,
+        footprint_bytes=estimates.value[0].device_bytes if estimates.value else None, memory=estimates.value,
+        keras_flavor=flavor, keras_version=info.keras_version or snapshot.keras_version,
+        cluster=snapshot.cluster, peer_timeout_seconds=float(peer_timeout_seconds), inter_op_threads=threads.value,
+        tpu=snapshot.tpu if kind.value == StrategyKind.TPU else None, drop_remainder=kind.value == StrategyKind.TPU,
+        steps_per_execution=steps.value, keras_workarounds=workarounds.value,
         reasons=tuple(reason for choice in made for reason in choice.reasons),
         warnings=snapshot.diagnostics + tuple(warning for choice in made for warning in choice.warnings),
-    )
+    )  # fmt: skip
 
 
 def _steps_per_execution(
@@ -143,13 +141,14 @@ def _steps_per_execution(
     return choosers.choose_steps_per_execution(kind, flavor, info, environ, facts or choosers.FitFacts())
 
 
-def _footprint(params: int | None, info: ModelInfo, optimizer_slots: int | None, activation_fraction: float) -> int | None:
+def _memory_facts(
+    info: ModelInfo, params: int | None, optimizer_slots: int | None, batch_size: int | None, activation_fraction: float, refuse: bool
+) -> choosers.MemoryFacts | None:
     if params is None:
         return None
     slots = optimizer_slots if optimizer_slots is not None else info.optimizer_slots
-    return training_footprint_bytes(
-        params, bytes_per_param=info.bytes_per_param, optimizer_slots=slots, activation_fraction=activation_fraction
-    )
+    model = dataclasses.replace(info, num_params=params, optimizer_slots=slots)
+    return choosers.MemoryFacts(model, batch_size or KERAS_DEFAULT_BATCH_SIZE, activation_fraction, refuse)
 
 
 _UNBUILT = (

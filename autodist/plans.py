@@ -22,9 +22,9 @@ from typing import Any
 
 from autodist.cluster import ClusterInfo
 from autodist.hardware import TpuInfo
-from autodist.model_info import DEFAULT_OPTIMIZER_SLOTS
+from autodist.memory_model import MemoryEstimate
 
-__all__ = ["Plan", "StrategyKind", "format_gib", "training_footprint_bytes"]
+__all__ = ["Plan", "StrategyKind", "format_gib"]
 
 
 class StrategyKind(str, Enum):
@@ -47,22 +47,6 @@ DEFAULT_ACTIVATION_FRACTION = 0.5
 DEFAULT_PEER_TIMEOUT_SECONDS = 300.0
 
 
-def training_footprint_bytes(
-    num_params: int,
-    *,
-    bytes_per_param: int = 4,
-    optimizer_slots: int = DEFAULT_OPTIMIZER_SLOTS,
-    activation_fraction: float = DEFAULT_ACTIVATION_FRACTION,
-) -> int:
-    """Estimated device memory to train a model (see the module docstring for the formula).
-
-    Example:
-        >>> training_footprint_bytes(1_000_000)  # fp32, Adam: 4 MB x (2 + 2) x 1.5
-        24000000
-    """
-    return int(num_params * bytes_per_param * (2 + optimizer_slots) * (1 + activation_fraction))
-
-
 @dataclass(frozen=True)
 class Plan:
     """The strategy autodist will build, with its configuration and the reasons for each choice.
@@ -80,7 +64,10 @@ class Plan:
         requested_batch_size: what the caller asked for.
         num_cpu_devices: logical CPU devices to create before the runtime starts.
         compile_overrides: compile settings changed for this strategy (``jit_compile``, ...).
-        footprint_bytes: estimated training footprint, when the model size is known.
+        footprint_bytes: the estimated training memory per device of the chosen strategy, when
+            the model size is known (:mod:`autodist.memory_model`).
+        memory: the per-device estimates behind it: the chosen strategy first, then (with GPUs)
+            the other single-host candidate.
         cluster: the cluster this process belongs to, if any.
         peer_timeout_seconds: how long a worker waits for its peers to connect (multi-worker)
             or for the chief (parameter-server tasks) before the job fails instead of hanging.
@@ -120,6 +107,7 @@ class Plan:
     drop_remainder: bool = False
     steps_per_execution: int | None = None
     keras_workarounds: tuple[str, ...] = ()
+    memory: tuple[MemoryEstimate, ...] = ()
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -146,6 +134,7 @@ class Plan:
             "drop_remainder": self.drop_remainder,
             "steps_per_execution": self.steps_per_execution,
             "keras_workarounds": list(self.keras_workarounds),
+            "memory": [estimate.to_dict() for estimate in self.memory],
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
         }
@@ -170,6 +159,7 @@ class Plan:
                 "cluster": ClusterInfo.from_dict(data["cluster"]) if data.get("cluster") else None,
                 "tpu": TpuInfo(tpu["source"], tpu.get("name"), tpu.get("num_cores")) if tpu else None,
                 "keras_workarounds": tuple(data.get("keras_workarounds") or ()),
+                "memory": tuple(MemoryEstimate.from_dict(item) for item in data.get("memory") or ()),
                 "reasons": tuple(data.get("reasons") or ()),
                 "warnings": tuple(data.get("warnings") or ()),
             }
@@ -192,7 +182,9 @@ class Plan:
                 f"  batch: global {self.global_batch_size} = {self.per_replica_batch_size} per "
                 f"replica x {self.num_replicas}"
             )
-        if self.footprint_bytes is not None:
+        if self.memory:
+            lines += [f"  memory: {estimate.row()}" for estimate in self.memory]
+        elif self.footprint_bytes is not None:
             lines.append(f"  training footprint: {format_gib(self.footprint_bytes)}")
         lines += [f"  why: {reason}" for reason in self.reasons]
         if include_warnings:

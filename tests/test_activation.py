@@ -79,7 +79,7 @@ def test_switch_values():
 
 def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_the_cause(monkeypatch):
     """On 2 x 16 GiB GPUs the import-time plan (no model yet) is mirrored and says what it
-    assumed; fit's plan for a 5B-parameter model is central_storage, and the fallback's warning
+    assumed; fit's plan for a 1B-parameter model is central_storage, and the fallback's warning
     names that change and the fix (AUTODIST_STRATEGY=central_storage)."""
     import dataclasses
 
@@ -91,7 +91,7 @@ def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_t
     at_import = plan_here({}, snapshot=snapshot)
     at_import = dataclasses.replace(at_import, reasons=at_import.reasons + (activation.ASSUMED_FITS,))
     assert at_import.strategy.value == "mirrored" and "assumes the model fits" in at_import.summary()
-    in_fit = plan_here({}, snapshot=snapshot, num_params=5_000_000_000)
+    in_fit = plan_here({}, snapshot=snapshot, num_params=1_000_000_000)
     assert in_fit.strategy.value == "central_storage"
     monkeypatch.setitem(activation._STATE, "done", activation.Activation(plan=at_import))
     key, cause = placement._move_cause(in_fit)

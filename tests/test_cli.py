@@ -48,8 +48,12 @@ def test_plan_dry_run_on_a_simulated_machine(tmp_path, capsys):
     assert main(["plan", "--snapshot", str(snap_file), "--num-params", "1000000", "--batch-size", "100", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["strategy"], data["num_replicas"], data["global_batch_size"]) == ("mirrored", 8, 104)
-    assert main(["plan", "--snapshot", str(snap_file), "--num-params", "5000000000"]) == 0
-    assert "plan: central_storage with 8 replica(s)" in capsys.readouterr().out
+    assert main(["plan", "--snapshot", str(snap_file), "--num-params", "1000000000"]) == 0
+    out = capsys.readouterr().out
+    assert "plan: central_storage with 8 replica(s)" in out
+    assert "memory: central_storage (batch 4 per device): 11.2 GiB per device" in out and "on the host" in out
+    assert main(["plan", "--snapshot", str(snap_file), "--num-params", "5000000000"]) == 0  # a dry run warns
+    assert "warning: No strategy fits this model on these GPUs" in capsys.readouterr().out
 
 
 def test_plan_with_forced_strategy_that_cannot_run(tmp_path, capsys):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import autodist
-from autodist.planning import ModelInfo, StrategyKind, plan, training_footprint_bytes
+from autodist.memory_model import estimate
+from autodist.planning import ModelInfo, StrategyKind, plan
 from tests.conftest import make_snapshot
 
 WORKERS_2 = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}
@@ -19,6 +20,7 @@ EVALUATOR = {"cluster": {"worker": ["h1:1", "h2:1"], "evaluator": ["h3:1"]}, "ta
 
 SMALL = 1_000_000  # 24 MB to train with Adam
 LARGE = 5_000_000_000  # 120 GB to train with Adam
+MEDIUM = 500_000_000  # 16 GB replicated with Adam; 6 GB per GPU under central_storage
 
 # (id, snapshot kwargs, plan kwargs, strategy, replicas, global batch, per replica, reason phrase, devices)
 CASES = [
@@ -27,10 +29,10 @@ CASES = [
     ("cpu-logical-2", {"num_cpu_devices": 2}, {"batch_size": 33}, "mirrored", 2, 34, 17, "AUTODIST_CPU_DEVICES=2", ("/cpu:0", "/cpu:1")),
     ("cpu-logical-4", {"num_cpu_devices": 4}, {"batch_size": 64}, "mirrored", 4, 64, 16, "4 logical devices", ("/cpu:0", "/cpu:1", "/cpu:2", "/cpu:3")),
     ("1-gpu", {"num_gpus": 1}, {"num_params": SMALL, "batch_size": 64}, "one_device", 1, 64, 64, "fits", ("/gpu:0",)),
-    ("1-gpu-too-small", {"num_gpus": 1, "gpu_memory_gib": 8}, {"num_params": LARGE}, "central_storage", 1, 32, 32, "does not fit", ("/gpu:0",)),
+    ("1-gpu-too-small", {"num_gpus": 1, "gpu_memory_gib": 8}, {"num_params": MEDIUM}, "central_storage", 1, 32, 32, "does not fit", ("/gpu:0",)),
     ("2-gpu", {"num_gpus": 2}, {"num_params": SMALL, "batch_size": 64}, "mirrored", 2, 64, 32, "2 GPUs found", ("/gpu:0", "/gpu:1")),
     ("8-gpu", {"num_gpus": 8}, {"num_params": SMALL, "batch_size": 100}, "mirrored", 8, 104, 13, "8 GPUs found", tuple(f"/gpu:{i}" for i in range(8))),
-    ("8-gpu-large-model", {"num_gpus": 8, "gpu_memory_gib": 16}, {"num_params": LARGE, "batch_size": 64}, "central_storage", 8, 64, 8, "does not fit", tuple(f"/gpu:{i}" for i in range(8))),
+    ("8-gpu-large-model", {"num_gpus": 8, "gpu_memory_gib": 16}, {"num_params": MEDIUM, "batch_size": 64}, "central_storage", 8, 64, 8, "does not fit", tuple(f"/gpu:{i}" for i in range(8))),
     ("gpu-unknown-size", {"num_gpus": 2}, {"batch_size": 64}, "mirrored", 2, 64, 32, "model size unknown", ("/gpu:0", "/gpu:1")),
     ("gpu-unknown-memory", {"num_gpus": 2, "gpu_memory_gib": None}, {"num_params": LARGE}, "mirrored", 2, 32, 16, "GPU memory unknown", ("/gpu:0", "/gpu:1")),
     ("tpu", {"tpu": True, "num_gpus": 2}, {"batch_size": 128}, "tpu", 8, 128, 16, "a TPU was found", ()),
@@ -84,16 +86,41 @@ def test_mixed_gpus_warn_and_name_both_models():
 
 
 def test_gpu_memory_fraction_can_flip_the_choice():
-    # 16 GiB GPU; footprint of 500M params with SGD: 4 B * 2 * 1.5 = 6 GB (5.6 GiB).
+    # 16 GiB GPU, 500M params with SGD: 8 GB replicated (weights, gradients, step, activations
+    # allowance 2 GB each); under central_storage 6 GB per GPU.
     snap = make_snapshot(num_gpus=2, gpu_memory_gib=16)
     info = ModelInfo(num_params=500_000_000, optimizer="sgd", optimizer_slots=0)
     assert plan(snap, model_info=info).strategy == StrategyKind.MIRRORED
-    assert plan(snap, model_info=info, gpu_memory_fraction=0.3).strategy == StrategyKind.CENTRAL_STORAGE
+    assert plan(snap, model_info=info, gpu_memory_fraction=0.4).strategy == StrategyKind.CENTRAL_STORAGE
 
 
-def test_footprint_formula_counts_weights_grads_slots_and_activations():
-    assert training_footprint_bytes(1000, optimizer_slots=2, activation_fraction=0.5) == 1000 * 4 * 4 * 1.5
-    assert training_footprint_bytes(1000, bytes_per_param=2, optimizer_slots=0, activation_fraction=0) == 4000
+def test_memory_model_counts_activations_per_replica_batch_and_moves_state_to_the_host():
+    info = ModelInfo(num_params=1000, optimizer_slots=2, activation_elements=50)
+    small, large = estimate("mirrored", info, 8), estimate("mirrored", info, 16)
+    assert large.device["activations"] == 2 * small.device["activations"] == 2 * 50 * 16 * 4
+    assert small.device_bytes == 4000 * (1 + 1 + 2 + 3) + 2 * 50 * 8 * 4
+    central = estimate("central_storage", info, 8)
+    # each GPU keeps the gradients, a transient copy of the weights and its activations
+    assert central.device_bytes == 4000 + 4000 + 2 * 50 * 8 * 4
+    assert central.host_bytes == 4000 * (1 + 2 + 3)
+
+
+def test_5b_parameters_on_8_gpus_of_16_gb_refuse_with_the_numbers():
+    """The old formula picked central_storage here; it cannot run: 20 GB of fp32 gradients per GPU."""
+    snap = make_snapshot(num_gpus=8, gpu_memory_gib=16)
+    with pytest.raises(autodist.StrategyUnavailableError) as caught:
+        plan(snap, num_params=LARGE, batch_size=64)
+    message = str(caught.value)
+    assert "20.0 GB of gradients" in message and "14.4 GiB" in message
+    assert "smaller batch" in message and "mixed precision" in message and "fewer parameters" in message
+    dry = plan(snap, num_params=LARGE, batch_size=64, refuse_when_nothing_fits=False)
+    assert any("No strategy fits" in w for w in dry.warnings)
+    assert "memory: central_storage (batch 8 per device): 55.9 GiB per device" in dry.summary()  # activations: the allowance
+
+
+def test_forced_strategy_that_does_not_fit_warns_with_the_numbers():
+    result = plan(make_snapshot(num_gpus=2, gpu_memory_gib=16), num_params=MEDIUM, strategy="mirrored")
+    assert any("mirrored needs an estimated 14.9 GiB per GPU" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize("kind", ["default", "one_device", "mirrored", "central_storage"])
@@ -123,7 +150,9 @@ def test_plan_is_deterministic_and_serialisable():
 
 def test_plan_reads_the_model(keras_model):
     result = plan(make_snapshot(num_gpus=1, gpu_memory_gib=16), model=keras_model)
-    assert result.footprint_bytes == training_footprint_bytes(keras_model.count_params(), optimizer_slots=2)
+    info = ModelInfo(num_params=keras_model.count_params(), optimizer_slots=2, activation_elements=sum(
+        int(layer.output.shape[-1]) for layer in keras_model.layers))
+    assert result.footprint_bytes == estimate("one_device", info, 32).device_bytes
     assert result.strategy == StrategyKind.ONE_DEVICE
 
 
