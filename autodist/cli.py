@@ -26,7 +26,7 @@ from autodist.planning import Plan, StrategyKind, format_gib, plan
 
 __all__ = ["main"]
 
-STRATEGY_CHOICES = ["auto"] + [kind.value for kind in StrategyKind]
+STRATEGY_CHOICES = ["auto"] + [kind.value for kind in StrategyKind]  # "tune" times a model: fit only
 
 
 def _gib(num_bytes: int | None) -> str:
@@ -88,10 +88,13 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     snap = detect(fast=args.fast)
     the_plan = plan(snap)
+    from autodist.tuning import cached_decisions
+
     return {
         "snapshot": snap.to_dict(),
         "plan": the_plan.to_dict(),
         "detect_seconds": round(time.perf_counter() - start, 3),
+        "tuned": cached_decisions(),
     }
 
 
@@ -102,7 +105,25 @@ def render_inspect(data: dict[str, Any]) -> str:
     lines.append(f"detection took {data['detect_seconds']} s")
     lines.append("")
     lines.append(_plan_text(data["plan"]))
+    lines += _tuned_text(data.get("tuned") or [])
     return "\n".join(lines)
+
+
+def _tuned_text(decisions: list[dict[str, Any]]) -> list[str]:
+    """The cached ``strategy="tune"`` decisions, one line each: when, for what, and the pick."""
+    if not decisions:
+        return ["", "tuned decisions: none cached (strategy='tune' in autodist.fit makes them)"]
+    lines = ["", f"tuned decisions (strategy='tune', cached; {len(decisions)}):"]
+    for record in decisions:
+        key, speeds = record.get("key", {}), {t["name"]: t.get("samples_per_second") for t in record.get("timings", [])}
+        model = key.get("model") or ["?"]
+        best = speeds.get(record.get("choice"))
+        lines.append(
+            f"  {record.get('date')}: {model[0]} ({len(model[2]) if len(model) > 2 else '?'} weights), global batch "
+            f"{key.get('batch_size')}: {record.get('choice')} at {best or 0:,.0f} samples/s, of "
+            f"{sum(v is not None for v in speeds.values())} timed in {record.get('tuning_seconds')} s"
+        )
+    return lines
 
 
 # ----------------------------------------------------------------------------- plan

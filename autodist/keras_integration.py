@@ -63,6 +63,9 @@ from autodist.placement import (
     place_model,
 )
 from autodist.planning import Plan, StrategyKind, plan_for_built_model
+from autodist.settings import strategy_setting
+from autodist.tune_rules import TUNE
+from autodist.tuning import tuned_plan
 
 __all__ = ["FitCall", "fit"]
 
@@ -113,7 +116,9 @@ def fit(
         batch_size: the **global** batch. Moved to the nearest multiple of the replica count,
             with a warning. For a batched dataset, the dataset is re-batched to it.
         epochs: as for ``model.fit``.
-        strategy: ``"auto"``, or a strategy name to force (``"mirrored"``, ...).
+        strategy: ``"auto"``, a strategy name to force (``"mirrored"``, ...), or ``"tune"``: time
+            each candidate plan on a copy of the model and train with the fastest
+            (:mod:`autodist.tuning`; the decision is cached).
         num_params: the model size, for a model built by a function (to check GPU memory).
         gpu_memory_fraction: share of GPU memory the model may use (default 0.9).
         backup_dir: where each task saves its state at every epoch's end and, on SIGTERM, after
@@ -215,11 +220,24 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
     TPU, plan the batch again with the real number of cores once connected."""
     the_plan = _plan_for(call, facts)
     parameter_server.serve_if_this_task_serves(the_plan)
+    if strategy_setting(os.environ, call.strategy) == TUNE:
+        the_plan = _tuned(call, facts, the_plan)
     distribution = start(the_plan)
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
         the_plan = _plan_for(call, facts, tpu_cores=int(distribution.num_replicas_in_sync))
     _refuse_evaluator(the_plan)
     return the_plan, distribution
+
+
+def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
+    """``strategy="tune"``: the fastest candidate plan, timed on copies of the model
+    (:mod:`autodist.tuning`)."""
+    snapshot = detect()
+
+    def plan_for(kind: str) -> Plan:
+        return _plan_for(dataclasses.replace(call, strategy=kind), facts)
+
+    return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, call.epochs, os.environ)
 
 
 def _refuse_evaluator(the_plan: Plan) -> None:

@@ -98,10 +98,11 @@ class MemoryEstimate:
             >>> MemoryEstimate("mirrored", 8, {"weights": 2**30, "gradients": 2**30}).row()
             'mirrored (batch 8 per device): 2.0 GiB per device (weights 1.0, gradients 1.0)'
         """
-        parts = ", ".join(f"{name} {size / 2**30:.1f}" for name, size in self.device.items())
-        line = f"{self.strategy} (batch {self.per_replica_batch} per device): {self.device_bytes / 2**30:.1f} GiB per device ({parts})"
+        unit, scale = ("GiB", 2**30) if self.device_bytes >= 2**30 else ("MiB", 2**20)
+        parts = ", ".join(f"{name} {size / scale:.1f}" for name, size in self.device.items())
+        line = f"{self.strategy} (batch {self.per_replica_batch} per device): {self.device_bytes / scale:.1f} {unit} per device ({parts})"
         if self.host:
-            line += f"; {self.host_bytes / 2**30:.1f} GiB on the {'ps tasks' if self.strategy == 'parameter_server' else 'host'}"
+            line += f"; {_gib(self.host_bytes)} on the {'ps tasks' if self.strategy == 'parameter_server' else 'host'}"
         if not self.activations_estimated:
             line += "; activations as a fraction (layer sizes unknown)"
         return line

@@ -271,7 +271,7 @@ def _move_cause(the_plan: Plan) -> tuple[str, str]:
         )
     return f"other:{made}:{chosen}", (
         f"the strategy made current at import was {made}, and this fit chose {chosen} (a forced "
-        f"strategy=, or the model's real size). Fix: set {STRATEGY_ENV}={chosen} before the "
+        f"strategy=, strategy='tune', or the model's real size). Fix: set {STRATEGY_ENV}={chosen} before the "
         "script starts, so the model is created there, or pass a function that builds it"
     )
 

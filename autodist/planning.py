@@ -39,6 +39,7 @@ from autodist.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.errors import AutodistError
 from autodist.hardware import HardwareSnapshot
 from autodist.model_info import ModelInfo, describe_model
+from autodist.tune_rules import TUNE
 from autodist.plans import (
     DEFAULT_ACTIVATION_FRACTION,
     DEFAULT_GPU_MEMORY_FRACTION,
@@ -76,7 +77,8 @@ def plan(
         model_info: the same facts given directly (tests, dry runs).
         num_params: the model's parameter count, when no model is given.
         batch_size: the requested **global** batch; Keras's default 32 when ``None``.
-        strategy: ``"auto"`` or a :class:`StrategyKind` value to force.
+        strategy: ``"auto"`` or a :class:`StrategyKind` value to force; ``"tune"`` plans as
+            ``"auto"`` here (``autodist.fit`` then times the candidates).
         gpu_memory_fraction: the fraction of each GPU's memory the model may use.
         activation_fraction: the activation allowance in the footprint formula.
         optimizer_slots: slots per variable, overriding what the optimizer implies.
@@ -177,12 +179,13 @@ def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_frac
 
 
 def _coerce_kind(strategy: Any) -> StrategyKind | None:
-    if strategy is None or (isinstance(strategy, str) and strategy.lower() == "auto"):
+    # "tune" plans as "auto": fit then times the candidates (autodist.tuning)
+    if strategy is None or (isinstance(strategy, str) and strategy.lower() in ("auto", TUNE)):
         return None
     try:
         return StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).lower())
     except ValueError:
-        valid = ", ".join(["auto"] + [k.value for k in StrategyKind])
+        valid = ", ".join(["auto", TUNE] + [k.value for k in StrategyKind])
         raise AutodistError(
             f"Unknown strategy {strategy!r}. Expected one of: {valid}. Pass strategy='auto' to let "
             "autodist choose."

@@ -30,6 +30,7 @@ __all__ = [
     "SLURM_PORT_BASE_ENV",
     "STEPS_PER_EXECUTION_ENV",
     "STRATEGY_ENV",
+    "TUNE_BUDGET_ENV",
     "activation_enabled",
     "backup_dir_setting",
     "keras_compat_mode",
@@ -51,6 +52,7 @@ PORT_ENV = "AUTODIST_PORT"
 SLURM_PORT_BASE_ENV = "AUTODIST_SLURM_PORT_BASE"
 LAUNCH_ATTEMPT_ENV = "AUTODIST_LAUNCH_ATTEMPT"
 HEARTBEAT_FILE_ENV = "AUTODIST_HEARTBEAT_FILE"
+TUNE_BUDGET_ENV = "AUTODIST_TUNE_BUDGET"
 _OFF = ("0", "off", "false", "no")
 
 #: Every setting and what it does; the README's "Settings" table lists the same names.
@@ -66,6 +68,7 @@ SETTINGS: dict[str, str] = {
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
     LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",
     HEARTBEAT_FILE_ENV: "set by the launcher for its tasks: the file a task touches as it trains",
+    TUNE_BUDGET_ENV: 'the most seconds strategy="tune" spends timing candidates (default 60; never over 10% of the planned training)',
 }
 
 

@@ -1,0 +1,252 @@
+"""Act layer, ``strategy="tune"``: time the candidate plans on a copy of the model, pick the
+fastest by measured samples/s, and cache the decision. Which candidates, the budget and the
+pick are pure rules in :mod:`autodist.tune_rules`.
+
+Each candidate: its strategy is built, a copy of the caller's model is made in its scope (saved
+and loaded, or built by the caller's function), and ``fit`` runs two short epochs on the first
+``TIMED_STEPS`` global batches of the caller's input (arrays, or a ``tf.data`` dataset): the
+first warms up (tracing), the second is timed. The caller's model is not touched. The first
+candidate is always timed (about 1 s for a small model on 2 cores); the next only while tuning
+stays within ``min(AUTODIST_TUNE_BUDGET`` (default 60 s), 10% of the planned training, estimated
+from the fastest candidate so far). The decision is cached in the private folder
+(``<temp>/autodist-<uid>/tune``, mode 700; files 600) under the hardware, the model's signature,
+the batch and the versions; the next run with the same key takes it without timing, unless the
+budget cut the decision short and this training is long enough to time more.
+
+Example:
+    >>> from autodist.tune_rules import Timing
+    >>> describe([Timing("default", 2000.0), Timing("mirrored (collective)", 900.0)], "default")
+    'default 2,000 samples/s (picked); mirrored (collective) 900 samples/s'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from autodist.callbacks import private_root
+from autodist.inputs import is_array_like, num_samples, pandas_to_numpy
+from autodist.log import get_logger
+from autodist.placement import build_in_scope, keras_module, move_into_scope
+from autodist.plans import Plan, StrategyKind
+from autodist.settings import STEPS_PER_EXECUTION_ENV, TUNE_BUDGET_ENV
+from autodist.tune_rules import DEFAULT_TUNE_BUDGET_SECONDS, TUNE_SHARE, Candidate, Timing, cache_key, candidates, pick, within_budget
+
+__all__ = ["TIMED_STEPS", "cached_decisions", "describe", "tuned_plan"]
+
+#: Global batches per timed epoch (and per warm-up epoch).
+TIMED_STEPS = 16
+
+
+def describe(timings: list[Timing], picked: str | None) -> str:
+    """Every candidate with its samples/s (or why it has none), the pick marked."""
+    return "; ".join(t.describe() + (" (picked)" if t.name == picked else "") for t in timings)
+
+
+def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model: Any, builder: Any, x: Any, y: Any, epochs: int, environ: Mapping[str, str]) -> Plan:
+    """The plan ``strategy="tune"`` trains with: the fastest candidate (timed now, or cached),
+    with every candidate's samples/s in its reasons. ``plan_for(kind)`` plans a strategy by name.
+    On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``."""
+    if auto.cluster is not None or auto.strategy == StrategyKind.TPU:
+        return _with_reason(auto, "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow allows one such strategy per process, so every worker takes the same plan")
+    data = _timing_input(x, y)
+    if data is None:
+        return _with_reason(auto, "strategy='tune' times arrays and tf.data datasets; this input (a generator, a PyDataset) cannot be read twice, so the plan is the rule's")
+    default_steps = plan_for("default").steps_per_execution if not snapshot.gpus else plan_for("one_device").steps_per_execution
+    plans = {c.name: _plan_of(c, plan_for) for c in candidates(snapshot, default_steps=default_steps)}
+    source = model if builder is None else build_in_scope(builder, _strategy_of(plans[next(iter(plans))]))
+    key = cache_key(snapshot, _signature(source), int(auto.global_batch_size or 0), environ.get(STEPS_PER_EXECUTION_ENV, ""))
+    budget = float(environ.get(TUNE_BUDGET_ENV) or DEFAULT_TUNE_BUDGET_SECONDS)
+    cached = _read_cache(key["digest"])
+    if cached is not None and cached.get("choice") in plans and _cache_serves(cached, data.samples * epochs, budget):
+        timings = [Timing(**t) for t in cached["timings"]]
+        why = f"strategy='tune': cached decision of {cached['date']} ({_cache_path(key['digest'])}): {describe(timings, cached['choice'])}"
+        return _with_reason(plans[cached["choice"]], why)
+    timings, spent = _time_all(plans, source, builder, data, int(auto.global_batch_size or 32), epochs, budget)
+    best = pick(timings)
+    if best is None:
+        return _with_reason(auto, f"strategy='tune': no candidate ran ({describe(timings, None)}); the plan is the rule's")
+    _write_cache(key, best.name, timings, spent)
+    partial = "" if all(not t.skipped for t in timings) else "; a longer training times the rest"
+    return _with_reason(plans[best.name], f"strategy='tune': timed in {spent:.1f} s, the fastest by measured samples/s: {describe(timings, best.name)}{partial}")
+
+
+def _cache_serves(cached: Mapping[str, Any], samples: int, budget: float) -> bool:
+    """A complete decision always serves; one cut short by the budget serves a training whose
+    own budget (estimated with the cached fastest rate) would not time more."""
+    timings = [Timing(**t) for t in cached.get("timings", [])]
+    best = pick(timings)
+    if best is None:
+        return False
+    if all(not t.skipped for t in timings):
+        return True
+    planned = samples / (best.samples_per_second or 1.0)
+    return min(budget, TUNE_SHARE * planned) <= 1.5 * float(cached.get("tuning_seconds", 0.0))
+
+
+def _plan_of(candidate: Candidate, plan_for: Callable[[str], Plan]) -> Plan:
+    made = plan_for(candidate.strategy)
+    return dataclasses.replace(
+        made,
+        cross_device_ops=candidate.cross_device_ops if candidate.strategy == "mirrored" else made.cross_device_ops,
+        steps_per_execution=candidate.steps_per_execution,
+        reasons=tuple(r for r in made.reasons if not r.startswith(("strategy=", "steps_per_execution"))),
+    )
+
+
+def _with_reason(the_plan: Plan, reason: str) -> Plan:
+    return dataclasses.replace(the_plan, reasons=(reason,) + the_plan.reasons)
+
+
+def _strategy_of(the_plan: Plan) -> Any:
+    from autodist.activation import start
+
+    return start(the_plan)
+
+
+def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, batch: int, epochs: int, budget: float) -> tuple[list[Timing], float]:
+    timings: list[Timing] = []
+    started = time.perf_counter()
+    costs: list[float] = []
+    steps_per_epoch = max(1, -(-data.samples // batch))
+    for name, the_plan in plans.items():
+        spent = time.perf_counter() - started
+        best = pick(timings)
+        if best is not None:
+            planned = epochs * steps_per_epoch * batch / (best.samples_per_second or 1.0)
+            if not within_budget(spent, sum(costs) / len(costs), planned, budget):
+                limit = min(budget, TUNE_SHARE * planned)
+                timings.append(Timing(name, skipped=f"budget, {spent:.1f} s spent of {limit:.1f} s"))
+                continue
+        began = time.perf_counter()
+        try:
+            timings.append(Timing(name, _samples_per_second(the_plan, source, builder, data)))
+        except Exception as err:  # a candidate that cannot run here is skipped, with its error
+            timings.append(Timing(name, error=f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"))
+        costs.append(time.perf_counter() - began)
+        gc.collect()
+    get_logger().info("autodist tune: %s", describe(timings, (pick(timings) or Timing("")).name))
+    return timings, time.perf_counter() - started
+
+
+@dataclasses.dataclass(frozen=True)
+class _Input:
+    x: Any
+    y: Any
+    samples: int
+    dataset: bool
+
+
+def _timing_input(x: Any, y: Any) -> _Input | None:
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        count = int(x.cardinality())
+        return _Input(x, None, max(count, 1) if count > 0 else TIMED_STEPS, True) if count != -1 else None
+    x, y = pandas_to_numpy(x), pandas_to_numpy(y)
+    if not is_array_like(x):
+        return None
+    return _Input(x, y, num_samples(x), False)
+
+
+def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input) -> float:
+    from autodist.compile_settings import apply_compile_settings
+
+    strategy = _strategy_of(the_plan)
+    model = build_in_scope(builder, strategy) if builder is not None else move_into_scope(source, strategy)
+    apply_compile_settings(model, the_plan)
+    batch = int(the_plan.global_batch_size or 32)
+    if data.dataset:
+        from autodist.batching import prepare_dataset
+
+        x, y, kwargs = prepare_dataset(data.x, batch, 1, drop_remainder=False, rebatch=True).take(TIMED_STEPS), None, {}
+        seen = _dataset_samples(x)
+    else:
+        count = min(data.samples, TIMED_STEPS * batch)
+        x, y, kwargs = _head(data.x, count), _head(data.y, count), {"batch_size": batch, "shuffle": False}
+        seen = count
+    seconds = _timed_second_epoch(model, x, y, kwargs, strategy)
+    return seen / seconds
+
+
+def _timed_second_epoch(model: Any, x: Any, y: Any, kwargs: dict[str, Any], strategy: Any) -> float:
+    from autodist.model_info import keras_flavor_of
+
+    keras = keras_module(keras_flavor_of(model))
+    marks: dict[str, float] = {}
+
+    class EpochTimer(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            marks[f"begin{epoch}"] = time.perf_counter()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            marks[f"end{epoch}"] = time.perf_counter()
+
+    with strategy.scope():
+        model.fit(x, y, epochs=2, verbose=0, callbacks=[EpochTimer()], **kwargs)
+    return max(marks["end1"] - marks["begin1"], 1e-9)
+
+
+def _dataset_samples(dataset: Any) -> int:
+    return sum(int(next(iter(_flatten(batch))).shape[0]) for batch in dataset)
+
+
+def _flatten(structure: Any) -> list[Any]:
+    import tensorflow as tf
+
+    return tf.nest.flatten(structure)
+
+
+def _head(x: Any, count: int) -> Any:
+    if x is None:
+        return None
+    if isinstance(x, Mapping):
+        return {key: _head(value, count) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_head(value, count) for value in x)
+    return x[:count]
+
+
+def _signature(model: Any) -> list[Any]:
+    optimizer = getattr(model, "optimizer", None)
+    weights = [[str(getattr(w, "dtype", "")), list(getattr(w, "shape", ()))] for w in getattr(model, "weights", [])]
+    layers = [type(layer).__name__ for layer in getattr(model, "layers", [])]
+    return [type(model).__name__, layers, weights, type(optimizer).__name__ if optimizer is not None else None]
+
+
+def _cache_path(digest: str) -> str:
+    return os.path.join(private_root(), "tune", f"{digest}.json")
+
+
+def _read_cache(digest: str) -> dict[str, Any] | None:
+    try:
+        with open(_cache_path(digest), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _write_cache(key: dict[str, Any], choice: str, timings: list[Timing], seconds: float) -> None:
+    folder = os.path.dirname(_cache_path(key["digest"]))
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    record = {"key": key, "choice": choice, "timings": [dataclasses.asdict(t) for t in timings], "tuning_seconds": round(seconds, 2), "date": time.strftime("%Y-%m-%d %H:%M")}
+    with open(os.open(_cache_path(key["digest"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+
+
+def cached_decisions() -> list[dict[str, Any]]:
+    """Every cached ``tune`` decision (for ``python -m autodist inspect``), newest first."""
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}", "tune")  # not created here
+    found = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        record = _read_cache(name[: -len(".json")]) if name.endswith(".json") else None
+        if record is not None:
+            found.append(record)
+    return sorted(found, key=lambda r: r.get("date", ""), reverse=True)

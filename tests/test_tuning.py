@@ -1,0 +1,50 @@
+"""``strategy="tune"``: candidates timed for real over 2 logical CPUs, the pick trains the caller's
+own model as that plan would, and the decision is cached privately and shown by ``inspect``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autodist.hardware import HardwareSnapshot
+from autodist.tune_rules import Timing, candidates, pick, within_budget
+from tests.conftest import SCENARIOS, make_snapshot, run_python, subprocess_env
+
+
+def test_candidates_cover_each_cross_device_op_and_put_the_likely_winner_first():
+    cpu = [c.name for c in candidates(HardwareSnapshot.cpu_only(num_cpu_devices=2), default_steps=None)]
+    assert cpu[0] == "default" and "central_storage" in cpu
+    assert {"mirrored (collective)", "mirrored (reduction_to_one_device)", "mirrored (hierarchical_copy)"} <= set(cpu)
+    gpus = [c.name for c in candidates(make_snapshot(num_gpus=4), default_steps=8)]
+    assert gpus[0] == "mirrored (nccl)" and "one_device, steps_per_execution=8" in gpus
+    assert [c.name for c in candidates(HardwareSnapshot.cpu_only(), default_steps=None)] == ["default", "one_device"]
+
+
+def test_budget_is_the_smaller_of_the_seconds_and_a_tenth_of_the_training():
+    assert within_budget(1.0, 1.0, planned_seconds=20.0, budget=60.0)  # 2 s of 2 s
+    assert not within_budget(1.0, 1.1, planned_seconds=20.0, budget=60.0)
+    assert not within_budget(50.0, 11.0, planned_seconds=10_000.0, budget=60.0)
+    assert pick([Timing("a", 10.0), Timing("b", error="boom"), Timing("c", 30.0)]).name == "c"
+    assert pick([Timing("b", error="boom")]) is None
+
+
+@pytest.mark.tensorflow
+def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(tmp_path, report):
+    env = subprocess_env(AUTODIST_CPU_DEVICES="2", TMPDIR=str(tmp_path))
+    proc = run_python([str(SCENARIOS / "tuning.py")], env=env, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    reason = result["reason"]
+    for name in result["candidates"]:  # every candidate with its samples/s, or its error
+        assert f"{name} " in reason, (name, reason)
+    assert reason.count("samples/s") >= 5 and "(picked)" in reason
+    # the caller's model trained, as under the picked plan forced (tuning trained copies only)
+    assert result["moved_from_start"] > 1e-3
+    assert result["weight_difference"] < 1e-5, result
+    assert result["loss"][0] == pytest.approx(result["loss"][1], rel=1e-5)
+    assert "cached decision" in result["second_reason"]
+    assert len(result["cache_files"]) == 1 and result["cache_mode"] == "0o600"
+    shown = run_python(["-m", "autodist", "inspect", "--fast"], env=env, timeout=60)
+    assert "tuned decisions (strategy='tune', cached; 1)" in shown.stdout, shown.stdout[-2000:]
+    report(f"tune, 2 logical CPUs, MLP 32-64-10: {reason}")
