@@ -116,9 +116,8 @@ def fit(
         batch_size: the **global** batch. Moved to the nearest multiple of the replica count,
             with a warning. For a batched dataset, the dataset is re-batched to it.
         epochs: as for ``model.fit``.
-        strategy: ``"auto"``, a strategy name to force (``"mirrored"``, ...), or ``"tune"``: time
-            each candidate plan on a copy of the model and train with the fastest
-            (:mod:`autodist.tuning`; the decision is cached).
+        strategy: ``"auto"``, a strategy name to force (``"mirrored"``, ...), or ``"tune"``: the
+            fastest candidate plan, timed on copies of the model (:mod:`autodist.tuning`).
         num_params: the model size, for a model built by a function (to check GPU memory).
         gpu_memory_fraction: share of GPU memory the model may use (default 0.9).
         backup_dir: where each task saves its state at every epoch's end and, on SIGTERM, after
@@ -128,8 +127,7 @@ def fit(
             runs given a folder here or ``AUTODIST_BACKUP_DIR``. ``False`` turns it off.
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
-        mixed_precision: set Keras's global ``mixed_bfloat16`` policy before building the model
-            (recommended on TPU). Only for a model autodist builds from a function.
+        mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model from a function (TPU).
         **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
             ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
 

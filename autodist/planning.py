@@ -91,8 +91,7 @@ def plan(
             (``False``, for dry runs: the plan warns instead).
 
     Raises:
-        StrategyUnavailableError: when a forced strategy cannot run here, or when the model fits
-            no GPU under any strategy (:mod:`autodist.memory_model`).
+        StrategyUnavailableError: a forced strategy cannot run here, or the model fits no GPU.
         BatchSizeError: when ``batch_size`` is not a positive integer.
         AutodistError: for an unknown strategy name.
 

@@ -84,7 +84,7 @@ def within_budget(spent: float, next_cost: float, planned_seconds: float, budget
     planned training)``.
 
     Example:
-        >>> within_budget(2.0, 2.0, planned_seconds=100.0, budget=60.0), within_budget(2.0, 2.0, 1000.0, 60.0)
+        >>> within_budget(2.0, 2.0, planned_seconds=30.0, budget=60.0), within_budget(2.0, 2.0, 1000.0, 60.0)
         (False, True)
     """
     return spent + next_cost <= min(budget, TUNE_SHARE * planned_seconds)
