@@ -38,6 +38,7 @@ from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
 from autodist.callbacks import ChiefDuties, heartbeat, uses_batch_hooks
 from autodist.choosers import FitFacts
+from autodist.comm_check import check_communication
 from autodist.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.errors import BatchSizeError, ModelPlacementError, PeerError, StrategyUnavailableError
 from autodist.hardware import detect
@@ -164,8 +165,8 @@ def fit(
         placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
     if call.builder is not None:
         the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), os.environ, facts)
-    if the_plan.strategy not in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER):
-        x = build_from_generator(placed.trained, x, distribution, the_plan)
+    x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
+    the_plan = check_communication(placed.trained, distribution, the_plan)  # multi-worker only: warns when workers cannot pay off
     get_logger().info(the_plan.summary(include_warnings=False))
     warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs))
     with _copy_back_on_interrupt(model, placed):
@@ -233,7 +234,7 @@ def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
     snapshot = detect()
 
     def plan_for(kind: str) -> Plan:
-        return _plan_for(dataclasses.replace(call, strategy=kind), facts)
+        return _plan_for(dataclasses.replace(call, strategy=kind), facts, snapshot=snapshot)
 
     return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, call.epochs, os.environ)
 
@@ -348,7 +349,7 @@ def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *
     return ready.x, ready.y, list(ready.warnings)
 
 
-def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None) -> Plan:
+def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None) -> Plan:
     import tensorflow as tf
 
     x, fit_kwargs = call.x, call.fit_kwargs
@@ -361,7 +362,7 @@ def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None) -> P
     options: dict[str, Any] = {}
     if call.gpu_memory_fraction is not None:
         options["gpu_memory_fraction"] = call.gpu_memory_fraction
-    snapshot = detect()
+    snapshot = snapshot if snapshot is not None else detect()
     if tpu_cores is not None and snapshot.tpu is not None:
         snapshot = dataclasses.replace(snapshot, tpu=dataclasses.replace(snapshot.tpu, num_cores=tpu_cores))
     the_plan = plan_here(

@@ -120,3 +120,40 @@ def cache_key(snapshot: Any, signature: Sequence[Any], batch_size: int, environ_
     }
     fields["digest"] = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return fields
+
+
+#: Below this projected speedup over one worker, the communication check warns.
+MIN_SPEEDUP = 1.2
+
+
+def projected_speedup(num_workers: int, compute_ms: float, all_reduce_ms: float) -> float:
+    """Samples/s of ``num_workers`` over one worker with the same per-worker batch: each step
+    computes for ``compute_ms`` and then all-reduces the gradients for ``all_reduce_ms`` (Keras
+    does not overlap them).
+
+    Example:
+        >>> round(projected_speedup(2, compute_ms=11.0, all_reduce_ms=15.0), 2)
+        0.85
+    """
+    return num_workers * compute_ms / max(compute_ms + all_reduce_ms, 1e-9)
+
+
+def communication_note(num_workers: int, per_worker_batch: int, gradient_bytes: int, compute_ms: float, all_reduce_ms: float) -> tuple[str, str]:
+    """The plan's reason with the projection, and the warning (empty when the projection is at
+    least :data:`MIN_SPEEDUP`), with the numbers and the options."""
+    speedup = projected_speedup(num_workers, compute_ms, all_reduce_ms)
+    reason = (
+        f"communication check: a step computes for {compute_ms:.1f} ms ({per_worker_batch} samples per worker) and "
+        f"all-reduces {gradient_bytes / 1e6:.1f} MB of gradients in {all_reduce_ms:.1f} ms (both measured here, "
+        f"over this cluster's link): projected {speedup:.2f}x the samples/s of one worker with {num_workers} workers"
+    )
+    if speedup >= MIN_SPEEDUP:
+        return reason, ""
+    warning = (
+        f"{num_workers} workers are projected to train at {speedup:.2f}x the samples/s of one worker (below "
+        f"{MIN_SPEEDUP}x): each step all-reduces {gradient_bytes / 1e6:.1f} MB of gradients in {all_reduce_ms:.1f} ms, "
+        f"against {compute_ms:.1f} ms of compute for {per_worker_batch} samples per worker. Options: a larger batch per "
+        "worker (compute grows, the all-reduce does not), fewer workers, or gradients compressed to float16 before "
+        "the all-reduce in a custom loop (TensorFlow's CommunicationOptions has no compression)."
+    )
+    return reason, warning

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
 import json
 import os
 import time
@@ -57,16 +58,17 @@ def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model
     data = _timing_input(x, y)
     if data is None:
         return _with_reason(auto, "strategy='tune' times arrays and tf.data datasets; this input (a generator, a PyDataset) cannot be read twice, so the plan is the rule's")
-    default_steps = plan_for("default").steps_per_execution if not snapshot.gpus else plan_for("one_device").steps_per_execution
-    plans = {c.name: _plan_of(c, plan_for) for c in candidates(snapshot, default_steps=default_steps)}
-    source = model if builder is None else build_in_scope(builder, _strategy_of(plans[next(iter(plans))]))
-    key = cache_key(snapshot, _signature(source), int(auto.global_batch_size or 0), environ.get(STEPS_PER_EXECUTION_ENV, ""))
+    default_steps = plan_for("one_device" if snapshot.gpus else "default").steps_per_execution
+    found = {c.name: c for c in candidates(snapshot, default_steps=default_steps)}
+    key = cache_key(snapshot, _signature(model, builder), int(auto.global_batch_size or 0), environ.get(STEPS_PER_EXECUTION_ENV, ""))
     budget = float(environ.get(TUNE_BUDGET_ENV) or DEFAULT_TUNE_BUDGET_SECONDS)
     cached = _read_cache(key["digest"])
-    if cached is not None and cached.get("choice") in plans and _cache_serves(cached, data.samples * epochs, budget):
+    if cached is not None and cached.get("choice") in found and _cache_serves(cached, data.samples * epochs, budget):
         timings = [Timing(**t) for t in cached["timings"]]
         why = f"strategy='tune': cached decision of {cached['date']} ({_cache_path(key['digest'])}): {describe(timings, cached['choice'])}"
-        return _with_reason(plans[cached["choice"]], why)
+        return _with_reason(_plan_of(found[cached["choice"]], plan_for), why)
+    plans = {name: _plan_of(candidate, plan_for) for name, candidate in found.items()}
+    source = model if builder is None else build_in_scope(builder, _strategy_of(plans[next(iter(plans))]))
     timings, spent = _time_all(plans, source, builder, data, int(auto.global_batch_size or 32), epochs, budget)
     best = pick(timings)
     if best is None:
@@ -212,7 +214,13 @@ def _head(x: Any, count: int) -> Any:
     return x[:count]
 
 
-def _signature(model: Any) -> list[Any]:
+def _signature(model: Any, builder: Any) -> list[Any]:
+    """The model's class, layers, weight shapes and optimizer; for a model-building function,
+    its name and code (building a model only to read it would cost more than the lookup)."""
+    if builder is not None:
+        code = getattr(builder, "__code__", None)
+        digest = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:16] if code is not None else repr(builder)
+        return ["builder", getattr(builder, "__qualname__", type(builder).__name__), digest]
     optimizer = getattr(model, "optimizer", None)
     weights = [[str(getattr(w, "dtype", "")), list(getattr(w, "shape", ()))] for w in getattr(model, "weights", [])]
     layers = [type(layer).__name__ for layer in getattr(model, "layers", [])]

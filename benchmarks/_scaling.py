@@ -38,12 +38,18 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 GLOBAL = PER_WORKER * num_workers
 EPOCHS = 3  # the first one (tracing, connecting) is not timed
 rng = np.random.default_rng(index)
-X = rng.random((STEPS * GLOBAL, 32, 32, 3), dtype=np.float32)
+MLP = os.environ.get("BENCH_MODEL") == "mlp"  # issue 13's MLP 512-1024-1024-10; else the CNN
+X = rng.random((STEPS * GLOBAL, 512) if MLP else (STEPS * GLOBAL, 32, 32, 3), dtype=np.float32)
 Y = rng.integers(0, 10, STEPS * GLOBAL).astype("int32")
 
 
 def build():
     keras.utils.set_random_seed(0)
+    if MLP:
+        dense = [keras.Input((512,)), keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(10)]
+        model = keras.Sequential(dense)
+        model.compile(optimizer=keras.optimizers.SGD(0.01), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model
     model = keras.Sequential(
         [
             keras.Input((32, 32, 3)),
@@ -98,6 +104,12 @@ model, strategy = history.model, history.model.distribute_strategy
 seconds = sum(timer.ends[e] - timer.starts[e] for e in range(1, EPOCHS))
 result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_workers": num_workers, "params": model.count_params(),
           "step_ms": seconds / ((EPOCHS - 1) * STEPS) * 1000}
+checked = [r for r in getattr(history, "plan", None).reasons if r.startswith("communication check")] if hasattr(history, "plan") else []
+if checked:  # autodist's projection before training (autodist.comm_check)
+    import re
+
+    result["projected_speedup"] = float(re.search(r"projected ([0-9.]+)x", checked[0]).group(1))
+    result["communication_check"] = checked[0]
 
 
 def input_ms_per_step(dataset) -> float:

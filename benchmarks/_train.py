@@ -3,7 +3,8 @@
 Usage: python benchmarks/_train.py '<spec json>'
 spec: {"model": "mlp"|"cnn", "samples": N, "batch": B, "epochs": E, "rounds": R, "arms": [...]}
 An arm is "manual:<strategy>" (the strategy built by hand, model.fit in its scope) or
-"autodist:<strategy>[:spe1|:spe8|:jit|:noprefetch|:prefetch]" (autodist.fit; "auto" lets it choose;
+"autodist:<strategy>[:spe1|:spe8|:jit|:noprefetch|:prefetch]" (autodist.fit; "auto" lets it choose,
+"tune" times the candidates in its warm-up run, which is why the caller gives it an empty TMPDIR;
 spe1 opts out of autodist's steps_per_execution default, spe8 compiles with 8).
 Each arm runs once to warm up, then once per round, in an order that rotates every round.
 """
@@ -114,13 +115,21 @@ def run_arm(arm: str) -> float:
 
 
 times: dict[str, list[float]] = {arm: [] for arm in spec["arms"]}
+first_runs: dict[str, float] = {}
 for arm in spec["arms"]:
-    run_arm(arm)  # warm-up
+    first_runs[arm] = run_arm(arm)  # warm-up (a "tune" arm tunes here, into an empty cache)
 for round_index in range(spec["rounds"]):
     shift = round_index % len(spec["arms"])
     for arm in spec["arms"][shift:] + spec["arms"][:shift]:
         times[arm].append(run_arm(arm))
 result = {"times": times, "samples_per_call": spec["samples"] * spec["epochs"]}
+tuned = [arm for arm in spec["arms"] if arm.split(":")[1] == "tune"]
+if tuned:  # what tuning cost in its first run, and what it measured
+    from autodist.tuning import cached_decisions
+
+    decision = cached_decisions()[0]
+    result["tune"] = {"seconds": decision["tuning_seconds"], "first_run_seconds": first_runs[tuned[0]],
+                      "choice": decision["choice"], "timings": decision["timings"]}
 if spec.get("fixed_cost"):
     # What autodist.fit does besides the caller's build and Keras's fit: detect, plan, and look up
     # the (cached) strategy, with its workarounds. Median of 20 calls, in this warm process.

@@ -3,7 +3,7 @@
     python -m benchmarks            # the full suite (under 10 minutes on 2 cores)
     python -m benchmarks --quick    # a smoke run (under 2 minutes): checks it runs, not the goals
     python benchmarks/run.py        # the same, run as a file
-    python -m benchmarks.overhead   # one benchmark (also scaling, detection, decision, defaults, memory)
+    python -m benchmarks.overhead   # one benchmark (also scaling, detection, decision, defaults, memory, communication)
 
 Writes benchmarks/results.json and benchmarks/results.png (the ratios as a bar chart), and
 records the machine. A quick or partial run writes results-quick.json, results-scaling.json, ...
@@ -23,11 +23,11 @@ from typing import Any, NoReturn
 if not __package__:  # run as a file (python benchmarks/run.py): make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import decision, defaults, detection, memory, overhead, scaling
+from benchmarks import communication, decision, defaults, detection, memory, overhead, scaling
 from benchmarks.common import Figure, machine
 
 HERE = Path(__file__).resolve().parent
-SUITES = {"overhead": overhead, "scaling": scaling, "detection": detection, "decision": decision, "defaults": defaults, "memory": memory}
+SUITES = {"overhead": overhead, "scaling": scaling, "detection": detection, "decision": decision, "defaults": defaults, "memory": memory, "communication": communication}
 
 
 def table(figures: list[Figure]) -> str:

@@ -48,3 +48,29 @@ def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(tmp_path,
     shown = run_python(["-m", "autodist", "inspect", "--fast"], env=env, timeout=60)
     assert "tuned decisions (strategy='tune', cached; 1)" in shown.stdout, shown.stdout[-2000:]
     report(f"tune, 2 logical CPUs, MLP 32-64-10: {reason}")
+
+
+def test_communication_projection_and_its_warning_give_the_numbers():
+    from autodist.tune_rules import communication_note, projected_speedup
+
+    assert projected_speedup(2, 40.0, 2.0) == pytest.approx(80 / 42)
+    reason, warning = communication_note(2, 256, 6_400_000, compute_ms=11.0, all_reduce_ms=15.0)
+    assert "projected 0.85x" in reason and "6.4 MB" in reason
+    assert "0.85x" in warning and "larger batch per worker" in warning and "fewer workers" in warning
+    assert communication_note(2, 256, 80_000, compute_ms=40.0, all_reduce_ms=2.0)[1] == ""
+
+
+@pytest.mark.tensorflow
+def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_workers(report):
+    """Both measured on 2 real workers on 127.0.0.1, before training: the MLP's 6.4 MB all-reduce
+    outweighs its compute; the CNN's 80 kB does not."""
+    proc = run_python(
+        ["-m", "autodist", "launch", "--workers", "2", "--timeout", "200", "--grace", "3", str(SCENARIOS / "communication.py")],
+        env=subprocess_env(), timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    assert result["mlp"]["warnings"] and result["mlp"]["reason"], result
+    assert not result["cnn"]["warnings"] and result["cnn"]["reason"], result
+    report(f"communication check, 2 loopback workers: MLP: {result['mlp']['reason'][0]}")
+    report(f"communication check, 2 loopback workers: CNN: {result['cnn']['reason'][0]}")
