@@ -107,7 +107,7 @@ def plan(
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env = environ if environ is not None else {}
-    unbuilt = choosers.Choice(None, (_UNBUILT,) if model is not None and params is None else ())
+    unbuilt = _opening(strategy, model is not None and params is None)
     forced = _coerce_kind(strategy)
     kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=gpu_memory_fraction)
     layout = choosers.choose_layout(snapshot, kind.value)
@@ -152,6 +152,18 @@ def _memory_facts(
     return choosers.MemoryFacts(model, batch_size or KERAS_DEFAULT_BATCH_SIZE, activation_fraction, refuse)
 
 
+def _opening(strategy: Any, unbuilt: bool) -> choosers.Choice[None]:
+    """The reason that comes before the others: what ``"tune"`` means in the pure planner, or
+    that the model's size is unknown."""
+    if str(strategy).lower() == TUNE:
+        return choosers.Choice(None, (_TUNE_HERE,))
+    return choosers.Choice(None, (_UNBUILT,) if unbuilt else ())
+
+
+_TUNE_HERE = (
+    "strategy='tune' plans as 'auto' here: autodist.fit times the candidates on your model and "
+    "data; init, @distributed and the plan at import have none to time"
+)
 _UNBUILT = (
     "the model is not built yet (no input shape): its size is unknown until its first "
     "batch builds it, so the plan assumes it fits one device"

@@ -39,6 +39,7 @@ __all__ = [
     "steps_per_execution_setting",
     "peer_timeout_setting",
     "strategy_setting",
+    "tune_budget_setting",
 ]
 
 ACTIVATE_ENV = "AUTODIST_ACTIVATE"
@@ -149,6 +150,29 @@ def strategy_setting(environ: Mapping[str, str], requested: str | object = "auto
     if requested != "auto" and requested is not None:
         return requested
     return environ.get(STRATEGY_ENV, "").strip() or "auto"
+
+
+def tune_budget_setting(environ: Mapping[str, str], default: float) -> float:
+    """``AUTODIST_TUNE_BUDGET`` in seconds, or ``default`` when unset.
+
+    Raises:
+        AutodistError: when the value is not a positive number.
+
+    Example:
+        >>> tune_budget_setting({"AUTODIST_TUNE_BUDGET": "30"}, 60.0), tune_budget_setting({}, 60.0)
+        (30.0, 60.0)
+    """
+    raw = environ.get(TUNE_BUDGET_ENV, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise AutodistError(
+            f"{TUNE_BUDGET_ENV} must be a positive number of seconds (Received: {TUNE_BUDGET_ENV}={raw!r}). "
+            'It bounds how long strategy="tune" times candidates; for example 60.'
+        )
+    return value
 
 
 def peer_timeout_setting(environ: Mapping[str, str], given: float | None = None) -> float | None:

@@ -35,7 +35,7 @@ from autodist.inputs import is_array_like, num_samples, pandas_to_numpy
 from autodist.log import get_logger
 from autodist.placement import build_in_scope, keras_module, move_into_scope
 from autodist.plans import Plan, StrategyKind
-from autodist.settings import STEPS_PER_EXECUTION_ENV, TUNE_BUDGET_ENV
+from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
 from autodist.tune_rules import DEFAULT_TUNE_BUDGET_SECONDS, TUNE_SHARE, Candidate, Timing, cache_key, candidates, pick, within_budget
 
 __all__ = ["TIMED_STEPS", "cached_decisions", "describe", "tuned_plan"]
@@ -61,15 +61,14 @@ def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model
     default_steps = plan_for("one_device" if snapshot.gpus else "default").steps_per_execution
     found = {c.name: c for c in candidates(snapshot, default_steps=default_steps)}
     key = cache_key(snapshot, _signature(model, builder), int(auto.global_batch_size or 0), environ.get(STEPS_PER_EXECUTION_ENV, ""))
-    budget = float(environ.get(TUNE_BUDGET_ENV) or DEFAULT_TUNE_BUDGET_SECONDS)
+    budget = tune_budget_setting(environ, DEFAULT_TUNE_BUDGET_SECONDS)
     cached = _read_cache(key["digest"])
     if cached is not None and cached.get("choice") in found and _cache_serves(cached, data.samples * epochs, budget):
         timings = [Timing(**t) for t in cached["timings"]]
         why = f"strategy='tune': cached decision of {cached['date']} ({_cache_path(key['digest'])}): {describe(timings, cached['choice'])}"
         return _with_reason(_plan_of(found[cached["choice"]], plan_for), why)
     plans = {name: _plan_of(candidate, plan_for) for name, candidate in found.items()}
-    source = model if builder is None else build_in_scope(builder, _strategy_of(plans[next(iter(plans))]))
-    timings, spent = _time_all(plans, source, builder, data, int(auto.global_batch_size or 32), epochs, budget)
+    timings, spent = _time_all(plans, model, builder, data, int(auto.global_batch_size or 32), epochs, budget)
     best = pick(timings)
     if best is None:
         return _with_reason(auto, f"strategy='tune': no candidate ran ({describe(timings, None)}); the plan is the rule's")
@@ -148,8 +147,10 @@ def _timing_input(x: Any, y: Any) -> _Input | None:
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        count = int(x.cardinality())
-        return _Input(x, None, max(count, 1) if count > 0 else TIMED_STEPS, True) if count != -1 else None
+        from autodist.batching import dataset_batch_size
+
+        count = int(x.cardinality())  # elements; endless (-1) or unknown (-2): TIMED_STEPS are read
+        return _Input(x, None, (count if count > 0 else TIMED_STEPS) * (dataset_batch_size(x) or 1), True)
     x, y = pandas_to_numpy(x), pandas_to_numpy(y)
     if not is_array_like(x):
         return None

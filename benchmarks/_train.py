@@ -6,7 +6,8 @@ An arm is "manual:<strategy>" (the strategy built by hand, model.fit in its scop
 "autodist:<strategy>[:spe1|:spe8|:jit|:noprefetch|:prefetch]" (autodist.fit; "auto" lets it choose,
 "tune" times the candidates in its warm-up run, which is why the caller gives it an empty TMPDIR;
 spe1 opts out of autodist's steps_per_execution default, spe8 compiles with 8).
-Each arm runs once to warm up, then once per round, in an order that rotates every round.
+Each arm runs once to warm up, then once per round, in an order that rotates every round; with
+"focus_rounds", that many more rounds of the fastest hand-run arm and the autodist arms.
 """
 
 from __future__ import annotations
@@ -81,16 +82,34 @@ def manual_strategy(kind: str):
     return _manual[kind]
 
 
+class EpochTimer(keras.callbacks.Callback):
+    """Seconds of each epoch (epoch-level hooks only: no effect on steps_per_execution)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seconds: list[float] = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.began = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self.began)
+
+
 def run_arm(arm: str) -> float:
+    """Wall seconds of the whole call; with ``"steady": true`` in the spec, seconds of the fastest
+    epoch after the first (no build, tracing or first-epoch warm-up: the strategy's own speed; the
+    fastest, as timeit does, because interference on shared cores only ever adds time)."""
     parts = arm.split(":")
     kind, strategy = parts[0], parts[1]
     option = parts[2] if len(parts) > 2 else ""
+    timer = EpochTimer()
     start = time.perf_counter()
     if kind == "manual":
         distribution = manual_strategy(strategy)
         with distribution.scope():
             model = build()
-            model.fit(X, Y, batch_size=spec["batch"], epochs=spec["epochs"], verbose=0)
+            model.fit(X, Y, batch_size=spec["batch"], epochs=spec["epochs"], verbose=0, callbacks=[timer])
     else:
         compile_kwargs = {"steps_per_execution": 8} if option == "spe8" else {"jit_compile": True} if option == "jit" else {}
         if option == "spe1":  # autodist's opt-out of its steps_per_execution default
@@ -110,19 +129,34 @@ def run_arm(arm: str) -> float:
             epochs=spec["epochs"],
             verbose=0,
             strategy=strategy,
+            callbacks=[timer],
         )
-    return time.perf_counter() - start
+    walls.append(time.perf_counter() - start)
+    return min(timer.seconds[1:]) if spec.get("steady") else walls[-1]
 
 
 times: dict[str, list[float]] = {arm: [] for arm in spec["arms"]}
+walls: list[float] = []  # wall seconds of every call, in order
 first_runs: dict[str, float] = {}
 for arm in spec["arms"]:
-    first_runs[arm] = run_arm(arm)  # warm-up (a "tune" arm tunes here, into an empty cache)
+    run_arm(arm)  # warm-up (a "tune" arm tunes here, into an empty cache)
+    first_runs[arm] = walls[-1]
 for round_index in range(spec["rounds"]):
     shift = round_index % len(spec["arms"])
     for arm in spec["arms"][shift:] + spec["arms"][:shift]:
         times[arm].append(run_arm(arm))
-result = {"times": times, "samples_per_call": spec["samples"] * spec["epochs"]}
+if spec.get("focus_rounds"):
+    # Then more rounds of the fastest hand-run arm (by median) against the autodist arms that may
+    # pick it (not "auto" over logical CPUs: mirrored): the slow arms have shown they lose, and more
+    # alternations make the ratio precise.
+    manual = [arm for arm in spec["arms"] if arm.startswith("manual:")]
+    fastest = min(manual, key=lambda arm: sorted(times[arm])[len(times[arm]) // 2])
+    focus = [fastest] + [arm for arm in spec["arms"] if arm.startswith("autodist:") and arm.split(":")[1] != "auto"]
+    for round_index in range(spec["focus_rounds"]):
+        shift = round_index % len(focus)
+        for arm in focus[shift:] + focus[:shift]:
+            times[arm].append(run_arm(arm))
+result = {"times": times, "samples_per_call": spec["samples"] * (1 if spec.get("steady") else spec["epochs"])}
 tuned = [arm for arm in spec["arms"] if arm.split(":")[1] == "tune"]
 if tuned:  # what tuning cost in its first run, and what it measured
     from autodist.tuning import cached_decisions

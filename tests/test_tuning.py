@@ -44,9 +44,10 @@ def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(tmp_path,
     assert result["weight_difference"] < 1e-5, result
     assert result["loss"][0] == pytest.approx(result["loss"][1], rel=1e-5)
     assert "cached decision" in result["second_reason"]
-    assert len(result["cache_files"]) == 1 and result["cache_mode"] == "0o600"
+    assert result["dataset_reason"].count("samples/s") >= 5 and "cached" not in result["dataset_reason"]
+    assert len(result["cache_files"]) == 2 and result["cache_mode"] == "0o600"
     shown = run_python(["-m", "autodist", "inspect", "--fast"], env=env, timeout=60)
-    assert "tuned decisions (strategy='tune', cached; 1)" in shown.stdout, shown.stdout[-2000:]
+    assert "tuned decisions (strategy='tune', cached; 2)" in shown.stdout, shown.stdout[-2000:]
     report(f"tune, 2 logical CPUs, MLP 32-64-10: {reason}")
 
 
@@ -74,3 +75,14 @@ def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_wor
     assert not result["cnn"]["warnings"] and result["cnn"]["reason"], result
     report(f"communication check, 2 loopback workers: MLP: {result['mlp']['reason'][0]}")
     report(f"communication check, 2 loopback workers: CNN: {result['cnn']['reason'][0]}")
+
+
+def test_tune_keeps_the_rule_plan_on_a_cluster_and_says_it_plans_as_auto_without_a_model():
+    from autodist.planning import plan
+    from autodist.tuning import tuned_plan
+
+    cluster = make_snapshot(tf_config={"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}})
+    auto = plan(cluster, strategy="tune", batch_size=64)
+    assert auto.strategy.value == "multi_worker_mirrored" and "plans as 'auto' here" in auto.reasons[0]
+    kept = tuned_plan(cluster, auto, lambda kind: pytest.fail("nothing to time on a cluster"), None, None, None, None, 1, {})
+    assert kept.strategy == auto.strategy and "every worker takes the same plan" in kept.reasons[0]

@@ -10,6 +10,7 @@ import autodist
 import autodist.tune_rules
 import keras
 import numpy as np
+import tensorflow as tf
 
 autodist.tune_rules.TUNE_SHARE = 1e9  # time every candidate, whatever the planned training
 rng = np.random.default_rng(0)
@@ -35,6 +36,8 @@ forced = autodist.fit(
     forced_model, X, Y, batch_size=64, epochs=2, verbose=0, shuffle=False, strategy=tuned.plan.strategy.value
 )
 again = autodist.fit(build(), X, Y, batch_size=64, epochs=1, verbose=0, shuffle=False, strategy="tune")
+# a tf.data input, at another batch (another cache key): timed from the dataset's first batches
+dataset = autodist.fit(build(), tf.data.Dataset.from_tensor_slices((X, Y)).batch(32), epochs=1, verbose=0, strategy="tune")
 cache = os.path.join(os.environ["TMPDIR"], f"autodist-{os.getuid()}", "tune")
 files = os.listdir(cache)
 print("RESULT " + json.dumps({
@@ -46,6 +49,7 @@ print("RESULT " + json.dumps({
     "moved_from_start": max(float(np.max(np.abs(a - b))) for a, b in zip(tuned_model.get_weights(), start)),
     "loss": [tuned.history["loss"], forced.history["loss"]],
     "second_reason": again.plan.reasons[0],
+    "dataset_reason": dataset.plan.reasons[0],
     "cache_files": files,
     "cache_mode": oct(os.stat(os.path.join(cache, files[0])).st_mode & 0o777),
 }))
