@@ -38,7 +38,10 @@ def check_communication(model: Any, strategy: Any, the_plan: Plan) -> Plan:
     if inputs is None:
         return _with(the_plan, "communication check skipped: the model's input shapes are unknown (a subclassed model)")
     variables = list(model.trainable_variables)
-    compute_ms = _median_ms(_compute_step(model, strategy, inputs))
+    try:  # the same model on every worker fails the same way, before any collective
+        compute_ms = _median_ms(_compute_step(model, strategy, inputs))
+    except Exception as err:
+        return _with(the_plan, f"communication check skipped: one step on zeros failed ({type(err).__name__})")
     all_reduce_ms = _median_ms(_all_reduce(strategy, variables))
     size = sum(int(_count(v)) * _itemsize(v) for v in variables)
     reason, warning = communication_note(the_plan.num_workers, per_replica * local, size, compute_ms, all_reduce_ms)
@@ -66,7 +69,10 @@ def _zeros_like_inputs(model: Any, batch: int) -> Any:
         dims = list(spec.shape)[1:]
         if any(d is None for d in dims):
             return None
-        tensors.append(tf.zeros([batch, *dims], dtype=tf.as_dtype(getattr(spec.dtype, "name", spec.dtype))))
+        try:
+            tensors.append(tf.zeros([batch, *dims], dtype=tf.as_dtype(getattr(spec.dtype, "name", spec.dtype))))
+        except (TypeError, ValueError):  # a string input (text models): no zeros to feed
+            return None
     return tensors[0] if len(tensors) == 1 else tensors
 
 

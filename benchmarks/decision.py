@@ -17,7 +17,7 @@ from benchmarks.common import Figure, run_json
 
 GOAL = 0.98
 #: Rounds of the fastest hand-run arm against autodist's arms alone, after the rounds of all arms.
-FOCUS_ROUNDS = 12
+FOCUS_ROUNDS = 30
 # configuration: (AUTODIST_CPU_DEVICES, strategies by hand, (samples, epochs, rounds)). The 1-device
 # runs are cheap, so they are longer: their ratio sits near 1 and needs the precision.
 CONFIGS = {
