@@ -1,5 +1,6 @@
 """The communication check on 2 loopback workers: the MLP of issue 13 (512-1024-1024-10, 1.6M
-parameters, 256 samples per worker) and a small CNN, one short fit each. The chief prints
+parameters, batch_size=256: autodist's global batch, 128 per worker) and a small CNN, one short
+fit each. The chief prints
 ``RESULT <json>``: each model's AutodistWarnings about the projection, and the plan's reason."""
 
 import json
@@ -11,7 +12,7 @@ import keras
 import numpy as np
 
 rng = np.random.default_rng(0)
-PER_WORKER = 256
+PER_WORKER = 128
 
 
 def mlp():
