@@ -8,9 +8,10 @@ environment but the ``environ`` it is given) and says why, with the numbers, in 
 2. A cluster whose task is an ``evaluator`` trains nothing: ``default``.
 3. A cluster with ``ps`` tasks means ``parameter_server``.
 4. A cluster with 2 or more workers (chief counted) means ``multi_worker_mirrored``.
-5. 2 or more GPUs mean ``mirrored``, or ``central_storage`` when the model's training footprint
-   does not fit the smallest GPU.
-6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` when the model does not fit.
+5. 2 or more GPUs mean ``mirrored``, or ``central_storage`` when the model's memory estimate
+   (:mod:`autodist.memory_model`) does not fit the smallest GPU but each GPU's share under
+   central_storage does; neither fitting is a ``StrategyUnavailableError``.
+6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` as in 5.
 7. CPU only means ``default``; with ``AUTODIST_CPU_DEVICES=N`` (N >= 2), ``mirrored`` over the N
    logical CPU devices. Measured on 2 cores, that split is slower than ``default``, whatever the
    cross-device op (``python -m benchmarks``, "decision quality"; figures in the README's

@@ -80,7 +80,7 @@ def plan(
         strategy: ``"auto"`` or a :class:`StrategyKind` value to force; ``"tune"`` plans as
             ``"auto"`` here (``autodist.fit`` then times the candidates).
         gpu_memory_fraction: the fraction of each GPU's memory the model may use.
-        activation_fraction: the activation allowance in the footprint formula.
+        activation_fraction: activations as a share of weights and gradients, layer sizes unknown.
         optimizer_slots: slots per variable, overriding what the optimizer implies.
         peer_timeout_seconds: multi-worker only: the longest wait for peers before failing.
         environ: only for two switches: ``AUTODIST_KERAS_COMPAT`` and
