@@ -127,21 +127,29 @@ def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
     weights = kwargs.get("sample_weight")
     changes: dict[str, Any] = {"validation_split": 0.0} if split else {}
     if split:
-        validation = (_slice(x, train, None), _slice(y, train, None))
-        changes["validation_data"] = validation + ((_slice(weights, train, None),) if weights is not None else ())
+        validation = (slice_samples(x, train, None), slice_samples(y, train, None))
+        changes["validation_data"] = validation + ((slice_samples(weights, train, None),) if weights is not None else ())
     if weights is not None:
-        changes["sample_weight"] = _slice(weights, step * batch, train)
-    first = (_slice(x, step * batch, train), _slice(y, step * batch, train), {**kwargs, **changes})
+        changes["sample_weight"] = slice_samples(weights, step * batch, train)
+    first = (slice_samples(x, step * batch, train), slice_samples(y, step * batch, train), {**kwargs, **changes})
     return first, (x, y, dict(kwargs)), batches, ""
 
 
-def _slice(x: Any, start: int, stop: int | None) -> Any:
+def slice_samples(x: Any, start: int, stop: int | None) -> Any:
+    """Samples ``start:stop`` of an array, or of each array of a dict, list or tuple of inputs
+    (``None`` stays).
+
+    Example:
+        >>> import numpy as np
+        >>> slice_samples({"a": np.arange(3)}, 1, None)["a"].tolist(), slice_samples([np.arange(3)], 0, 1)[0].tolist()
+        ([1, 2], [0])
+    """
     if x is None:
         return None
     if isinstance(x, Mapping):
-        return {key: _slice(value, start, stop) for key, value in x.items()}
+        return {key: slice_samples(value, start, stop) for key, value in x.items()}
     if isinstance(x, (list, tuple)):
-        return type(x)(_slice(value, start, stop) for value in x)
+        return type(x)(slice_samples(value, start, stop) for value in x)
     return x[start:stop]
 
 

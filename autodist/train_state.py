@@ -115,18 +115,18 @@ def save(folder: str, kind: str, position: Position, groups: dict[str, list[Any]
     """Write the variables' values, then the position and ``extra`` (atomically), as
     ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
     values = {name: [np.asarray(_read(v)) for v in variables] for name, variables in groups.items()}
-    _private_folder(folder)
+    private_folder(folder)
     name = f"{kind}-{position.epoch:06d}-{position.step:08d}"
     arrays = {f"{group}_{i}": value for group, found in values.items() for i, value in enumerate(found)}
-    _write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
+    write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
     record = {"position": asdict(position), "shapes": _shapes(values), **(extra or {})}
-    _write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
+    write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
     for old in saves(folder)[:-keep]:
         _remove(folder, old.name)
     return Save(name, kind, position)
 
 
-def _write_privately(path: str, write: Any) -> None:
+def write_privately(path: str, write: Any) -> None:
     """Write ``path`` (mode 0600) through a partial file and an atomic rename."""
     partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
     with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
@@ -136,7 +136,7 @@ def _write_privately(path: str, write: Any) -> None:
     os.replace(partial, path)
 
 
-def _private_folder(folder: str) -> None:
+def private_folder(folder: str) -> None:
     """Create ``folder`` and any missing parent with mode 0700 (``os.makedirs`` gives the parents
     the default mode)."""
     missing = []

@@ -35,6 +35,8 @@ from autodist.inputs import is_array_like, num_samples, pandas_to_numpy
 from autodist.log import get_logger
 from autodist.placement import build_in_scope, keras_module, move_into_scope
 from autodist.plans import Plan, StrategyKind
+from autodist.resume import slice_samples
+from autodist.train_state import private_folder, write_privately
 from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
 from autodist.tune_rules import DEFAULT_TUNE_BUDGET_SECONDS, TUNE_SHARE, Candidate, Timing, cache_key, candidates, pick, within_budget
 
@@ -171,7 +173,7 @@ def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input)
         seen = _dataset_samples(x)
     else:
         count = min(data.samples, TIMED_STEPS * batch)
-        x, y, kwargs = _head(data.x, count), _head(data.y, count), {"batch_size": batch, "shuffle": False}
+        x, y, kwargs = slice_samples(data.x, 0, count), slice_samples(data.y, 0, count), {"batch_size": batch, "shuffle": False}
         seen = count
     seconds = _timed_second_epoch(model, x, y, kwargs, strategy)
     return seen / seconds
@@ -205,16 +207,6 @@ def _flatten(structure: Any) -> list[Any]:
     return tf.nest.flatten(structure)
 
 
-def _head(x: Any, count: int) -> Any:
-    if x is None:
-        return None
-    if isinstance(x, Mapping):
-        return {key: _head(value, count) for key, value in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(_head(value, count) for value in x)
-    return x[:count]
-
-
 def _signature(model: Any, builder: Any) -> list[Any]:
     """The model's class, layers, weight shapes and optimizer; for a model-building function,
     its name and code (building a model only to read it would cost more than the lookup)."""
@@ -241,11 +233,10 @@ def _read_cache(digest: str) -> dict[str, Any] | None:
 
 
 def _write_cache(key: dict[str, Any], choice: str, timings: list[Timing], seconds: float) -> None:
-    folder = os.path.dirname(_cache_path(key["digest"]))
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = _cache_path(key["digest"])
+    private_folder(os.path.dirname(path))
     record = {"key": key, "choice": choice, "timings": [dataclasses.asdict(t) for t in timings], "tuning_seconds": round(seconds, 2), "date": time.strftime("%Y-%m-%d %H:%M")}
-    with open(os.open(_cache_path(key["digest"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as handle:
-        json.dump(record, handle)
+    write_privately(path, lambda handle: handle.write(json.dumps(record).encode()))
 
 
 def cached_decisions() -> list[dict[str, Any]]:
