@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "describe_model", "keras_flavor_of"]
+__all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "activation_elements", "describe_model", "keras_flavor_of", "multiply_adds"]
 
 #: Per-variable slots each optimizer keeps (Keras names, lower case). Unknown ones count 2.
 OPTIMIZER_SLOTS = {
@@ -108,26 +108,60 @@ def activation_elements(model: Any) -> int | None:
         >>> activation_elements(m)
         10
     """
-    total = 0
+    sizes = [elements for _, elements in _leaf_layers(model)]
+    return None if None in sizes else (sum(sizes) or None)  # type: ignore[arg-type]
+
+
+def multiply_adds(model: Any) -> int | None:
+    """Multiply-adds of one sample's forward pass, estimated from each layer's weights and output
+    size: a weight of shape ``(..., n)`` is applied at every output position (the layer's output
+    values / n), so a Dense kernel counts once and a convolution kernel once per output pixel;
+    lookups (``Embedding``) count nothing; a layer of unknown output size counts its weights
+    once. ``None`` for a model without layers (a subclassed model not built from layers).
+
+    Example:
+        >>> import keras
+        >>> m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3), keras.layers.Flatten(), keras.layers.Dense(2)])
+        >>> multiply_adds(m) == 3 * 3 * 3 * 4 * 36 + 4 * 36 + 144 * 2 + 2
+        True
+    """
+    total, seen = 0, False
+    for layer, elements in _leaf_layers(model):
+        seen = True
+        if "Embedding" in type(layer).__name__:
+            continue
+        for weight in getattr(layer, "trainable_weights", []):
+            shape = [int(d) for d in getattr(weight, "shape", ())]
+            size = 1
+            for d in shape:
+                size *= d
+            positions = elements // shape[-1] if elements and shape and shape[-1] and elements % shape[-1] == 0 else 1
+            total += size * max(1, positions)
+    return total if seen else None
+
+
+def _leaf_layers(model: Any) -> Any:
+    """Each layer that is not a model (nested models walked into), with its output values per
+    sample (``None`` when unknown)."""
     for layer in getattr(model, "layers", None) or []:
         if hasattr(layer, "layers") and getattr(layer, "layers", None):
-            inner = activation_elements(layer)
-            if inner is None:
-                return None
-            total += inner
-            continue
-        if type(layer).__name__ == "InputLayer":
-            continue
-        try:
-            outputs = layer.output
-        except (AttributeError, ValueError):  # never called on symbolic inputs
+            yield from _leaf_layers(layer)
+        elif type(layer).__name__ != "InputLayer":
+            yield layer, _output_elements(layer)
+
+
+def _output_elements(layer: Any) -> int | None:
+    try:
+        outputs = layer.output
+    except (AttributeError, ValueError):  # never called on symbolic inputs
+        return None
+    total = 0
+    for output in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
+        dims = list(getattr(output, "shape", None) or [])[1:]
+        if any(d is None for d in dims):
             return None
-        for output in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
-            dims = list(getattr(output, "shape", None) or [])[1:]
-            if any(d is None for d in dims):
-                return None
-            count = 1
-            for d in dims:
-                count *= int(d)
-            total += count
-    return total or None
+        count = 1
+        for d in dims:
+            count *= int(d)
+        total += count
+    return total

@@ -5,10 +5,14 @@ pick are pure rules in :mod:`autodist.tune_rules`.
 Each candidate: its strategy is built, a copy of the caller's model is made in its scope (saved
 and loaded, or built by the caller's function), and ``fit`` runs two short epochs on the first
 ``TIMED_STEPS`` global batches of the caller's input (arrays, or a ``tf.data`` dataset): the
-first warms up (tracing), the second is timed. The caller's model is not touched. The first
-candidate is always timed (about 1 s for a small model on 2 cores); the next only while tuning
-stays within ``min(AUTODIST_TUNE_BUDGET`` (default 60 s), 10% of the planned training, estimated
-from the fastest candidate so far). The decision is cached in the private folder
+first warms up (tracing), the second is timed. The caller's model is not touched. Tuning stays
+within ``min(AUTODIST_TUNE_BUDGET`` (default 60 s), 10% of the planned training): before the first
+candidate, the training's length is estimated from its steps, the model's multiply-adds and a
+matrix product's rate here (:class:`~autodist.tune_rules.Projection`), and a training too short
+to time even one candidate (about 0.5 s and 32 steps) is not timed: on CPUs it trains with the
+first candidate, ``default``, the fastest in ``python -m benchmarks``. Each next candidate is
+timed while the budget holds: the training's length from the fastest so far, the candidate's cost
+from the dearest per replica so far (:func:`~autodist.tune_rules.next_cost`). The decision is cached in the private folder
 (``<temp>/autodist-<uid>/tune``, mode 700; files 600) under the hardware, the model's signature,
 the batch and the versions; the next run with the same key takes it without timing, unless the
 budget cut the decision short and this training is long enough to time more.
@@ -38,12 +42,9 @@ from autodist.plans import Plan, StrategyKind
 from autodist.resume import slice_samples
 from autodist.train_state import private_folder, write_privately
 from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
-from autodist.tune_rules import DEFAULT_TUNE_BUDGET_SECONDS, TUNE_SHARE, Candidate, Timing, cache_key, candidates, pick, within_budget
+from autodist.tune_rules import DEFAULT_TUNE_BUDGET_SECONDS, TIMED_STEPS, TUNE_SHARE, Candidate, Projection, Timing, cache_key, candidates, next_cost, pick, untimed_reason, within_budget
 
 __all__ = ["TIMED_STEPS", "cached_decisions", "describe", "tuned_plan"]
-
-#: Global batches per timed epoch (and per warm-up epoch).
-TIMED_STEPS = 16
 
 
 def describe(timings: list[Timing], picked: str | None) -> str:
@@ -51,10 +52,11 @@ def describe(timings: list[Timing], picked: str | None) -> str:
     return "; ".join(t.describe() + (" (picked)" if t.name == picked else "") for t in timings)
 
 
-def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model: Any, builder: Any, x: Any, y: Any, epochs: int, environ: Mapping[str, str]) -> Plan:
+def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model: Any, builder: Any, x: Any, y: Any, epochs: int, environ: Mapping[str, str], steps_per_epoch: int | None = None) -> Plan:
     """The plan ``strategy="tune"`` trains with: the fastest candidate (timed now, or cached),
     with every candidate's samples/s in its reasons. ``plan_for(kind)`` plans a strategy by name.
-    On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``."""
+    On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``; for a
+    training too short to time even one candidate within its share, the first candidate."""
     if auto.cluster is not None or auto.strategy == StrategyKind.TPU:
         return _with_reason(auto, "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow allows one such strategy per process, so every worker takes the same plan")
     data = _timing_input(x, y)
@@ -62,21 +64,63 @@ def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model
         return _with_reason(auto, "strategy='tune' times arrays and tf.data datasets; this input (a generator, a PyDataset) cannot be read twice, so the plan is the rule's")
     default_steps = plan_for("one_device" if snapshot.gpus else "default").steps_per_execution
     found = {c.name: c for c in candidates(snapshot, default_steps=default_steps)}
-    key = cache_key(snapshot, _signature(model, builder), int(auto.global_batch_size or 0), environ.get(STEPS_PER_EXECUTION_ENV, ""))
+    batch = int(auto.global_batch_size or 32)
+    steps = epochs * (steps_per_epoch or max(1, -(-data.samples // batch)))
+    key = cache_key(snapshot, _signature(model, builder), batch, environ.get(STEPS_PER_EXECUTION_ENV, ""))
     budget = tune_budget_setting(environ, DEFAULT_TUNE_BUDGET_SECONDS)
     cached = _read_cache(key["digest"])
-    if cached is not None and cached.get("choice") in found and _cache_serves(cached, data.samples * epochs, budget):
+    if cached is not None and cached.get("choice") in found and _cache_serves(cached, steps * batch, budget):
         timings = [Timing(**t) for t in cached["timings"]]
         why = f"strategy='tune': cached decision of {cached['date']} ({_cache_path(key['digest'])}): {describe(timings, cached['choice'])}"
         return _with_reason(_plan_of(found[cached["choice"]], plan_for), why)
     plans = {name: _plan_of(candidate, plan_for) for name, candidate in found.items()}
-    timings, spent = _time_all(plans, model, builder, data, int(auto.global_batch_size or 32), epochs, budget)
+    gate = _Gate(steps, batch, budget, "/gpu:0" if snapshot.gpus else "/cpu:0")
+    timings, spent = _time_all(plans, model, builder, data, steps * batch, budget, gate)
+    if gate.untimed:  # on CPUs the first candidate, the fastest in python -m benchmarks (decision quality)
+        first = next(iter(plans))
+        chosen, which = (auto, "the rule's plan") if snapshot.gpus else (plans[first], f"{first}, the fastest on CPUs in python -m benchmarks (decision quality)")
+        return _with_reason(chosen, f"strategy='tune': {gate.untimed}; trains with {which}; a longer training times the candidates")
     best = pick(timings)
     if best is None:
         return _with_reason(auto, f"strategy='tune': no candidate ran ({describe(timings, None)}); the plan is the rule's")
     _write_cache(key, best.name, timings, spent)
     partial = "" if all(not t.skipped for t in timings) else "; a longer training times the rest"
     return _with_reason(plans[best.name], f"strategy='tune': timed in {spent:.1f} s, the fastest by measured samples/s: {describe(timings, best.name)}{partial}")
+
+
+@dataclasses.dataclass
+class _Gate:
+    """Before the first candidate is timed, on its model copy: whether the planned training is
+    long enough to time one (:func:`autodist.tune_rules.untimed_reason`); ``untimed`` says why
+    not."""
+
+    steps: int
+    batch: int
+    budget: float
+    device: str
+    untimed: str = ""
+
+    def allows(self, copy: Any) -> bool:
+        from autodist.model_info import multiply_adds
+
+        projection = Projection(self.steps, multiply_adds(copy), self.batch, _flops_per_second(self.device))
+        self.untimed = untimed_reason(projection, self.budget)
+        return not self.untimed
+
+
+def _flops_per_second(device: str) -> float:
+    """What a 512 x 512 float32 matrix product reaches on ``device`` (the best of 6: the first
+    calls start TensorFlow's threads)."""
+    import tensorflow as tf
+
+    size, best = 512, float("inf")
+    with tf.device(device):
+        a = tf.random.uniform((size, size))
+        for _ in range(6):
+            began = time.perf_counter()
+            _ = tf.linalg.matmul(a, a).numpy()
+            best = min(best, time.perf_counter() - began)
+    return 2 * size**3 / max(best, 1e-9)
 
 
 def _cache_serves(cached: Mapping[str, Any], samples: int, budget: float) -> bool:
@@ -112,29 +156,37 @@ def _strategy_of(the_plan: Plan) -> Any:
     return start(the_plan)
 
 
-def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, batch: int, epochs: int, budget: float) -> tuple[list[Timing], float]:
+def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, samples: int, budget: float, gate: _Gate) -> tuple[list[Timing], float]:
+    """Each candidate's samples/s, while tuning stays within its budget; none when ``gate``
+    finds the training too short on the first one's model copy."""
     timings: list[Timing] = []
     started = time.perf_counter()
-    costs: list[float] = []
-    steps_per_epoch = max(1, -(-data.samples // batch))
+    costs: list[tuple[float, int]] = []  # each timed candidate's seconds and replicas
     for name, the_plan in plans.items():
         spent = time.perf_counter() - started
         best = pick(timings)
         if best is not None:
-            planned = epochs * steps_per_epoch * batch / (best.samples_per_second or 1.0)
-            if not within_budget(spent, sum(costs) / len(costs), planned, budget):
+            planned = samples / (best.samples_per_second or 1.0)
+            cost = next_cost(costs, the_plan.num_replicas)
+            if not within_budget(spent, cost, planned, budget):
                 limit = min(budget, TUNE_SHARE * planned)
-                timings.append(Timing(name, skipped=f"budget, {spent:.1f} s spent of {limit:.1f} s"))
+                timings.append(Timing(name, skipped=f"budget, {spent:.1f} s spent of {limit:.1f} s, this one about {cost:.1f} s"))
                 continue
         began = time.perf_counter()
         try:
-            timings.append(Timing(name, _samples_per_second(the_plan, source, builder, data)))
+            timings.append(Timing(name, _samples_per_second(the_plan, source, builder, data, None if timings else gate)))
+        except _Untimed:
+            return [], time.perf_counter() - started
         except Exception as err:  # a candidate that cannot run here is skipped, with its error
             timings.append(Timing(name, error=f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"))
-        costs.append(time.perf_counter() - began)
+        costs.append((time.perf_counter() - began, the_plan.num_replicas))
         gc.collect()
     get_logger().info("autodist tune: %s", describe(timings, (pick(timings) or Timing("")).name))
     return timings, time.perf_counter() - started
+
+
+class _Untimed(Exception):
+    """The gate found the training too short to time a candidate."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,11 +211,13 @@ def _timing_input(x: Any, y: Any) -> _Input | None:
     return _Input(x, y, num_samples(x), False)
 
 
-def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input) -> float:
+def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input, gate: _Gate | None = None) -> float:
     from autodist.compile_settings import apply_compile_settings
 
     strategy = _strategy_of(the_plan)
     model = build_in_scope(builder, strategy) if builder is not None else move_into_scope(source, strategy)
+    if gate is not None and not gate.allows(model):
+        raise _Untimed()
     apply_compile_settings(model, the_plan)
     batch = int(the_plan.global_batch_size or 32)
     if data.dataset:

@@ -104,6 +104,8 @@ model, strategy = history.model, history.model.distribute_strategy
 seconds = sum(timer.ends[e] - timer.starts[e] for e in range(1, EPOCHS))
 result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_workers": num_workers, "params": model.count_params(),
           "step_ms": seconds / ((EPOCHS - 1) * STEPS) * 1000}
+if hasattr(history, "plan"):  # what autodist picked
+    result["plan"] = history.plan.strategy.value
 checked = [r for r in getattr(history, "plan", None).reasons if r.startswith("communication check")] if hasattr(history, "plan") else []
 if checked:  # autodist's projection before training (autodist.comm_check)
     import re

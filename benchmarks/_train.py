@@ -4,7 +4,8 @@ Usage: python benchmarks/_train.py '<spec json>'
 spec: {"model": "mlp"|"cnn", "samples": N, "batch": B, "epochs": E, "rounds": R, "arms": [...]}
 An arm is "manual:<strategy>" (the strategy built by hand, model.fit in its scope) or
 "autodist:<strategy>[:spe1|:spe8|:jit|:noprefetch|:prefetch]" (autodist.fit; "auto" lets it choose,
-"tune" times the candidates in its warm-up run, which is why the caller gives it an empty TMPDIR;
+"tune" times the candidates in its warm-up run, of "tune_epochs" epochs, which is why the caller
+gives it an empty TMPDIR;
 spe1 opts out of autodist's steps_per_execution default, spe8 compiles with 8).
 Each arm runs once to warm up, then once per round, in an order that rotates every round; with
 "focus_rounds", that many more rounds of the fastest hand-run arm and the autodist arms.
@@ -96,7 +97,7 @@ class EpochTimer(keras.callbacks.Callback):
         self.seconds.append(time.perf_counter() - self.began)
 
 
-def run_arm(arm: str) -> float:
+def run_arm(arm: str, epochs: int | None = None) -> float:
     """Wall seconds of the whole call; with ``"steady": true`` in the spec, seconds of the fastest
     epoch after the first (no build, tracing or first-epoch warm-up: the strategy's own speed; the
     fastest, as timeit does, because interference on shared cores only ever adds time)."""
@@ -109,7 +110,7 @@ def run_arm(arm: str) -> float:
         distribution = manual_strategy(strategy)
         with distribution.scope():
             model = build()
-            model.fit(X, Y, batch_size=spec["batch"], epochs=spec["epochs"], verbose=0, callbacks=[timer])
+            model.fit(X, Y, batch_size=spec["batch"], epochs=epochs or spec["epochs"], verbose=0, callbacks=[timer])
     else:
         compile_kwargs = {"steps_per_execution": 8} if option == "spe8" else {"jit_compile": True} if option == "jit" else {}
         if option == "spe1":  # autodist's opt-out of its steps_per_execution default
@@ -121,25 +122,31 @@ def run_arm(arm: str) -> float:
         if option in ("prefetch", "noprefetch"):
             dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(spec["batch"])
             data, labels = (dataset.prefetch(tf.data.AUTOTUNE) if option == "prefetch" else dataset), None
-        autodist.fit(
+        history = autodist.fit(
             lambda: build(compile_kwargs),
             data,
             labels,
             batch_size=spec["batch"],
-            epochs=spec["epochs"],
+            epochs=epochs or spec["epochs"],
             verbose=0,
             strategy=strategy,
             callbacks=[timer],
         )
+        plans[arm] = [history.plan.strategy.value, history.plan.cross_device_ops]
+        first_reasons.setdefault(arm, history.plan.reasons[0])
     walls.append(time.perf_counter() - start)
     return min(timer.seconds[1:]) if spec.get("steady") else walls[-1]
 
 
 times: dict[str, list[float]] = {arm: [] for arm in spec["arms"]}
 walls: list[float] = []  # wall seconds of every call, in order
+plans: dict[str, list[str | None]] = {}  # each autodist arm's strategy and cross-device op
+first_reasons: dict[str, str] = {}  # each autodist arm's first reason, in its first run
 first_runs: dict[str, float] = {}
 for arm in spec["arms"]:
-    run_arm(arm)  # warm-up (a "tune" arm tunes here, into an empty cache)
+    # warm-up; a "tune" arm tunes here, into an empty cache, in a training of "tune_epochs"
+    # (long enough for tuning to time candidates within its share)
+    run_arm(arm, spec.get("tune_epochs") if arm.split(":")[1] == "tune" else None)
     first_runs[arm] = walls[-1]
 for round_index in range(spec["rounds"]):
     shift = round_index % len(spec["arms"])
@@ -156,14 +163,14 @@ if spec.get("focus_rounds"):
         shift = round_index % len(focus)
         for arm in focus[shift:] + focus[:shift]:
             times[arm].append(run_arm(arm))
-result = {"times": times, "samples_per_call": spec["samples"] * (1 if spec.get("steady") else spec["epochs"])}
+result = {"times": times, "plans": plans, "samples_per_call": spec["samples"] * (1 if spec.get("steady") else spec["epochs"])}
 tuned = [arm for arm in spec["arms"] if arm.split(":")[1] == "tune"]
-if tuned:  # what tuning cost in its first run, and what it measured
+if tuned:  # what tuning cost in its first run, and what it measured (nothing, in a run too short to tune)
     from autodist.tuning import cached_decisions
 
-    decision = cached_decisions()[0]
-    result["tune"] = {"seconds": decision["tuning_seconds"], "first_run_seconds": first_runs[tuned[0]],
-                      "choice": decision["choice"], "timings": decision["timings"]}
+    decision = (cached_decisions() or [{"tuning_seconds": 0.0, "choice": None, "timings": []}])[0]
+    result["tune"] = {"seconds": decision["tuning_seconds"], "first_run_seconds": first_runs[tuned[0]], "first_run_epochs": spec.get("tune_epochs") or spec["epochs"],
+                      "choice": decision["choice"], "timings": decision["timings"], "first_reason": first_reasons[tuned[0]]}
 if spec.get("fixed_cost"):
     # What autodist.fit does besides the caller's build and Keras's fit: detect, plan, and look up
     # the (cached) strategy, with its workarounds. Median of 20 calls, in this warm process.

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from autodist.hardware import HardwareSnapshot
-from autodist.tune_rules import Timing, candidates, pick, within_budget
+from autodist.tune_rules import Projection, Timing, candidates, next_cost, pick, untimed_reason, within_budget
 from tests.conftest import SCENARIOS, make_snapshot, run_python, subprocess_env
 
 
@@ -25,8 +25,33 @@ def test_budget_is_the_smaller_of_the_seconds_and_a_tenth_of_the_training():
     assert within_budget(1.0, 1.0, planned_seconds=20.0, budget=60.0)  # 2 s of 2 s
     assert not within_budget(1.0, 1.1, planned_seconds=20.0, budget=60.0)
     assert not within_budget(50.0, 11.0, planned_seconds=10_000.0, budget=60.0)
+    # a candidate's cost: the dearest per replica so far, times its replicas
+    assert next_cost([(0.8, 1), (3.0, 2)], replicas=4) == pytest.approx(6.0)
     assert pick([Timing("a", 10.0), Timing("b", error="boom"), Timing("c", 30.0)]).name == "c"
     assert pick([Timing("b", error="boom")]) is None
+
+
+def test_a_training_too_short_to_time_one_candidate_within_its_share_is_not_timed():
+    # the decision benchmark's MLP (268k multiply-adds per sample), 4 epochs of 32 steps, at
+    # about the rate measured here: 0.7 s of training cannot pay for a 0.5 s candidate
+    short = Projection(steps=128, multiply_adds=268_000, batch=256, flops_per_second=80e9)
+    reason = untimed_reason(short, budget=60.0)
+    assert "about 0.66 s" in reason and "128 steps" in reason and "268,000 multiply-adds" in reason and "0.07 s" in reason
+    assert untimed_reason(Projection(128 * 100, 268_000, 256, 80e9), budget=60.0) == ""  # 66 s: 6.6 s to spend
+    assert untimed_reason(Projection(128 * 100, 268_000, 256, 80e9), budget=0.5) != ""  # the budget binds too
+    # unknown layer sizes: each step costs at least a millisecond
+    assert "unknown layer sizes" in untimed_reason(Projection(1000, None, 32, 80e9), budget=60.0)
+    assert untimed_reason(Projection(100_000, None, 32, 80e9), budget=60.0) == ""
+
+
+def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models():
+    import keras
+
+    from autodist.model_info import multiply_adds
+
+    inner = keras.Sequential([keras.Input((10, 8)), keras.layers.Flatten(), keras.layers.Dense(4)])
+    model = keras.Sequential([keras.Input((10,)), keras.layers.Embedding(1000, 8), inner])
+    assert multiply_adds(model) == 80 * 4 + 4  # the 8,000 embedding weights are looked up, not multiplied
 
 
 @pytest.mark.tensorflow
@@ -46,6 +71,9 @@ def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(tmp_path,
     assert "cached decision" in result["second_reason"]
     assert result["dataset_reason"].count("samples/s") >= 5 and "cached" not in result["dataset_reason"]
     assert len(result["cache_files"]) == 2 and result["cache_mode"] == "0o600"
+    # with the share as shipped, 16 steps are too short to time a candidate: default, not cached
+    assert result["short"]["strategy"] == "default" and "not timed: the planned training is about" in result["short"]["reason"]
+    assert result["short"]["loss"] > 0
     shown = run_python(["-m", "autodist", "inspect", "--fast"], env=env, timeout=60)
     assert "tuned decisions (strategy='tune', cached; 2)" in shown.stdout, shown.stdout[-2000:]
     report(f"tune, 2 logical CPUs, MLP 32-64-10: {reason}")
