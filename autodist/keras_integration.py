@@ -237,8 +237,7 @@ def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
         return _plan_for(dataclasses.replace(call, strategy=kind), facts, snapshot=snapshot)
 
     epochs = max(1, call.epochs - int(call.fit_kwargs.get("initial_epoch") or 0))
-    steps = call.fit_kwargs.get("steps_per_epoch")
-    return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, steps_per_epoch=steps)
+    return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, call.fit_kwargs)
 
 
 def _refuse_evaluator(the_plan: Plan) -> None:

@@ -116,8 +116,9 @@ def multiply_adds(model: Any) -> int | None:
     """Multiply-adds of one sample's forward pass, estimated from each layer's weights and output
     size: a weight of shape ``(..., n)`` is applied at every output position (the layer's output
     values / n), so a Dense kernel counts once and a convolution kernel once per output pixel;
-    lookups (``Embedding``) count nothing; a layer of unknown output size counts its weights
-    once. ``None`` for a model without layers (a subclassed model not built from layers).
+    lookups (``Embedding``) count nothing. ``None`` when that is not known: a model without
+    layers, a layer with weights but no known output size (a subclassed model's), or a recurrent
+    layer (its time steps are not in its output's size).
 
     Example:
         >>> import keras
@@ -128,14 +129,17 @@ def multiply_adds(model: Any) -> int | None:
     total, seen = 0, False
     for layer, elements in _leaf_layers(model):
         seen = True
-        if "Embedding" in type(layer).__name__:
+        weights = getattr(layer, "trainable_weights", [])
+        if "Embedding" in type(layer).__name__ or not weights:
             continue
-        for weight in getattr(layer, "trainable_weights", []):
+        if elements is None or hasattr(layer, "cell"):
+            return None
+        for weight in weights:
             shape = [int(d) for d in getattr(weight, "shape", ())]
             size = 1
             for d in shape:
                 size *= d
-            positions = elements // shape[-1] if elements and shape and shape[-1] and elements % shape[-1] == 0 else 1
+            positions = elements // shape[-1] if shape and shape[-1] and elements % shape[-1] == 0 else 1
             total += size * max(1, positions)
     return total if seen else None
 

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import hashlib
 import json
@@ -35,7 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from autodist.callbacks import private_root
-from autodist.inputs import is_array_like, num_samples, pandas_to_numpy
+from autodist.inputs import is_array_like, num_samples, pandas_to_numpy, training_samples
 from autodist.log import get_logger
 from autodist.placement import build_in_scope, keras_module, move_into_scope
 from autodist.plans import Plan, StrategyKind
@@ -52,30 +53,32 @@ def describe(timings: list[Timing], picked: str | None) -> str:
     return "; ".join(t.describe() + (" (picked)" if t.name == picked else "") for t in timings)
 
 
-def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model: Any, builder: Any, x: Any, y: Any, epochs: int, environ: Mapping[str, str], steps_per_epoch: int | None = None) -> Plan:
+def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model: Any, builder: Any, x: Any, y: Any, epochs: int, environ: Mapping[str, str], fit_kwargs: Mapping[str, Any] | None = None) -> Plan:
     """The plan ``strategy="tune"`` trains with: the fastest candidate (timed now, or cached),
     with every candidate's samples/s in its reasons. ``plan_for(kind)`` plans a strategy by name.
     On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``; for a
-    training too short to time even one candidate within its share, the first candidate."""
+    training too short to time even one candidate within its share, the first candidate.
+    ``fit_kwargs`` (``steps_per_epoch``, ``validation_split``) tell the planned training's length."""
     if auto.cluster is not None or auto.strategy == StrategyKind.TPU:
         return _with_reason(auto, "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow allows one such strategy per process, so every worker takes the same plan")
-    data = _timing_input(x, y)
+    data = _timing_input(x, y, fit_kwargs or {})
     if data is None:
         return _with_reason(auto, "strategy='tune' times arrays and tf.data datasets; this input (a generator, a PyDataset) cannot be read twice, so the plan is the rule's")
     default_steps = plan_for("one_device" if snapshot.gpus else "default").steps_per_execution
     found = {c.name: c for c in candidates(snapshot, default_steps=default_steps)}
     batch = int(auto.global_batch_size or 32)
-    steps = epochs * (steps_per_epoch or max(1, -(-data.samples // batch)))
+    per_epoch = (fit_kwargs or {}).get("steps_per_epoch") or (-(-data.samples // batch) if data.samples else None)
+    steps = epochs * int(per_epoch) if per_epoch else None  # None: a dataset of unknown size
     key = cache_key(snapshot, _signature(model, builder), batch, environ.get(STEPS_PER_EXECUTION_ENV, ""))
     budget = tune_budget_setting(environ, DEFAULT_TUNE_BUDGET_SECONDS)
     cached = _read_cache(key["digest"])
-    if cached is not None and cached.get("choice") in found and _cache_serves(cached, steps * batch, budget):
+    if cached is not None and cached.get("choice") in found and _cache_serves(cached, steps * batch if steps else None, budget):
         timings = [Timing(**t) for t in cached["timings"]]
         why = f"strategy='tune': cached decision of {cached['date']} ({_cache_path(key['digest'])}): {describe(timings, cached['choice'])}"
         return _with_reason(_plan_of(found[cached["choice"]], plan_for), why)
     plans = {name: _plan_of(candidate, plan_for) for name, candidate in found.items()}
     gate = _Gate(steps, batch, budget, "/gpu:0" if snapshot.gpus else "/cpu:0")
-    timings, spent = _time_all(plans, model, builder, data, steps * batch, budget, gate)
+    timings, spent = _time_all(plans, model, builder, data, steps * batch if steps else None, budget, gate)
     if gate.untimed:  # on CPUs the first candidate, the fastest in python -m benchmarks (decision quality)
         first = next(iter(plans))
         chosen, which = (auto, "the rule's plan") if snapshot.gpus else (plans[first], f"{first}, the fastest on CPUs in python -m benchmarks (decision quality)")
@@ -92,18 +95,26 @@ def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model
 class _Gate:
     """Before the first candidate is timed, on its model copy: whether the planned training is
     long enough to time one (:func:`autodist.tune_rules.untimed_reason`); ``untimed`` says why
-    not."""
+    not. A training of unknown length, or a model of unknown multiply-adds (subclassed, recurrent),
+    has no estimate: its first candidate is timed."""
 
-    steps: int
+    steps: int | None  # None: unknown (a dataset of unknown size): tuning keeps to the budget alone
     batch: int
     budget: float
     device: str
     untimed: str = ""
+    checked: bool = False
+    planned_seconds: float = float("inf")
 
     def allows(self, copy: Any) -> bool:
         from autodist.model_info import multiply_adds
 
-        projection = Projection(self.steps, multiply_adds(copy), self.batch, _flops_per_second(self.device))
+        self.checked = True
+        macs = multiply_adds(copy)
+        if self.steps is None or macs is None:  # no estimate to go by: the first candidate's timing measures
+            return True
+        projection = Projection(self.steps, macs, self.batch, _flops_per_second(self.device))
+        self.planned_seconds = projection.seconds
         self.untimed = untimed_reason(projection, self.budget)
         return not self.untimed
 
@@ -123,14 +134,15 @@ def _flops_per_second(device: str) -> float:
     return 2 * size**3 / max(best, 1e-9)
 
 
-def _cache_serves(cached: Mapping[str, Any], samples: int, budget: float) -> bool:
+def _cache_serves(cached: Mapping[str, Any], samples: int | None, budget: float) -> bool:
     """A complete decision always serves; one cut short by the budget serves a training whose
-    own budget (estimated with the cached fastest rate) would not time more."""
+    own budget (estimated with the cached fastest rate) would not time more, or one of unknown
+    length."""
     timings = [Timing(**t) for t in cached.get("timings", [])]
     best = pick(timings)
     if best is None:
         return False
-    if all(not t.skipped for t in timings):
+    if all(not t.skipped for t in timings) or samples is None:
         return True
     planned = samples / (best.samples_per_second or 1.0)
     return min(budget, TUNE_SHARE * planned) <= 1.5 * float(cached.get("tuning_seconds", 0.0))
@@ -156,17 +168,17 @@ def _strategy_of(the_plan: Plan) -> Any:
     return start(the_plan)
 
 
-def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, samples: int, budget: float, gate: _Gate) -> tuple[list[Timing], float]:
+def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, samples: int | None, budget: float, gate: _Gate) -> tuple[list[Timing], float]:
     """Each candidate's samples/s, while tuning stays within its budget; none when ``gate``
-    finds the training too short on the first one's model copy."""
+    finds the training too short on the first model copy made."""
     timings: list[Timing] = []
     started = time.perf_counter()
     costs: list[tuple[float, int]] = []  # each timed candidate's seconds and replicas
     for name, the_plan in plans.items():
         spent = time.perf_counter() - started
         best = pick(timings)
-        if best is not None:
-            planned = samples / (best.samples_per_second or 1.0)
+        if costs:  # the training's length from the fastest so far, else (all failed) the gate's estimate
+            planned = (samples / (best.samples_per_second or 1.0) if samples else float("inf")) if best else gate.planned_seconds
             cost = next_cost(costs, the_plan.num_replicas)
             if not within_budget(spent, cost, planned, budget):
                 limit = min(budget, TUNE_SHARE * planned)
@@ -174,7 +186,7 @@ def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, samp
                 continue
         began = time.perf_counter()
         try:
-            timings.append(Timing(name, _samples_per_second(the_plan, source, builder, data, None if timings else gate)))
+            timings.append(Timing(name, _samples_per_second(the_plan, source, builder, data, None if gate.checked else gate)))
         except _Untimed:
             return [], time.perf_counter() - started
         except Exception as err:  # a candidate that cannot run here is skipped, with its error
@@ -193,22 +205,22 @@ class _Untimed(Exception):
 class _Input:
     x: Any
     y: Any
-    samples: int
+    samples: int | None  # trained per epoch; None: a dataset of unknown or endless size
     dataset: bool
 
 
-def _timing_input(x: Any, y: Any) -> _Input | None:
+def _timing_input(x: Any, y: Any, fit_kwargs: Mapping[str, Any]) -> _Input | None:
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
         from autodist.batching import dataset_batch_size
 
-        count = int(x.cardinality())  # elements; endless (-1) or unknown (-2): TIMED_STEPS are read
-        return _Input(x, None, (count if count > 0 else TIMED_STEPS) * (dataset_batch_size(x) or 1), True)
+        count = int(x.cardinality())  # batches; endless (-1) or unknown (-2)
+        return _Input(x, None, count * (dataset_batch_size(x) or 1) if count > 0 else None, True)
     x, y = pandas_to_numpy(x), pandas_to_numpy(y)
     if not is_array_like(x):
         return None
-    return _Input(x, y, num_samples(x), False)
+    return _Input(x, y, training_samples(x, fit_kwargs), False)
 
 
 def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input, gate: _Gate | None = None) -> float:
@@ -226,7 +238,7 @@ def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input,
         x, y, kwargs = prepare_dataset(data.x, batch, 1, drop_remainder=False, rebatch=True).take(TIMED_STEPS), None, {}
         seen = _dataset_samples(x)
     else:
-        count = min(data.samples, TIMED_STEPS * batch)
+        count = min(num_samples(data.x), TIMED_STEPS * batch)
         x, y, kwargs = slice_samples(data.x, 0, count), slice_samples(data.y, 0, count), {"batch_size": batch, "shuffle": False}
         seen = count
     seconds = _timed_second_epoch(model, x, y, kwargs, strategy)
@@ -262,31 +274,98 @@ def _flatten(structure: Any) -> list[Any]:
 
 
 def _signature(model: Any, builder: Any) -> list[Any]:
-    """The model's class, layers, weight shapes and optimizer; for a model-building function,
-    its name and code (building a model only to read it would cost more than the lookup)."""
+    """The model's class, layers, weight shapes and optimizer; for a model-building function, its
+    name and code, with the code of what it calls and the values it reads (building a model only
+    to read it would cost more than the lookup); and autodist's version."""
+    from autodist.hardware import package_version
+
+    version = ["autodist", package_version("autodist")]
     if builder is not None:
-        code = getattr(builder, "__code__", None)
-        digest = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:16] if code is not None else repr(builder)
-        return ["builder", getattr(builder, "__qualname__", type(builder).__name__), digest]
+        return ["builder", getattr(builder, "__qualname__", type(builder).__name__), _code_digest(builder), *version]
     optimizer = getattr(model, "optimizer", None)
     weights = [[str(getattr(w, "dtype", "")), list(getattr(w, "shape", ()))] for w in getattr(model, "weights", [])]
     layers = [type(layer).__name__ for layer in getattr(model, "layers", [])]
-    return [type(model).__name__, layers, weights, type(optimizer).__name__ if optimizer is not None else None]
+    return [type(model).__name__, layers, weights, type(optimizer).__name__ if optimizer is not None else None, *version]
+
+
+def _code_digest(function: Any, depth: int = 2) -> str:
+    """A digest of a function's code (nested code objects included), the values of its closure
+    and of the globals it names (the code of functions among them, ``depth`` calls deep), stable
+    from one process to the next: no memory addresses. ``functools.partial``: its function and
+    arguments."""
+    digest = hashlib.sha256()
+    if isinstance(function, functools.partial):
+        digest.update(_code_digest(function.func, depth).encode() + _stable_repr((function.args, function.keywords)).encode())
+        return digest.hexdigest()[:16]
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return _stable_repr(function)
+    cells = [cell.cell_contents for cell in getattr(function, "__closure__", None) or () if _has_contents(cell)]
+    names = getattr(function, "__globals__", {})
+    for part in _code_parts(code) + [_stable_repr(c) for c in cells]:
+        digest.update(part.encode())
+    for name in code.co_names:
+        value = names.get(name)
+        if hasattr(value, "__code__"):
+            digest.update((_code_digest(value, depth - 1) if depth > 0 else name).encode())
+        elif value is not None and not isinstance(value, type(os)):
+            digest.update(_stable_repr(value).encode())
+    return digest.hexdigest()[:16]
+
+
+def _code_parts(code: Any) -> list[str]:
+    parts = [code.co_code.hex(), repr(code.co_names)]
+    for const in code.co_consts:
+        parts += _code_parts(const) if hasattr(const, "co_code") else [_stable_repr(const)]
+    return parts
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def _stable_repr(value: Any) -> str:
+    """``repr`` without memory addresses, at most 2,000 characters."""
+    import re
+
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))[:2000]
+
+
+def _cache_folder() -> str:
+    """``<temp>/autodist-<uid>/tune``, not created here."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}", "tune")
 
 
 def _cache_path(digest: str) -> str:
-    return os.path.join(private_root(), "tune", f"{digest}.json")
+    return os.path.join(_cache_folder(), f"{digest}.json")
 
 
 def _read_cache(digest: str) -> dict[str, Any] | None:
+    """A cached decision, from a folder private to this user only; ``None`` for anything else
+    (no file, another format)."""
+    import stat
+
     try:
+        root = os.lstat(os.path.dirname(_cache_folder()))
+        if not stat.S_ISDIR(root.st_mode) or root.st_uid != os.getuid() or root.st_mode & 0o077:
+            return None
         with open(_cache_path(digest), encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
+            record = json.load(handle)
+        for timing in record["timings"]:
+            Timing(**timing)  # a record of another format raises here
+        return record
+    except (OSError, ValueError, TypeError, KeyError):
         return None
 
 
 def _write_cache(key: dict[str, Any], choice: str, timings: list[Timing], seconds: float) -> None:
+    private_root()  # created private, or refused
     path = _cache_path(key["digest"])
     private_folder(os.path.dirname(path))
     record = {"key": key, "choice": choice, "timings": [dataclasses.asdict(t) for t in timings], "tuning_seconds": round(seconds, 2), "date": time.strftime("%Y-%m-%d %H:%M")}
@@ -295,9 +374,7 @@ def _write_cache(key: dict[str, Any], choice: str, timings: list[Timing], second
 
 def cached_decisions() -> list[dict[str, Any]]:
     """Every cached ``tune`` decision (for ``python -m autodist inspect``), newest first."""
-    import tempfile
-
-    folder = os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}", "tune")  # not created here
+    folder = _cache_folder()
     found = []
     for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
         record = _read_cache(name[: -len(".json")]) if name.endswith(".json") else None

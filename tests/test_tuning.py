@@ -44,6 +44,47 @@ def test_a_training_too_short_to_time_one_candidate_within_its_share_is_not_time
     assert untimed_reason(Projection(100_000, None, 32, 80e9), budget=60.0) == ""
 
 
+BUILDERS = """
+import sys
+from autodist.tuning import _code_digest
+
+def mlp():
+    return [width for width in (64, 10)]
+
+def cnn():
+    return [filters for filters in (32, 64)]
+
+print(_code_digest(mlp), _code_digest(lambda: mlp()), _code_digest(lambda: cnn()))
+"""
+
+
+def test_a_builders_cache_key_is_the_same_in_every_process_and_follows_what_it_calls(tmp_path):
+    # a list comprehension is a code object among the builder's constants: its repr holds a memory address
+    script = tmp_path / "builders.py"
+    script.write_text(BUILDERS)
+    first, second = (run_python([str(script)], env=subprocess_env(), timeout=60).stdout.split() for _ in range(2))
+    assert first == second and len(first) == 3, (first, second)
+    assert first[1] != first[2]  # lambda: mlp() and lambda: cnn() are different models
+
+
+def test_the_cache_reads_only_a_private_folder_and_skips_records_of_another_format(tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    from autodist import tuning
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert tuning.cached_decisions() == [] and not (tmp_path / f"autodist-{os.getuid()}").exists()  # inspect creates nothing
+    folder = tmp_path / f"autodist-{os.getuid()}" / "tune"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text(json.dumps({"choice": "default", "timings": [{"name": "default", "rate": 1.0}]}))
+    (folder / "b.json").write_text(json.dumps({"choice": "default", "timings": [{"name": "default", "samples_per_second": 1.0}]}))
+    os.chmod(folder.parent, 0o755)  # readable by others: not trusted
+    assert tuning.cached_decisions() == []
+    os.chmod(folder.parent, 0o700)
+    assert [r["timings"][0]["samples_per_second"] for r in tuning.cached_decisions()] == [1.0]  # a.json: another format
+
+
 def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models():
     import keras
 
@@ -52,6 +93,8 @@ def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models():
     inner = keras.Sequential([keras.Input((10, 8)), keras.layers.Flatten(), keras.layers.Dense(4)])
     model = keras.Sequential([keras.Input((10,)), keras.layers.Embedding(1000, 8), inner])
     assert multiply_adds(model) == 80 * 4 + 4  # the 8,000 embedding weights are looked up, not multiplied
+    recurrent = keras.Sequential([keras.Input((10, 8)), keras.layers.LSTM(4), keras.layers.Dense(2)])
+    assert multiply_adds(recurrent) is None  # its 10 time steps are not in its output's size: no estimate
 
 
 @pytest.mark.tensorflow
