@@ -119,7 +119,7 @@ def _choose_single_host(snapshot: HardwareSnapshot, memory: MemoryFacts | None, 
             f"no GPU; AUTODIST_CPU_DEVICES={num_cpus} splits the CPU into {num_cpus} "
             "logical devices, to exercise distributed code: it is not faster than the "
             "default strategy, whatever the cross-device op (measured on 2 cores, python -m "
-            "benchmarks: 0.4-0.5x default over 2 logical CPUs, 0.2-0.3x over 4); for speed, "
+            "benchmarks: 0.35-0.5x default over 2 logical CPUs, 0.2-0.3x over 4); for speed, "
             "strategy='tune' measures and picks",
         ))  # fmt: skip
     return Choice(K.DEFAULT, ("no GPU or TPU: TensorFlow's default strategy uses the CPU",))
