@@ -237,7 +237,8 @@ def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
         return _plan_for(dataclasses.replace(call, strategy=kind), facts, snapshot=snapshot)
 
     epochs = max(1, call.epochs - int(call.fit_kwargs.get("initial_epoch") or 0))
-    return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, call.fit_kwargs)
+    with mixed_precision_while_building(call.mixed_precision, call.builder, auto):  # copies built as the model will be
+        return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, call.fit_kwargs)
 
 
 def _refuse_evaluator(the_plan: Plan) -> None:

@@ -69,7 +69,8 @@ def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model
     batch = int(auto.global_batch_size or 32)
     per_epoch = (fit_kwargs or {}).get("steps_per_epoch") or (-(-data.samples // batch) if data.samples else None)
     steps = epochs * int(per_epoch) if per_epoch else None  # None: a dataset of unknown size
-    key = cache_key(snapshot, _signature(model, builder), batch, environ.get(STEPS_PER_EXECUTION_ENV, ""))
+    policy = keras_module(auto.keras_flavor).mixed_precision.global_policy().name  # a builder builds under it
+    key = cache_key(snapshot, _signature(model, builder) + [policy], batch, environ.get(STEPS_PER_EXECUTION_ENV, ""))
     budget = tune_budget_setting(environ, DEFAULT_TUNE_BUDGET_SECONDS)
     cached = _read_cache(key["digest"])
     if cached is not None and cached.get("choice") in found and _cache_serves(cached, steps * batch if steps else None, budget):
