@@ -40,7 +40,7 @@ from autodist.settings import BACKUP_DIR_ENV, HEARTBEAT_FILE_ENV, backup_dir_set
 
 __all__ = [
     "BATCH_HOOKS", "ChiefDuties", "backup_folder", "beat", "command_line", "default_backup_root", "digest", "heartbeat", "needs_each_step",
-    "private_root", "release_private_root", "uses_batch_hooks",
+    "is_private_folder", "private_root", "private_root_path", "release_private_root", "uses_batch_hooks",
 ]  # fmt: skip
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
@@ -52,6 +52,16 @@ def backup_folder(root: str, task_type: str, task_index: int) -> str:
     return os.path.join(root, f"{task_type}-{task_index}")
 
 
+def private_root_path() -> str:
+    """``<temp>/autodist-<uid>``: :func:`private_root`'s path, not created here."""
+    return os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
+
+
+def is_private_folder(info: os.stat_result) -> bool:
+    """Whether ``os.lstat`` found a folder this user owns and nobody else may read."""
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
 def private_root() -> str:
     """This user's own folder for what autodist writes (backups, other workers' files, launcher
     state): ``<temp>/autodist-<uid>``, created with mode 0700.
@@ -59,10 +69,10 @@ def private_root() -> str:
     Raises:
         AutodistError: when the folder exists but another user owns it, or others can read it.
     """
-    root = os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
+    root = private_root_path()
     os.makedirs(root, mode=0o700, exist_ok=True)
     info = os.lstat(root)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+    if not is_private_folder(info):
         raise AutodistError(
             f"autodist keeps its files in {root}, and that path is not a folder private to you "
             f"(owner uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):o}). Expected a folder "
@@ -74,7 +84,7 @@ def private_root() -> str:
 def release_private_root() -> None:
     """Remove :func:`private_root` when nothing is left in it (autodist leaves no empty folder)."""
     try:
-        os.rmdir(os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}"))
+        os.rmdir(private_root_path())
     except OSError:
         pass  # in use by another job or run, or already gone
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from autodist.callbacks import private_root
+from autodist.callbacks import is_private_folder, private_root, private_root_path
 from autodist.inputs import is_array_like, num_samples, pandas_to_numpy, training_samples
 from autodist.log import get_logger
 from autodist.placement import build_in_scope, keras_module, move_into_scope
@@ -338,9 +338,7 @@ def _stable_repr(value: Any) -> str:
 
 def _cache_folder() -> str:
     """``<temp>/autodist-<uid>/tune``, not created here."""
-    import tempfile
-
-    return os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}", "tune")
+    return os.path.join(private_root_path(), "tune")
 
 
 def _cache_path(digest: str) -> str:
@@ -350,11 +348,8 @@ def _cache_path(digest: str) -> str:
 def _read_cache(digest: str) -> dict[str, Any] | None:
     """A cached decision, from a folder private to this user only; ``None`` for anything else
     (no file, another format)."""
-    import stat
-
     try:
-        root = os.lstat(os.path.dirname(_cache_folder()))
-        if not stat.S_ISDIR(root.st_mode) or root.st_uid != os.getuid() or root.st_mode & 0o077:
+        if not is_private_folder(os.lstat(private_root_path())):
             return None
         with open(_cache_path(digest), encoding="utf-8") as handle:
             record = json.load(handle)
