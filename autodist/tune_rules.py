@@ -99,13 +99,13 @@ class Projection:
     """
 
     steps: int
-    multiply_adds: int | None
+    multiply_adds: int
     batch: int
     flops_per_second: float
 
     @property
     def step_seconds(self) -> float:
-        return max(MIN_STEP_SECONDS, 6 * (self.multiply_adds or 0) * self.batch / max(self.flops_per_second, 1.0))
+        return max(MIN_STEP_SECONDS, 6 * self.multiply_adds * self.batch / max(self.flops_per_second, 1.0))
 
     @property
     def seconds(self) -> float:
@@ -128,10 +128,9 @@ def untimed_reason(projection: Projection, budget: float) -> str:
     limit = min(budget, TUNE_SHARE * projection.seconds)
     if cost <= limit:
         return ""
-    per_sample = f"{projection.multiply_adds:,} multiply-adds per sample" if projection.multiply_adds else "unknown layer sizes"
     return (
         f"not timed: the planned training is about {_seconds(projection.seconds)} ({projection.steps:,} steps of about "
-        f"{projection.step_seconds * 1000:.1f} ms, estimated: {per_sample} at {projection.flops_per_second / 1e9:.0f} GFLOP/s, "
+        f"{projection.step_seconds * 1000:.1f} ms, estimated: {projection.multiply_adds:,} multiply-adds per sample at {projection.flops_per_second / 1e9:.0f} GFLOP/s, "
         f"a matrix product's rate here), and timing one candidate costs about {cost:.1f} s, more than "
         f"{_seconds(limit)} ({TUNE_SHARE:.0%} of the training, or the budget)"
     )

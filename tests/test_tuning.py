@@ -39,9 +39,9 @@ def test_a_training_too_short_to_time_one_candidate_within_its_share_is_not_time
     assert "about 0.66 s" in reason and "128 steps" in reason and "268,000 multiply-adds" in reason and "0.07 s" in reason
     assert untimed_reason(Projection(128 * 100, 268_000, 256, 80e9), budget=60.0) == ""  # 66 s: 6.6 s to spend
     assert untimed_reason(Projection(128 * 100, 268_000, 256, 80e9), budget=0.5) != ""  # the budget binds too
-    # unknown layer sizes: each step costs at least a millisecond
-    assert "unknown layer sizes" in untimed_reason(Projection(1000, None, 32, 80e9), budget=60.0)
-    assert untimed_reason(Projection(100_000, None, 32, 80e9), budget=60.0) == ""
+    # a tiny model: each step still costs a millisecond
+    assert "1,000 steps of about 1.0 ms" in untimed_reason(Projection(1000, 10, 32, 80e9), budget=60.0)
+    assert untimed_reason(Projection(100_000, 10, 32, 80e9), budget=60.0) == ""
 
 
 BUILDERS = """
