@@ -244,13 +244,16 @@ class _AfterTensorFlowImport(importlib.abc.MetaPathFinder):
     """Calls ``callback`` once, when the outermost import of TensorFlow (or of Keras importing
     it) has finished, so a half-imported Keras is never touched."""
 
+    watched = _WATCHED
+    target = "tensorflow"
+
     def __init__(self, callback: Callable[[], Any]) -> None:
         self.callback = callback
         self.depth = 0
         self.searching = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name not in _WATCHED or self.searching:
+        if name not in self.watched or self.searching:
             return None
         self.searching = True
         try:
@@ -267,7 +270,7 @@ class _AfterTensorFlowImport(importlib.abc.MetaPathFinder):
                 original(module)
             finally:
                 self.depth -= 1
-            if self.depth == 0 and "tensorflow" in sys.modules and self in sys.meta_path:
+            if self.depth == 0 and self.target in sys.modules and self in sys.meta_path:
                 sys.meta_path.remove(self)
                 self.callback()
 
@@ -275,12 +278,43 @@ class _AfterTensorFlowImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+class _AfterJaxImport(_AfterTensorFlowImport):
+    """Calls ``callback`` once, when the outermost import of JAX (or of Keras importing it) has finished."""
+
+    watched = ("jax", "keras")
+    target = "jax"
+
+
 def install(environ: Mapping[str, str]) -> None:
-    """Activate now if TensorFlow is imported already, else when it is. Called by ``import autodist``."""
+    """Activate now if TensorFlow is imported already, else when it is. Called by ``import autodist``.
+
+    With Keras on JAX in a cluster, it joins the processes instead (``keras.distribution.initialize``,
+    :func:`autodist.jax_runtime.join_at_import`) when JAX is imported, before it computes anything.
+    """
+    from autodist.cluster import detect_cluster
+    from autodist.jax_devices import keras_backend
+
+    if keras_backend(environ) == "jax":
+        try:
+            in_cluster = activation_enabled(environ) and detect_cluster(environ) is not None
+        except AutodistError:
+            in_cluster = False  # fit and init raise the malformed definition, with its fix
+        if in_cluster:
+            _join_when_jax_is_imported(environ)
+        return
     if "tensorflow" in sys.modules:
         activate(environ)
-    elif not any(isinstance(f, _AfterTensorFlowImport) for f in sys.meta_path):
+    elif not any(type(f) is _AfterTensorFlowImport for f in sys.meta_path):
         sys.meta_path.insert(0, _AfterTensorFlowImport(lambda: activate(environ)))
+
+
+def _join_when_jax_is_imported(environ: Mapping[str, str]) -> None:
+    from autodist.jax_runtime import join_at_import
+
+    if "jax" in sys.modules:
+        join_at_import(environ)
+    elif not any(type(f) is _AfterJaxImport for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterJaxImport(lambda: join_at_import(environ)))
 
 
 def uninstall() -> None:

@@ -52,13 +52,18 @@ def snapshot_text(snap: HardwareSnapshot) -> list[str]:
         f"cpus: {snap.num_cpus}; logical CPU devices: {snap.num_cpu_devices}",
         f"host memory: {_gib(snap.host_memory_bytes)}",
         f"GPUs seen by the NVIDIA driver: {_unknown(snap.num_driver_gpus, 'no NVML driver')}",
-        f"GPUs seen by TensorFlow: {_unknown(snap.num_tensorflow_gpus, '--fast skips TensorFlow')}",
+        f"GPUs seen by TensorFlow: {_unknown(snap.num_tensorflow_gpus, '--fast skips TensorFlow' if snap.keras_backend == 'tensorflow' else 'Keras runs on ' + snap.keras_backend)}",
     ]
     for index, gpu in enumerate(snap.gpus):
         lines.append(
             f"  gpu {index}: {gpu.name}, {_gib(gpu.memory_bytes)}, compute capability "
             f"{gpu.compute_capability or 'unknown'}"
         )
+    if snap.keras_backend != "tensorflow":
+        lines.append(f"keras backend: {snap.keras_backend}" + (f" (jax {snap.jax_version or 'not installed'})" if snap.keras_backend == "jax" else ""))
+    if snap.keras_backend == "jax":
+        lines.append(f"JAX devices of this process: {len(snap.jax_devices)}")
+        lines += [f"  {index}: {device.describe()}" for index, device in enumerate(snap.jax_devices)]
     lines.append(f"TPU: {f'{snap.tpu.source}={snap.tpu.name}' if snap.tpu else 'no TPU'}")
     if snap.cluster:
         c = snap.cluster

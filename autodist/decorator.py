@@ -22,6 +22,8 @@ from autodist.activation import complete as complete_activation
 from autodist.activation import plan_here, start
 from autodist.global_batch import validate_batch_size
 from autodist.errors import AutodistError
+from autodist.jax_devices import keras_backend
+from autodist.jax_runtime import distribution_scope, init_on_jax
 from autodist.log import get_logger, warn_all
 from autodist.planning import Plan, StrategyKind
 from autodist.parameter_server import serve_if_this_task_serves
@@ -35,7 +37,9 @@ _ACTIVE: list[tuple[Plan, Any]] = []
 
 
 def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None, **plan_kwargs: Any) -> tuple[Plan, Any]:
-    """Detect, plan and create the strategy now, before any other TensorFlow work.
+    """Detect, plan and create the strategy now, before any other TensorFlow work. On JAX, the
+    ``keras.distribution`` instead (``None`` for one device), set as the global distribution so
+    models built afterwards are on its mesh; in a cluster, the processes are joined first.
 
     For custom training loops that want the strategy object (``strategy="auto"`` means
     ``AUTODIST_STRATEGY`` when that is set). It is the strategy ``import autodist`` made current,
@@ -50,6 +54,8 @@ def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None
         >>> the_plan.strategy in list(autodist.StrategyKind)
         True
     """
+    if keras_backend(os.environ) == "jax":  # keras.distribution, set globally (autodist.jax_runtime)
+        return init_on_jax(os.environ, strategy=strategy, batch_size=batch_size, **plan_kwargs)
     complete_activation()  # the strategy made current at import, if it is still pending
     the_plan = plan_here(os.environ, strategy=strategy, batch_size=batch_size, **plan_kwargs)
     serve_if_this_task_serves(the_plan)  # parameter-server worker and ps tasks end here
@@ -65,7 +71,7 @@ def current_plan() -> Plan | None:
 def _activate(the_plan: Plan, strategy: Any) -> Iterator[None]:
     _ACTIVE.append((the_plan, strategy))
     try:
-        with strategy.scope():
+        with distribution_scope(strategy) if the_plan.keras_backend == "jax" else strategy.scope():
             yield
     finally:
         _ACTIVE.pop()
@@ -78,7 +84,8 @@ def distributed(
     batch_size: int | None = None,
     num_params: int | None = None,
 ) -> Any:
-    """Run a training function inside the chosen strategy's scope.
+    """Run a training function inside the chosen strategy's scope (on JAX: with the chosen
+    ``keras.distribution`` set while it runs, ``None`` for one device).
 
     Use it bare (``@autodist.distributed``) or with options. The function may declare parameters
     named ``plan`` (the :class:`~autodist.planning.Plan`) and ``strategy`` (the
@@ -110,7 +117,9 @@ def distributed(
 
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            the_plan, distribution = init(strategy=strategy, batch_size=batch_size, num_params=num_params)
+            options = {"strategy": strategy, "batch_size": batch_size, "num_params": num_params}
+            jax = keras_backend(os.environ) == "jax"  # the distribution is set while the function runs only
+            the_plan, distribution = init_on_jax(os.environ, make_global=False, **options) if jax else init(**options)
             get_logger().info(the_plan.summary(include_warnings=False))
             warn_all(the_plan.warnings)
             if "plan" in parameters and "plan" not in kwargs:

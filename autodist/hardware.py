@@ -28,6 +28,7 @@ from typing import Any
 
 from autodist.cluster import ClusterInfo, detect_cluster
 from autodist.errors import AutodistError
+from autodist.jax_devices import JaxDevice, jax_local_devices, keras_backend
 from autodist.settings import CPU_DEVICES_ENV, positive_int_setting
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
@@ -76,6 +77,10 @@ class HardwareSnapshot:
         tpu: a TPU found from the environment, or ``None``.
         cluster: the cluster this process belongs to, or ``None``.
         diagnostics: plain sentences about likely set-up problems.
+        keras_backend: the Keras 3 backend (``tensorflow``, ``jax``, ...;
+            :func:`autodist.jax_devices.keras_backend`).
+        jax_version: installed JAX, when the backend is ``jax``.
+        jax_devices: this process's JAX devices, when the backend is ``jax``.
     """
 
     tensorflow_version: str | None
@@ -92,6 +97,9 @@ class HardwareSnapshot:
     tpu: TpuInfo | None = None
     cluster: ClusterInfo | None = None
     diagnostics: tuple[str, ...] = field(default=())
+    keras_backend: str = "tensorflow"
+    jax_version: str | None = None
+    jax_devices: tuple[JaxDevice, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -99,6 +107,7 @@ class HardwareSnapshot:
         data["tpu"] = asdict(self.tpu) if self.tpu else None
         data["cluster"] = self.cluster.to_dict() if self.cluster else None
         data["diagnostics"] = list(self.diagnostics)
+        data["jax_devices"] = [asdict(d) for d in self.jax_devices]
         return data
 
     @classmethod
@@ -123,6 +132,7 @@ class HardwareSnapshot:
         kwargs["tpu"] = TpuInfo(**data["tpu"]) if data.get("tpu") else None
         kwargs["cluster"] = ClusterInfo.from_dict(data["cluster"]) if data.get("cluster") else None
         kwargs["diagnostics"] = tuple(data.get("diagnostics") or ())
+        kwargs["jax_devices"] = tuple(JaxDevice(**d) for d in data.get("jax_devices") or ())
         return cls(**kwargs)
 
     @classmethod
@@ -344,7 +354,8 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
 
     Args:
         environ: the environment to read; ``os.environ`` when ``None``. It is never written.
-        fast: skip importing TensorFlow (GPUs then come from the NVIDIA driver alone).
+        fast: skip importing TensorFlow (GPUs then come from the NVIDIA driver alone). With the
+            ``jax`` backend TensorFlow is never imported, and JAX's devices are listed.
 
     Returns:
         The snapshot.
@@ -363,8 +374,11 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
     flavor = keras_flavor(env)
     driver = nvml_gpus()
     visible_driver = _visible(driver, env) if driver is not None else None
+    backend = keras_backend(env) if flavor == "keras3" else "tensorflow"
+    fast = fast or backend != "tensorflow"
     tf_gpus = None if fast else tensorflow_gpus()
     cuda_build = None if fast else tensorflow_cuda_build()
+    jax_devices = () if backend != "jax" else jax_local_devices(env, cluster is not None, [g.memory_bytes for g in visible_driver or []] or None)
     return HardwareSnapshot(
         tensorflow_version=tensorflow_version(),
         keras_version=package_version("tf_keras" if flavor == "tf_keras" else "keras"),
@@ -380,4 +394,7 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
         tpu=tpu_environment(env),
         cluster=cluster,
         diagnostics=tuple(_diagnose(visible_driver, tf_gpus, cuda_build)),
+        keras_backend=backend,
+        jax_version=package_version("jax") if backend == "jax" else None,
+        jax_devices=jax_devices,
     )

@@ -42,6 +42,8 @@ from autodist.comm_check import check_communication
 from autodist.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.errors import BatchSizeError, ModelPlacementError, PeerError, StrategyUnavailableError
 from autodist.hardware import detect
+from autodist.jax_devices import keras_backend
+from autodist.jax_runtime import fit_on_jax
 from autodist.inputs import (
     TrainingInput,
     batches_itself,
@@ -107,20 +109,18 @@ def fit(
     mixed_precision: bool = False,
     **fit_kwargs: Any,
 ) -> Any:
-    """Train ``model`` like ``model.fit``, under the strategy autodist picks for this machine.
+    """Train ``model`` like ``model.fit``, under the strategy autodist picks (JAX: :mod:`autodist.jax_runtime`).
 
     Args:
         model: a compiled Keras model (Keras 3 or tf_keras), built anywhere; or a zero-argument
             function that builds and compiles one, which autodist calls inside the scope.
-        x: input data, as for ``model.fit`` (numpy arrays, tensors, a ``tf.data.Dataset``, ...).
-        y: targets, as for ``model.fit``.
+        x, y: input data and targets, as for ``model.fit`` (arrays, a ``tf.data.Dataset``, ...).
         batch_size: the **global** batch. Moved to the nearest multiple of the replica count,
             with a warning. For a batched dataset, the dataset is re-batched to it.
         epochs: as for ``model.fit``.
         strategy: ``"auto"``, a strategy name to force (``"mirrored"``, ...), or ``"tune"``: the
             fastest candidate plan, timed on copies of the model (:mod:`autodist.tuning`).
-        num_params: the model size, for a model built by a function (to check GPU memory).
-        gpu_memory_fraction: share of GPU memory the model may use (default 0.9).
+        num_params, gpu_memory_fraction: the size of a model built by a function, and the share of GPU memory it may use (0.9).
         backup_dir: where each task saves its state at every epoch's end and, on SIGTERM, after
             its step, then exits 75: the next start resumes there (:mod:`autodist.preemption`).
             Multi-worker runs save by default (one folder per worker under
@@ -128,7 +128,7 @@ def fit(
             runs given a folder here or ``AUTODIST_BACKUP_DIR``. ``False`` turns it off.
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
-        mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model from a function (TPU).
+        mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model (TPU).
         **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
             ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
 
@@ -157,6 +157,8 @@ def fit(
         backup_dir=backup_dir, peer_timeout_seconds=peer_timeout_seconds,
         mixed_precision=mixed_precision, fit_kwargs=_read_only(fit_kwargs),
     )  # fmt: skip
+    if keras_backend(os.environ) == "jax":
+        return fit_on_jax(call, os.environ)  # keras.distribution, not tf.distribute (autodist.jax_runtime)
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)
     the_plan, distribution = _plan_and_build(call, facts)

@@ -36,6 +36,7 @@ class ModelInfo:
     steps_per_execution: Any = 1
     run_eagerly: bool = False
     activation_elements: int | None = None
+    variables: tuple[tuple[str, tuple[int, ...]], ...] = ()  # trainable (path, shape), Keras 3
 
 
 def keras_flavor_of(model: Any) -> str:
@@ -94,7 +95,22 @@ def describe_model(model: Any) -> ModelInfo:
         steps_per_execution=getattr(model, "steps_per_execution", 1),
         run_eagerly=bool(getattr(model, "run_eagerly", False)),
         activation_elements=activation_elements(model),
+        variables=_trainable_paths(model),
     )
+
+
+def _trainable_paths(model: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each trainable variable's path and shape (Keras 3; tf_keras variables have no path)."""
+    try:
+        weights = list(getattr(model, "trainable_weights", None) or [])
+    except ValueError:  # tf_keras, not built
+        return ()
+    found = []
+    for weight in weights:
+        path = getattr(weight, "path", None)
+        if isinstance(path, str):
+            found.append((path, tuple(int(d) for d in weight.shape)))
+    return tuple(found)
 
 
 def activation_elements(model: Any) -> int | None:

@@ -38,6 +38,7 @@ from autodist import choosers
 from autodist.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.errors import AutodistError
 from autodist.hardware import HardwareSnapshot
+from autodist.jax_planning import plan_jax
 from autodist.model_info import ModelInfo, describe_model
 from autodist.tune_rules import TUNE
 from autodist.plans import (
@@ -77,14 +78,12 @@ def plan(
         model_info: the same facts given directly (tests, dry runs).
         num_params: the model's parameter count, when no model is given.
         batch_size: the requested **global** batch; Keras's default 32 when ``None``.
-        strategy: ``"auto"`` or a :class:`StrategyKind` value to force; ``"tune"`` plans as
-            ``"auto"`` here (``autodist.fit`` then times the candidates).
+        strategy: ``"auto"``, a :class:`StrategyKind` value to force, or ``"tune"`` (as ``"auto"`` here).
         gpu_memory_fraction: the fraction of each GPU's memory the model may use.
         activation_fraction: activations as a share of weights and gradients, layer sizes unknown.
         optimizer_slots: slots per variable, overriding what the optimizer implies.
         peer_timeout_seconds: multi-worker only: the longest wait for peers before failing.
-        environ: only for two switches: ``AUTODIST_KERAS_COMPAT`` and
-            ``AUTODIST_STEPS_PER_EXECUTION``.
+        environ: only for ``AUTODIST_KERAS_COMPAT`` and ``AUTODIST_STEPS_PER_EXECUTION``.
         fit_facts: what a ``fit`` call's callbacks, keywords and input say (for
             ``steps_per_execution``); none of them by default.
         refuse_when_nothing_fits: raise when no strategy's memory estimate fits the GPUs
@@ -103,12 +102,14 @@ def plan(
     _check_arguments(snapshot, peer_timeout_seconds, gpu_memory_fraction)
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
     params = num_params if num_params is not None else info.num_params
+    forced = _coerce_kind(strategy, snapshot.keras_backend)
+    if snapshot.keras_backend == "jax":  # keras.distribution plans (autodist.jax_planning)
+        return _on_jax(snapshot, dataclasses.replace(info, num_params=params), forced, batch_size, optimizer_slots, gpu_memory_fraction, refuse_when_nothing_fits, peer_timeout_seconds)
     memory = _memory_facts(info, params, optimizer_slots, batch_size, activation_fraction, refuse_when_nothing_fits)
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env = environ if environ is not None else {}
     unbuilt = _opening(strategy, model is not None and params is None)
-    forced = _coerce_kind(strategy)
     kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=gpu_memory_fraction)
     layout = choosers.choose_layout(snapshot, kind.value)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
@@ -132,6 +133,12 @@ def plan(
         reasons=tuple(reason for choice in made for reason in choice.reasons),
         warnings=snapshot.diagnostics + tuple(warning for choice in made for warning in choice.warnings),
     )  # fmt: skip
+
+
+def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, forced: StrategyKind | None, batch_size: int | None, slots: int | None, fraction: float, refuse: bool, timeout: float) -> Plan:
+    info = dataclasses.replace(info, optimizer_slots=slots if slots is not None else info.optimizer_slots)
+    made = plan_jax(snapshot, info, batch_size=batch_size, forced=forced, gpu_memory_fraction=fraction, refuse_when_nothing_fits=refuse)
+    return dataclasses.replace(made, peer_timeout_seconds=float(timeout))
 
 
 def _steps_per_execution(
@@ -189,18 +196,34 @@ def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_frac
         )
 
 
-def _coerce_kind(strategy: Any) -> StrategyKind | None:
+def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | None:
+    """The forced strategy (``None`` for auto), or the error for a name that cannot run on ``backend``."""
+    if backend not in ("tensorflow", "jax"):
+        raise AutodistError(
+            f"Keras runs on the {backend!r} backend here (KERAS_BACKEND), and autodist distributes "
+            "Keras 3 on TensorFlow (tf.distribute) and on JAX (keras.distribution) only. Set "
+            "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax before Keras is imported, or distribute "
+            f"the {backend} model with that backend's own tools."
+        )
     # "tune" plans as "auto": fit then times the candidates (autodist.tuning)
     if strategy is None or (isinstance(strategy, str) and strategy.lower() in ("auto", TUNE)):
         return None
     try:
-        return StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).lower())
+        kind = StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).lower())
     except ValueError:
         valid = ", ".join(["auto", TUNE] + [k.value for k in StrategyKind])
         raise AutodistError(
             f"Unknown strategy {strategy!r}. Expected one of: {valid}. Pass strategy='auto' to let "
             "autodist choose."
         ) from None
+    if backend == "tensorflow" and kind in (StrategyKind.DATA_PARALLEL, StrategyKind.MODEL_PARALLEL):
+        equivalent = "mirrored (one machine) or multi_worker_mirrored (a cluster)" if kind == StrategyKind.DATA_PARALLEL else "central_storage"
+        raise AutodistError(
+            f"strategy={kind.value!r} is a keras.distribution (JAX) plan, and Keras runs on "
+            f"TensorFlow here. Expected a tf.distribute strategy: use {equivalent}, or 'auto'; or "
+            "set KERAS_BACKEND=jax before Keras is imported to train on JAX."
+        )
+    return kind
 
 
 def plan_for_built_model(

@@ -1,4 +1,5 @@
-"""Plan layer, data: the seven strategies and the :class:`Plan`, which round-trips through JSON.
+"""Plan layer, data: the seven ``tf.distribute`` strategies and the two ``keras.distribution``
+ones (JAX), and the :class:`Plan`, which round-trips through JSON.
 
 :mod:`autodist.planning` makes plans; everything after it reads them. A plan holds the choice,
 its configuration, and one reason per choice, with the numbers that drove it.
@@ -28,7 +29,9 @@ __all__ = ["Plan", "StrategyKind", "format_gib"]
 
 
 class StrategyKind(str, Enum):
-    """The seven strategies. Values are plain strings, so a user may pass ``"mirrored"``."""
+    """The seven TensorFlow strategies, then the two Keras-on-JAX distributions
+    (``keras.distribution.DataParallel`` and ``ModelParallel``; ``default`` is no distribution on
+    both backends). Values are plain strings, so a user may pass ``"mirrored"``."""
 
     DEFAULT = "default"
     ONE_DEVICE = "one_device"
@@ -37,6 +40,8 @@ class StrategyKind(str, Enum):
     MULTI_WORKER_MIRRORED = "multi_worker_mirrored"
     PARAMETER_SERVER = "parameter_server"
     TPU = "tpu"
+    DATA_PARALLEL = "data_parallel"
+    MODEL_PARALLEL = "model_parallel"
 
     def __str__(self) -> str:
         return self.value
@@ -84,6 +89,11 @@ class Plan:
             names) this plan needs; the act layer applies them, once, with the strategy.
         reasons: one sentence per choice, with the numbers that drove it.
         warnings: things autodist changed or could not check.
+        keras_backend: the Keras 3 backend the plan is for (``tensorflow`` or ``jax``).
+        mesh_shape: JAX: the device mesh, for example ``(2, 2)`` (``()`` without one).
+        mesh_axes: JAX: the mesh's axis names, ``("batch",)`` or ``("batch", "model")``.
+        layout_map: JAX ``model_parallel``: ``(variable path, sharding spec)`` pairs, for
+            example ``("net/dense/kernel", (None, "model"))``; other variables are replicated.
     """
 
     strategy: StrategyKind
@@ -110,6 +120,10 @@ class Plan:
     memory: tuple[MemoryEstimate, ...] = ()
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    keras_backend: str = "tensorflow"
+    mesh_shape: tuple[int, ...] = ()
+    mesh_axes: tuple[str, ...] = ()
+    layout_map: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +151,10 @@ class Plan:
             "memory": [estimate.to_dict() for estimate in self.memory],
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
+            "keras_backend": self.keras_backend,
+            "mesh_shape": list(self.mesh_shape),
+            "mesh_axes": list(self.mesh_axes),
+            "layout_map": [[path, list(spec)] for path, spec in self.layout_map],
         }
 
     @classmethod
@@ -162,6 +180,9 @@ class Plan:
                 "memory": tuple(MemoryEstimate.from_dict(item) for item in data.get("memory") or ()),
                 "reasons": tuple(data.get("reasons") or ()),
                 "warnings": tuple(data.get("warnings") or ()),
+                "mesh_shape": tuple(data.get("mesh_shape") or ()),
+                "mesh_axes": tuple(data.get("mesh_axes") or ()),
+                "layout_map": tuple((path, tuple(spec)) for path, spec in data.get("layout_map") or ()),
             }
         )
 
@@ -177,6 +198,8 @@ class Plan:
             lines[0] += f" of each of {self.num_workers} workers, in sync"
         if self.cross_device_ops:
             lines.append(f"  all-reduce: {self.cross_device_ops}")
+        if self.mesh_shape:
+            lines.append("  mesh: " + " x ".join(f"{name} {size}" for name, size in zip(self.mesh_axes, self.mesh_shape)))
         if self.global_batch_size is not None:
             lines.append(
                 f"  batch: global {self.global_batch_size} = {self.per_replica_batch_size} per "

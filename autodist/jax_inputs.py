@@ -1,0 +1,135 @@
+"""Act, Keras 3 on JAX: the arrays each process feeds ``fit`` under a ``keras.distribution``.
+
+JAX shards every batch over the mesh's ``batch`` axis, so each batch, the epoch's last too, must
+split evenly over its replicas; ``model.fit`` would stop with JAX's ``IndivisibleError`` on a short
+last batch that does not. Arrays (numpy, or dicts, lists and tuples of them) are therefore cut to
+the largest count whose last batch splits, with an ``AutodistWarning`` that gives the numbers
+(fewer than ``replicas`` samples per epoch). ``validation_split`` is applied here as Keras applies
+it (the last fraction), so both parts are cut alike.
+
+With several processes, each feeds its own part of every global batch (Keras's
+``DataParallel(auto_shard_dataset=False)``): process ``p`` of ``P`` takes the ``p``-th ``1/P`` of
+each batch of the arrays in their order, so with ``shuffle=False`` the job trains on exactly the
+batches one process would, and with shuffling every sample is still seen once per epoch. A
+``tf.data.Dataset`` is left to Keras's own sharding; other inputs (generators, ``PyDataset``)
+are refused there.
+
+Example:
+    >>> import numpy as np
+    >>> part = Part(process=1, processes=2, replicas=2)
+    >>> rows(10, batch=4, part=part)
+    array([2, 3, 6, 7, 9])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autodist.errors import AutodistError
+
+__all__ = ["Part", "local_inputs", "rows"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """This process's share: its index, the process count and the replicas of the batch axis."""
+
+    process: int = 0
+    processes: int = 1
+    replicas: int = 1
+
+
+def rows(count: int, *, batch: int, part: Part) -> np.ndarray:
+    """The rows this process feeds, in order: the ``process``-th ``1/processes`` of each global
+    batch of the first ``count`` rows, cut so that the last batch splits over the replicas."""
+    kept = count - (count % batch) % part.replicas
+    picked = []
+    for start in range(0, kept, batch):
+        size = min(batch, kept - start) // part.processes
+        picked.append(np.arange(start + part.process * size, start + (part.process + 1) * size))
+    return np.concatenate(picked) if picked else np.arange(0)
+
+
+def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+    """``(x, y, fit_kwargs, warnings)`` for this process's ``model.fit`` with the global ``batch``:
+    arrays cut and split as the module says, with the batch sizes per process; any other input
+    as it is (with ``fit_kwargs`` as given).
+
+    Raises:
+        AutodistError: several processes and an input that is neither arrays nor a tf.data.Dataset.
+    """
+    kwargs = dict(fit_kwargs)
+    if not _arrays(x):
+        if part.processes > 1 and not hasattr(x, "element_spec"):
+            raise AutodistError(
+                f"autodist.fit got {type(x).__name__} as x in a {part.processes}-process JAX job. "
+                "Expected numpy arrays (autodist gives each process its part of every batch) or a "
+                "tf.data.Dataset (Keras shards it). Pass arrays or a tf.data.Dataset."
+            )
+        return x, y, kwargs, []
+    kwargs["batch_size"] = batch // part.processes
+    warnings: list[str] = []
+    sample_weight = kwargs.pop("sample_weight", None)
+    split = float(kwargs.pop("validation_split", 0.0) or 0.0)
+    total = _length(x)
+    if split and kwargs.get("validation_data") is None:
+        at = int(math.floor(total * (1.0 - split)))
+        kwargs["validation_data"] = tuple(_take(a, slice(at, None)) for a in (x, y, sample_weight) if a is not None)
+        x, y, sample_weight = (_take(a, slice(0, at)) for a in (x, y, sample_weight))
+    picked = rows(_length(x), batch=batch, part=part)
+    warnings += _cut_warning("training", _length(x), batch, part)
+    x, y = _take(x, picked), _take(y, picked)
+    if sample_weight is not None:
+        kwargs["sample_weight"] = _take(sample_weight, picked)
+    validation = kwargs.get("validation_data")
+    if isinstance(validation, (tuple, list)) and validation and _arrays(validation[0]):
+        val_batch = int(kwargs.get("validation_batch_size") or batch)
+        val_rows = rows(_length(validation[0]), batch=val_batch, part=part)
+        warnings += _cut_warning("validation", _length(validation[0]), val_batch, part)
+        kwargs["validation_data"] = tuple(_take(a, val_rows) for a in validation)
+        if kwargs.get("validation_batch_size"):
+            kwargs["validation_batch_size"] = val_batch // part.processes
+    return x, y, kwargs, warnings
+
+
+def _cut_warning(what: str, count: int, batch: int, part: Part) -> list[str]:
+    left_out = (count % batch) % part.replicas
+    if not left_out:
+        return []
+    return [
+        f"{left_out} of the {count} {what} samples are left out of every epoch: the last batch "
+        f"({count % batch} samples) must split evenly over the {part.replicas} replicas of the JAX "
+        f"mesh's batch axis, so it is cut to {count % batch - left_out}. Pass a number of samples "
+        f"that is a multiple of {part.replicas} to use all of them."
+    ]
+
+
+def _arrays(x: Any) -> bool:
+    if isinstance(x, Mapping):
+        return bool(x) and all(_arrays(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(_arrays(v) for v in x)
+    return hasattr(x, "shape") and hasattr(x, "__getitem__") and hasattr(x, "dtype") and not hasattr(x, "element_spec")
+
+
+def _length(x: Any) -> int:
+    if isinstance(x, Mapping):
+        return _length(next(iter(x.values())))
+    if isinstance(x, (list, tuple)):
+        return _length(x[0])
+    return int(x.shape[0])
+
+
+def _take(x: Any, index: Any) -> Any:
+    if x is None:
+        return None
+    if isinstance(x, Mapping):
+        return {k: _take(v, index) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_take(v, index) for v in x)
+    return np.asarray(x)[index]

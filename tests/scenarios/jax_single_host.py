@@ -1,0 +1,85 @@
+"""Keras 3 on JAX, one process over JAX's virtual CPU devices (see tests/test_jax.py).
+
+The parent sets KERAS_BACKEND=jax and XLA_FLAGS=--xla_force_host_platform_device_count=N before
+this process starts, as a user would. Every case trains the same program under ``model.fit`` on
+one device (no distribution) and under ``autodist.fit``, and reports the differences; the
+``model_parallel`` case gives the devices a small memory at the one probe,
+``autodist.hardware.jax_local_devices``. Prints one line, ``RESULT <json>``; assertions live
+in the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+import autodist  # first, as a user would
+import keras
+import numpy as np
+from autodist import hardware
+from autodist.jax_devices import JaxDevice
+
+rng = np.random.default_rng(3)
+X = rng.normal(size=(192, 32)).astype("float32")
+Y = rng.normal(size=(192, 4)).astype("float32")
+
+
+def build(optimizer="sgd"):
+    keras.utils.set_random_seed(11)
+    model = keras.Sequential(
+        [keras.Input((32,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(4)],
+        name="net",
+    )
+    opt = keras.optimizers.SGD(0.05) if optimizer == "sgd" else keras.optimizers.Adam(1e-3)
+    model.compile(optimizer=opt, loss="mse", metrics=["mae"])
+    return model
+
+
+def differences(reference, ref_history, model, history):
+    weights = max(float(np.abs(a - b).max()) for a, b in zip(reference.get_weights(), model.get_weights()))
+    logs = max(abs(a - b) for key in ref_history.history for a, b in zip(ref_history.history[key], history.history[key]))
+    return {"weights": weights, "history": logs, "keys": sorted(history.history) == sorted(ref_history.history)}
+
+
+def case(optimizer, *, builder=False, **fit_kwargs):
+    """One epoch of the same program under model.fit (one device) and autodist.fit."""
+    reference = build(optimizer)
+    ref_history = reference.fit(X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, **fit_kwargs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        given = (lambda: build(optimizer)) if builder else build(optimizer)  # a builder is called under the distribution
+        history = autodist.fit(given, X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, **fit_kwargs)
+        model = history.model if builder else given
+    return {
+        **differences(reference, ref_history, model, history),
+        "strategy": history.plan.strategy.value,
+        "mesh": list(history.plan.mesh_shape),
+        "reasons": list(history.plan.reasons),
+        "specs": {v.path: str(v.value.sharding.spec) for v in model.weights},
+        "slot_specs": {v.path: str(v.value.sharding.spec) for v in model.optimizer.variables if len(v.shape) == 2},
+        "devices_used": sorted({str(d) for v in model.weights for d in v.value.sharding.device_set}),
+        "distribution_after": repr(keras.distribution.distribution()),
+        "history_is_model_history": model.history is history,
+        "warnings": [str(w.message) for w in caught if "autodist" in type(w.message).__name__.lower()],
+    }
+
+
+result = {"devices": len(__import__("jax").devices()), "imported_tensorflow": "tensorflow" in sys.modules}
+# (keras.utils.set_random_seed imports TensorFlow itself when it is installed, so checked here)
+result["data_parallel"] = case("sgd")
+result["data_parallel_split"] = case("sgd", validation_split=0.25)
+measured = hardware.jax_local_devices
+
+
+def small_devices(memory_bytes):
+    """The one probe of JAX's devices, with a small memory each (CPU devices report none)."""
+    hardware.jax_local_devices = lambda *args: tuple(JaxDevice(d.platform, d.kind, memory_bytes) for d in measured(*args))
+
+
+small_devices(300_000)  # 0.9 x 300 kB: less than the 315 kB the model needs with SGD, replicated
+result["model_parallel"] = case("sgd")
+small_devices(500_000)  # less than the 708 kB it needs with Adam's two slots
+result["model_parallel_adam_builder"] = case("adam", builder=True)
+hardware.jax_local_devices = measured
+print("RESULT " + json.dumps(result))

@@ -1,0 +1,213 @@
+"""Keras 3 on JAX: detect, plan and act with keras.distribution (tests/scenarios/jax_single_host.py,
+examples/jax_train.py). JAX's devices are real virtual CPU devices (``XLA_FLAGS``); only their
+memory is simulated, at the one probe ``autodist.hardware.jax_local_devices``."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from autodist import planning
+from autodist.cluster import detect_cluster
+from autodist.errors import AutodistError, StrategyUnavailableError
+from autodist.hardware import HardwareSnapshot, detect
+from autodist.jax_devices import JaxDevice, _from_environment, keras_backend
+from autodist.jax_inputs import Part, local_inputs, rows
+from autodist.jax_runtime import coordinates
+from autodist.model_info import ModelInfo
+from autodist.plans import Plan
+from tests.conftest import ROOT, run_python, run_scenario, subprocess_env
+
+CPU = JaxDevice("cpu", "cpu")
+#: Two Dense layers' kernels and biases: 64 x 512 and 512 x 64, then 512 x 4.
+VARIABLES = (("net/d1/kernel", (64, 512)), ("net/d1/bias", (512,)), ("net/d2/kernel", (512, 64)), ("net/d2/bias", (64,)), ("net/o/kernel", (512, 4)))
+INFO = ModelInfo(num_params=64 * 512 + 512 + 512 * 64 + 64 + 512 * 4, optimizer="sgd", optimizer_slots=0, activation_elements=1000, variables=VARIABLES)
+
+
+def jax_snapshot(devices=4, memory=None, **overrides):
+    return HardwareSnapshot.cpu_only(keras_backend="jax", jax_devices=(JaxDevice("cpu", "cpu", memory),) * devices, **overrides)
+
+
+# ----------------------------------------------------------------------------- detect
+
+
+def test_the_backend_is_read_as_keras_reads_it(tmp_path):
+    (tmp_path / "keras.json").write_text(json.dumps({"backend": "jax"}))
+    assert keras_backend({"KERAS_HOME": str(tmp_path)}, imported=None) == "jax"
+    assert keras_backend({"KERAS_HOME": str(tmp_path), "KERAS_BACKEND": "torch"}, imported=None) == "torch"
+    assert keras_backend({"KERAS_HOME": str(tmp_path / "none")}, imported=None) == "tensorflow"
+
+
+def test_in_a_cluster_the_devices_come_from_the_environment_until_jax_starts():
+    """Listing devices would start JAX's runtime before the processes joined."""
+    assert _from_environment({"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}, None) == (CPU,) * 3
+    assert _from_environment({}, [80 * 2**30] * 2) == (JaxDevice("gpu", "gpu", 80 * 2**30),) * 2
+    assert _from_environment({"JAX_PLATFORMS": "cpu"}, [80 * 2**30]) == (CPU,)
+
+
+def test_a_jax_snapshot_round_trips_and_detect_does_not_import_tensorflow(monkeypatch):
+    snap = jax_snapshot(2, 2**30)
+    assert HardwareSnapshot.from_dict(json.loads(json.dumps(snap.to_dict()))) == snap
+    monkeypatch.setattr("autodist.hardware.keras_backend", lambda env: "jax")
+    monkeypatch.setattr("autodist.hardware.jax_local_devices", lambda *args: (CPU, CPU))
+    monkeypatch.setattr("autodist.hardware.tensorflow_gpus", lambda: pytest.fail("TensorFlow probed on JAX"))
+    found = detect({}, fast=False)
+    assert (found.keras_backend, found.jax_devices, found.num_tensorflow_gpus) == ("jax", (CPU, CPU), None)
+
+
+# ----------------------------------------------------------------------------- plan
+
+
+def test_data_parallel_over_every_device_with_the_batch_divisible():
+    the_plan = planning.plan(jax_snapshot(4), model_info=INFO, batch_size=30)
+    assert (the_plan.strategy.value, the_plan.mesh_shape, the_plan.mesh_axes) == ("data_parallel", (4,), ("batch",))
+    assert (the_plan.global_batch_size, the_plan.per_replica_batch_size, the_plan.layout_map) == (32, 8, ())
+    assert any("30" in w and "32" in w for w in the_plan.warnings)
+    assert Plan.from_dict(json.loads(json.dumps(the_plan.to_dict()))) == the_plan
+
+
+def test_one_device_needs_no_distribution():
+    the_plan = planning.plan(jax_snapshot(1), model_info=INFO, batch_size=30)
+    assert (the_plan.strategy.value, the_plan.num_replicas, the_plan.global_batch_size, the_plan.mesh_shape) == ("default", 1, 30, ())
+
+
+def test_a_model_too_large_for_one_device_is_sharded_with_the_numbers():
+    the_plan = planning.plan(jax_snapshot(4, 700_000), model_info=INFO, batch_size=32)
+    assert (the_plan.strategy.value, the_plan.mesh_shape, the_plan.mesh_axes) == ("model_parallel", (2, 2), ("batch", "model"))
+    assert the_plan.layout_map == (("net/d1/kernel", (None, "model")), ("net/d2/kernel", ("model", None)))
+    assert the_plan.global_batch_size % 2 == 0 and the_plan.num_replicas == 2
+    why = next(r for r in the_plan.reasons if r.startswith("model_parallel"))
+    assert "net/d1/kernel on dim 1, net/d2/kernel on dim 0" in why
+    before, after, limit = (float(v) for v in re.findall(r"([0-9.]+) KiB", why))
+    assert after <= limit < before
+    assert the_plan.memory[0].device_bytes <= 0.9 * 700_000
+
+
+def test_forced_model_parallel_shards_every_kernel_that_divides():
+    the_plan = planning.plan(jax_snapshot(2), model_info=INFO, strategy="model_parallel")
+    assert [path for path, _ in the_plan.layout_map] == ["net/d1/kernel", "net/d2/kernel", "net/o/kernel"]
+    assert the_plan.mesh_shape == (1, 2)
+
+
+def test_a_model_that_fits_no_mesh_is_refused_or_warned_in_a_dry_run():
+    with pytest.raises(StrategyUnavailableError, match=r"even with its kernels sharded over all 4"):
+        planning.plan(jax_snapshot(4, 200_000), model_info=INFO, batch_size=32)
+    dry = planning.plan(jax_snapshot(4, 200_000), model_info=INFO, batch_size=32, refuse_when_nothing_fits=False)
+    assert dry.strategy.value == "data_parallel" and any("even with its kernels sharded" in w for w in dry.warnings)
+
+
+@pytest.mark.parametrize("forced, equivalent", [("mirrored", "data_parallel"), ("central_storage", "model_parallel"), ("multi_worker_mirrored", "data_parallel"), ("one_device", "default")])
+def test_tensorflow_strategies_are_refused_on_jax_with_the_equivalent(forced, equivalent):
+    with pytest.raises(AutodistError, match=rf"strategy='{equivalent}'"):
+        planning.plan(jax_snapshot(2), strategy=forced)
+
+
+def test_jax_plans_are_refused_on_tensorflow_and_other_backends_are_named():
+    with pytest.raises(AutodistError, match="use mirrored"):
+        planning.plan(HardwareSnapshot.cpu_only(), strategy="data_parallel")
+    with pytest.raises(AutodistError, match="'torch' backend"):
+        planning.plan(HardwareSnapshot.cpu_only(keras_backend="torch"))
+    with pytest.raises(StrategyUnavailableError, match="JAX sees one device"):
+        planning.plan(jax_snapshot(1), strategy="model_parallel")
+
+
+def test_a_cluster_counts_every_process_devices_and_names_the_coordinator():
+    config = '{"cluster": {"chief": ["127.0.0.1:2000"], "worker": ["127.0.0.1:2001"]}, "task": {"type": "worker", "index": 0}}'
+    cluster = detect_cluster({"TF_CONFIG": config})
+    the_plan = planning.plan(jax_snapshot(2, cluster=cluster), model_info=INFO, batch_size=64)
+    assert (the_plan.num_workers, the_plan.num_replicas, the_plan.mesh_shape) == (2, 4, (4,))
+    assert coordinates(cluster) == ("127.0.0.1:2000", 2, 1)
+
+
+# ----------------------------------------------------------------------------- act: inputs
+
+
+def test_each_process_takes_its_part_of_every_global_batch():
+    parts = [rows(20, batch=8, part=Part(p, 2, 2)) for p in range(2)]
+    assert [list(p) for p in parts] == [[0, 1, 2, 3, 8, 9, 10, 11, 16, 17], [4, 5, 6, 7, 12, 13, 14, 15, 18, 19]]
+    together = np.sort(np.concatenate(parts))
+    assert list(together) == list(range(20))  # every sample once
+
+
+def test_a_last_batch_that_cannot_split_is_cut_with_the_numbers():
+    x, y = np.arange(42.0).reshape(21, 2), np.arange(21.0)
+    xs, ys, kwargs, warnings = local_inputs(x, y, {"validation_split": 0.2, "shuffle": False}, batch=4, part=Part(0, 1, 4))
+    assert len(xs) == 16 and kwargs["batch_size"] == 4 and len(kwargs["validation_data"][0]) == 4
+    assert list(ys) == list(range(16)) and list(kwargs["validation_data"][1]) == [16, 17, 18, 19]  # Keras's split: the last 20%
+    assert len(warnings) == 1 and warnings[0].startswith("1 of the 5 validation samples are left out of every epoch")
+    _, _, _, warned = local_inputs(x[:18], y[:18], {}, batch=8, part=Part(0, 1, 4))
+    assert warned and "2 of the 18 training samples are left out of every epoch" in warned[0]
+
+
+def test_a_multi_process_job_refuses_inputs_it_cannot_split():
+    with pytest.raises(AutodistError, match="Pass arrays or a tf.data.Dataset"):
+        local_inputs(iter([]), None, {}, batch=8, part=Part(0, 2, 2))
+
+
+# ----------------------------------------------------------------------------- act: real JAX
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_fit_on_jax_trains_the_same_numbers_as_one_device(devices):
+    result = run_scenario("jax_single_host.py", KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    assert result["devices"] == devices and not result["imported_tensorflow"]
+    for name in ("data_parallel", "data_parallel_split", "model_parallel", "model_parallel_adam_builder"):
+        case = result[name]
+        assert case["weights"] < 1e-5 and case["history"] < 1e-4 and case["keys"], (name, case)
+        assert case["devices_used"] == [f"cpu:{i}" for i in range(devices)], name
+        assert case["distribution_after"] == "None" and case["history_is_model_history"], name
+    assert result["data_parallel"]["strategy"] == "data_parallel" and result["data_parallel"]["mesh"] == [devices]
+    assert all(spec.startswith("P(None") and "model" not in spec for spec in result["data_parallel"]["specs"].values())
+    for name in ("model_parallel", "model_parallel_adam_builder"):
+        case = result[name]
+        assert case["strategy"] == "model_parallel" and case["mesh"][1] >= 2, case
+        sharded = sorted(path for path, spec in case["specs"].items() if "'model'" in spec)
+        named = re.findall(r"(net/\w+/kernel) on dim", next(r for r in case["reasons"] if r.startswith("model_parallel")))
+        assert sharded and sharded == sorted(named), (sharded, case["reasons"])
+    slots = result["model_parallel_adam_builder"]["slot_specs"]
+    assert sum("'model'" in spec for spec in slots.values()) == 2 * len(sharded)  # Adam's two slots follow their kernel
+
+
+def test_two_processes_through_the_launcher_train_as_one(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir(), two.mkdir()
+    example = str(ROOT / "examples" / "jax_train.py")
+    single = run_python([example, "--no-shuffle", "--weights", str(one)], env=subprocess_env(KERAS_BACKEND="jax"), timeout=180)
+    assert single.returncode == 0, single.stderr[-3000:]
+    assert "plan: default" in single.stdout
+    job = run_python(
+        ["-m", "autodist", "launch", "--workers", "2", "--timeout", "150", example, "--no-shuffle", "--weights", str(two)],
+        env=subprocess_env(KERAS_BACKEND="jax"),
+        timeout=180,
+    )
+    assert job.returncode == 0, job.stdout[-3000:]
+    assert "[worker 0] plan: data_parallel, mesh (2,), 2 process(es), global batch 64" in job.stdout
+    assert float(re.search(r"\[worker 0\] validation accuracy: ([0-9.]+)", job.stdout).group(1)) > 0.8
+    reference, first, second = (np.load(folder / name) for folder, name in ((one, "weights-0.npz"), (two, "weights-0.npz"), (two, "weights-1.npz")))
+    assert all(np.array_equal(first[k], second[k]) for k in first.files)
+    assert max(float(np.abs(reference[k] - first[k]).max()) for k in reference.files) < 1e-5
+
+
+def test_inspect_and_plan_on_jax_without_tensorflow(tmp_path):
+    env = subprocess_env(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    code = (
+        "import sys, autodist; loaded = [m for m in ('tensorflow', 'jax', 'keras') if m in sys.modules]; "
+        "from autodist.cli import main; main(['inspect', '--json']); "
+        "print('LOADED', loaded, 'tensorflow' in sys.modules)"
+    )
+    proc = run_python(["-c", code], env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "LOADED [] False"  # import autodist: neither; inspect: no TensorFlow
+    data = json.loads(proc.stdout[: proc.stdout.rindex("LOADED")])
+    assert data["snapshot"]["keras_backend"] == "jax" and len(data["snapshot"]["jax_devices"]) == 4
+    assert data["plan"]["strategy"] == "data_parallel" and data["plan"]["mesh_shape"] == [4]
+    for device in data["snapshot"]["jax_devices"]:
+        device["memory_bytes"] = 1_000_000
+    (tmp_path / "snap.json").write_text(json.dumps(data))
+    text = run_python(["-m", "autodist", "plan", "--snapshot", str(tmp_path / "snap.json"), "--strategy", "model_parallel"], env=env, timeout=120)
+    assert text.returncode == 0 and "plan: model_parallel with 2 replica(s)" in text.stdout and "mesh: batch 2 x model 2" in text.stdout
+    report = run_python(["-m", "autodist", "inspect"], env=env, timeout=120)
+    assert "JAX devices of this process: 4" in report.stdout and "keras backend: jax" in report.stdout
