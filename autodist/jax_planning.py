@@ -97,6 +97,12 @@ def _check_forced(forced: K | None, snapshot: HardwareSnapshot) -> None:
             f"strategy={JAX_EQUIVALENT[forced].value!r}, which does its job with keras.distribution, "
             "or 'auto'; or set KERAS_BACKEND=tensorflow to train with tf.distribute."
         )
+    if forced == K.DEFAULT and snapshot.cluster is not None and snapshot.cluster.num_workers >= 2:
+        raise StrategyUnavailableError(
+            f"strategy='default' trains in one process, but this is {snapshot.cluster.task_type} "
+            f"{snapshot.cluster.task_index} of a {snapshot.cluster.num_workers}-process job: each "
+            "would train its own copy. Use strategy='auto' or 'data_parallel', or unset TF_CONFIG."
+        )
     if forced == K.MODEL_PARALLEL and len(snapshot.jax_devices) < 2:
         raise StrategyUnavailableError(
             "strategy='model_parallel' was forced, but JAX sees one device in this process: there is "

@@ -61,6 +61,13 @@ def join_processes(cluster: Any) -> bool:
         raise _JOIN_FAILED[0]
     if cluster is None or cluster.num_workers < 2:
         return False
+    if cluster.task_type not in ("chief", "worker"):
+        raise AutodistError(
+            f"This process is the cluster's {cluster.task_type} ({cluster.source}), and Keras on JAX "
+            "trains every process in sync, data parallel: there are no ps or evaluator tasks. "
+            "Expected chief and worker tasks only. Start the job without them (python -m autodist "
+            "launch --workers N), or train with KERAS_BACKEND=tensorflow for parameter servers."
+        )
     import jax
     from jax._src import xla_bridge
 
@@ -209,32 +216,58 @@ def _process_id(the_plan: Plan) -> int:
 
 
 def fit_on_jax(call: Any, environ: Mapping[str, str]) -> Any:
-    """``autodist.fit`` on JAX, for the frozen call (:class:`autodist.keras_integration.FitCall`)."""
+    """``autodist.fit`` on JAX, for the frozen call (:class:`autodist.keras_integration.FitCall`).
+
+    Raises:
+        AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet).
+    """
     from autodist.activation import plan_here
     from autodist.cluster import detect_cluster
+    from autodist.compile_settings import mixed_precision_while_building
     from autodist.hardware import detect
 
+    _refuse_backups(call.backup_dir)
     join_processes(detect_cluster(environ))
     snapshot = detect(environ)
+    batch_size = call.batch_size if call.batch_size is not None or not hasattr(call.x, "element_spec") else _dataset_batch(call.x)
 
     def plan_for(model: Any) -> Plan:
         options = {} if call.gpu_memory_fraction is None else {"gpu_memory_fraction": call.gpu_memory_fraction}
-        return plan_here(environ, snapshot=snapshot, model=model, num_params=call.num_params, batch_size=call.batch_size,
+        return plan_here(environ, snapshot=snapshot, model=model, num_params=call.num_params, batch_size=batch_size,
                          strategy=call.strategy, peer_timeout_seconds=call.peer_timeout_seconds, **options)  # type: ignore[return-value]  # fmt: skip
 
     the_plan = plan_for(None if call.builder is not None else call.model)
     distribution = build_distribution(the_plan)
-    model = call.model
+    model, notes = call.model, []
     if call.builder is not None:
-        with distribution_scope(distribution):
+        with distribution_scope(distribution), mixed_precision_while_building(call.mixed_precision, call.builder, the_plan) as notes:
             model = call.builder()
         sized = plan_for(model)
         if (sized.strategy, sized.layout_map) != (the_plan.strategy, the_plan.layout_map):  # too large: sharded now
             the_plan, distribution = sized, build_distribution(sized)
-    warn_all(list(the_plan.warnings))
+    elif call.mixed_precision:
+        with mixed_precision_while_building(True, None, the_plan) as notes:
+            pass
+    warn_all(list(the_plan.warnings) + list(notes))
     history = _train_with_duties(model, call, the_plan, distribution, environ)
     history.plan = the_plan
     return history
+
+
+def _refuse_backups(backup_dir: Any) -> None:
+    if backup_dir not in (None, False):
+        raise AutodistError(
+            f"autodist.fit got backup_dir={backup_dir!r}, and Keras runs on JAX here: backups at "
+            "each epoch's end and resuming after preemption are built for tf.distribute only. "
+            "Expected backup_dir=None on JAX. Pass keras.callbacks.BackupAndRestore(...) in "
+            "callbacks= yourself, or train with KERAS_BACKEND=tensorflow."
+        )
+
+
+def _dataset_batch(dataset: Any) -> int | None:
+    from autodist.batching import dataset_batch_size
+
+    return dataset_batch_size(dataset)
 
 
 def _train_with_duties(model: Any, call: Any, the_plan: Plan, distribution: Any, environ: Mapping[str, str]) -> Any:

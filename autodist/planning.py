@@ -104,7 +104,7 @@ def plan(
     params = num_params if num_params is not None else info.num_params
     forced = _coerce_kind(strategy, snapshot.keras_backend)
     if snapshot.keras_backend == "jax":  # keras.distribution plans (autodist.jax_planning)
-        return _on_jax(snapshot, dataclasses.replace(info, num_params=params), forced, batch_size, optimizer_slots, gpu_memory_fraction, refuse_when_nothing_fits, peer_timeout_seconds)
+        return _on_jax(snapshot, dataclasses.replace(info, num_params=params), (strategy, forced), batch_size, optimizer_slots, gpu_memory_fraction, refuse_when_nothing_fits, peer_timeout_seconds)
     memory = _memory_facts(info, params, optimizer_slots, batch_size, activation_fraction, refuse_when_nothing_fits)
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
@@ -135,10 +135,11 @@ def plan(
     )  # fmt: skip
 
 
-def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, forced: StrategyKind | None, batch_size: int | None, slots: int | None, fraction: float, refuse: bool, timeout: float) -> Plan:
+def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, strategy: tuple[Any, StrategyKind | None], batch_size: int | None, slots: int | None, fraction: float, refuse: bool, timeout: float) -> Plan:
+    """The plan on JAX (:func:`autodist.jax_planning.plan_jax`), with what ``"tune"`` means there."""
     info = dataclasses.replace(info, optimizer_slots=slots if slots is not None else info.optimizer_slots)
-    made = plan_jax(snapshot, info, batch_size=batch_size, forced=forced, gpu_memory_fraction=fraction, refuse_when_nothing_fits=refuse)
-    return dataclasses.replace(made, peer_timeout_seconds=float(timeout))
+    made = plan_jax(snapshot, info, batch_size=batch_size, forced=strategy[1], gpu_memory_fraction=fraction, refuse_when_nothing_fits=refuse)
+    return dataclasses.replace(made, peer_timeout_seconds=float(timeout), reasons=_opening(strategy[0], False).reasons + made.reasons)
 
 
 def _steps_per_execution(
@@ -169,7 +170,8 @@ def _opening(strategy: Any, unbuilt: bool) -> choosers.Choice[None]:
 
 _TUNE_HERE = (
     "strategy='tune' plans as 'auto' here: autodist.fit times the candidates on your model and "
-    "data; init, @distributed and the plan at import have none to time"
+    "data (on TensorFlow; Keras on JAX is planned as 'auto'); init, @distributed and the plan at "
+    "import have none to time"
 )
 _UNBUILT = (
     "the model is not built yet (no input shape): its size is unknown until its first "

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,10 +18,11 @@ from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.hardware import HardwareSnapshot, detect
 from autodist.jax_devices import JaxDevice, _from_environment, keras_backend
 from autodist.jax_inputs import Part, local_inputs, rows
-from autodist.jax_runtime import coordinates
+from autodist.jax_runtime import _refuse_backups, coordinates, join_processes
 from autodist.model_info import ModelInfo
 from autodist.plans import Plan
-from tests.conftest import ROOT, run_python, run_scenario, subprocess_env
+from autodist.cli import _plan_text, build_parser, plan_command, render_inspect
+from tests.conftest import ROOT, subprocess_env
 
 CPU = JaxDevice("cpu", "cpu")
 #: Two Dense layers' kernels and biases: 64 x 512 and 512 x 64, then 512 x 4.
@@ -120,6 +123,11 @@ def test_a_cluster_counts_every_process_devices_and_names_the_coordinator():
     the_plan = planning.plan(jax_snapshot(2, cluster=cluster), model_info=INFO, batch_size=64)
     assert (the_plan.num_workers, the_plan.num_replicas, the_plan.mesh_shape) == (2, 4, (4,))
     assert coordinates(cluster) == ("127.0.0.1:2000", 2, 1)
+    with pytest.raises(StrategyUnavailableError, match="each would train its own copy"):
+        planning.plan(jax_snapshot(2, cluster=cluster), strategy="default")
+    with_ps = detect_cluster({"TF_CONFIG": config.replace('"worker": ', '"ps": ["127.0.0.1:2002"], "worker": ').replace('"type": "worker"', '"type": "ps"')})
+    with pytest.raises(AutodistError, match="there are no ps or evaluator tasks"):
+        join_processes(with_ps)
 
 
 # ----------------------------------------------------------------------------- act: inputs
@@ -142,6 +150,12 @@ def test_a_last_batch_that_cannot_split_is_cut_with_the_numbers():
     assert warned and "2 of the 18 training samples are left out of every epoch" in warned[0]
 
 
+def test_backups_are_refused_on_jax_with_the_fix():
+    with pytest.raises(AutodistError, match="BackupAndRestore"):
+        _refuse_backups("/tmp/backups")
+    _refuse_backups(None), _refuse_backups(False)  # the defaults pass
+
+
 def test_a_multi_process_job_refuses_inputs_it_cannot_split():
     with pytest.raises(AutodistError, match="Pass arrays or a tf.data.Dataset"):
         local_inputs(iter([]), None, {}, batch=8, part=Part(0, 2, 2))
@@ -150,9 +164,38 @@ def test_a_multi_process_job_refuses_inputs_it_cannot_split():
 # ----------------------------------------------------------------------------- act: real JAX
 
 
+def started(args, **env):
+    """``python ARGS`` started now (the real-JAX tests overlap their processes on the 2 cores)."""
+    return subprocess.Popen([sys.executable, *args], env=subprocess_env(KERAS_BACKEND="jax", **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def finished(proc, timeout=240):
+    """``(returncode, stdout, stderr)``; the process is killed when it overruns ``timeout``."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, out, err
+
+
+def scenario_result(proc):
+    code, out, err = finished(proc)
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    assert code == 0 and lines, f"exit {code}\n{out[-3000:]}\n{err[-5000:]}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+@pytest.fixture(scope="module")
+def on_2_and_4_devices():
+    """tests/scenarios/jax_single_host.py on 2 and on 4 virtual CPU devices, side by side."""
+    procs = {n: started([str(ROOT / "tests" / "scenarios" / "jax_single_host.py")], XLA_FLAGS=f"--xla_force_host_platform_device_count={n}") for n in (2, 4)}
+    return {n: scenario_result(proc) for n, proc in procs.items()}
+
+
 @pytest.mark.parametrize("devices", [2, 4])
-def test_fit_on_jax_trains_the_same_numbers_as_one_device(devices):
-    result = run_scenario("jax_single_host.py", KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+def test_fit_on_jax_trains_the_same_numbers_as_one_device(on_2_and_4_devices, devices):
+    result = on_2_and_4_devices[devices]
     assert result["devices"] == devices and not result["imported_tensorflow"]
     for name in ("data_parallel", "data_parallel_split", "model_parallel", "model_parallel_adam_builder"):
         case = result[name]
@@ -167,6 +210,9 @@ def test_fit_on_jax_trains_the_same_numbers_as_one_device(devices):
         sharded = sorted(path for path, spec in case["specs"].items() if "'model'" in spec)
         named = re.findall(r"(net/\w+/kernel) on dim", next(r for r in case["reasons"] if r.startswith("model_parallel")))
         assert sharded and sharded == sorted(named), (sharded, case["reasons"])
+    settings = result["settings"]
+    assert settings["fit_keeps_the_users"] and settings["init_sets_it"] and settings["distributed_inside"], settings
+    assert settings["built_after_init_devices"] == devices and settings["distributed_after"] == "None"
     slots = result["model_parallel_adam_builder"]["slot_specs"]
     assert sum("'model'" in spec for spec in slots.values()) == 2 * len(sharded)  # Adam's two slots follow their kernel
 
@@ -175,39 +221,34 @@ def test_two_processes_through_the_launcher_train_as_one(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir(), two.mkdir()
     example = str(ROOT / "examples" / "jax_train.py")
-    single = run_python([example, "--no-shuffle", "--weights", str(one)], env=subprocess_env(KERAS_BACKEND="jax"), timeout=180)
-    assert single.returncode == 0, single.stderr[-3000:]
-    assert "plan: default" in single.stdout
-    job = run_python(
-        ["-m", "autodist", "launch", "--workers", "2", "--timeout", "150", example, "--no-shuffle", "--weights", str(two)],
-        env=subprocess_env(KERAS_BACKEND="jax"),
-        timeout=180,
-    )
-    assert job.returncode == 0, job.stdout[-3000:]
-    assert "[worker 0] plan: data_parallel, mesh (2,), 2 process(es), global batch 64" in job.stdout
-    assert float(re.search(r"\[worker 0\] validation accuracy: ([0-9.]+)", job.stdout).group(1)) > 0.8
+    single = started([example, "--no-shuffle", "--weights", str(one)])
+    job = started(["-m", "autodist", "launch", "--workers", "2", "--timeout", "200", example, "--no-shuffle", "--weights", str(two)])
+    (code, out, err), (job_code, job_out, _) = finished(single), finished(job)
+    assert code == 0 and "plan: default" in out, err[-3000:]
+    assert job_code == 0, job_out[-3000:]
+    assert "[worker 0] plan: data_parallel, mesh (2,), 2 process(es), global batch 64" in job_out
+    assert float(re.search(r"\[worker 0\] validation accuracy: ([0-9.]+)", job_out).group(1)) > 0.8
     reference, first, second = (np.load(folder / name) for folder, name in ((one, "weights-0.npz"), (two, "weights-0.npz"), (two, "weights-1.npz")))
     assert all(np.array_equal(first[k], second[k]) for k in first.files)
     assert max(float(np.abs(reference[k] - first[k]).max()) for k in reference.files) < 1e-5
 
 
 def test_inspect_and_plan_on_jax_without_tensorflow(tmp_path):
-    env = subprocess_env(KERAS_BACKEND="jax", XLA_FLAGS="--xla_force_host_platform_device_count=4")
     code = (
         "import sys, autodist; loaded = [m for m in ('tensorflow', 'jax', 'keras') if m in sys.modules]; "
         "from autodist.cli import main; main(['inspect', '--json']); "
         "print('LOADED', loaded, 'tensorflow' in sys.modules)"
     )
-    proc = run_python(["-c", code], env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip().splitlines()[-1] == "LOADED [] False"  # import autodist: neither; inspect: no TensorFlow
-    data = json.loads(proc.stdout[: proc.stdout.rindex("LOADED")])
+    returncode, out, err = finished(started(["-c", code], XLA_FLAGS="--xla_force_host_platform_device_count=4"), timeout=120)
+    assert returncode == 0, err[-3000:]
+    assert out.strip().splitlines()[-1] == "LOADED [] False"  # import autodist: neither; inspect: no TensorFlow
+    data = json.loads(out[: out.rindex("LOADED")])
     assert data["snapshot"]["keras_backend"] == "jax" and len(data["snapshot"]["jax_devices"]) == 4
     assert data["plan"]["strategy"] == "data_parallel" and data["plan"]["mesh_shape"] == [4]
+    report = render_inspect(data)  # the text `python -m autodist inspect` prints
+    assert "keras backend: jax" in report and "JAX devices of this process: 4" in report and "mesh: batch 4" in report
     for device in data["snapshot"]["jax_devices"]:
         device["memory_bytes"] = 1_000_000
     (tmp_path / "snap.json").write_text(json.dumps(data))
-    text = run_python(["-m", "autodist", "plan", "--snapshot", str(tmp_path / "snap.json"), "--strategy", "model_parallel"], env=env, timeout=120)
-    assert text.returncode == 0 and "plan: model_parallel with 2 replica(s)" in text.stdout and "mesh: batch 2 x model 2" in text.stdout
-    report = run_python(["-m", "autodist", "inspect"], env=env, timeout=120)
-    assert "JAX devices of this process: 4" in report.stdout and "keras backend: jax" in report.stdout
+    planned = _plan_text(plan_command(build_parser().parse_args(["plan", "--snapshot", str(tmp_path / "snap.json"), "--strategy", "model_parallel"])))
+    assert "plan: model_parallel with 2 replica(s)" in planned and "mesh: batch 2 x model 2" in planned

@@ -82,4 +82,29 @@ result["model_parallel"] = case("sgd")
 small_devices(500_000)  # less than the 708 kB it needs with Adam's two slots
 result["model_parallel_adam_builder"] = case("adam", builder=True)
 hardware.jax_local_devices = measured
+
+
+def distribution_settings():
+    """fit gives back the user's own distribution; init sets one globally; @distributed only inside."""
+    from keras import distribution as kd
+
+    mine = kd.DataParallel(devices=kd.list_devices())
+    kd.set_distribution(mine)
+    autodist.fit(build(), X, Y, batch_size=32, verbose=0)
+    kept = kd.distribution() is mine
+    kd.set_distribution(None)
+    the_plan, made = autodist.init(batch_size=32)
+    after_init = kd.distribution() is made and made is not None
+    built_on_mesh = len(build().weights[0].value.sharding.device_set)
+    kd.set_distribution(None)
+
+    @autodist.distributed
+    def inside(strategy):
+        return kd.distribution() is strategy
+
+    return {"fit_keeps_the_users": kept, "init_sets_it": after_init, "built_after_init_devices": built_on_mesh,
+            "distributed_inside": inside(), "distributed_after": repr(kd.distribution())}  # fmt: skip
+
+
+result["settings"] = distribution_settings()
 print("RESULT " + json.dumps(result))
