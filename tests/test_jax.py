@@ -233,6 +233,15 @@ def test_two_processes_through_the_launcher_train_as_one(tmp_path):
     assert max(float(np.abs(reference[k] - first[k]).max()) for k in reference.files) < 1e-5
 
 
+def test_the_readme_example_is_the_one_the_tests_run():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## Keras 3 on JAX", 1)[1].split("\n## ", 1)[0]
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    example = (ROOT / "examples" / "jax_train.py").read_text(encoding="utf-8")
+    missing = [line for line in block.splitlines() if line.strip() and line not in example.splitlines()]
+    assert "autodist.fit(" in block and not missing, missing
+    assert "python examples/jax_train.py" in readme and "launch --workers 2 examples/jax_train.py" in readme
+
+
 def test_inspect_and_plan_on_jax_without_tensorflow(tmp_path):
     code = (
         "import sys, autodist; loaded = [m for m in ('tensorflow', 'jax', 'keras') if m in sys.modules]; "
