@@ -100,15 +100,16 @@ def jax_local_devices(environ: Mapping[str, str], in_cluster: bool, nvml_memory:
 
 
 def _memory(device: Any, index: int, nvml_memory: list[int | None] | None) -> int | None:
+    """A GPU's total from NVML, as on TensorFlow (JAX's ``bytes_limit`` is only what XLA
+    preallocates, 75% by default, and the plan applies ``gpu_memory_fraction`` itself); else what
+    the device reports (TPUs); else unknown (CPU devices)."""
+    if device.platform == "gpu" and nvml_memory and index < len(nvml_memory) and nvml_memory[index]:
+        return nvml_memory[index]
     try:
         stats = device.memory_stats() or {}
     except Exception:  # not every platform reports it
         stats = {}
-    if stats.get("bytes_limit"):
-        return int(stats["bytes_limit"])
-    if device.platform == "gpu" and nvml_memory and index < len(nvml_memory):
-        return nvml_memory[index]
-    return None
+    return int(stats["bytes_limit"]) if stats.get("bytes_limit") else None
 
 
 def _from_environment(environ: Mapping[str, str], nvml_memory: list[int | None] | None) -> tuple[JaxDevice, ...]:

@@ -10,9 +10,13 @@ it (the last fraction), so both parts are cut alike.
 With several processes, each feeds its own part of every global batch (Keras's
 ``DataParallel(auto_shard_dataset=False)``): process ``p`` of ``P`` takes the ``p``-th ``1/P`` of
 each batch of the arrays in their order, so with ``shuffle=False`` the job trains on exactly the
-batches one process would, and with shuffling every sample is still seen once per epoch. A
-``tf.data.Dataset`` is left to Keras's own sharding; other inputs (generators, ``PyDataset``)
-are refused there.
+batches one process would, and with shuffling every sample is still seen once per epoch.
+
+A ``tf.data.Dataset`` is re-batched to the global batch (:func:`autodist.batching.prepare_dataset`)
+and each batch is cut to a multiple of the replicas (the last one only can be short), with the
+same warning when the dataset's size is known; with several processes Keras shards it. pandas
+objects are read as their arrays. Other inputs (generators, ``PyDataset``) are passed as they
+are, with a warning that autodist cannot re-batch them, and refused with several processes.
 
 Example:
     >>> import numpy as np
@@ -57,21 +61,25 @@ def rows(count: int, *, batch: int, part: Part) -> np.ndarray:
 
 def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
     """``(x, y, fit_kwargs, warnings)`` for this process's ``model.fit`` with the global ``batch``:
-    arrays cut and split as the module says, with the batch sizes per process; any other input
-    as it is (with ``fit_kwargs`` as given).
+    arrays cut and split as the module says, with the batch sizes per process; a dataset re-batched
+    and cut; any other input as it is, with a warning.
 
     Raises:
         AutodistError: several processes and an input that is neither arrays nor a tf.data.Dataset.
     """
     kwargs = dict(fit_kwargs)
+    x, y = _plain(x), _plain(y)
+    if hasattr(x, "element_spec"):
+        return _dataset(x, batch, part), y, kwargs, _dataset_warning(x, batch, part)
     if not _arrays(x):
-        if part.processes > 1 and not hasattr(x, "element_spec"):
+        if part.processes > 1:
             raise AutodistError(
                 f"autodist.fit got {type(x).__name__} as x in a {part.processes}-process JAX job. "
                 "Expected numpy arrays (autodist gives each process its part of every batch) or a "
                 "tf.data.Dataset (Keras shards it). Pass arrays or a tf.data.Dataset."
             )
-        return x, y, kwargs, []
+        note = f"autodist cannot re-batch a {type(x).__name__}: each of its batches must split evenly over the {part.replicas} replicas of the JAX mesh's batch axis, or JAX stops with an IndivisibleError"
+        return x, y, kwargs, [note] if part.replicas > 1 else []
     kwargs["batch_size"] = batch // part.processes
     warnings: list[str] = []
     sample_weight = kwargs.pop("sample_weight", None)
@@ -87,6 +95,13 @@ def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, p
     if sample_weight is not None:
         kwargs["sample_weight"] = _take(sample_weight, picked)
     validation = kwargs.get("validation_data")
+    if part.processes > 1 and hasattr(validation, "element_spec"):
+        raise AutodistError(
+            f"autodist.fit got arrays as x and a {type(validation).__name__} as validation_data in a "
+            f"{part.processes}-process JAX job: each process feeds its part of the arrays, and Keras "
+            "would shard the dataset only with datasets for both. Expected the same kind for both. "
+            "Pass validation arrays (or validation_split), or a tf.data.Dataset for x too."
+        )
     if isinstance(validation, (tuple, list)) and validation and _arrays(validation[0]):
         val_batch = int(kwargs.get("validation_batch_size") or batch)
         val_rows = rows(_length(validation[0]), batch=val_batch, part=part)
@@ -95,6 +110,39 @@ def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, p
         if kwargs.get("validation_batch_size"):
             kwargs["validation_batch_size"] = val_batch // part.processes
     return x, y, kwargs, warnings
+
+
+def _plain(x: Any) -> Any:
+    """pandas objects as the numpy arrays Keras would read from them."""
+    return x.to_numpy() if type(x).__module__.startswith("pandas") and hasattr(x, "to_numpy") else x
+
+
+def _dataset(dataset: Any, batch: int, part: Part) -> Any:
+    """The dataset at the global ``batch``, each batch cut to a multiple of the replicas."""
+    import tensorflow as tf
+
+    from autodist.batching import prepare_dataset
+
+    dataset = prepare_dataset(dataset, batch)
+    if part.replicas == 1:
+        return dataset
+    replicas = part.replicas
+
+    def cut(*parts: Any) -> Any:
+        kept = (tf.shape(tf.nest.flatten(parts)[0])[0] // replicas) * replicas
+        parts = tf.nest.map_structure(lambda t: t[:kept], parts)
+        return parts if len(parts) > 1 else parts[0]
+
+    return dataset.map(cut)
+
+
+def _dataset_warning(dataset: Any, batch: int, part: Part) -> list[str]:
+    from autodist.batching import samples_per_pass
+
+    count = samples_per_pass(dataset)
+    if count is None:
+        return [f"the dataset's size is unknown: its last batch is cut to a multiple of the {part.replicas} replicas of the JAX mesh's batch axis (fewer than {part.replicas} samples per epoch left out) when it does not split"] if part.replicas > 1 else []
+    return _cut_warning("training", count, batch, part)
 
 
 def _cut_warning(what: str, count: int, batch: int, part: Part) -> list[str]:

@@ -67,6 +67,12 @@ def plan_jax(
         StrategyUnavailableError: the model fits no mesh of these devices.
     """
     _check_forced(forced, snapshot)
+    if not snapshot.jax_devices:
+        raise AutodistError(
+            "Keras is set to the jax backend (KERAS_BACKEND or keras.json), but JAX lists no "
+            "device: JAX is not installed here. Expected jax and jaxlib. Install them with "
+            'pip install "autodist[jax]", or set KERAS_BACKEND=tensorflow.'
+        )
     processes = snapshot.cluster.num_workers if snapshot.cluster is not None else 1
     local = max(1, len(snapshot.jax_devices))
     total = local * processes
@@ -121,28 +127,35 @@ def _choose_mesh(
     axes = [d for d in range(2, local + 1) if local % d == 0]
     if forced == K.MODEL_PARALLEL and not info.variables:
         return axes[0] if axes else 1, (), (_VARIABLES_UNKNOWN,), ()
-    if forced in (K.DEFAULT, K.DATA_PARALLEL) or total == 1 or info.num_params is None:
+    if forced == K.DEFAULT or total == 1 or info.num_params is None:
         return 1, (), (() if info.num_params is not None or total == 1 else (_SIZE_UNKNOWN,)), ()
     memories = [d.memory_bytes for d in snapshot.jax_devices if d.memory_bytes]
     budget = int(fraction * min(memories)) if memories else None
     batch = batch_size or KERAS_DEFAULT_BATCH_SIZE
     replicated = _estimate(info, (), 1, math.ceil(batch / total))
-    if forced is None and (budget is None or replicated is None or replicated.device_bytes <= budget):
+    if forced == K.DATA_PARALLEL or (forced is None and (budget is None or replicated is None or replicated.device_bytes <= budget)):
+        fits = budget is None or replicated is None or replicated.device_bytes <= budget
         why = "device memory unknown (CPU devices)" if budget is None else f"needs {_size(replicated.device_bytes if replicated else None)} per device of {_size(budget)} ({fraction:g} of the smallest device)"
-        return 1, (), (f"the model fits one device: {why}",), ()
+        return 1, (), ((f"the model fits one device: {why}",) if fits else ()), (() if fits else (f"strategy='data_parallel' was forced and the model does not fit one device: it {why}",))
+    if not info.variables and forced is None:
+        return _refused(f"The model needs {_size(replicated.device_bytes)} per device replicated, more than {_size(budget)} ({fraction:g} of the smallest device), and its variables are unknown here (num_params only), so autodist cannot shard it. Expected the model itself. Pass the model (or a function that builds it) to autodist.fit, which shards its largest kernels.", refuse)
     for model_axis in axes:
         per_replica = math.ceil(batch / (total // model_axis))
         layout = shard_layout(info, model_axis, None if forced else budget, per_replica)
         after = _estimate(info, layout, model_axis, per_replica)
         if forced or (after is not None and budget is not None and after.device_bytes <= budget):
             return model_axis, layout, (_why_sharded(replicated, after, layout, model_axis, budget),), ()
-    message = (
+    return _refused(
         f"The model needs {_size(replicated.device_bytes if replicated else None)} per device replicated, and "
         f"more than {_size(budget)} per device ({fraction:g} of the smallest of {total} devices) even "
         f"with its kernels sharded over all {local}{' of a process' if local < total else ''}. Expected a model whose sharded state fits. Use more "
         "devices, a smaller batch, mixed precision (keras.mixed_precision.set_global_policy('mixed_bfloat16')), "
-        "or fewer parameters."
+        "or fewer parameters.",
+        refuse,
     )
+
+
+def _refused(message: str, refuse: bool) -> tuple[int, tuple[Any, ...], tuple[str, ...], tuple[str, ...]]:
     if refuse:
         raise StrategyUnavailableError(message)
     return 1, (), (), (message,)

@@ -236,22 +236,51 @@ def fit_on_jax(call: Any, environ: Mapping[str, str]) -> Any:
         return plan_here(environ, snapshot=snapshot, model=model, num_params=call.num_params, batch_size=batch_size,
                          strategy=call.strategy, peer_timeout_seconds=call.peer_timeout_seconds, **options)  # type: ignore[return-value]  # fmt: skip
 
-    the_plan = plan_for(None if call.builder is not None else call.model)
-    distribution = build_distribution(the_plan)
-    model, notes = call.model, []
-    if call.builder is not None:
-        with distribution_scope(distribution), mixed_precision_while_building(call.mixed_precision, call.builder, the_plan) as notes:
-            model = call.builder()
-        sized = plan_for(model)
-        if (sized.strategy, sized.layout_map) != (the_plan.strategy, the_plan.layout_map):  # too large: sharded now
-            the_plan, distribution = sized, build_distribution(sized)
-    elif call.mixed_precision:
-        with mixed_precision_while_building(True, None, the_plan) as notes:
-            pass
+    if call.builder is None:
+        the_plan = plan_for(call.model)
+        distribution, model = build_distribution(the_plan), call.model
+        with mixed_precision_while_building(call.mixed_precision, None, the_plan) as notes:
+            pass  # only its warning, with mixed_precision=True: this model was built already
+    else:
+        model, the_plan, distribution, notes = _built(call, plan_for, mixed_precision_while_building)
     warn_all(list(the_plan.warnings) + list(notes))
     history = _train_with_duties(model, call, the_plan, distribution, environ)
     history.plan = the_plan
     return history
+
+
+def _built(call: Any, plan_for: Any, precision: Any) -> tuple[Any, Plan, Any, list[str]]:
+    """The model built by ``call.builder`` under the distribution it is planned for; one too large
+    to build replicated (``num_params``) is built on the host, then planned and sharded."""
+    from autodist.errors import StrategyUnavailableError
+
+    try:
+        first: Plan | None = plan_for(None)
+    except StrategyUnavailableError:
+        first = None  # too large for one device: its variables decide the layout, once they exist
+    distribution = build_distribution(first) if first is not None else None
+    where = distribution_scope(distribution) if first is not None else _on_the_host()
+    with where, precision(call.mixed_precision, call.builder, first or Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")) as notes:
+        model = call.builder()
+    sized = plan_for(model)
+    if first is None or (sized.strategy, sized.layout_map) != (first.strategy, first.layout_map):  # sharded now
+        return model, sized, build_distribution(sized), notes
+    return model, first, distribution, notes
+
+
+@contextlib.contextmanager
+def _on_the_host() -> Iterator[None]:
+    """No distribution, and new arrays on the host's CPU (a model too large for one device)."""
+    import jax
+    from keras import distribution as kd
+
+    previous = kd.distribution()
+    kd.set_distribution(None)
+    try:
+        with jax.default_device(jax.local_devices(backend="cpu")[0]):
+            yield
+    finally:
+        kd.set_distribution(previous)
 
 
 def _refuse_backups(backup_dir: Any) -> None:

@@ -69,7 +69,7 @@ def run(quick: bool) -> list[Figure]:
         per_epoch_two.append(run_json([*launch, *worker[:-1], "per_epoch"], timeout=300)["samples_per_second"])
 
     for index in range(1 if quick else 3):  # every arm once per round, the order rotating
-        arms = [alone, coupled, uncoupled] + ([per_epoch] if index == 0 and not quick else [])
+        arms = [alone, coupled] + ([] if quick else [uncoupled]) + ([per_epoch] if index == 0 and not quick else [])
         for arm in arms[index % len(arms) :] + arms[: index % len(arms)]:
             arm()
     ratios = [b / a for a, b in zip(one, two)]
@@ -83,8 +83,9 @@ def run(quick: bool) -> list[Figure]:
     scalar, input_two = median([e["scalar_all_reduce_ms"] for e in extras]), median([e["input_ms"] for e in extras])
     step_one, input_one = median([r["step_ms"] for r in one_results]), median([r["input_ms"] for r in one_results])
     figure.note = (
-        f"CNN {extras[0]['params']:,} params, {batch}/worker. Two independent workers at once reach "
-        f"{median(ceilings):.2f}x one (this machine's ceiling). A step takes {step_one:.1f} ms alone and "
+        f"CNN {extras[0]['params']:,} params, {batch}/worker. "
+        + (f"Two independent workers at once reach {median(ceilings):.2f}x one (this machine's ceiling). " if ceilings else "")
+        + f"A step takes {step_one:.1f} ms alone and "
         f"{step:.1f} ms on 2 workers. Measured apart: one all-reduce of the gradients {reduce:.1f} ms, one "
         f"of a scalar {scalar:.1f} ms (the latency each per-step collective pays), the worker's input "
         f"{input_two:.1f} ms per step against {input_one:.1f} ms alone"

@@ -108,16 +108,41 @@ def run_python(args: list[str], *, env: dict[str, str], timeout: float = 300, cw
     )
 
 
+def start_python(args: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> subprocess.Popen:
+    """Start ``python ARGS`` now; :func:`finished` collects it. Independent real-TF (or JAX)
+    processes overlap this way on the 2 cores."""
+    return subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+
+
+def finished(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    """``(returncode, stdout, stderr)`` of a started process; killed when it overruns ``timeout``."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, out, err
+
+
+def start_scenario(script: str, *args: str, **env: str | None) -> subprocess.Popen:
+    """Start tests/scenarios/SCRIPT in a fresh process; :func:`scenario_result` reads it."""
+    proc = start_python([str(SCENARIOS / script), *args], env=subprocess_env(**env))
+    proc.label = f"{script} {' '.join(args)}"  # type: ignore[attr-defined]
+    return proc
+
+
+def scenario_result(proc: subprocess.Popen, timeout: float = 300) -> dict[str, Any]:
+    """The ``RESULT`` JSON of a started scenario, or the error with its output."""
+    code, out, err = finished(proc, timeout)
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    if code != 0 or not lines:
+        raise AssertionError(f"{getattr(proc, 'label', proc.args)} failed (exit {code}):\nstdout:\n{out[-3000:]}\nstderr:\n{err[-6000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
 def run_scenario(script: str, *args: str, timeout: float = 300, **env: str | None) -> dict[str, Any]:
     """Run tests/scenarios/SCRIPT in a fresh process and return its ``RESULT`` JSON."""
-    proc = run_python([str(SCENARIOS / script), *args], env=subprocess_env(**env), timeout=timeout)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        raise AssertionError(
-            f"{script} {' '.join(args)} failed (exit {proc.returncode}):\n"
-            f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-6000:]}"
-        )
-    return json.loads(lines[-1][len("RESULT "):])
+    return scenario_result(start_scenario(script, *args, **env), timeout)
 
 
 def listening(ports: list[int]) -> dict[int, list[str]]:

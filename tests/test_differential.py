@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import SCENARIOS, run_python, run_scenario, subprocess_env
+from tests.conftest import SCENARIOS, run_python, run_scenario, scenario_result, start_scenario, subprocess_env
 
 TOLERANCE = 1e-4
 STRATEGIES = {
@@ -65,10 +65,18 @@ def expected(kind: str, strategy: str) -> str | None:
     return EXPECTED_ERRORS.get((kind, strategy)) or EXPECTED_ERRORS.get((kind, "*"))
 
 
+@pytest.fixture(scope="module")
+def single_host_cells():
+    """The single-host strategies' runs of tests/scenarios/differential.py, side by side (each in
+    its own process: the numbers do not depend on what else runs)."""
+    started = {name: start_scenario("differential.py", **env) for name, env in STRATEGIES.items()}
+    return {name: scenario_result(proc, timeout=900) for name, proc in started.items()}
+
+
 @pytest.fixture(scope="module", params=list(STRATEGIES) + list(LAUNCHED))
-def cells(request, tmp_path_factory):
+def cells(request, tmp_path_factory, single_host_cells):
     if request.param not in LAUNCHED:
-        return request.param, run_scenario("differential.py", timeout=600, **STRATEGIES[request.param])
+        return request.param, single_host_cells[request.param]
     out = tmp_path_factory.mktemp("differential")
     proc = run_python(
         ["-m", "autodist", "launch", *LAUNCHED[request.param], "--timeout", "560", "--grace", "3", str(SCENARIOS / "differential.py"), str(out)],

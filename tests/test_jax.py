@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,13 +14,13 @@ from autodist import planning
 from autodist.cluster import detect_cluster
 from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.hardware import HardwareSnapshot, detect
-from autodist.jax_devices import JaxDevice, _from_environment, keras_backend
+from autodist.jax_devices import JaxDevice, _from_environment, _memory, keras_backend
 from autodist.jax_inputs import Part, local_inputs, rows
 from autodist.jax_runtime import _refuse_backups, coordinates, join_processes
 from autodist.model_info import ModelInfo
 from autodist.plans import Plan
 from autodist.cli import _plan_text, build_parser, plan_command, render_inspect
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import ROOT, finished, scenario_result, start_python, start_scenario, subprocess_env
 
 CPU = JaxDevice("cpu", "cpu")
 #: Two Dense layers' kernels and biases: 64 x 512 and 512 x 64, then 512 x 4.
@@ -102,6 +100,33 @@ def test_a_model_that_fits_no_mesh_is_refused_or_warned_in_a_dry_run():
     assert dry.strategy.value == "data_parallel" and any("even with its kernels sharded" in w for w in dry.warnings)
 
 
+def test_a_size_alone_cannot_be_sharded_and_says_what_can():
+    with pytest.raises(StrategyUnavailableError, match="its variables are unknown here .num_params only.*Pass the model"):
+        planning.plan(jax_snapshot(4, 700_000), num_params=INFO.num_params, batch_size=32)
+
+
+def test_forced_data_parallel_that_does_not_fit_is_warned_with_its_estimate():
+    the_plan = planning.plan(jax_snapshot(4, 700_000), model_info=INFO, batch_size=32, strategy="data_parallel")
+    assert the_plan.strategy.value == "data_parallel"
+    assert any(w.startswith("strategy='data_parallel' was forced and the model does not fit one device: it needs") for w in the_plan.warnings)
+
+
+def test_no_jax_devices_means_jax_is_missing():
+    with pytest.raises(AutodistError, match=r'pip install "autodist\[jax\]"'):
+        planning.plan(HardwareSnapshot.cpu_only(keras_backend="jax"))
+
+
+def test_a_gpu_memory_is_the_nvml_total_not_the_xla_share():
+    class Device:
+        platform = "gpu"
+
+        def memory_stats(self):
+            return {"bytes_limit": 60 * 2**30}  # XLA's 75% preallocation of 80 GiB
+
+    assert _memory(Device(), 0, [80 * 2**30]) == 80 * 2**30
+    assert _memory(Device(), 0, None) == 60 * 2**30  # no driver: what JAX reports
+
+
 @pytest.mark.parametrize("forced, equivalent", [("mirrored", "data_parallel"), ("central_storage", "model_parallel"), ("multi_worker_mirrored", "data_parallel"), ("one_device", "default")])
 def test_tensorflow_strategies_are_refused_on_jax_with_the_equivalent(forced, equivalent):
     with pytest.raises(AutodistError, match=rf"strategy='{equivalent}'"):
@@ -160,61 +185,55 @@ def test_a_multi_process_job_refuses_inputs_it_cannot_split():
     with pytest.raises(AutodistError, match="Pass arrays or a tf.data.Dataset"):
         local_inputs(iter([]), None, {}, batch=8, part=Part(0, 2, 2))
 
+    class Dataset:  # what local_inputs reads of a tf.data.Dataset: that it has an element_spec
+        element_spec = None
+
+    with pytest.raises(AutodistError, match="Expected the same kind for both"):
+        local_inputs(np.ones((8, 2)), np.ones(8), {"validation_data": Dataset()}, batch=8, part=Part(0, 2, 2))
+
 
 # ----------------------------------------------------------------------------- act: real JAX
 
 
 def started(args, **env):
-    """``python ARGS`` started now (the real-JAX tests overlap their processes on the 2 cores)."""
-    return subprocess.Popen([sys.executable, *args], env=subprocess_env(KERAS_BACKEND="jax", **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-
-
-def finished(proc, timeout=240):
-    """``(returncode, stdout, stderr)``; the process is killed when it overruns ``timeout``."""
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-    return proc.returncode, out, err
-
-
-def scenario_result(proc):
-    code, out, err = finished(proc)
-    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
-    assert code == 0 and lines, f"exit {code}\n{out[-3000:]}\n{err[-5000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+    """``python ARGS`` with Keras on JAX, started now (the real-JAX tests overlap their processes)."""
+    return start_python(args, env=subprocess_env(KERAS_BACKEND="jax", **env))
 
 
 @pytest.fixture(scope="module")
 def on_2_and_4_devices():
     """tests/scenarios/jax_single_host.py on 2 and on 4 virtual CPU devices, side by side."""
-    procs = {n: started([str(ROOT / "tests" / "scenarios" / "jax_single_host.py")], XLA_FLAGS=f"--xla_force_host_platform_device_count={n}") for n in (2, 4)}
-    return {n: scenario_result(proc) for n, proc in procs.items()}
+    procs = {n: start_scenario("jax_single_host.py", KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={n}") for n in (2, 4)}
+    return {n: scenario_result(proc, timeout=240) for n, proc in procs.items()}
 
 
 @pytest.mark.parametrize("devices", [2, 4])
 def test_fit_on_jax_trains_the_same_numbers_as_one_device(on_2_and_4_devices, devices):
     result = on_2_and_4_devices[devices]
     assert result["devices"] == devices and not result["imported_tensorflow"]
-    for name in ("data_parallel", "data_parallel_split", "model_parallel", "model_parallel_adam_builder"):
+    for name in ("data_parallel", "data_parallel_split", "dataset", "model_parallel", "model_parallel_adam_builder", "model_parallel_builder_num_params"):
         case = result[name]
         assert case["weights"] < 1e-5 and case["history"] < 1e-4 and case["keys"], (name, case)
         assert case["devices_used"] == [f"cpu:{i}" for i in range(devices)], name
         assert case["distribution_after"] == "None" and case["history_is_model_history"], name
     assert result["data_parallel"]["strategy"] == "data_parallel" and result["data_parallel"]["mesh"] == [devices]
     assert all(spec.startswith("P(None") and "model" not in spec for spec in result["data_parallel"]["specs"].values())
-    for name in ("model_parallel", "model_parallel_adam_builder"):
+    for name in ("model_parallel", "model_parallel_adam_builder", "model_parallel_builder_num_params"):
         case = result[name]
         assert case["strategy"] == "model_parallel" and case["mesh"][1] >= 2, case
         sharded = sorted(path for path, spec in case["specs"].items() if "'model'" in spec)
         named = re.findall(r"(net/\w+/kernel) on dim", next(r for r in case["reasons"] if r.startswith("model_parallel")))
         assert sharded and sharded == sorted(named), (sharded, case["reasons"])
+    assert result["dataset"]["strategy"] == "data_parallel" and not result["dataset"]["warnings"]  # 192 = 6 batches of 32
+    readme = result["readme"]
+    assert readme["strategy"] == "data_parallel" and readme["val_accuracy"] > 0.8 and f"mesh: batch {devices}" in readme["printed"]
+    assert len(readme["warnings"]) == 1 and readme["warnings"][0].startswith("1 of the 1437 training samples are left out of every epoch")
     settings = result["settings"]
     assert settings["fit_keeps_the_users"] and settings["init_sets_it"] and settings["distributed_inside"], settings
     assert settings["built_after_init_devices"] == devices and settings["distributed_after"] == "None"
-    slots = result["model_parallel_adam_builder"]["slot_specs"]
-    assert sum("'model'" in spec for spec in slots.values()) == 2 * len(sharded)  # Adam's two slots follow their kernel
+    adam = result["model_parallel_adam_builder"]
+    kernels = [path for path, spec in adam["specs"].items() if "'model'" in spec]
+    assert sum("'model'" in spec for spec in adam["slot_specs"].values()) == 2 * len(kernels)  # Adam's two slots follow their kernel
 
 
 def test_two_processes_through_the_launcher_train_as_one(tmp_path):
@@ -231,15 +250,6 @@ def test_two_processes_through_the_launcher_train_as_one(tmp_path):
     reference, first, second = (np.load(folder / name) for folder, name in ((one, "weights-0.npz"), (two, "weights-0.npz"), (two, "weights-1.npz")))
     assert all(np.array_equal(first[k], second[k]) for k in first.files)
     assert max(float(np.abs(reference[k] - first[k]).max()) for k in reference.files) < 1e-5
-
-
-def test_the_readme_example_is_the_one_the_tests_run():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## Keras 3 on JAX", 1)[1].split("\n## ", 1)[0]
-    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
-    example = (ROOT / "examples" / "jax_train.py").read_text(encoding="utf-8")
-    missing = [line for line in block.splitlines() if line.strip() and line not in example.splitlines()]
-    assert "autodist.fit(" in block and not missing, missing
-    assert "python examples/jax_train.py" in readme and "launch --workers 2 examples/jax_train.py" in readme
 
 
 def test_inspect_and_plan_on_jax_without_tensorflow(tmp_path):

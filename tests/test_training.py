@@ -9,25 +9,37 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_scenario
+from tests.conftest import scenario_result, start_scenario
 
 WEIGHT_TOLERANCE = 1e-4
 METRIC_TOLERANCE = 1e-3
 
 
 @pytest.fixture(scope="module")
-def cpu2():
-    return run_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="2")
+def single_host():
+    """The three configurations of tests/scenarios/single_host.py, run side by side (each in its
+    own process: the numbers do not depend on what else runs)."""
+    started = {
+        "cpu2": start_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="2"),
+        "cpu4": start_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="4"),
+        "legacy": start_scenario("single_host.py", "tf_keras", AUTODIST_CPU_DEVICES="2", TF_USE_LEGACY_KERAS="1"),
+    }
+    return {name: scenario_result(proc, timeout=600) for name, proc in started.items()}
 
 
 @pytest.fixture(scope="module")
-def cpu4():
-    return run_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="4")
+def cpu2(single_host):
+    return single_host["cpu2"]
 
 
 @pytest.fixture(scope="module")
-def legacy():
-    return run_scenario("single_host.py", "tf_keras", AUTODIST_CPU_DEVICES="2", TF_USE_LEGACY_KERAS="1")
+def cpu4(single_host):
+    return single_host["cpu4"]
+
+
+@pytest.fixture(scope="module")
+def legacy(single_host):
+    return single_host["legacy"]
 
 
 def _check_equivalence(case, strategy, replicas):

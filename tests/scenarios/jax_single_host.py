@@ -42,14 +42,16 @@ def differences(reference, ref_history, model, history):
     return {"weights": weights, "history": logs, "keys": sorted(history.history) == sorted(ref_history.history)}
 
 
-def case(optimizer, *, builder=False, **fit_kwargs):
-    """One epoch of the same program under model.fit (one device) and autodist.fit."""
+def case(optimizer, *, builder=False, x=X, num_params=None, **fit_kwargs):
+    """One epoch of the same program under model.fit (one device, the arrays at batch 32) and
+    autodist.fit (``x``: the arrays, or a dataset of them)."""
     reference = build(optimizer)
     ref_history = reference.fit(X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, **fit_kwargs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         given = (lambda: build(optimizer)) if builder else build(optimizer)  # a builder is called under the distribution
-        history = autodist.fit(given, X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, **fit_kwargs)
+        extra = {"batch_size": 32} if hasattr(x, "element_spec") else {"y": Y, "batch_size": 32}
+        history = autodist.fit(given, x, epochs=1, shuffle=False, verbose=0, num_params=num_params, **extra, **fit_kwargs)
         model = history.model if builder else given
     return {
         **differences(reference, ref_history, model, history),
@@ -81,7 +83,33 @@ small_devices(300_000)  # 0.9 x 300 kB: less than the 315 kB the model needs wit
 result["model_parallel"] = case("sgd")
 small_devices(500_000)  # less than the 708 kB it needs with Adam's two slots
 result["model_parallel_adam_builder"] = case("adam", builder=True)
+small_devices(300_000)  # num_params alone cannot be sharded: built on the host, then sharded
+result["model_parallel_builder_num_params"] = case("sgd", builder=True, num_params=build().count_params())
 hardware.jax_local_devices = measured
+
+
+def dataset_case():
+    """A tf.data.Dataset batched by 24, with batch_size=32: re-batched to it."""
+    import tensorflow as tf
+
+    return case("sgd", x=tf.data.Dataset.from_tensor_slices((X, Y)).batch(24))
+
+
+def readme_example():
+    """The README's JAX example, as it is written there."""
+    import contextlib
+    import io
+    import pathlib
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Keras 3 on JAX", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace, printed = {}, io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
+        warnings.simplefilter("always")
+        exec(compile(block, "README.md", "exec"), namespace)
+    history = namespace["history"]
+    return {"strategy": history.plan.strategy.value, "val_accuracy": history.history["val_accuracy"][-1],
+            "printed": printed.getvalue(), "warnings": [str(w.message) for w in caught if "Autodist" in type(w.message).__name__]}  # fmt: skip
 
 
 def distribution_settings():
@@ -107,4 +135,6 @@ def distribution_settings():
 
 
 result["settings"] = distribution_settings()
+result["readme"] = readme_example()
+result["dataset"] = dataset_case()  # last: it imports TensorFlow
 print("RESULT " + json.dumps(result))
