@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from autodist.errors import AutodistError
+from autodist.inputs import is_array_like
 
 __all__ = ["Part", "local_inputs", "rows"]
 
@@ -71,7 +72,7 @@ def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, p
     x, y = _plain(x), _plain(y)
     if hasattr(x, "element_spec"):
         return _dataset(x, batch, part), y, kwargs, _dataset_warning(x, batch, part)
-    if not _arrays(x):
+    if not is_array_like(x):
         if part.processes > 1:
             raise AutodistError(
                 f"autodist.fit got {type(x).__name__} as x in a {part.processes}-process JAX job. "
@@ -102,7 +103,7 @@ def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, p
             "would shard the dataset only with datasets for both. Expected the same kind for both. "
             "Pass validation arrays (or validation_split), or a tf.data.Dataset for x too."
         )
-    if isinstance(validation, (tuple, list)) and validation and _arrays(validation[0]):
+    if isinstance(validation, (tuple, list)) and validation and is_array_like(validation[0]):
         val_batch = int(kwargs.get("validation_batch_size") or batch)
         val_rows = rows(_length(validation[0]), batch=val_batch, part=part)
         warnings += _cut_warning("validation", _length(validation[0]), val_batch, part)
@@ -155,14 +156,6 @@ def _cut_warning(what: str, count: int, batch: int, part: Part) -> list[str]:
         f"mesh's batch axis, so it is cut to {count % batch - left_out}. Pass a number of samples "
         f"that is a multiple of {part.replicas} to use all of them."
     ]
-
-
-def _arrays(x: Any) -> bool:
-    if isinstance(x, Mapping):
-        return bool(x) and all(_arrays(v) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return bool(x) and all(_arrays(v) for v in x)
-    return hasattr(x, "shape") and hasattr(x, "__getitem__") and hasattr(x, "dtype") and not hasattr(x, "element_spec")
 
 
 def _length(x: Any) -> int:
