@@ -38,7 +38,7 @@ from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
 from autodist.settings import ACTIVATE_ENV, CPU_DEVICES_ENV, activation_enabled, peer_timeout_setting, strategy_setting
 
-__all__ = ["ASSUMED_FITS", "Activation", "activate", "complete", "current", "install", "plan_here", "runtime_started_message", "start", "uninstall"]
+__all__ = ["ASSUMED_FITS", "Activation", "activate", "complete", "current", "install", "record", "step_aside", "plan_here", "runtime_started_message", "start", "uninstall"]
 
 #: Packages whose import may import TensorFlow; activation waits until the outermost one is done.
 _WATCHED = ("tensorflow", "keras", "tf_keras")
@@ -65,6 +65,8 @@ class Activation:
             raises ``error`` when it plans that same strategy, instead of trying again.
         ops_before_import: TensorFlow's runtime had started before ``import autodist``.
         pending: the strategy is still to be made current (see :func:`complete`).
+        script_strategy: the script's own strategy class autodist stepped aside for, or shared with.
+        shared: the script's ``MultiWorkerMirroredStrategy()`` is autodist's own object.
     """
 
     plan: Any = None
@@ -73,6 +75,8 @@ class Activation:
     failed_key: tuple[Any, ...] | None = None
     ops_before_import: bool = False
     pending: bool = False
+    script_strategy: str | None = None
+    shared: bool = False
 
 
 _STATE: dict[str, Activation] = {}
@@ -147,23 +151,24 @@ def activate(environ: Mapping[str, str]) -> Activation:
     if outcome.pending:
         _MAIN[0] = threading.get_ident()
         _TRIGGERS.install()
+        __import__("autodist.coexistence").coexistence.watch_script_strategies()
     return outcome
 
 
 def complete() -> None:
-    """Create the pending strategy and make it current. Idempotent; the triggers call it.
-
-    In another thread than the one that imported TensorFlow, or inside a ``with scope`` the
-    script opened, it only creates the strategy (MultiWorkerMirrored must exist before the first
-    op); making it current waits for the next trigger in the importing thread.
+    """Create the pending strategy and make it current. Idempotent; the triggers call it. In
+    another thread than the one that imported TensorFlow, or inside a ``with scope`` the script
+    opened, it only creates it (MultiWorkerMirrored must exist before the first op).
 
     Raises:
         Exception: the strategy's own error (``PeerError`` for a peer that never connects),
             once; ``fit`` raises it again rather than trying a second time.
     """
+    from autodist.strategies import building
+
     done = current()
-    if done is None or not done.pending or not _BUSY.acquire(blocking=False):
-        return
+    if done is None or not done.pending or building() or not _BUSY.acquire(blocking=False):
+        return  # building(): autodist is creating a strategy, whose constructor fired a trigger
     try:
         from tensorflow.python.distribute import distribute_lib
 
@@ -174,38 +179,84 @@ def complete() -> None:
             try:
                 strategy = start(done.plan)
             except Exception as err:
-                _STATE["done"] = dataclasses.replace(done, pending=False, error=err, failed_key=strategy_key(done.plan))
+                record(pending=False, error=err, failed_key=strategy_key(done.plan))
                 _TRIGGERS.remove()
                 raise
-            done = _STATE["done"] = dataclasses.replace(done, strategy=strategy)
-        if threading.get_ident() != _MAIN[0] or distribute_lib.has_strategy():
+            done = record(strategy=strategy)
+        if threading.get_ident() != _MAIN[0] or distribute_lib.has_strategy() or not current().pending:  # type: ignore[union-attr]
             return
         coexistence.install(done.strategy)
         distribute_lib.experimental_set_strategy(done.strategy)
-        _STATE["done"] = dataclasses.replace(done, pending=False)
+        record(pending=False)
         _TRIGGERS.remove()
+        _UNUSED.install()
         get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
     finally:
         _BUSY.release()
 
 
-class _Triggers:
-    """Wrappers that call :func:`complete` first: the runtime's start, variable creation, and
-    ``tf.distribute.get_strategy`` / ``has_strategy`` (as Keras models' constructors call them).
-    Removed, with TensorFlow's own functions back, once the strategy is current."""
+def record(**changes: Any) -> Activation:
+    """Record what happened since (fields of :class:`Activation`); returns the record."""
+    _STATE["done"] = dataclasses.replace(_STATE["done"], **changes)
+    return _STATE["done"]
+
+
+def step_aside() -> bool:
+    """The script created a strategy of its own (:mod:`autodist.coexistence`): stop making
+    autodist's current, and unset it, unless it holds variables or its scope was entered."""
+    from tensorflow.python.distribute import distribute_lib
+
+    from autodist.coexistence import stepping_aside
+
+    with _BUSY:
+        done = current()
+        if done is None or done.script_strategy is not None:
+            return False
+        if done.pending:
+            _TRIGGERS.remove()
+        elif done.strategy is None or _UNUSED.used or threading.get_ident() != _MAIN[0]:
+            return False
+        elif stepping_aside() is done.strategy:  # current through activation alone, no scope entered
+            distribute_lib.experimental_set_strategy(None)
+        else:
+            return False
+        _UNUSED.remove()
+        record(pending=False)
+        return True
+
+
+class _Wrappers:
+    """Wrappers around TensorFlow functions that call ``before`` first, until :meth:`remove`."""
 
     def __init__(self) -> None:
         self.saved: list[tuple[Any, str, Any]] = []
 
-    def _wrap(self, owner: Any, name: str) -> None:
+    def before(self) -> None:
+        raise NotImplementedError
+
+    def _wrap(self, owner: Any, name: str, before: Callable[[], None] | None = None) -> None:
         original = getattr(owner, name)
+        call_first = before or self.before
 
         def first_complete(*args: Any, **kwargs: Any) -> Any:
-            complete()
+            call_first()
             return original(*args, **kwargs)
 
         self.saved.append((owner, name, original))
         setattr(owner, name, first_complete)
+
+    def remove(self) -> None:
+        while self.saved:
+            owner, name, original = self.saved.pop()
+            setattr(owner, name, original)
+
+
+class _Triggers(_Wrappers):
+    """:func:`complete` first, until the strategy is current: at the runtime's start, variable
+    creation, ``tf.distribute.get_strategy`` / ``has_strategy`` (Keras models' constructors)."""
+
+    def before(self) -> None:
+        complete()
 
     def install(self) -> None:
         from tensorflow.python.distribute import distribute_lib
@@ -215,20 +266,52 @@ class _Triggers:
         if self.saved:
             return
         self._wrap(context.Context, "ensure_initialized")
-        self._wrap(variables.VariableMetaclass, "__call__")
+        self._wrap(variables.VariableMetaclass, "__call__", _complete_then_count)
         for name, module in list(sys.modules.items()):
             if name.startswith("tensorflow._api.") and name.endswith(".distribute"):
                 for function in ("get_strategy", "has_strategy"):
                     if getattr(module, function, None) is getattr(distribute_lib, function):
                         self._wrap(module, function)
 
-    def remove(self) -> None:
-        while self.saved:
-            owner, name, original = self.saved.pop()
-            setattr(owner, name, original)
+
+class _Unused(_Wrappers):
+    """Watches variable creation until a first variable is created under autodist's strategy
+    (until then, a strategy the script creates replaces it: :func:`step_aside`)."""
+
+    used = False
+
+    def before(self) -> None:
+        from tensorflow.python.distribute.distribute_lib import get_strategy
+
+        done = current()
+        if done is not None and done.strategy is not None and get_strategy() is done.strategy and not _made_by_tf_distribute():
+            type(self).used = True
+            self.remove()
+
+    def install(self) -> None:
+        from tensorflow.python.ops import variables
+
+        if not self.saved and not self.used:
+            self._wrap(variables.VariableMetaclass, "__call__")
+
+
+def _made_by_tf_distribute() -> bool:
+    """Whether tf.distribute creates the variable (a strategy's constructor: an ordering token)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame is not None and "tensorflow/python/distribute/" in frame.f_code.co_filename.replace("\\", "/")
+
+
+def _complete_then_count() -> None:
+    """Before a variable is created: complete the activation, then count the variable (the watch
+    that ``complete`` installs comes too late for it)."""
+    complete()
+    _UNUSED.before()
 
 
 _TRIGGERS = _Triggers()
+_UNUSED = _Unused()
 
 
 def _split_cpu(environ: Mapping[str, str], configure: Callable[[int], None]) -> None:

@@ -1,7 +1,14 @@
-"""Act: what a script does with strategies keeps working while autodist's strategy is current.
+"""Act: what a script does with strategies keeps working with autodist imported.
 
-Once :mod:`autodist.activation` has made its strategy current, two things a script without
-autodist does would fail in TensorFlow:
+One strategy per process. When the script constructs a ``tf.distribute`` strategy of its own
+(the guide's and the tutorials' ``strategy = tf.distribute.MirroredStrategy()``), autodist's
+gives way (:func:`on_script_strategy`): the script's strategies then work exactly as without
+autodist, and ``autodist.fit`` trains a model built in the script's scope under that strategy.
+``MultiWorkerMirroredStrategy()`` in a job autodist planned as multi-worker is autodist's own
+object instead, since collectives can be configured only once per process.
+
+Once :mod:`autodist.activation` has made its strategy current and it holds variables, two
+things a script without autodist does would fail in TensorFlow:
 
 - ``with another_strategy.scope():`` for a strategy the script builds itself ("Mixing different
   tf.distribute.Strategy objects"); the save-and-load tutorial loads a model under a
@@ -25,9 +32,13 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["install", "stepping_aside"]
+from autodist import activation
+from autodist.log import get_logger
+
+__all__ = ["install", "on_script_strategy", "shared_multi_worker", "stepping_aside", "watch_script_strategies"]
 
 _LOCAL = threading.local()
 #: The strategy autodist made current (``install`` sets it); ``None`` before.
@@ -132,3 +143,93 @@ def install(strategy: Any) -> None:
     for name, module in list(sys.modules.items()):
         if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(module, "load", None) is original_load:
             module.load = load
+
+
+def on_script_strategy(strategy_class: type) -> None:
+    """The script has constructed a ``tf.distribute`` strategy of its own (``MirroredStrategy()``,
+    ...): one strategy per process. While autodist's is still pending, or current (and not
+    entered with ``scope()``) but holding no variable yet, it steps aside for good, as if
+    autodist had not been imported: the script's strategies work as they do without autodist
+    (``model.fit``, ``evaluate`` and ``save`` outside the ``with`` block), and ``autodist.fit``
+    trains a model built in the script's scope under that strategy. Later, it steps aside only
+    inside the script's scopes (:func:`stepping_aside`)."""
+    done = activation.current()
+    if done is None or done.plan is None or done.shared or _reentered():
+        return
+    if activation.step_aside():
+        activation.record(script_strategy=strategy_class.__name__)
+        get_logger().info("autodist: the script created its own %s; autodist's %s steps aside", strategy_class.__name__, done.plan.strategy.value)
+
+
+def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """autodist's own MultiWorkerMirroredStrategy, for the script's ``MultiWorkerMirroredStrategy()``
+    in a job autodist planned as multi-worker (collectives are configured once per process);
+    ``None`` elsewhere. Created now if it was still pending.
+
+    Raises:
+        StrategyUnavailableError: the script's arguments name another cluster.
+        Exception: the strategy's own error (``PeerError``: a peer never connected).
+    """
+    from autodist.planning import StrategyKind
+    from autodist.strategies import check_same_cluster
+
+    done = activation.current()
+    if done is None or done.plan is None or done.plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED:
+        return None
+    check_same_cluster(done.plan, args, kwargs)
+    activation.complete()  # creates it (once; an error is recorded for fit) when pending
+    done = activation.current()
+    assert done is not None
+    if done.strategy is None:
+        if done.error is not None:
+            raise done.error
+        return None
+    done.strategy._autodist_shared_init = True  # its constructor must not run a second time
+    activation.record(script_strategy="MultiWorkerMirroredStrategy", shared=True)
+    return done.strategy
+
+
+_COPYING = threading.local()
+
+
+def watch_script_strategies() -> None:
+    """Make the strategies the script constructs known to autodist: a wrapped ``__init__`` on
+    TensorFlow's strategy base class calls :func:`on_script_strategy` once a strategy is built,
+    and ``MultiWorkerMirroredStrategy()`` gets autodist's own object
+    (:func:`shared_multi_worker`, a ``__new__``; not while TensorFlow deep-copies a strategy).
+    Autodist's own strategies and TensorFlow's default one are not the script's. Idempotent."""
+    from tensorflow.python.distribute import collective_all_reduce_strategy, distribute_lib
+
+    from autodist.strategies import building, kind_of_class
+
+    base = distribute_lib.StrategyBase
+    if getattr(base, "_autodist_watched", False):
+        return
+    collective = collective_all_reduce_strategy.CollectiveAllReduceStrategy
+    base_init, base_copy, collective_init = base.__init__, base.__deepcopy__, collective.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        base_init(self, *args, **kwargs)
+        if not building() and not getattr(_COPYING, "on", False) and kind_of_class(type(self)) is not None:
+            on_script_strategy(type(self))
+
+    def __deepcopy__(self: Any, memo: Any) -> Any:
+        _COPYING.on = True
+        try:
+            return base_copy(self, memo)
+        finally:
+            _COPYING.on = False
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        shared = None if building() or getattr(_COPYING, "on", False) else shared_multi_worker(args, kwargs)
+        return shared if shared is not None else object.__new__(cls)
+
+    def collective_once(self: Any, *args: Any, **kwargs: Any) -> None:
+        if getattr(self, "_autodist_shared_init", False):
+            return  # autodist's own, given to the script's constructor: built already
+        collective_init(self, *args, **kwargs)
+
+    base.__init__, base.__deepcopy__ = __init__, __deepcopy__  # type: ignore[method-assign]
+    collective.__new__ = staticmethod(__new__)  # type: ignore[method-assign]
+    collective.__init__ = collective_once  # type: ignore[method-assign]
+    base._autodist_watched = True

@@ -33,7 +33,9 @@ from typing import Any
 
 from autodist import parameter_server
 from autodist.resume import fit_resuming, guard_for
+from autodist.activation import Activation
 from autodist.activation import complete as complete_activation
+from autodist.activation import current as current_activation
 from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
 from autodist.callbacks import ChiefDuties, heartbeat, uses_batch_hooks
@@ -53,7 +55,7 @@ from autodist.inputs import (
     prepare_input,
     training_samples,
 )
-from autodist.keras_compat import build_from_generator
+from autodist.keras_compat import apply_workarounds, build_from_generator
 from autodist.log import get_logger, warn_all
 from autodist.model_info import describe_model, keras_flavor_of
 from autodist.placement import (
@@ -64,9 +66,11 @@ from autodist.placement import (
     keras_module,
     move_into_scope,
     place_model,
+    script_strategy,
 )
 from autodist.planning import Plan, StrategyKind, plan_for_built_model
 from autodist.settings import strategy_setting
+from autodist.strategies import describe_strategy
 from autodist.tune_rules import TUNE
 from autodist.tuning import tuned_plan
 
@@ -218,16 +222,39 @@ def _fit_facts(call: FitCall) -> FitFacts:
 
 def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
     """Plan, serve (parameter-server worker and ps tasks end here), build the strategy; on a
-    TPU, plan the batch again with the real number of cores once connected."""
+    TPU, plan the batch again with the real number of cores once connected. A model built in
+    the scope of a strategy the script created itself keeps that strategy."""
+    own = _scripts_own_strategy(call)
+    if own is not None:
+        the_plan = _plan_for(call, facts, kept=describe_strategy(own))
+        apply_workarounds(the_plan.keras_workarounds)
+        _refuse_evaluator(the_plan)
+        return the_plan, own
     the_plan = _plan_for(call, facts)
     parameter_server.serve_if_this_task_serves(the_plan)
     if strategy_setting(os.environ, call.strategy) == TUNE:
         the_plan = _tuned(call, facts, the_plan)
     distribution = start(the_plan)
+    if (current_activation() or Activation()).shared and distribution is (current_activation() or Activation()).strategy:
+        the_plan = dataclasses.replace(the_plan, reasons=the_plan.reasons + (_SHARED,))
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
         the_plan = _plan_for(call, facts, tpu_cores=int(distribution.num_replicas_in_sync))
     _refuse_evaluator(the_plan)
     return the_plan, distribution
+
+
+_SHARED = (
+    "the script's own MultiWorkerMirroredStrategy() is this strategy object: collectives are "
+    "configured once per process, so autodist gave the script the strategy it had created"
+)
+
+
+def _scripts_own_strategy(call: FitCall) -> Any:
+    """The strategy the script created itself and built ``call.model`` in, when ``fit`` keeps
+    it: ``strategy="auto"`` (or ``"tune"``, which then times nothing). ``None`` otherwise."""
+    if call.builder is not None or str(call.strategy).lower() not in ("auto", TUNE):
+        return None
+    return script_strategy(call.model)
 
 
 def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
@@ -353,7 +380,7 @@ def _prepare_input(x: Any, y: Any, the_plan: Plan, fit_kwargs: dict[str, Any], *
     return ready.x, ready.y, list(ready.warnings)
 
 
-def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None) -> Plan:
+def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None, kept: Any = None) -> Plan:
     import tensorflow as tf
 
     x, fit_kwargs = call.x, call.fit_kwargs
@@ -378,6 +405,7 @@ def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snap
         strategy=call.strategy,
         peer_timeout_seconds=call.peer_timeout_seconds,
         fit_facts=facts,
+        kept=kept,
         **options,
     )
     if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import inspect
 import os
 import tempfile
@@ -33,6 +34,7 @@ from autodist.errors import AutodistError, ModelPlacementError
 from autodist.log import warn_all
 from autodist.model_info import keras_flavor_of
 from autodist.planning import Plan, StrategyKind
+from autodist.train_state import build_optimizer
 
 __all__ = [
     "build_from_first_batch",
@@ -46,6 +48,7 @@ __all__ = [
     "needs_move",
     "place_model",
     "Placed",
+    "script_strategy",
     "warn_moved",
 ]
 
@@ -78,6 +81,17 @@ def model_strategy(model: Any) -> Any:
     if keras_flavor_of(model) == "tf_keras":
         return getattr(model, "_distribution_strategy", None)
     return getattr(model, "_distribute_strategy", None)
+
+
+def script_strategy(model: Any) -> Any:
+    """The strategy the script created itself and built ``model`` in (not autodist's, not
+    TensorFlow's default); ``None`` otherwise."""
+    from autodist.strategies import is_autodists
+
+    strategy = model_strategy(model)
+    if strategy is None or is_autodists(strategy) or type(strategy).__name__.startswith("_DefaultDistributionStrategy"):
+        return None
+    return strategy
 
 
 def keras_module(flavor: str) -> Any:
@@ -241,16 +255,24 @@ def place_model(
         return Placed(build_in_scope(builder, distribution), False)
     if not needs_move(model, the_plan, distribution):
         return Placed(model, False)
+    own = script_strategy(model)
     build_from_first_batch(model, x)
     copy = (move or move_into_scope)(model, distribution)
-    warn_moved(the_plan)
+    warn_moved(the_plan, own=type(own).__name__ if own is not None else None)
     return Placed(copy, True)
 
 
-def _move_cause(the_plan: Plan) -> tuple[str, str]:
-    """Why a model had to be moved, and the fix, from what activation did."""
+def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
+    """Why a model had to be moved, and the fix, from what activation did (``own``: the class
+    of the script's strategy the model was built under)."""
     done = current()
     chosen = the_plan.strategy.value
+    if own is not None:
+        return f"forced:{own}:{chosen}", (
+            f"the model was built in the scope of the script's own {own}, and this fit was given "
+            f"strategy={chosen!r}, which moves it. Fix: leave strategy='auto' to train under the "
+            f"script's {own}, or build the model outside its scope"
+        )
     if done is None or (done.plan is None and done.error is None and not done.ops_before_import):
         return "off", (
             f"{ACTIVATE_ENV}=0 (or TensorFlow was never imported after autodist) left no strategy "
@@ -263,6 +285,14 @@ def _move_cause(the_plan: Plan) -> tuple[str, str]:
             "script, above TensorFlow and Keras"
         )
     made = done.plan.strategy.value if done.plan is not None else "no strategy"
+    if done.script_strategy is not None and not done.shared:
+        return "script", (
+            f"the script created its own {done.script_strategy}, so autodist's {made} stepped "
+            "aside (one strategy per process), and this model was built outside that "
+            f"strategy's scope. Fix: build the model inside `with strategy.scope():` of the "
+            "script's strategy (autodist.fit then trains it there), or remove the script's "
+            "strategy so autodist's is current"
+        )
     if made == chosen:
         return "aside", (
             f"{made} was current from import on, but the model was created while it was not "
@@ -276,9 +306,9 @@ def _move_cause(the_plan: Plan) -> tuple[str, str]:
     )
 
 
-def warn_moved(the_plan: Plan) -> None:
+def warn_moved(the_plan: Plan, own: str | None = None) -> None:
     """Warn, once per cause in a process, that the save/load fallback ran."""
-    key, cause = _move_cause(the_plan)
+    key, cause = _move_cause(the_plan, own)
     if key in _WARNED:
         return
     _WARNED.add(key)
@@ -307,7 +337,9 @@ def copy_training_state(source: Any, target: Any) -> None:
     src_vars = _variables(src_opt)
     dst_vars = _variables(dst_opt)
     if len(dst_vars) < len(src_vars):
-        dst_opt.build(target.trainable_variables)
+        strategy = model_strategy(target)
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            build_optimizer(dst_opt, target.trainable_variables)
         dst_vars = _variables(dst_opt)
     if [tuple(v.shape) for v in src_vars] != [tuple(v.shape) for v in dst_vars]:
         raise AutodistError(

@@ -46,6 +46,7 @@ from autodist.plans import (
     DEFAULT_GPU_MEMORY_FRACTION,
     DEFAULT_PEER_TIMEOUT_SECONDS,
     Plan,
+    ScriptStrategy,
     StrategyKind,
     format_gib,
 )
@@ -68,6 +69,7 @@ def plan(
     environ: Mapping[str, str] | None = None,
     fit_facts: choosers.FitFacts | None = None,
     refuse_when_nothing_fits: bool = True,
+    kept: ScriptStrategy | None = None,
 ) -> Plan:
     """Choose and configure a strategy. Pure: it reads no machine and no environment but
     ``environ``, and starts nothing (``autodist.plan`` is the edge that detects this machine).
@@ -86,8 +88,8 @@ def plan(
         environ: only for ``AUTODIST_KERAS_COMPAT`` and ``AUTODIST_STEPS_PER_EXECUTION``.
         fit_facts: what a ``fit`` call's callbacks, keywords and input say (for
             ``steps_per_execution``); none of them by default.
-        refuse_when_nothing_fits: raise when no strategy's memory estimate fits the GPUs
-            (``False``, for dry runs: the plan warns instead).
+        refuse_when_nothing_fits: raise when nothing fits the GPUs (``False``: dry runs warn).
+        kept: the script's own strategy (the model was built in its scope): kept, not chosen.
 
     Raises:
         StrategyUnavailableError: a forced strategy cannot run here, or the model fits no GPU.
@@ -110,11 +112,10 @@ def plan(
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env = environ if environ is not None else {}
     unbuilt = _opening(strategy, model is not None and params is None)
-    kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=gpu_memory_fraction)
-    layout = choosers.choose_layout(snapshot, kind.value)
+    kind, layout = _keep(snapshot, kept, memory, gpu_memory_fraction) if kept else _choose(snapshot, forced, memory, gpu_memory_fraction)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     per_replica = batch.value.per_replica_batch_size
-    estimates = choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=forced is not None)
+    estimates = choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept))
     threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
@@ -133,6 +134,29 @@ def plan(
         reasons=tuple(reason for choice in made for reason in choice.reasons),
         warnings=snapshot.diagnostics + tuple(warning for choice in made for warning in choice.warnings),
     )  # fmt: skip
+
+
+def _choose(snapshot: HardwareSnapshot, forced: StrategyKind | None, memory: choosers.MemoryFacts | None, fraction: float) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
+    kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=fraction)
+    return kind, choosers.choose_layout(snapshot, kind.value)
+
+
+def _keep(snapshot: HardwareSnapshot, kept: ScriptStrategy, memory: choosers.MemoryFacts | None, fraction: float) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
+    """The script's own strategy as the plan's kind and layout, with what autodist would have
+    chosen in its reason."""
+    try:
+        relaxed = dataclasses.replace(memory, refuse=False) if memory is not None else None
+        auto, auto_layout = _choose(snapshot, None, relaxed, fraction)
+        would = f"{auto.value.value} with {auto_layout.value.num_replicas} replica(s)"
+    except AutodistError as err:
+        would = f"nothing ({err})"
+    reason = (
+        f"kept the script's own {kept.describe()}: the model was created in its scope, so it "
+        f"trains there, as model.fit would train it; autodist would have chosen {would} (build "
+        "the model outside the script's `with strategy.scope():` to let autodist choose)"
+    )
+    layout = choosers.Layout(kept.devices, kept.parameter_device, None, kept.num_workers, kept.num_replicas)
+    return choosers.Choice(kept.kind, (reason,)), choosers.Choice(layout)
 
 
 def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, strategy: tuple[Any, StrategyKind | None], batch_size: int | None, slots: int | None, fraction: float, refuse: bool, timeout: float) -> Plan:

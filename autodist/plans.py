@@ -25,7 +25,7 @@ from autodist.cluster import ClusterInfo
 from autodist.hardware import TpuInfo
 from autodist.memory_model import MemoryEstimate
 
-__all__ = ["Plan", "StrategyKind", "format_gib"]
+__all__ = ["Plan", "ScriptStrategy", "StrategyKind", "format_gib"]
 
 
 class StrategyKind(str, Enum):
@@ -45,6 +45,35 @@ class StrategyKind(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+@dataclass(frozen=True)
+class ScriptStrategy:
+    """A strategy the user's script created itself, and a model was built in its scope: what the
+    planner needs to keep it (read from the live object by
+    :func:`autodist.strategies.describe_strategy`).
+
+    Attributes:
+        class_name: the strategy's class, as the script named it (``MirroredStrategy``, ...).
+        kind: the :class:`StrategyKind` it is.
+        devices: its local compute devices.
+        num_replicas: its replicas in sync across the job.
+        num_workers: the workers it spans (1 on one machine).
+        parameter_device: where CentralStorageStrategy keeps variables.
+    """
+
+    class_name: str
+    kind: StrategyKind
+    devices: tuple[str, ...] = ()
+    num_replicas: int = 1
+    num_workers: int = 1
+    parameter_device: str | None = None
+
+    def describe(self) -> str:
+        """``MirroredStrategy (1 replica on /job:localhost/replica:0/task:0/device:CPU:0)``."""
+        where = f" on {', '.join(self.devices)}" if self.devices else ""
+        workers = f" over {self.num_workers} workers" if self.num_workers > 1 else ""
+        return f"{self.class_name} ({self.num_replicas} replica(s){where}{workers})"
 
 
 DEFAULT_GPU_MEMORY_FRACTION = 0.9

@@ -357,7 +357,8 @@ def restore_state(model: Any, state: Guard) -> list[Any] | None:
     the epoch begins (or, in tf_keras, after its first step builds the metrics)."""
     found = state.resume_from
     assert found is not None
-    _build_optimizer(model, state.strategy)
+    with state.strategy.scope():
+        train_state.build_optimizer(getattr(model, "optimizer", None), model.trainable_variables)
     groups = train_state.state_variables(model, metrics=False)
     saved = train_state.load(state.folder, found.name) or {}
     missing = [name for name in groups if name not in saved or not train_state.matches(groups[name], saved[name])]
@@ -370,19 +371,6 @@ def restore_state(model: Any, state: Guard) -> list[Any] | None:
     where = "the fit had finished: nothing to train" if found.kind == "done" else f"at epoch {found.position.epoch + 1}, after {found.position.step} of its batches"
     get_logger().warning(f"autodist: resuming {where}, from the {what} save in {state.folder}")
     return saved.get("metrics") if found.kind == "step" else None
-
-
-def _build_optimizer(model: Any, strategy: Any) -> None:
-    """tf_keras creates the optimizer's slots at its first step: create them now, to restore
-    (``build`` for its optimizers, ``_create_all_weights`` for its legacy ones)."""
-    optimizer = getattr(model, "optimizer", None)
-    built = getattr(optimizer, "built", None)
-    if built is None:
-        built = getattr(optimizer, "_built", False)
-    create = getattr(optimizer, "build", None) or getattr(optimizer, "_create_all_weights", None)
-    if optimizer is not None and not built and create is not None:
-        with strategy.scope():
-            create(model.trainable_variables)
 
 
 def raise_mismatch(folder: str, name: str, groups: list[str]) -> None:

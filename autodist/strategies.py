@@ -24,10 +24,24 @@ from autodist.activation import current as current_activation
 from autodist.activation import runtime_started_message
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
 from autodist.planning import Plan, StrategyKind
+from autodist.plans import ScriptStrategy
 
-__all__ = ["build_strategy", "configure_cpu_devices", "runtime_started", "strategy_key"]
+__all__ = ["build_strategy", "building", "configure_cpu_devices", "describe_strategy", "is_autodists", "runtime_started", "strategy_key"]
 
 _STRATEGIES: dict[tuple[Any, ...], Any] = {}
+#: How many :func:`build_strategy` calls this thread is in. A strategy's constructor starts the
+#: runtime, which fires the activation's triggers: they must not build a second one.
+_BUILDING = threading.local()
+
+
+def building() -> bool:
+    """Whether autodist is creating a strategy in this thread right now."""
+    return getattr(_BUILDING, "depth", 0) > 0
+
+
+def is_autodists(strategy: Any) -> bool:
+    """Whether ``strategy`` is one autodist created (and not one the script created itself)."""
+    return any(strategy is ours for ours in _STRATEGIES.values())
 
 
 def runtime_started() -> bool:
@@ -131,7 +145,23 @@ def build_strategy(plan: Plan) -> Any:
         raise done.error  # building it at import failed; trying again would wait (or fail) again
     if plan.num_cpu_devices > 1:
         configure_cpu_devices(plan.num_cpu_devices)
+    _BUILDING.depth = getattr(_BUILDING, "depth", 0) + 1
+    try:
+        strategy = _create(plan)
+    finally:
+        _BUILDING.depth -= 1
+    _STRATEGIES[key] = strategy
+    return strategy
+
+
+def _create(plan: Plan) -> Any:
+    import tensorflow as tf
+
     kind = plan.strategy
+    if kind == StrategyKind.MULTI_WORKER_MIRRORED:
+        existing = [s for k, s in _STRATEGIES.items() if k[0] == StrategyKind.MULTI_WORKER_MIRRORED]
+        if existing:  # collectives are configured once per process: one MultiWorkerMirrored
+            return existing[0]
     if kind == StrategyKind.DEFAULT:
         from tensorflow.python.distribute import distribute_lib
 
@@ -158,7 +188,6 @@ def build_strategy(plan: Plan) -> Any:
             "Expected one of the seven StrategyKind values. Use one of those, "
             "or create the strategy yourself and call model.fit inside strategy.scope()."
         )
-    _STRATEGIES[key] = strategy
     return strategy
 
 
@@ -296,3 +325,98 @@ def _tpu(plan: Plan) -> Any:
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+#: The script's strategy classes autodist can keep, by class name (MRO), and their kind.
+_KINDS = (
+    ("OneDeviceStrategy", StrategyKind.ONE_DEVICE),
+    ("CentralStorageStrategy", StrategyKind.CENTRAL_STORAGE),
+    ("CollectiveAllReduceStrategy", StrategyKind.MULTI_WORKER_MIRRORED),
+    ("MirroredStrategy", StrategyKind.MIRRORED),
+    ("ParameterServerStrategyV2", StrategyKind.PARAMETER_SERVER),
+    ("TPUStrategyV2", StrategyKind.TPU),
+    ("TPUStrategy", StrategyKind.TPU),
+)
+
+
+def kind_of_class(cls: type) -> StrategyKind | None:
+    """The kind of a ``tf.distribute`` strategy class (by its class and bases), ``None`` for
+    TensorFlow's default strategy and classes autodist does not know."""
+    # TensorFlow's own classes only (not DTensor's experimental MirroredStrategy of the same name)
+    names = [k.__name__ for k in cls.__mro__ if k.__module__.startswith("tensorflow.python.") and ".experimental." not in k.__module__]
+    return next((kind for name, kind in _KINDS if name in names), None)
+
+
+def check_same_cluster(plan: Plan, args: tuple[Any, ...], kwargs: dict[str, Any] | Any) -> None:
+    """The script's ``MultiWorkerMirroredStrategy(...)`` arguments name no other cluster than
+    the plan's (autodist's strategy is shared with it).
+
+    Raises:
+        StrategyUnavailableError: a cluster resolver for another cluster or task.
+    """
+    import tensorflow as tf
+
+    given = [a for a in (*args, *dict(kwargs).values()) if isinstance(a, tf.distribute.cluster_resolver.ClusterResolver)]
+    cluster = plan.cluster
+    if not given or cluster is None:
+        return
+    resolver = given[0]
+    spec = {job: list(tasks) for job, tasks in resolver.cluster_spec().as_dict().items()}
+    ours = {job: list(tasks) for job, tasks in cluster.cluster_spec.items()}
+    if spec != ours or (resolver.task_type, resolver.task_id) != (cluster.task_type, cluster.task_index):
+        raise StrategyUnavailableError(
+            f"The script creates MultiWorkerMirroredStrategy for the cluster {spec} as "
+            f"{resolver.task_type} {resolver.task_id}, and autodist already joined {ours} as "
+            f"{cluster.task_type} {cluster.task_index} ({cluster.source}); collectives are "
+            "configured once per process, so there can be one MultiWorkerMirroredStrategy. "
+            "Expected no cluster_resolver (TF_CONFIG is read), or one for the same cluster. Drop "
+            "the cluster_resolver argument, or set TF_CONFIG to the cluster you mean."
+        )
+
+
+def describe_strategy(strategy: Any) -> ScriptStrategy:
+    """What a strategy the script created itself is: its kind, devices and replicas, read from
+    the live object, after checking that its devices exist here.
+
+    Raises:
+        StrategyUnavailableError: for a strategy class autodist does not know, or one that
+            names devices this machine does not have.
+    """
+    import tensorflow as tf
+
+    kind = kind_of_class(type(strategy))
+    shown = "MultiWorkerMirroredStrategy" if kind == StrategyKind.MULTI_WORKER_MIRRORED else type(strategy).__name__
+    if kind is None:
+        raise StrategyUnavailableError(
+            f"The model was created in the scope of the script's own {shown}, which autodist "
+            "cannot train under (Expected one of: OneDeviceStrategy, MirroredStrategy, "
+            "CentralStorageStrategy, MultiWorkerMirroredStrategy, ParameterServerStrategy, "
+            "TPUStrategy). Call model.fit yourself inside that strategy's scope, or build the "
+            "model outside it and let autodist.fit choose."
+        )
+    extended = strategy.extended
+    devices = tuple(extended.worker_devices) if kind != StrategyKind.PARAMETER_SERVER else ()
+    present = {_kind_and_index(device.name) for device in tf.config.list_logical_devices()}
+    missing = [d for d in devices if _kind_and_index(d) not in present]
+    if missing:
+        have = ", ".join(f"{kind}:{index}" for kind, index in sorted(present))
+        raise StrategyUnavailableError(
+            f"The script's own {shown} names {', '.join(missing)}, which this machine does not "
+            f"have (it has {have}). Expected devices that exist. Create "
+            f"it without a device list ({shown}() picks the local GPUs, else the CPU), or "
+            "remove the script's strategy and its `with strategy.scope():` so autodist chooses."
+        )
+    num_workers = int(getattr(extended, "_num_workers", 1) or 1)
+    parameter = getattr(extended, "_variable_device", None) if kind == StrategyKind.CENTRAL_STORAGE else None
+    return ScriptStrategy(
+        shown, kind, devices, int(strategy.num_replicas_in_sync), num_workers,
+        str(parameter) if parameter is not None else None,
+    )  # fmt: skip
+
+
+def _kind_and_index(device: str) -> tuple[str, int]:
+    """``/job:localhost/replica:0/task:0/device:CPU:1`` (or ``/cpu:1``) → ``("CPU", 1)``."""
+    import tensorflow as tf
+
+    spec = tf.DeviceSpec.from_string(device)
+    return (spec.device_type or "CPU").upper(), spec.device_index or 0

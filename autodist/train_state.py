@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "build_optimizer",
     "GROUPS", "KEEP", "KINDS", "Position", "Save", "clear", "discard_after", "load", "matches", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
 ]  # fmt: skip
 
@@ -74,6 +75,18 @@ def state_variables(model: Any, *, metrics: bool = True) -> dict[str, list[Any]]
     if metrics:
         groups["metrics"] = metric_variables
     return groups
+
+
+def build_optimizer(optimizer: Any, variables: list[Any]) -> None:
+    """Create an optimizer's slots for ``variables`` now, if it has none yet (tf_keras creates
+    them at its first step): ``build`` for Keras 3 and tf_keras optimizers,
+    ``_create_all_weights`` for tf_keras's legacy ``OptimizerV2`` ones, which have no ``build``."""
+    built = getattr(optimizer, "built", None)
+    if built is None:
+        built = getattr(optimizer, "_built", False)
+    create = getattr(optimizer, "build", None) or getattr(optimizer, "_create_all_weights", None)
+    if optimizer is not None and not built and create is not None:
+        create(variables)
 
 
 def _optimizer_variables(model: Any) -> list[Any]:

@@ -1,0 +1,182 @@
+"""Scripts that create their own strategy, adopted as users adopt autodist (issue 23).
+
+The programs in tests/as_written/ are the guide's and the multi-worker tutorial's code as they
+have it: their own ``MirroredStrategy()`` / ``MultiWorkerMirroredStrategy()``, their own
+``with strategy.scope():``, ``model.fit``, ``evaluate``, ``save``. Each runs as it is (the
+baseline) and in its adopted forms, written by :mod:`tests.adoption`: ``import autodist`` added
+and ``x.fit(`` turned into ``autodist.fit(x, ``, or only the import added (``model.fit`` kept).
+Single-host programs run on 2 logical CPUs, where autodist plans mirrored; multi-worker ones as
+2 workers under ``python -m autodist launch``. Independent processes run side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.adoption import write_adopted
+from tests.conftest import ROOT, finished, scenario_result, start_python, start_scenario, subprocess_env
+
+AS_WRITTEN = ROOT / "tests" / "as_written"
+TIMEOUT = 240
+
+pytestmark = pytest.mark.tensorflow
+
+
+def _flat(value: Any) -> list[float]:
+    if isinstance(value, dict):
+        return [x for key in sorted(value) for x in _flat(value[key])]
+    if isinstance(value, (list, tuple)):
+        return [x for item in value for x in _flat(item)]
+    return [float(value)]
+
+
+def max_gap(a: Any, b: Any) -> float:
+    """The largest difference between two equally shaped nests of numbers (inf when the shapes differ)."""
+    fa, fb = _flat(a), _flat(b)
+    return max((abs(x - y) for x, y in zip(fa, fb)), default=0.0) if len(fa) == len(fb) else math.inf
+
+
+def _collect(proc: Any, name: str, outdir: Path) -> dict[str, Any]:
+    code, out, err = finished(proc, TIMEOUT)
+    assert code == 0, f"{name} exited {code}:\nstdout:\n{out[-4000:]}\nstderr:\n{err[-8000:]}"
+    found = sorted(outdir.glob("*.json"))
+    assert found, f"{name} wrote no result in {outdir}\nstdout:\n{out[-3000:]}"
+    results = {path.stem: json.loads(path.read_text()) for path in found}
+    results["files"] = sorted(str(p.relative_to(outdir)) for p in outdir.rglob("*") if p.is_file() and p.suffix != ".json")
+    return results
+
+
+def _forms(program: str, scratch: Path) -> dict[str, Path]:
+    """The program as written and its two adopted forms."""
+    source = AS_WRITTEN / f"{program}.py"
+    forms = {"as_written": source}
+    for form, keep in (("adopted", False), ("adopted_keep_fit", True)):
+        target = scratch / f"{program}_{form}.py"
+        changed = write_adopted(source, target, keep_fit=keep)
+        assert changed > 0 or keep
+        forms[form] = target
+    return forms
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return tmp_path_factory.mktemp("adopted")
+
+
+def _env(**overrides: str) -> dict[str, str]:
+    """The programs import their data helpers (tests/tutorials/synthetic_data.py) from PYTHONPATH."""
+    return subprocess_env(PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'tutorials'}", **overrides)
+
+
+@pytest.fixture(scope="module")
+def guide(scratch, tmp_path_factory):
+    """The guide's MirroredStrategy programs: as written (on 2 logical CPUs, no autodist), adopted,
+    and adopted with model.fit kept (AUTODIST_CPU_DEVICES=2: autodist plans mirrored)."""
+    forms = _forms("distributed_training_guide", scratch)
+    procs = {}
+    for form, path in forms.items():
+        out = tmp_path_factory.mktemp(f"guide-{form}")
+        if form == "as_written":
+            args, env = [str(AS_WRITTEN / "run_plain.py"), "2", str(path), str(out)], _env()
+        else:
+            args, env = [str(path), str(out)], _env(AUTODIST_CPU_DEVICES="2")
+        procs[form] = (start_python(args, env=env), out)
+    return {form: _collect(proc, form, out)["single"] for form, (proc, out) in procs.items()}
+
+
+NUMBERS = ("dataset_history", "dataset_evaluate", "arrays_history", "arrays_evaluate", "predict", "fit_weights", "reloaded_evaluate", "loop_losses", "loop_weights")
+
+
+@pytest.mark.parametrize("form", ["adopted", "adopted_keep_fit"])
+def test_guide_programs_train_the_same_numbers_adopted(guide, form, report):
+    plain, adopted = guide["as_written"], guide[form]
+    assert plain["num_replicas"] == adopted["num_replicas"] == 2
+    gaps = {key: max_gap(plain[key], adopted[key]) for key in NUMBERS}
+    assert all(gap <= 1e-6 for gap in gaps.values()), gaps
+    report(f"own strategy, guide programs {form} vs as written (2 logical CPUs): max difference {max(gaps.values()):.1e} over fit/evaluate/predict/save/custom loop")
+
+
+def test_guide_program_plan_says_the_scripts_strategy_was_kept(guide):
+    reasons = guide["adopted"]["plan"]
+    assert any(r.startswith("kept the script's own MirroredStrategy (2 replica(s)") and "autodist would have chosen mirrored" in r for r in reasons), reasons
+
+
+@pytest.fixture(scope="module")
+def workers(scratch, tmp_path_factory):
+    """The multi-worker tutorial adopted, with Keras 3 and with tf_keras, and the init-then-fit
+    script, each as 2 workers under ``autodist launch``; then the single-process scenario."""
+    adopted = _forms("multi_worker_with_keras", scratch)["adopted"]
+    jobs = {
+        "keras3": ([str(adopted)], {}),
+        "tf_keras": ([str(adopted)], {"TF_USE_LEGACY_KERAS": "1"}),
+        "init_then_fit": ([str(ROOT / "tests" / "scenarios" / "init_then_fit.py")], {}),
+    }
+    results = {}
+    for batch in (("keras3", "tf_keras"), ("init_then_fit",)):
+        started = {}
+        for name in batch:
+            program, env = jobs[name]
+            out = tmp_path_factory.mktemp(name)
+            launch = ["-m", "autodist", "launch", "--workers", "2", "--timeout", str(TIMEOUT - 30), "--grace", "3", *program, str(out)]
+            started[name] = (start_python(launch, env=_env(**env)), out)
+        results.update({name: _collect(proc, name, out) for name, (proc, out) in started.items()})
+    return results
+
+
+@pytest.mark.parametrize("flavor", ["keras3", "tf_keras"])
+def test_multi_worker_tutorial_as_written_runs_to_the_end_in_step(workers, flavor, report):
+    """fit, save on every worker, CheckpointManager, load_model, BackupAndRestore: to the end,
+    with identical weights and Histories on both workers."""
+    job = workers[flavor]
+    assert sorted(job) == ["files", "worker-0", "worker-1"]
+    first, second = job["worker-0"], job["worker-1"]
+    assert max_gap(first["weights"], second["weights"]) == 0.0
+    assert max_gap(first["histories"], second["histories"]) == 0.0
+    assert [len(h["loss"]) for h in first["histories"]] == [3, 2, 2, 3]
+    assert first["histories"][0]["loss"][-1] < first["histories"][0]["loss"][0]
+    # the chief's files only: the other worker's temporary folders were removed, as the tutorial does
+    # after the job: the chief's files only (the tutorial removes the other worker's temporary
+    # folders; BackupAndRestore removes its backup when fit ends)
+    assert job["files"] == ["ckpt/checkpoint", "ckpt/ckpt-1.data-00000-of-00001", "ckpt/ckpt-1.index", "keras-model.keras"], job["files"]
+    report(f"own strategy, multi-worker tutorial as written ({flavor}, 2 workers): 4 fits to the end, weights identical on both workers")
+
+
+def test_multi_worker_tutorial_keeps_one_strategy_object(workers):
+    reasons = workers["keras3"]["worker-0"]["plans"][0]
+    assert any("the script's own MultiWorkerMirroredStrategy() is this strategy object" in r for r in reasons), reasons
+
+
+def test_init_then_fit_and_the_scripts_own_strategy_share_one_object(workers):
+    first, second = workers["init_then_fit"]["worker-0"], workers["init_then_fit"]["worker-1"]
+    assert first["same_object"] and first["model_strategy_is_init"] and second["same_object"]
+    assert first["plan"] == "multi_worker_mirrored"
+    assert max_gap(first["weights"], second["weights"]) == 0.0
+    assert first["loss"][-1] < first["loss"][0]
+
+
+@pytest.fixture(scope="module")
+def one_process():
+    proc = start_scenario("own_strategy.py", TF_USE_LEGACY_KERAS="1", AUTODIST_ACTIVATE="0", AUTODIST_CPU_DEVICES="2")
+    return scenario_result(proc, TIMEOUT)
+
+
+def test_legacy_optimizer_v2_is_copied_back_after_the_fallback(one_process):
+    legacy = one_process["legacy"]
+    assert legacy["optimizer"].startswith("tf_keras.") and ".legacy." in legacy["optimizer"]
+    assert legacy["plan"] == "mirrored"
+    assert legacy["iterations"] == 8  # 64 samples, batch 16, 2 epochs
+    assert legacy["num_momentum_slots"] == 4
+    assert legacy["weights_gap"] <= 1e-6 and legacy["momentum_gap"] <= 1e-6
+
+
+def test_a_scripts_strategy_on_devices_that_do_not_exist_is_refused_with_the_fix(one_process):
+    missing = one_process["missing"]
+    assert missing["error"] == "StrategyUnavailableError"
+    assert "GPU:0" in missing["message"] and "does not have" in missing["message"]
+    assert "MirroredStrategy() picks" in missing["message"]
