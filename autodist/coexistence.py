@@ -60,6 +60,17 @@ def _counted(inner: Any) -> Iterator[Any]:
         _LOCAL.depth -= 1
 
 
+def _global_scope() -> Any:
+    """The scope ``experimental_set_strategy`` entered, seen from the graph being built (in a
+    ``tf.function`` being traced: from the graph the trace began in)."""
+    from tensorflow.python.framework import ops
+
+    graph = ops.get_default_graph()
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
+    return graph._global_distribute_strategy_scope
+
+
 def stepping_aside(strategy: Any = None) -> Any:
     """autodist's current strategy, if it should step aside for ``strategy``'s scope (or, with
     ``None``, for a load "without a strategy"); ``None`` otherwise."""
@@ -67,10 +78,8 @@ def stepping_aside(strategy: Any = None) -> Any:
     if ours is None or "tensorflow" not in sys.modules:
         return None
     import tensorflow as tf
-    from tensorflow.python.framework import ops
 
-    global_scope = ops.get_default_graph()._global_distribute_strategy_scope
-    if getattr(getattr(global_scope, "_context", None), "strategy", None) is not ours:
+    if getattr(getattr(_global_scope(), "_context", None), "strategy", None) is not ours:
         return None  # not current in this thread, or the script set another strategy itself
     if tf.distribute.get_strategy() is not ours or _reentered() or strategy is ours:
         return None
@@ -78,36 +87,46 @@ def stepping_aside(strategy: Any = None) -> Any:
 
 
 class _Aside:
-    """Wraps a context manager: autodist's strategy is not current inside it, and is after."""
+    """Wraps a context manager: autodist's strategy is not current inside it, and is after. In a
+    ``tf.function`` being traced (its graph holds a copy of the strategy stack from when the
+    trace began), autodist's entries leave that copy for the block instead."""
 
     def __init__(self, inner: Any, aside: Any) -> None:
         self.inner, self.aside = inner, aside
+        self.stack: list[Any] | None = None
+
+    def _set(self, strategy: Any) -> None:
+        import tensorflow as tf
+        from tensorflow.python.framework import ops
+
+        graph = ops.get_default_graph()
+        if getattr(graph, "outer_graph", None) is None:
+            tf.distribute.experimental_set_strategy(strategy)
+        elif strategy is None:
+            self.stack = graph._distribution_strategy_stack
+            graph._distribution_strategy_stack = [m for m in self.stack if getattr(m, "strategy", None) is not self.aside]
+        elif self.stack is not None:
+            graph._distribution_strategy_stack = self.stack
 
     def __enter__(self) -> Any:
-        import tensorflow as tf
-
-        tf.distribute.experimental_set_strategy(None)
+        self._set(None)
         try:
             return self.inner.__enter__()
         except BaseException:
-            tf.distribute.experimental_set_strategy(self.aside)
+            self._set(self.aside)
             raise
 
     def __exit__(self, *exc: Any) -> Any:
-        import tensorflow as tf
-
         try:
             return self.inner.__exit__(*exc)
         finally:
-            tf.distribute.experimental_set_strategy(self.aside)
+            self._set(self.aside)
 
 
 def _wrapped_scope(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    from tensorflow.python.framework import ops
-
     def scope(self: Any) -> Any:
         inner = original(self)
-        if ops.get_default_graph()._global_distribute_strategy_scope is None:
+        if _global_scope() is None:
             return inner  # nothing is current globally (or experimental_set_strategy sets it)
         if self is _OURS[0]:
             return _counted(inner)
@@ -116,6 +135,24 @@ def _wrapped_scope(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     scope.autodist_wrapped = True  # type: ignore[attr-defined]
     return scope
+
+
+def _wrapped_enter_or_assert(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``enter_or_assert_strategy``, which a distributed iterator's ``next`` and every distributed
+    variable's update call for their own strategy: aside for another strategy's, like ``scope``
+    (``model.fit`` on a model of the script's own strategy reads its data this way)."""
+
+    @contextlib.contextmanager
+    def enter_or_assert_strategy(strategy: Any) -> Iterator[None]:
+        aside = stepping_aside(strategy)
+        if aside is None:
+            with original(strategy):
+                yield
+        else:
+            with _Aside(contextlib.nullcontext(), aside), original(strategy):
+                yield
+
+    return enter_or_assert_strategy
 
 
 def _wrapped_load(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -138,6 +175,7 @@ def install(strategy: Any) -> None:
     if getattr(distribute_lib.StrategyBase.scope, "autodist_wrapped", False):
         return
     distribute_lib.StrategyBase.scope = _wrapped_scope(distribute_lib.StrategyBase.scope)
+    distribute_lib.enter_or_assert_strategy = _wrapped_enter_or_assert(distribute_lib.enter_or_assert_strategy)
     original_load = saved_model_load.load
     load = _wrapped_load(original_load)
     for name, module in list(sys.modules.items()):

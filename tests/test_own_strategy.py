@@ -109,12 +109,14 @@ def test_guide_program_plan_says_the_scripts_strategy_was_kept(guide):
 
 @pytest.fixture(scope="module")
 def workers(scratch, tmp_path_factory):
-    """The multi-worker tutorial adopted, with Keras 3 and with tf_keras, and the init-then-fit
-    script, each as 2 workers under ``autodist launch``; then the single-process scenario."""
-    adopted = _forms("multi_worker_with_keras", scratch)["adopted"]
+    """The multi-worker tutorial adopted (Keras 3 and tf_keras) and the init-then-fit script,
+    each as 2 workers under ``autodist launch``, two jobs at a time. (With ``model.fit`` kept,
+    the tutorial's BackupAndRestore cell fails under Keras 3 as it does without autodist: one
+    backup folder shared by the workers, FileExistsError; ``autodist.fit`` gives each its own.)"""
+    forms = _forms("multi_worker_with_keras", scratch)
     jobs = {
-        "keras3": ([str(adopted)], {}),
-        "tf_keras": ([str(adopted)], {"TF_USE_LEGACY_KERAS": "1"}),
+        "keras3": ([str(forms["adopted"])], {}),
+        "tf_keras": ([str(forms["adopted"])], {"TF_USE_LEGACY_KERAS": "1"}),
         "init_then_fit": ([str(ROOT / "tests" / "scenarios" / "init_then_fit.py")], {}),
     }
     results = {}
@@ -162,8 +164,11 @@ def test_init_then_fit_and_the_scripts_own_strategy_share_one_object(workers):
 
 @pytest.fixture(scope="module")
 def one_process():
-    proc = start_scenario("own_strategy.py", TF_USE_LEGACY_KERAS="1", AUTODIST_ACTIVATE="0", AUTODIST_CPU_DEVICES="2")
-    return scenario_result(proc, TIMEOUT)
+    """tests/scenarios/own_strategy.py: the tf_keras fallback cases, and (Keras 3, activation on)
+    the script's strategy after autodist's holds variables; side by side."""
+    legacy = start_scenario("own_strategy.py", "legacy", TF_USE_LEGACY_KERAS="1", AUTODIST_ACTIVATE="0", AUTODIST_CPU_DEVICES="2")
+    activated = start_scenario("own_strategy.py", "activated", AUTODIST_CPU_DEVICES="2")
+    return {**scenario_result(legacy, TIMEOUT), **scenario_result(activated, TIMEOUT)}
 
 
 def test_legacy_optimizer_v2_is_copied_back_after_the_fallback(one_process):
@@ -173,6 +178,26 @@ def test_legacy_optimizer_v2_is_copied_back_after_the_fallback(one_process):
     assert legacy["iterations"] == 8  # 64 samples, batch 16, 2 epochs
     assert legacy["num_momentum_slots"] == 4
     assert legacy["weights_gap"] <= 1e-6 and legacy["momentum_gap"] <= 1e-6
+
+
+def test_after_autodists_strategy_holds_variables_the_scripts_strategy_coexists(one_process):
+    """autodist's strategy is current and holds a model; the script then deep-copies a strategy
+    and creates its own: autodist's stays current, and the script's model trains under its own
+    strategy (the same weights as model.fit), and evaluates, predicts and saves outside the
+    block as without autodist."""
+    got = one_process["activated"]
+    assert got["copy_is_not_the_scripts"] and got["autodists_model_under_ours"] and got["still_current"]
+    assert got["script_strategy_recorded"] is None
+    assert got["kept_plan"] == "one_device" and got["kept_reason"].startswith("kept the script's own OneDeviceStrategy")
+    assert got["kept_weights_gap"] <= 1e-6
+    assert all(gap <= 1e-6 for gap in got["outside_the_block"].values()), got["outside_the_block"]
+
+
+def test_a_strategy_named_in_fit_moves_a_model_of_the_scripts_strategy_with_a_warning(one_process):
+    got = one_process["activated"]
+    assert got["forced_plan"] == "mirrored"
+    assert len(got["forced_warnings"]) == 1 and "script's own OneDeviceStrategy" in got["forced_warnings"][0]
+    assert "strategy='mirrored'" in got["forced_warnings"][0]
 
 
 def test_a_scripts_strategy_on_devices_that_do_not_exist_is_refused_with_the_fix(one_process):

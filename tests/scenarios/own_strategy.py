@@ -1,14 +1,19 @@
-"""A script's own strategy with autodist imported, in one process (2 logical CPUs): a tf_keras
-model with a legacy ``OptimizerV2`` moved in and copied back, and a model built under a
-strategy that names devices this machine lacks.
+"""A script's own strategy with autodist imported, in one process (2 logical CPUs).
 
-Run: TF_USE_LEGACY_KERAS=1 AUTODIST_ACTIVATE=0 AUTODIST_CPU_DEVICES=2 python tests/scenarios/own_strategy.py
+``legacy`` (TF_USE_LEGACY_KERAS=1 AUTODIST_ACTIVATE=0): a tf_keras model with a legacy
+``OptimizerV2`` moved in and copied back, and a model built under a strategy that names devices
+this machine lacks. ``activated`` (Keras 3, activation on): autodist's strategy is current and
+holds variables before the script creates one of its own; a deep copy of a strategy; a strategy
+named in ``fit`` for a model built in the script's scope.
+
+Run: AUTODIST_CPU_DEVICES=2 [TF_USE_LEGACY_KERAS=1 AUTODIST_ACTIVATE=0] python tests/scenarios/own_strategy.py legacy|activated
 Prints one ``RESULT <json>`` line; the assertions live in tests/test_own_strategy.py.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 import autodist
 
@@ -59,4 +64,68 @@ def missing_devices() -> dict:
     return {"error": None}
 
 
-print("RESULT " + json.dumps({"legacy": legacy_optimizer_copied_back(), "missing": missing_devices()}), flush=True)
+def after_autodists_strategy_holds_variables() -> dict:
+    """Autodist's strategy is current and holds a model; then the script copies a strategy and
+    creates one of its own: autodist's stays current (it steps aside inside the script's scope
+    only), and fit keeps the script's strategy for the model built in its scope."""
+    import copy
+    import os
+    import tempfile
+    import warnings
+
+    import keras
+
+    from autodist import activation
+
+    ours = tf.distribute.get_strategy()
+    copied = copy.deepcopy(ours)
+    after_copy = activation.current().script_strategy
+    autodists_model = build_keras3()
+    own = tf.distribute.OneDeviceStrategy("/cpu:1")
+    still_current = tf.distribute.get_strategy() is ours
+    with own.scope():
+        scripts_model = build_keras3()
+    kept = autodist.fit(scripts_model, x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    with own.scope():
+        plain_model = build_keras3()
+    plain_model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    # outside the block, with autodist's strategy current: evaluate, predict, save and reload
+    outside = {
+        "evaluate_gap": abs(scripts_model.evaluate(x, y, verbose=0) - plain_model.evaluate(x, y, verbose=0)),
+        "predict_gap": float(np.max(np.abs(scripts_model.predict(x, verbose=0) - plain_model.predict(x, verbose=0)))),
+    }
+    path = os.path.join(tempfile.mkdtemp(prefix="own-strategy-"), "model.keras")
+    plain_model.save(path)
+    outside["reloaded_evaluate_gap"] = abs(keras.models.load_model(path).evaluate(x, y, verbose=0) - plain_model.evaluate(x, y, verbose=0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with own.scope():
+            forced_model = build_keras3()
+        forced = autodist.fit(forced_model, x, y, batch_size=16, epochs=1, strategy="mirrored", verbose=0)
+    return {
+        "copy_is_not_the_scripts": after_copy is None and copied is not ours,
+        "autodists_model_under_ours": autodists_model.distribute_strategy is ours,
+        "still_current": still_current,
+        "script_strategy_recorded": activation.current().script_strategy,
+        "kept_plan": kept.plan.strategy.value,
+        "kept_reason": kept.plan.reasons[0],
+        "kept_weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(scripts_model.get_weights(), plain_model.get_weights())),
+        "outside_the_block": outside,
+        "forced_plan": forced.plan.strategy.value,
+        "forced_warnings": [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)],
+    }
+
+
+def build_keras3():
+    import keras
+
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="mse")
+    return model
+
+
+if sys.argv[1:] == ["legacy"]:
+    print("RESULT " + json.dumps({"legacy": legacy_optimizer_copied_back(), "missing": missing_devices()}), flush=True)
+else:
+    print("RESULT " + json.dumps({"activated": after_autodists_strategy_holds_variables()}), flush=True)
