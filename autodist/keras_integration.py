@@ -33,7 +33,6 @@ from typing import Any
 
 from autodist import parameter_server
 from autodist.resume import fit_resuming, guard_for
-from autodist.activation import Activation
 from autodist.activation import complete as complete_activation
 from autodist.activation import current as current_activation
 from autodist.activation import plan_here, start
@@ -235,7 +234,8 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
     if strategy_setting(os.environ, call.strategy) == TUNE:
         the_plan = _tuned(call, facts, the_plan)
     distribution = start(the_plan)
-    if (current_activation() or Activation()).shared and distribution is (current_activation() or Activation()).strategy:
+    done = current_activation()
+    if done is not None and done.shared and distribution is done.strategy:
         the_plan = dataclasses.replace(the_plan, reasons=the_plan.reasons + (_SHARED,))
     if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
         the_plan = _plan_for(call, facts, tpu_cores=int(distribution.num_replicas_in_sync))

@@ -200,6 +200,26 @@ def test_a_strategy_named_in_fit_moves_a_model_of_the_scripts_strategy_with_a_wa
     assert "strategy='mirrored'" in got["forced_warnings"][0]
 
 
+def test_legacy_optimizer_v2_is_tuned(one_process):
+    tuned = one_process["tuned"]
+    assert tuned["iterations"] == 8
+    assert len(tuned["reason"]) == 1 and ("timed in" in tuned["reason"][0] or "cached decision" in tuned["reason"][0]), tuned
+
+
+def test_legacy_optimizer_v2_resumes_after_sigterm(tmp_path):
+    """tf_keras, legacy SGD with momentum: SIGTERM at step 6 of 12 saves and exits 75; the next
+    start restores the slots and ends with the uninterrupted run's weights."""
+    env = {"TF_USE_LEGACY_KERAS": "1", "AUTODIST_ACTIVATE": "0"}
+    reference = start_scenario("own_strategy.py", "resume", "reference", str(tmp_path / "reference"), **env)
+    killed = start_scenario("own_strategy.py", "resume", "kill", str(tmp_path / "backup"), **env)
+    code, out, err = finished(killed, TIMEOUT)
+    assert code == 75, f"exit {code}\n{err[-4000:]}"
+    resumed = scenario_result(start_scenario("own_strategy.py", "resume", "go", str(tmp_path / "backup"), **env), TIMEOUT)["resumed"]
+    expected = scenario_result(reference, TIMEOUT)["resumed"]
+    assert resumed["iterations"] == expected["iterations"] == 12
+    assert max_gap(resumed["weights"], expected["weights"]) <= 1e-6
+
+
 def test_a_scripts_strategy_on_devices_that_do_not_exist_is_refused_with_the_fix(one_process):
     missing = one_process["missing"]
     assert missing["error"] == "StrategyUnavailableError"

@@ -1,18 +1,20 @@
 """A script's own strategy with autodist imported, in one process (2 logical CPUs).
 
 ``legacy`` (TF_USE_LEGACY_KERAS=1 AUTODIST_ACTIVATE=0): a tf_keras model with a legacy
-``OptimizerV2`` moved in and copied back, and a model built under a strategy that names devices
-this machine lacks. ``activated`` (Keras 3, activation on): autodist's strategy is current and
+``OptimizerV2`` moved in and copied back, and tuned; a model built under a strategy that names
+devices this machine lacks. ``resume kill|go|reference FOLDER`` (tf_keras): the legacy
+optimizer saved on SIGTERM and restored. ``activated`` (Keras 3, activation on): autodist's strategy is current and
 holds variables before the script creates one of its own; a deep copy of a strategy; a strategy
 named in ``fit`` for a model built in the script's scope.
 
-Run: AUTODIST_CPU_DEVICES=2 [TF_USE_LEGACY_KERAS=1 AUTODIST_ACTIVATE=0] python tests/scenarios/own_strategy.py legacy|activated
+Run: AUTODIST_CPU_DEVICES=2 [TF_USE_LEGACY_KERAS=1 AUTODIST_ACTIVATE=0] python tests/scenarios/own_strategy.py legacy|activated|resume ...
 Prints one ``RESULT <json>`` line; the assertions live in tests/test_own_strategy.py.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import autodist
@@ -50,6 +52,31 @@ def legacy_optimizer_copied_back() -> dict:
         "momentum_gap": max(float(np.max(np.abs(a.numpy() - b.numpy()))) for a, b in zip(slots, reference_slots)),
         "num_momentum_slots": len(slots),
     }
+
+
+def legacy_optimizer_tuned() -> dict:
+    """strategy='tune' times its candidates on copies of a model with a legacy OptimizerV2."""
+    import autodist.tune_rules
+
+    autodist.tune_rules.TUNE_SHARE = 1e9  # time the candidates, whatever the planned training
+    model = build()
+    history = autodist.fit(model, x, y, batch_size=16, epochs=2, strategy="tune", shuffle=False, verbose=0)
+    return {"reason": [r for r in history.plan.reasons if r.startswith("strategy='tune'")], "iterations": int(model.optimizer.iterations.numpy())}
+
+
+def legacy_optimizer_resumed(mode: str, folder: str) -> dict:
+    """SIGTERM at optimizer step 6 of 12 (``kill``: exits 75 after saving), then a start that
+    resumes (``go``); ``reference`` trains the same uninterrupted."""
+    import signal
+
+    class Kill(tf.keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if mode == "kill" and int(self.model.optimizer.iterations.numpy()) == 6:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    model = build()
+    autodist.fit(model, x, y, batch_size=16, epochs=3, shuffle=False, verbose=0, callbacks=[Kill()], backup_dir=folder)
+    return {"iterations": int(model.optimizer.iterations.numpy()), "weights": [w.tolist() for w in model.get_weights()]}
 
 
 def missing_devices() -> dict:
@@ -126,6 +153,8 @@ def build_keras3():
 
 
 if sys.argv[1:] == ["legacy"]:
-    print("RESULT " + json.dumps({"legacy": legacy_optimizer_copied_back(), "missing": missing_devices()}), flush=True)
+    print("RESULT " + json.dumps({"legacy": legacy_optimizer_copied_back(), "missing": missing_devices(), "tuned": legacy_optimizer_tuned()}), flush=True)
+elif sys.argv[1] == "resume":
+    print("RESULT " + json.dumps({"resumed": legacy_optimizer_resumed(sys.argv[2], sys.argv[3])}), flush=True)
 else:
     print("RESULT " + json.dumps({"activated": after_autodists_strategy_holds_variables()}), flush=True)
