@@ -441,7 +441,7 @@ def start(the_plan: Any) -> Any:
         >>> type(start(the_plan)).__name__
         '_DefaultDistributionStrategy'
     """
-    from autodist.keras_compat import apply_workarounds
+    from autodist.keras_patches import apply_workarounds
     from autodist.strategies import build_strategy
 
     strategy = build_strategy(the_plan)

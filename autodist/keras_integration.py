@@ -54,7 +54,7 @@ from autodist.inputs import (
     prepare_input,
     training_samples,
 )
-from autodist.keras_compat import apply_workarounds, build_from_generator
+from autodist.keras_patches import apply_workarounds, build_from_generator
 from autodist.log import get_logger, warn_all
 from autodist.model_info import describe_model, keras_flavor_of
 from autodist.placement import (

@@ -95,7 +95,7 @@ def test_off_force_and_versions_before_the_bugs():
 
 
 def test_first_batch_reads_old_and_new_epoch_iterator_shapes():
-    from autodist.keras_compat import _first_batch
+    from autodist.keras_patches import _first_batch
 
     assert _first_batch([(0, 0, iter(["new"]))]) == "new"  # (begin_step, end_step, iterator)
     assert _first_batch([(0, iter(["old"]))]) == "old"  # (step, iterator), earlier Keras 3
@@ -112,3 +112,17 @@ def test_overrides_only_for_keras3_mirrored():
 def test_version_tuple():
     assert version_tuple("3.15.1") == (3, 15, 1)
     assert version_tuple("3.16.0.dev2026110101") == (3, 16, 0)
+
+
+def test_still_needed_batchnorm_moving_statistics(upstream):
+    # one step, zeros on one replica and fives on the other: each replica keeps its own mean
+    unpatched = upstream["batchnorm_unpatched"]
+    assert unpatched["replica_gap"] > 1e-3 and unpatched["evaluate_gap"] > 1e-3, (
+        "BatchNormalization's replicas end with one set of moving statistics upstream now: remove "
+        "'batchnorm_moving_statistics' from autodist/keras_compat.py"
+    )
+
+
+def test_batchnorm_patch_gives_one_set_of_statistics(upstream):
+    patched = upstream["batchnorm_patched"]
+    assert patched["replica_gap"] <= 1e-6 and patched["evaluate_gap"] <= 1e-5, patched

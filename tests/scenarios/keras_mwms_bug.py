@@ -19,13 +19,13 @@ import tensorflow as tf  # noqa: E402
 MODE = sys.argv[1]
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 if MODE == "symbolic_build":
-    from autodist import keras_compat
+    from autodist import keras_compat, keras_patches
 
     original = keras_compat.WORKAROUNDS["multi_worker_scalar_reduce"]
     keras_compat.WORKAROUNDS["multi_worker_scalar_reduce"] = type(original)(
         original.name, original.upstream, original.summary, "99.0.0", "99.0.0"
     )  # switched off: only the symbolic-build fix applies
-    keras_compat.patch_multi_worker_trainer(keras.__version__)
+    keras_patches.patch_multi_worker_trainer(keras.__version__)
 
 with strategy.scope():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])

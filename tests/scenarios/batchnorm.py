@@ -1,0 +1,61 @@
+"""BatchNormalization trained by autodist.fit under mirrored (AUTODIST_CPU_DEVICES=2, activation
+on, the model built after ``import autodist`` as a user writes it): the replicas' moving
+statistics after fit, and evaluate / predict / a saved-and-reloaded model against the same
+weights evaluated on one device.
+
+Run: AUTODIST_CPU_DEVICES=2 python tests/scenarios/batchnorm.py train OUTDIR, then (no autodist,
+one device) python tests/scenarios/batchnorm.py one_device OUTDIR, which loads the saved model.
+Each prints one ``RESULT <json>`` line; the assertions live in tests/test_batchnorm.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+MODE, OUTDIR = sys.argv[1], sys.argv[2]
+if MODE == "train":
+    import autodist
+
+import keras
+import numpy as np
+
+rng = np.random.default_rng(0)
+x = np.concatenate([rng.normal(0, 1, (64, 6)), rng.normal(3, 2, (64, 6))]).astype("float32")  # the halves differ
+y = (x.sum(axis=1, keepdims=True) > 9).astype("float32")
+
+
+def build():
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([
+        keras.Input((6,)), keras.layers.Dense(8), keras.layers.BatchNormalization(), keras.layers.Activation("relu"),
+        keras.layers.Dense(1, activation="sigmoid"),
+    ])  # fmt: skip
+    model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=["accuracy"])
+    return model
+
+
+if MODE == "one_device":
+    loaded = keras.models.load_model(os.path.join(OUTDIR, "bn.keras"))
+    print("RESULT " + json.dumps({"evaluate": loaded.evaluate(x, y, batch_size=32, verbose=0), "predict": loaded.predict(x, batch_size=32, verbose=0).tolist()}), flush=True)
+    sys.exit(0)
+
+model = build()
+history = autodist.fit(model, x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+strategy = model.distribute_strategy
+statistics = [v for v in model.non_trainable_variables if "moving" in v.path]
+gaps = []
+for variable in statistics:
+    local = [t.numpy() for t in strategy.experimental_local_results(variable._value)]
+    gaps.append(max(float(np.max(np.abs(local[0] - other))) for other in local[1:]))
+model.save(os.path.join(OUTDIR, "bn.keras"))
+result = {
+    "plan": history.plan.strategy.value,
+    "replicas": strategy.num_replicas_in_sync,
+    "num_statistics": len(statistics),
+    "replica_gaps": gaps,
+    "evaluate": model.evaluate(x, y, batch_size=32, verbose=0),
+    "predict": model.predict(x, batch_size=32, verbose=0).tolist(),
+}
+print("RESULT " + json.dumps(result), flush=True)

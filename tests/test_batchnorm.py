@@ -1,0 +1,36 @@
+"""BatchNormalization under a replicated strategy (issue 24, in part): one set of moving
+statistics on every replica after ``autodist.fit``, and the trained model evaluates and predicts
+as the same weights do on one device, saved and reloaded there.
+
+The Keras bug itself, and the test that fails the day it is fixed upstream, are in
+tests/test_keras_compat.py (``batchnorm_moving_statistics``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_scenario
+
+pytestmark = pytest.mark.tensorflow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("batchnorm"))
+    trained = run_scenario("batchnorm.py", "train", folder, timeout=240, AUTODIST_CPU_DEVICES="2")
+    return trained, run_scenario("batchnorm.py", "one_device", folder, timeout=240)
+
+
+def test_replicas_end_with_one_set_of_moving_statistics(runs):
+    trained, _ = runs
+    assert trained["plan"] == "mirrored" and trained["replicas"] == 2
+    assert trained["num_statistics"] == 2 and trained["replica_gaps"] == [0.0, 0.0]
+
+
+def test_evaluate_and_predict_match_the_saved_model_on_one_device(runs, report):
+    trained, one_device = runs
+    evaluate_gap = max(abs(a - b) for a, b in zip(trained["evaluate"], one_device["evaluate"]))
+    predict_gap = max(abs(a[0] - b[0]) for a, b in zip(trained["predict"], one_device["predict"]))
+    assert evaluate_gap <= 1e-5 and predict_gap <= 1e-5, (evaluate_gap, predict_gap)
+    report(f"batchnorm under mirrored (2 logical CPUs): replicas' moving statistics equal; evaluate {evaluate_gap:.1e} and predict {predict_gap:.1e} from the saved model on one device")
