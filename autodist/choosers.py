@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from autodist.global_batch import BatchDecision, adjust_global_batch, validate_batch_size
+from autodist.global_batch import BatchDecision, adjust_global_batch, split_notes, validate_batch_size
 from autodist.errors import StrategyUnavailableError
 from autodist.hardware import HardwareSnapshot
 from autodist.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
@@ -43,6 +43,7 @@ from autodist.settings import STEPS_PER_EXECUTION_ENV, steps_per_execution_setti
 __all__ = [
     "Choice", "Layout", "choose_batch", "choose_compile_overrides", "choose_coordinator_threads",
     "choose_kind", "choose_layout", "choose_memory", "MemoryFacts", "choose_steps_per_execution", "choose_workarounds", "FitFacts",
+    "choose_data_parallel_notes",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -408,3 +409,18 @@ def choose_steps_per_execution(
         f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
         f"length is unknown. Opt out: {STEPS_PER_EXECUTION_ENV}=1",
     ))  # fmt: skip
+
+
+def choose_data_parallel_notes(kind: StrategyKind, num_replicas: int, per_replica: int | None, info: ModelInfo) -> Choice[None]:
+    """What splitting each batch over replicas changes for this model, once per plan (so once
+    per ``fit``): :func:`autodist.global_batch.split_notes`.
+
+    Example:
+        >>> info = ModelInfo(batch_statistics_layers=("bn",))
+        >>> "16 samples" in choose_data_parallel_notes(K.MIRRORED, 2, 16, info).warnings[0]
+        True
+    """
+    if kind == K.PARAMETER_SERVER:
+        return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
+    reasons, warnings = split_notes(num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor)
+    return Choice(None, reasons, warnings)

@@ -5,6 +5,7 @@ replicas. Keras 3 averages the *first* batch across replicas to build the model,
 that does not split evenly crashes under MirroredStrategy (``AddN must have the same size and
 shape``). :func:`adjust_global_batch` moves the batch to the nearest multiple of the replica count
 and says so. No sample is dropped: an uneven *last* batch is fine, and is kept.
+:func:`split_notes` says what splitting each batch over replicas changes for a model's layers.
 
 Example:
     >>> d = adjust_global_batch(33, num_replicas=2)
@@ -107,3 +108,51 @@ def adjust_global_batch(
 def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | None:
     """Samples ``drop_remainder`` leaves out of each epoch (``None`` when the count is unknown)."""
     return None if num_samples is None else num_samples % global_batch_size
+
+
+def split_notes(
+    num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
+    layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
+    opt-in); Keras 3's random layers draw one mask for every replica (a warning; tf_keras: a
+    note). Nothing on one replica.
+
+    Example:
+        >>> "16 samples, not the global 32" in split_notes(2, 16, ("bn",), (), "keras3")[1][0]
+        True
+    """
+    if num_replicas <= 1 or per_replica is None:
+        return (), ()
+    warned: tuple[str, ...] = ()
+    if batch_statistics_layers:
+        names = _names(batch_statistics_layers)
+        warned = (
+            f"BatchNormalization ({names}) normalises each replica's share of the batch: "
+            f"{per_replica} samples, not the global {per_replica * num_replicas} that one device normalises over "
+            f"({num_replicas} replicas), so the training differs from model.fit on one device. For "
+            "batch statistics over the global batch, create the layers with "
+            "BatchNormalization(synchronized=True) (one all-reduce per layer per step); the moving "
+            "statistics end the same on every replica either way",
+        )
+    noted: tuple[str, ...] = ()
+    if random_layers and keras_flavor == "tf_keras":
+        noted = (f"{_names(random_layers)} draw masks or noise for each replica's share: other draws than one device's",)
+    elif random_layers:
+        warned += (SAME_MASKS.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)
+    return noted, warned
+
+
+def _names(layers: tuple[str, ...]) -> str:
+    return ", ".join(layers[:4]) + (", ..." if len(layers) > 4 else "")
+
+
+#: Keras 3 under tf.distribute: a random layer's seed state is a mirrored variable, so every
+#: replica draws the same masks (tests/test_keras_compat.py checks it is still so).
+SAME_MASKS = (
+    "{names} draw the same random mask on every replica (Keras 3 keeps their seed state as one "
+    "mirrored variable): the {num_replicas} replicas' shares of each batch ({per_replica} samples "
+    "each) get identical masks, where one device draws independent ones for the whole batch, so "
+    "training is less random than model.fit's and its numbers differ. Train on one replica "
+    "(strategy='default' or 'one_device') where that matters"
+)

@@ -86,11 +86,14 @@ def prepare_input(
     drop = the_plan.drop_remainder
     if isinstance(x, tf.data.Dataset):
         # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
-        keep = dataset_batch_size(x) is None and not batch_given and the_plan.num_replicas == 1
+        own = dataset_batch_size(x)
+        keep = own is None and not batch_given and the_plan.num_replicas == 1
         prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
         count = samples_per_pass(x) if drop else None
         prepared, steps = one_iterator_per_run(prepared, the_plan, fit_kwargs)
         warnings_ = [_drop_warning(count, batch)] if drop else []
+        if batch_given and own is not None and own != the_plan.requested_batch_size:
+            warnings_.append(_rebatched_note(own, the_plan))
         if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
             warnings_.append(_UNKNOWN_SIZE_NOTE)
         kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
@@ -181,6 +184,18 @@ _PER_WORKER_SHUFFLE_NOTE = (
     "numpy arrays and pandas the same on every worker, but not this input. Expected numpy arrays, "
     "pandas, or a tf.data.Dataset: pass one of those, or shuffle=False."
 )
+
+
+def _rebatched_note(own: int, the_plan: Plan) -> str:
+    """A dataset the user batched, passed with another ``batch_size``: what model.fit would do."""
+    return (
+        f"x is a tf.data.Dataset already batched by {own}, and batch_size={the_plan.requested_batch_size} "
+        f"was given. model.fit ignores batch_size for a dataset and takes its batches of {own} as "
+        f"the steps; autodist.fit re-batches it to the global batch, {the_plan.global_batch_size} "
+        "samples a step (batch_size is always the global batch here), so the steps and the numbers "
+        "differ from model.fit's. To keep the dataset's batches, pass no batch_size (autodist then "
+        "splits each of them over the replicas)."
+    )
 
 
 _UNKNOWN_SIZE_NOTE = (

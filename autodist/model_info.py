@@ -37,6 +37,8 @@ class ModelInfo:
     run_eagerly: bool = False
     activation_elements: int | None = None
     variables: tuple[tuple[str, tuple[int, ...]], ...] = ()  # trainable (path, shape), Keras 3
+    batch_statistics_layers: tuple[str, ...] = ()  # BatchNormalization not synchronized: per-replica batch
+    random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
 
 
 def keras_flavor_of(model: Any) -> str:
@@ -96,7 +98,26 @@ def describe_model(model: Any) -> ModelInfo:
         run_eagerly=bool(getattr(model, "run_eagerly", False)),
         activation_elements=activation_elements(model),
         variables=_trainable_paths(model),
+        **_layer_kinds(model),
     )
+
+
+#: Layers that draw random numbers while training (their masks or noise).
+_RANDOM = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianDropout", "GaussianNoise", "AlphaDropout")
+
+
+def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
+    """The names of the layers whose training numbers depend on the per-replica batch
+    (BatchNormalization without ``synchronized``) or on randomness."""
+    try:
+        layers = list(model._flatten_layers()) if hasattr(model, "_flatten_layers") else [layer for layer, _ in _leaf_layers(model)]
+    except Exception:  # an unusual model: no layer facts
+        return {}
+    names = [(type(layer).__name__, getattr(layer, "name", "?"), layer) for layer in layers]
+    return {
+        "batch_statistics_layers": tuple(name for kind, name, layer in names if "BatchNormalization" in kind and not getattr(layer, "synchronized", False)),
+        "random_layers": tuple(name for kind, name, _ in names if kind in _RANDOM),
+    }
 
 
 def _trainable_paths(model: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:

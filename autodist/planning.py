@@ -120,7 +120,7 @@ def plan(
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
     steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, info, env, fit_facts)
-    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps)
+    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps, choosers.choose_data_parallel_notes(kind.value, layout.value.num_replicas, per_replica, info))
     return Plan(
         strategy=kind.value,
         **dataclasses.asdict(layout.value),
@@ -269,11 +269,12 @@ def plan_for_built_model(
     flavor = info.keras_flavor or the_plan.keras_flavor
     overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
     steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, info, environ, fit_facts)
+    notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info)
     kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
     return dataclasses.replace(
         the_plan,
         compile_overrides=overrides.value,
         steps_per_execution=steps.value,
-        reasons=kept + steps.reasons,
-        warnings=the_plan.warnings + overrides.warnings,
+        reasons=kept + steps.reasons + notes.reasons,
+        warnings=the_plan.warnings + overrides.warnings + notes.warnings,
     )

@@ -1,6 +1,7 @@
 """BatchNormalization under a replicated strategy (issue 24, in part): one set of moving
-statistics on every replica after ``autodist.fit``, and the trained model evaluates and predicts
-as the same weights do on one device, saved and reloaded there.
+statistics on every replica after ``autodist.fit``, the trained model evaluates and predicts as
+the same weights do on one device, saved and reloaded there, and one warning per fit says the
+batch it normalises over.
 
 The Keras bug itself, and the test that fails the day it is fixed upstream, are in
 tests/test_keras_compat.py (``batchnorm_moving_statistics``).
@@ -26,6 +27,13 @@ def test_replicas_end_with_one_set_of_moving_statistics(runs):
     trained, _ = runs
     assert trained["plan"] == "mirrored" and trained["replicas"] == 2
     assert trained["num_statistics"] == 2 and trained["replica_gaps"] == [0.0, 0.0]
+
+
+def test_one_warning_per_fit_gives_the_per_replica_batch_and_the_opt_in(runs):
+    trained, _ = runs
+    said = [w for w in trained["warnings"] if w.startswith("BatchNormalization")]
+    assert len(said) == 1, trained["warnings"]
+    assert "16 samples, not the global 32" in said[0] and "BatchNormalization(synchronized=True)" in said[0]
 
 
 def test_evaluate_and_predict_match_the_saved_model_on_one_device(runs, report):

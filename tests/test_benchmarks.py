@@ -1,8 +1,14 @@
-"""The benchmark suite runs end to end (--quick). This checks that it ran, not its timings."""
+"""The benchmark suite runs end to end (--quick), and every results file (the quick run's, and
+the committed full runs' the README quotes) holds figures whose verdict follows from their own
+numbers and stated goal. Timings themselves are not bounded here: they are the benchmarks' job."""
 
 from __future__ import annotations
 
 import json
+import re
+import statistics
+
+import pytest
 
 from tests.conftest import run_python, subprocess_env
 
@@ -16,9 +22,7 @@ def test_quick_benchmarks_run_and_write_results(tmp_path):
     names = [figure["name"] for figure in record["figures"]]
     for prefix in FIGURES:
         assert any(prefix in name for name in names), (prefix, names)
-    for figure in record["figures"]:
-        assert figure["ratios"] and all(r >= 0 for r in figure["ratios"])
-        assert figure["median"] == figure["median"]  # not NaN
+    check_figures(record)
     assert record["machine"]["cpus"] >= 1 and record["machine"]["tensorflow"]
     assert "| figure" in proc.stdout and "| result |" in proc.stdout
     assert (tmp_path / "results-quick.png").stat().st_size > 1000
@@ -39,3 +43,30 @@ def test_run_py_works_as_a_file_and_each_benchmark_as_a_module(tmp_path):
     names = [figure["name"] for figure in record["figures"]]
     assert any(name.startswith("inspect --fast") for name in names), names
     assert not any(other in name for name in names for other in ("overhead", "scaling", "decision", "steps_per_execution")), names
+
+
+def check_figures(record: dict) -> None:
+    """Each figure: ratios, their median/min/max, and a verdict that follows from its goal
+    (``<= x`` / ``>= x`` on the median: pass or short; ``report``: reported only)."""
+    assert record["figures"], record
+    for figure in record["figures"]:
+        ratios = figure["ratios"]
+        assert ratios and all(r >= 0 for r in ratios), figure
+        assert figure["median"] == pytest.approx(statistics.median(ratios)), figure["name"]
+        assert (figure["min"], figure["max"]) == (min(ratios), max(ratios)), figure["name"]
+        goal = re.fullmatch(r"(<=|>=) ([0-9.]+)", figure["goal"])
+        if goal is not None:
+            bound = float(goal.group(2))
+            meets = figure["median"] <= bound if goal.group(1) == "<=" else figure["median"] >= bound
+            assert figure["passed"] == meets and figure["result"] == ("pass" if meets else "short"), figure
+        elif figure["goal"] == "report":
+            assert figure["result"] == "report", figure
+        else:
+            assert figure["result"] == ("pass" if figure["passed"] else "short"), figure
+
+
+@pytest.mark.parametrize("name", ["results.json", "results-decision.json", "results-communication-decision.json", "results-memory.json"])
+def test_committed_results_hold_consistent_figures(name):
+    from tests.conftest import ROOT
+
+    check_figures(json.loads((ROOT / "benchmarks" / name).read_text()))

@@ -211,6 +211,7 @@ def on_2_and_4_devices():
 def test_fit_on_jax_trains_the_same_numbers_as_one_device(on_2_and_4_devices, devices):
     result = on_2_and_4_devices[devices]
     assert result["devices"] == devices and not result["imported_tensorflow"]
+    assert not result["imported_tensorflow_by_fit"], "autodist.fit on JAX imported TensorFlow"
     for name in ("data_parallel", "data_parallel_split", "dataset", "model_parallel", "model_parallel_adam_builder", "model_parallel_builder_num_params"):
         case = result[name]
         assert case["weights"] < 1e-5 and case["history"] < 1e-4 and case["keys"], (name, case)

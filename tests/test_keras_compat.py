@@ -126,3 +126,12 @@ def test_still_needed_batchnorm_moving_statistics(upstream):
 def test_batchnorm_patch_gives_one_set_of_statistics(upstream):
     patched = upstream["batchnorm_patched"]
     assert patched["replica_gap"] <= 1e-6 and patched["evaluate_gap"] <= 1e-5, patched
+
+
+def test_still_true_keras3_dropout_draws_one_mask_for_every_replica(upstream):
+    # Not worked around: autodist warns (autodist.global_batch.SAME_MASKS) when a Keras 3 model
+    # with Dropout or noise layers trains on several replicas.
+    assert upstream["dropout_masks_equal_across_replicas"] is True, (
+        "Keras 3 draws independent masks per replica now: change the Dropout warning in "
+        "autodist/global_batch.py (SAME_MASKS) into a note"
+    )

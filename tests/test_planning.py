@@ -7,6 +7,8 @@ import pytest
 import autodist
 from autodist.memory_model import estimate
 from autodist.planning import ModelInfo, StrategyKind, plan
+import dataclasses
+
 from tests.conftest import make_snapshot
 
 WORKERS_2 = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}
@@ -258,3 +260,18 @@ def test_a_plan_round_trips_through_its_dict():
     assert made.cluster is not None and Plan.from_dict(made.to_dict()) == made
     tpu = plan(make_snapshot(tpu=True), batch_size=100)
     assert tpu.tpu is not None and Plan.from_dict(tpu.to_dict()) == tpu
+
+
+def test_batchnorm_and_dropout_are_said_once_per_plan_with_the_per_replica_batch():
+    from autodist.model_info import ModelInfo
+    from autodist.planning import plan
+
+    layers = ModelInfo(num_params=100, keras_flavor="keras3", keras_version="3.15.1", batch_statistics_layers=("bn",), random_layers=("dropout",))
+    split = plan(make_snapshot(num_cpu_devices=2), model_info=layers, batch_size=64)
+    said = [w for w in split.warnings if w.startswith(("BatchNormalization", "dropout"))]
+    assert len(said) == 2 and "32 samples, not the global 64" in said[0] and "synchronized=True" in said[0]
+    assert "same random mask on every replica" in said[1] and "(32 samples each)" in said[1]
+    one = plan(make_snapshot(), model_info=layers, batch_size=64)
+    assert not [w for w in one.warnings if "BatchNormalization" in w or "mask" in w]
+    tf_keras = plan(make_snapshot(num_cpu_devices=2), model_info=dataclasses.replace(layers, keras_flavor="tf_keras", batch_statistics_layers=()), batch_size=64)
+    assert not tf_keras.warnings and any("dropout draw masks" in r for r in tf_keras.reasons)

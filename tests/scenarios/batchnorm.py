@@ -41,8 +41,12 @@ if MODE == "one_device":
     print("RESULT " + json.dumps({"evaluate": loaded.evaluate(x, y, batch_size=32, verbose=0), "predict": loaded.predict(x, batch_size=32, verbose=0).tolist()}), flush=True)
     sys.exit(0)
 
+import warnings  # noqa: E402
+
 model = build()
-history = autodist.fit(model, x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    history = autodist.fit(model, x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
 strategy = model.distribute_strategy
 statistics = [v for v in model.non_trainable_variables if "moving" in v.path]
 gaps = []
@@ -54,6 +58,7 @@ result = {
     "plan": history.plan.strategy.value,
     "replicas": strategy.num_replicas_in_sync,
     "num_statistics": len(statistics),
+    "warnings": [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)],
     "replica_gaps": gaps,
     "evaluate": model.evaluate(x, y, batch_size=32, verbose=0),
     "predict": model.predict(x, batch_size=32, verbose=0).tolist(),

@@ -67,8 +67,18 @@ def case(optimizer, *, builder=False, x=X, num_params=None, **fit_kwargs):
     }
 
 
+def fit_imports_tensorflow() -> bool:
+    """One autodist.fit before anything that imports TensorFlow on its own (keras.utils.
+    set_random_seed does, when it is installed): whether TensorFlow is loaded after it."""
+    seeded = keras.initializers.GlorotUniform(seed=5)
+    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(4, kernel_initializer=seeded)])
+    model.compile(optimizer="sgd", loss="mse")
+    autodist.fit(model, X, Y, batch_size=32, epochs=1, verbose=0)
+    return "tensorflow" in sys.modules
+
+
 result = {"devices": len(__import__("jax").devices()), "imported_tensorflow": "tensorflow" in sys.modules}
-# (keras.utils.set_random_seed imports TensorFlow itself when it is installed, so checked here)
+result["imported_tensorflow_by_fit"] = fit_imports_tensorflow()
 result["data_parallel"] = case("sgd")
 result["data_parallel_split"] = case("sgd", validation_split=0.25)
 measured = hardware.jax_local_devices

@@ -121,6 +121,22 @@ def batchnorm_moving_gap() -> dict:
     }
 
 
+def dropout_masks_equal_across_replicas() -> bool:
+    """Keras 3 Dropout under Mirrored: whether both replicas draw the same mask for their shares."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((16,)), keras.layers.Dropout(0.5)])
+
+    @tf.function
+    def step(batch):
+        return strategy.run(lambda b: model(b, training=True), args=(batch,))
+
+    data = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices(np.ones((8, 16), "float32")).batch(8))
+    first, second = (t.numpy() > 0 for t in strategy.experimental_local_results(step(next(iter(data)))))
+    return bool((first == second).all())
+
+
 def main() -> None:
     results = {
         "mirrored_uneven_first_batch_error": mirrored_uneven_validation_error(),
@@ -133,6 +149,7 @@ def main() -> None:
         "generator_batches_read_mirrored": generator_batches_read(tf.distribute.MirroredStrategy(DEVICES)),
     }
     results["batchnorm_unpatched"] = batchnorm_moving_gap()
+    results["dropout_masks_equal_across_replicas"] = dropout_masks_equal_across_replicas()
     from autodist.keras_patches import patch_aggregating_variable_updates, patch_batchnorm_moving_statistics
 
     patch_aggregating_variable_updates()
