@@ -135,7 +135,7 @@ def build_strategy(plan: Plan) -> Any:
         RuntimeAlreadyStartedError: when the runtime started before logical devices were set.
         Exception: the error of building this same strategy at import (:mod:`autodist.activation`).
     """
-    import tensorflow as tf
+    import tensorflow  # noqa: F401  (first import: the activation at import runs before the lookup below)
 
     key = strategy_key(plan)
     if key in _STRATEGIES:
