@@ -422,5 +422,7 @@ def choose_data_parallel_notes(kind: StrategyKind, num_replicas: int, per_replic
     """
     if kind == K.PARAMETER_SERVER:
         return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
-    reasons, warnings = split_notes(num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor)
+    reasons, warnings = split_notes(
+        num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, info.own_train_step
+    )
     return Choice(None, reasons, warnings)

@@ -111,12 +111,14 @@ def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | No
 
 
 def split_notes(
-    num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None
+    num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None,
+    own_train_step: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
     opt-in); Keras 3's random layers draw one mask for every replica (a warning; tf_keras: a
-    note). Nothing on one replica.
+    note); a Keras 3 ``train_step`` of the caller's own gets a loss divided by the replicas (a
+    warning). Nothing on one replica.
 
     Example:
         >>> "16 samples, not the global 32" in split_notes(2, 16, ("bn",), (), "keras3")[1][0]
@@ -140,12 +142,27 @@ def split_notes(
         noted = (f"{_names(random_layers)} draw masks or noise for each replica's share: other draws than one device's",)
     elif random_layers:
         warned += (SAME_MASKS.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)
+    if own_train_step and keras_flavor == "keras3":
+        warned += (SCALED_LOSS.format(num_replicas=num_replicas),)
     return noted, warned
 
 
 def _names(layers: tuple[str, ...]) -> str:
     return ", ".join(layers[:4]) + (", ..." if len(layers) > 4 else "")
 
+
+#: Keras 3 under tf.distribute: compute_loss returns the loss divided by the replicas (the gradients
+#: of the replicas then sum to the global batch's); Keras's own train_step multiplies it back before
+#: its loss metric sees it, a train_step written as Keras's guide shows does not (measured in
+#: tests/test_model_axis.py: History's loss half of model.fit's on 2 replicas, weights equal).
+SCALED_LOSS = (
+    "This model's own train_step runs on {num_replicas} replicas, where Keras 3's compute_loss "
+    "returns each replica's loss divided by {num_replicas} (so that the gradients sum to the global "
+    "batch's): the weights train as on one device, but a loss your train_step records in a metric "
+    "(metric.update_state(loss), as Keras's guide writes it) reads 1/{num_replicas} of model.fit's on "
+    "one device. Record loss * self.distribute_strategy.num_replicas_in_sync instead, or train on "
+    "one replica (strategy='default')"
+)
 
 #: Keras 3 under tf.distribute: a random layer's seed state is a mirrored variable, so every
 #: replica draws the same masks (tests/test_keras_compat.py checks it is still so).

@@ -186,6 +186,21 @@ WORKAROUNDS: dict[str, Workaround] = {
             if_fixed="mean aggregation is how tf.keras kept them, and what a fixed Keras would do",
         ),
         Workaround(
+            name="seed_state_aggregation",
+            upstream="Keras 3 SeedGenerator state under CentralStorageStrategy",
+            summary=(
+                "Keras 3 creates a random layer's seed state (Dropout, noise layers) with "
+                "aggregation='none'. Under CentralStorageStrategy that is an AggregatingVariable, "
+                "and Keras's update of it in each replica fails: 'You must specify an aggregation "
+                "method to update a AggregatingVariable in Replica Context'. autodist creates it "
+                "with aggregation='only_first_replica' there (and under ParameterServerStrategy): "
+                "every replica computes the same next seed, and the first one's is kept."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="keeping the first replica's seed keeps the one seed every replica computes",
+        ),
+        Workaround(
             name="multi_worker_scalar_reduce",
             upstream="tensorflow/tensorflow#72388",
             summary=(
@@ -250,6 +265,9 @@ def compile_overrides(
 
 
 #: The workarounds applied by patching Keras (the others change compile settings).
-PATCHES = ("aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce", "batchnorm_moving_statistics")
+PATCHES = (
+    "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce",
+    "batchnorm_moving_statistics", "seed_state_aggregation",
+)  # fmt: skip
 #: Those applied by replacing parts of Keras 3's TensorFlow trainer.
 TRAINER_PATCHES = PATCHES[1:4]

@@ -37,7 +37,7 @@ from autodist.activation import complete as complete_activation
 from autodist.activation import current as current_activation
 from autodist.activation import plan_here, start
 from autodist.batching import dataset_batch_size, shared_shuffle_seed
-from autodist.callbacks import ChiefDuties, heartbeat, uses_batch_hooks
+from autodist.callbacks import ChiefDuties, heartbeat, needs_each_step
 from autodist.choosers import FitFacts
 from autodist.comm_check import check_communication
 from autodist.compile_settings import apply_compile_settings, mixed_precision_while_building
@@ -213,7 +213,7 @@ def _fit_facts(call: FitCall) -> FitFacts:
     """What the call's callbacks, keywords and input tell the planner (for ``steps_per_execution``)."""
     kwargs = call.fit_kwargs
     return FitFacts(
-        batch_hooks=any(uses_batch_hooks(callback) for callback in (kwargs.get("callbacks") or [])),
+        batch_hooks=any(needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])),  # ModelCheckpoint per epoch: no
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
         length_unknown=length_unknown(call.x),
     )
@@ -334,7 +334,8 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
             if guard is None:
                 history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})
             else:
-                history = fit_resuming(trained, ready, call.epochs, callbacks, guard, keras, order_note=_order_note(call, ready))
+                seed = lambda: shared_shuffle_seed(distribution if cluster is not None else None)  # noqa: E731
+                history = fit_resuming(trained, ready, call.epochs, callbacks, guard, keras, order_note=_order_note(call, ready), order_seed=seed)
                 guard.state.finish(trained, history)  # a SIGTERM too late to save a step: exits 75
         succeeded = True
     except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:

@@ -101,6 +101,29 @@ def patch_batchnorm_moving_statistics() -> bool:
     return True
 
 
+def patch_seed_state_aggregation() -> bool:
+    """Create Keras 3 random layers' seed state with ``aggregation="only_first_replica"`` when a
+    CentralStorageStrategy or ParameterServerStrategy is current (the layers built from now on):
+    their variables are AggregatingVariables, which refuse Keras's update in each replica. Every
+    replica computes the same next seed; the first one's is kept. Idempotent."""
+    if "seed_state" in _PATCHED:
+        return True
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import core
+
+    original = core.Variable._map_aggregation
+    aggregating = (tf.distribute.experimental.CentralStorageStrategy, tf.distribute.experimental.ParameterServerStrategy)
+
+    def _map_aggregation(self: Any, aggregation: Any) -> Any:
+        if aggregation == "none" and self.name == "seed_generator_state" and isinstance(tf.distribute.get_strategy(), aggregating):
+            aggregation = "only_first_replica"
+        return original(self, aggregation)
+
+    core.Variable._map_aggregation = _map_aggregation
+    _PATCHED["seed_state"] = original
+    return True
+
+
 def _multi_worker(strategy: Any) -> bool:
     from keras.src.backend.tensorflow import trainer
 
@@ -182,6 +205,8 @@ def apply_workarounds(names: Iterable[str]) -> list[str]:
         _patch_trainer(wanted)
     if "batchnorm_moving_statistics" in wanted:
         patch_batchnorm_moving_statistics()
+    if "seed_state_aggregation" in wanted:
+        patch_seed_state_aggregation()
     return wanted
 
 

@@ -50,7 +50,7 @@ from autodist.job_layout import (  # noqa: F401  (re-exported)
 )  # fmt: skip
 from autodist.preemption import PREEMPTED_EXIT_CODE
 from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
-from autodist.settings import HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
+from autodist.settings import GRACE_ENV, HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
 __all__ = [
     "LOOPBACK", "STALL_EXIT_CODE", "Terminated", "default_launch_backup", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState",
@@ -220,6 +220,7 @@ class Launcher:
                 BACKUP_ENV: job.backup_dir,
                 ATTEMPT_ENV: str(attempt),
                 HEARTBEAT_FILE_ENV: beat,
+                GRACE_ENV: f"{self.spec.grace:g}",  # the preemption agreement fits in it
             }
             process = subprocess.Popen(
                 [sys.executable, script, *args],
@@ -261,6 +262,8 @@ class Launcher:
                 if task.state == TaskState.RUNNING:
                     _signal_group(task.process, signal.SIGKILL)
                     _wait(task.process, 10)
+                    if task in live:
+                        self._print(f"[launcher] {task.name} did not exit within --grace {grace:g} s of SIGTERM: killed")
             for task in tasks:
                 if task.reader is not None:
                     task.reader.join(timeout=5)

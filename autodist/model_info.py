@@ -39,6 +39,7 @@ class ModelInfo:
     variables: tuple[tuple[str, tuple[int, ...]], ...] = ()  # trainable (path, shape), Keras 3
     batch_statistics_layers: tuple[str, ...] = ()  # BatchNormalization not synchronized: per-replica batch
     random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
+    own_train_step: bool = False  # the model's class overrides train_step
 
 
 def keras_flavor_of(model: Any) -> str:
@@ -98,8 +99,29 @@ def describe_model(model: Any) -> ModelInfo:
         run_eagerly=bool(getattr(model, "run_eagerly", False)),
         activation_elements=activation_elements(model),
         variables=_trainable_paths(model),
+        own_train_step=overrides_train_step(model),
         **_layer_kinds(model),
     )
+
+
+def overrides_train_step(model: Any) -> bool:
+    """Whether a class of the caller's own, between the model's class and Keras's, defines
+    ``train_step``.
+
+    Example:
+        >>> import keras
+        >>> class Custom(keras.Model):
+        ...     def train_step(self, data):
+        ...         return {}
+        >>> overrides_train_step(Custom()), overrides_train_step(keras.Sequential())
+        (True, False)
+    """
+    for cls in type(model).__mro__:
+        if cls.__module__.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins"):
+            return False
+        if "train_step" in vars(cls):
+            return True
+    return False
 
 
 #: Layers that draw random numbers while training (their masks or noise).

@@ -9,13 +9,12 @@ Spot VMs, Kubernetes evictions and SLURM's ``--signal`` send SIGTERM with a grac
 the :func:`guard` callback acts on it after the step that is running:
 
 - one process: it saves right after that step;
-- ``MultiWorkerMirroredStrategy``: every worker must save after the *same* step, or the others
-  wait for ever in the next step's all-reduce. The first worker to see SIGTERM proposes a step
-  through the coordination service's key-value store (the one TensorFlow's
-  ``PreemptionCheckpointHandler`` uses): two steps past its own, since workers in one all-reduce
-  are at most one step apart, so no worker can have passed it. It waits until every worker has
-  acknowledged, then trains on. Each worker's watcher thread takes the proposal and acknowledges
-  it; every worker saves after that step. No step pays for this: the check is a flag.
+- ``MultiWorkerMirroredStrategy``: every worker saves after the *same* step, the one they agree
+  on (:mod:`autodist.agreement`); when a worker does not answer, none saves a step, and every
+  worker that heard the decision exits, naming the one that did not answer.
+
+The callbacks' own state (``EarlyStopping``'s patience, ...: :mod:`autodist.callback_state`) and
+the seed of autodist's epoch orders go into every save.
 
 Each epoch's end saves too (without the metrics), so a task that dies without warning resumes
 at its last finished epoch, as with ``BackupAndRestore``; workers resume from the newest save
@@ -31,169 +30,25 @@ trains that fit again, as with ``BackupAndRestore``). Why not TensorFlow's own t
 Example:
     >>> PREEMPTED_EXIT_CODE
     75
-    >>> ClusterAgreement.proposal(finished=7)
-    9
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
 import signal
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from autodist import train_state
+from autodist import callback_state, train_state
 from autodist.log import get_logger
 from autodist.train_state import Position, Save
 
-__all__ = ["PREEMPTED_EXIT_CODE", "ClusterAgreement", "Guard", "LocalAgreement", "guard", "next_fit_id", "restore_state"]
+__all__ = ["PREEMPTED_EXIT_CODE", "Guard", "guard", "restore_state"]
 
 #: A task's exit code after it saved its step on SIGTERM (``EX_TEMPFAIL``: try again).
 PREEMPTED_EXIT_CODE = 75
-#: The longest wait for the other workers to acknowledge a proposed step, all together, in seconds.
-ACK_TIMEOUT_S = 10.0
-#: The longest wait for another worker to say which saves it has, at the start of ``fit``.
-RESUME_TIMEOUT_S = 300.0
-#: The longest wait for the other workers to say, at the end of ``fit``, whether SIGTERM came.
-END_TIMEOUT_S = 60.0
-_FITS = itertools.count()  # every worker runs its fits in the same order: one key per fit
-
-
-def next_fit_id() -> int:
-    """This process's count of ``autodist.fit`` calls so far (every worker counts alike)."""
-    return next(_FITS)
-
-
-class LocalAgreement:
-    """One process: save after the step that is running when SIGTERM comes."""
-
-    def common(self, available: list[Save]) -> list[Save]:
-        """The saves to resume from: all of this process's."""
-        return list(available)
-
-    def any_preempted(self, mine: bool) -> bool:
-        return mine
-
-    def propose(self, finished: int) -> None:
-        self.target = finished
-
-    def agreed(self) -> int | None:
-        return getattr(self, "target", None)
-
-    def close(self) -> None:
-        pass
-
-
-@dataclass
-class ClusterAgreement:
-    """Workers of one ``MultiWorkerMirroredStrategy`` agree on the step after which all save,
-    through the coordination service (see the module's docstring)."""
-
-    task_index: int
-    num_workers: int
-    fit_id: int = 0
-    _value: str | None = None
-    _received: threading.Event = field(default_factory=threading.Event)
-
-    @staticmethod
-    def proposal(finished: int) -> int:
-        """The step to save after, proposed by a worker that has finished ``finished`` steps."""
-        return finished + 2
-
-    @property
-    def key(self) -> str:
-        return f"autodist/preemption/{self.fit_id}"
-
-    def common(self, available: list[Save]) -> list[Save]:
-        """The saves every worker has (a worker that died may have missed its peers' last one):
-        each worker posts the names of its own, and reads every other worker's."""
-        from tensorflow.python.eager import context
-
-        from autodist.errors import PeerError
-
-        key = f"autodist/resume/{self.fit_id}"
-        context.context().set_config_key_value(f"{key}/{self.task_index}", json.dumps([found.name for found in available]))
-        names = {found.name for found in available}
-        for index in range(self.num_workers):
-            try:
-                names &= set(json.loads(context.context().get_config_key_value(f"{key}/{index}", timeout_in_ms=int(RESUME_TIMEOUT_S * 1000))))
-            except Exception as err:
-                raise PeerError(
-                    f"worker {index} did not say which saves it has in {RESUME_TIMEOUT_S:g} s ({type(err).__name__}). "
-                    "Expected every worker to start autodist.fit. Find that worker's error in its log."
-                ) from err
-        return [found for found in available if found.name in names]
-
-    def any_preempted(self, mine: bool) -> bool:
-        """At the end of ``fit``: whether any worker got SIGTERM (after the last step, none can
-        propose one), so that all save the finished fit, or none does."""
-        from tensorflow.python.eager import context
-
-        key = f"autodist/end/{self.fit_id}"
-        context.context().set_config_key_value(f"{key}/{self.task_index}", "1" if mine else "0")
-        deadline = time.monotonic() + END_TIMEOUT_S
-        for index in range(self.num_workers):
-            try:
-                left_ms = max(1, int((deadline - time.monotonic()) * 1000))
-                mine = mine or context.context().get_config_key_value(f"{key}/{index}", timeout_in_ms=left_ms) == "1"
-            except Exception:
-                get_logger().warning(f"autodist: worker {index} did not say how its fit ended in {END_TIMEOUT_S:g} s")
-        return mine
-
-    def start(self) -> ClusterAgreement:
-        threading.Thread(target=self._watch, name="autodist-preemption", daemon=True).start()
-        return self
-
-    def _watch(self) -> None:
-        from tensorflow.python.eager import context
-
-        try:
-            value = context.context().get_config_key_value(self.key)  # blocks until some worker sets it
-        except Exception:  # the cluster is going away
-            return
-        self._value = value
-        self._received.set()
-        if value != "done":
-            context.context().set_config_key_value(f"{self.key}/ack/{self.task_index}", "1")
-
-    def propose(self, finished: int) -> None:
-        """Propose the step, wait for every worker's acknowledgement; when another worker
-        proposed first, wait for its proposal instead."""
-        from tensorflow.python.eager import context
-
-        try:
-            context.context().set_config_key_value(self.key, str(self.proposal(finished)))
-        except Exception:  # already set, by another worker's proposal (or the end of fit)
-            self._received.wait(ACK_TIMEOUT_S)
-            return
-        deadline = time.monotonic() + ACK_TIMEOUT_S  # one bound for all: the grace is short
-        for index in range(self.num_workers):
-            left_ms = max(1, int((deadline - time.monotonic()) * 1000))
-            try:
-                context.context().get_config_key_value(f"{self.key}/ack/{index}", timeout_in_ms=left_ms)
-            except Exception:
-                get_logger().warning(f"autodist: worker {index} did not acknowledge the preemption step in {ACK_TIMEOUT_S:g} s")
-        self._received.wait(max(0.0, deadline - time.monotonic()))
-
-    def agreed(self) -> int | None:
-        value = self._value
-        return int(value) if value is not None and value != "done" else None
-
-    def close(self) -> None:
-        """Wake every watcher: the fit is over."""
-        from tensorflow.python.eager import context
-
-        try:
-            context.context().set_config_key_value(self.key, "done")
-        except Exception:
-            pass  # a proposal, or another worker's "done", is there already
-
-
 @dataclass
 class Guard:
     """What the :func:`guard` callback keeps: where the saves go, the agreement, the signal."""
@@ -204,7 +59,10 @@ class Guard:
     root: str | None = None  # the backup root, removed with the folder when empty (if autodist's)
     own_root: bool = True
     epoch_scalars: list[float] | None = None  # the optimizer's scalars in the last epoch save
+    epoch_callbacks: list[Any] | None = None  # the callbacks' carried state in the last epoch save
     resume_from: Save | None = None  # the save to restore
+    callbacks: list[Any] = field(default_factory=list)  # the caller's, whose state is carried
+    order_seed: int | None = None  # the seed of autodist's epoch orders (shuffled arrays), if any
     received: threading.Event = field(default_factory=threading.Event)
     previous_handler: Any = None
     installed: bool = False
@@ -222,6 +80,24 @@ class Guard:
         self.previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: self.received.set())
         self.installed = True
 
+    def save(self, model: Any, kind: str, position: Position, *, metrics: bool = True, extra: dict | None = None) -> Save:
+        """Save the model's state with the callbacks' carried state and the epoch orders' seed."""
+        scalars, arrays = callback_state.capture(self.callbacks)
+        groups = train_state.state_variables(model, metrics=metrics)
+        if arrays:
+            groups[callback_state.ARRAYS] = arrays
+        seed = {} if self.order_seed is None else {"order_seed": self.order_seed}
+        return train_state.save(self.folder, kind, position, groups, extra={"callbacks": scalars, **seed, **(extra or {})})
+
+    def give_back_callbacks(self) -> None:
+        """On resume, after the callbacks' ``on_train_begin``: their carried state, as saved."""
+        if self.resume_from is None or self.resume_from.kind == "done":
+            return
+        scalars = train_state.record(self.folder, self.resume_from.name).get("callbacks")
+        if scalars:
+            saved = train_state.load(self.folder, self.resume_from.name) or {}
+            callback_state.give_back(self.callbacks, scalars, saved.get(callback_state.ARRAYS, []))
+
     def preempted(self) -> bool:
         """Whether this task got SIGTERM, or a worker proposed a step to save after."""
         return self.received.is_set() or self.agreement.agreed() is not None
@@ -235,7 +111,7 @@ class Guard:
         record = {"history": _plain(getattr(history, "history", {})), "epochs": list(getattr(history, "epoch", []))}
         epochs = int(getattr(history, "params", {}).get("epochs") or 0)
         position = Position(epochs, 0, getattr(history, "params", {}).get("steps"))
-        train_state.save(self.folder, "done", position, train_state.state_variables(model, metrics=False), extra=record)
+        self.save(model, "done", position, metrics=False, extra=record)
         _exit(self, position, finished=True)
 
     def close(self, *, finished: bool) -> None:
@@ -306,6 +182,9 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
         finished_steps = epoch = step = 0
         exit_at_epoch_end = False
 
+        def on_train_begin(self, logs: Any = None) -> None:
+            state.give_back_callbacks()  # last in the list: after every callback reset its own
+
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.epoch, self.step = epoch, 0
 
@@ -314,11 +193,15 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
             self.step = batch + 1
             if state.received.is_set() and state.agreement.agreed() is None:
                 state.agreement.propose(self.finished_steps)
+            if state.agreement.missing() is not None:  # a worker did not answer: no step is saved
+                _abandon(state)
             if state.agreement.agreed() != self.finished_steps:
                 return
+            if not state.agreement.confirmed():
+                _abandon(state)
             batches = self.params.get("steps")
             position = Position(self.epoch, self.step, batches)
-            train_state.save(state.folder, "step", position, train_state.state_variables(self.model))
+            state.save(self.model, "step", position)
             if batches and self.step >= batches:
                 self.exit_at_epoch_end = True  # saved; its validation and epoch-end callbacks first
                 return
@@ -326,7 +209,8 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             position = Position(epoch + 1, 0, self.params.get("steps"))
-            if _scalars(self.model) != state.epoch_scalars:  # a callback changed the learning rate (or the like)
+            changed = _scalars(self.model) != state.epoch_scalars  # a callback changed the learning rate (or the like)
+            if changed or callback_state.capture(state.callbacks)[0] != state.epoch_callbacks:  # or its own state
                 _save_epoch(self.model, state, position)
             last = epoch + 1 >= int(self.params.get("epochs") or 0) or self.model.stop_training
             if self.exit_at_epoch_end and not last:  # the last epoch: fit ends, and Guard.finish saves it
@@ -344,7 +228,8 @@ def _scalars(model: Any) -> list[float]:
 
 
 def _save_epoch(model: Any, state: Guard, position: Position) -> list[float]:
-    train_state.save(state.folder, "epoch", position, train_state.state_variables(model, metrics=False))
+    state.save(model, "epoch", position, metrics=False)
+    state.epoch_callbacks = callback_state.capture(state.callbacks)[0]
     return _scalars(model)
 
 
@@ -392,6 +277,14 @@ def _apply_metrics(model: Any, state: Guard, values: list[Any], *, add: bool, la
         return False
     train_state.restore_metrics(state.strategy, variables, values, add=add)
     return True
+
+
+def _abandon(state: Guard) -> None:
+    """The workers did not all agree on a step: exit without saving one (the newest save every
+    worker has stays)."""
+    state.received.clear()
+    state.agreement.say_abandoned()
+    raise SystemExit(PREEMPTED_EXIT_CODE)
 
 
 def _exit(state: Guard, position: Position, *, finished: bool = False) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,8 @@ from autodist.callbacks import command_line, digest
 from autodist.dataset_graph import finite_cardinality, shuffles
 from autodist.inputs import is_array_like, num_samples, pandas_to_numpy
 from autodist.log import warn_all
-from autodist.preemption import ClusterAgreement, Guard, LocalAgreement, guard, next_fit_id, restore_state
+from autodist.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
+from autodist.preemption import Guard, guard, restore_state
 from autodist.train_state import Save, clear, discard_after, readable, record, saves
 
 __all__ = ["Armed", "Phase", "Phases", "fit_resuming", "guard_for", "phased_callbacks", "phases", "restore_finished", "run_phases"]
@@ -59,18 +60,22 @@ class Phases:
     """The phases of a resumed run; ``exact``: the interrupted epoch's remaining batches are the
     uninterrupted run's; ``note``: why not, when they are not; ``batches``: the epoch's length."""
 
-    phases: tuple[Phase, ...]
+    phases: Sequence[Phase]
     exact: bool = True
     note: str = ""
     batches: int | None = None
     warnings: tuple[str, ...] = field(default=())
 
 
-def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int) -> Phases | None:
+def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int, order_seed: int | None = None) -> Phases | None:
     """The ``fit`` calls that resume at ``step`` of ``epoch`` (0-based), or ``None`` when this
     input cannot skip batches (resume from the epoch's start). ``kwargs`` are the ``fit``
-    keywords as ``model.fit`` reads them, without ``epochs`` and ``callbacks``."""
+    keywords as ``model.fit`` reads them, without ``epochs`` and ``callbacks``. Arrays that Keras
+    would shuffle get autodist's epoch orders from ``order_seed`` (:func:`epoch_order`), one
+    ``fit`` an epoch, from the start of a run too (``step=0``)."""
     kwargs = {key: value for key, value in kwargs.items() if key not in ("epochs", "callbacks")}
+    if order_seed is not None and ordered_by_autodist(x, kwargs):
+        return _ordered_phases(pandas_to_numpy(x), pandas_to_numpy(y), kwargs, epoch, step, epochs, order_seed)
     stream = hasattr(x, "skip") and kwargs.get("steps_per_epoch") is not None and _endless(x)
     if step == 0 and not stream:
         return Phases((Phase(x, y, {**kwargs, "initial_epoch": epoch, "epochs": epochs}),))
@@ -79,7 +84,7 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
     elif hasattr(x, "skip") and kwargs.get("steps_per_epoch") is None and finite_cardinality(x) is not None:
         note = _SHUFFLED_DATASET if shuffles(x) else ""
         found = (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
-    elif is_array_like(pandas_to_numpy(x)) and kwargs.get("steps_per_epoch") is None and kwargs.get("batch_size"):
+    elif is_array_like(pandas_to_numpy(x)) and kwargs.get("steps_per_epoch") is None and kwargs.get("batch_size") and not kwargs.get("shuffle", True):
         found = _array_phases(pandas_to_numpy(x), pandas_to_numpy(y), kwargs, step)
     else:
         return None
@@ -92,6 +97,69 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
     first_phase = Phase(first[0], first[1], {**first[2], "initial_epoch": epoch, "epochs": epoch + 1}, batch_offset=step)
     warnings = (_inexact_warning(epoch, step, batches, note),) if note else ()
     return Phases((first_phase,) + later, exact=not note, note=note, batches=batches, warnings=warnings)
+
+
+def ordered_by_autodist(x: Any, kwargs: Mapping[str, Any]) -> bool:
+    """Whether autodist orders this input's epochs itself under a backup folder: arrays (or
+    pandas) that Keras batches (``batch_size``, no ``steps_per_epoch``) and would shuffle."""
+    shuffled = kwargs.get("shuffle", True) is True
+    return shuffled and not hasattr(x, "skip") and is_array_like(pandas_to_numpy(x)) and kwargs.get("steps_per_epoch") is None and bool(kwargs.get("batch_size"))
+
+
+def epoch_order(seed: int, epoch: int, samples: int) -> Any:
+    """The order of the training samples in ``epoch``: a permutation drawn from ``(seed, epoch)``
+    alone, so a restart draws the same one.
+
+    Example:
+        >>> epoch_order(7, 1, 5).tolist() == epoch_order(7, 1, 5).tolist() != epoch_order(7, 2, 5).tolist()
+        True
+    """
+    import numpy as np
+
+    return np.random.default_rng([int(seed), int(epoch)]).permutation(samples)
+
+
+class _EpochPhases(Sequence):  # type: ignore[type-arg]
+    """One phase an epoch, each made when it is reached (a copy of the arrays in its order)."""
+
+    def __init__(self, x: Any, y: Any, kwargs: Mapping[str, Any], epochs: range, step: int, seed: int, train: int):
+        self.x, self.y, self.kwargs, self.epochs, self.step, self.seed, self.train = x, y, kwargs, epochs, step, seed, train
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        epoch = self.epochs[index]
+        skip = self.step * int(self.kwargs["batch_size"]) if index == 0 else 0
+        order = epoch_order(self.seed, epoch, self.train)[skip:]
+        kwargs = {**self.kwargs, "initial_epoch": epoch, "epochs": epoch + 1}
+        if kwargs.get("sample_weight") is not None:
+            kwargs["sample_weight"] = take_samples(kwargs["sample_weight"], order)
+        return Phase(take_samples(self.x, order), take_samples(self.y, order), kwargs, batch_offset=self.step if index == 0 else 0)
+
+
+def _ordered_phases(x: Any, y: Any, kwargs: Mapping[str, Any], epoch: int, step: int, epochs: int, seed: int) -> Phases:
+    """Shuffled arrays in autodist's epoch orders: the training part in the order of
+    :func:`epoch_order`, after the ``step`` batches trained; ``validation_split``'s part kept."""
+    samples = num_samples(x)
+    split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
+    train = int(math.floor(samples * (1.0 - split)))
+    batches = math.ceil(train / int(kwargs["batch_size"]))
+    if step >= batches:
+        epoch, step = epoch + 1, 0
+    weights = kwargs.get("sample_weight")
+    changes: dict[str, Any] = {"shuffle": False, "validation_split": 0.0}
+    if split:
+        validation = (slice_samples(x, train, None), slice_samples(y, train, None))
+        changes["validation_data"] = validation + ((slice_samples(weights, train, None),) if weights is not None else ())
+    if weights is not None:
+        changes["sample_weight"] = slice_samples(pandas_to_numpy(weights), 0, train)
+    x, y = slice_samples(x, 0, train), slice_samples(y, 0, train)
+    if epoch >= epochs:  # saved after the last batch of the last epoch: nothing left to train
+        return Phases((Phase(x, y, {**kwargs, **changes, "initial_epoch": epoch, "epochs": epochs}),), batches=batches)
+    return Phases(_EpochPhases(x, y, {**kwargs, **changes}, range(epoch, epochs), step, seed, train), batches=batches)  # type: ignore[arg-type]
 
 
 _SHUFFLED_DATASET = "the dataset shuffles, in a new order after a restart"
@@ -113,17 +181,13 @@ def _stream_phases(dataset: Any, kwargs: Mapping[str, Any], epoch: int, step: in
 
 
 def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
-    """Arrays that Keras batches: the training part sliced after the trained samples, the
-    validation part (``validation_split``) kept as it was. Shuffled: the remaining count of
-    batches, from a new order."""
+    """Unshuffled arrays that Keras batches: the training part sliced after the trained samples,
+    the validation part (``validation_split``) kept as it was."""
     samples = num_samples(x)
     split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
     train = int(math.floor(samples * (1.0 - split)))
     batch = int(kwargs["batch_size"])
     batches = math.ceil(train / batch)
-    if kwargs.get("shuffle", True):
-        first = (x, y, {**kwargs, "steps_per_epoch": batches - step})
-        return first, (x, y, dict(kwargs)), batches, "Keras shuffles this input itself, in a new order after a restart"
     weights = kwargs.get("sample_weight")
     changes: dict[str, Any] = {"validation_split": 0.0} if split else {}
     if split:
@@ -133,6 +197,17 @@ def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
         changes["sample_weight"] = slice_samples(weights, step * batch, train)
     first = (slice_samples(x, step * batch, train), slice_samples(y, step * batch, train), {**kwargs, **changes})
     return first, (x, y, dict(kwargs)), batches, ""
+
+
+def take_samples(x: Any, order: Any) -> Any:
+    """The samples at ``order`` of an array, or of each array of a dict, list or tuple (``None`` stays)."""
+    if x is None:
+        return None
+    if isinstance(x, Mapping):
+        return {key: take_samples(value, order) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(take_samples(value, order) for value in x)
+    return x[order]
 
 
 def slice_samples(x: Any, start: int, stop: int | None) -> Any:
@@ -221,17 +296,28 @@ def run_phases(model: Any, plan: Phases, callbacks: Any) -> Any:
     return history
 
 
-def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], armed: Any, keras_module: Any, *, order_note: str = "") -> Any:
+def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], armed: Any, keras_module: Any, *, order_note: str = "", order_seed: Any = None) -> Any:
     """``model.fit`` with the preemption guard's callbacks first and last, resumed at the newest
-    save that every worker has, when there is one (see the module's docstring)."""
+    save that every worker has, when there is one (see the module's docstring). Shuffled arrays
+    take autodist's epoch orders from a seed kept with every save (``order_seed()`` draws it for
+    a fresh start), so a restart trains the rest of the epoch in the uninterrupted run's order."""
     state = armed.state
+    state.callbacks = list(callbacks)
     callbacks = [armed.first, *callbacks, armed.last]
     kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
     common = state.agreement.common([found for found in saves(state.folder) if readable(state.folder, found.name)])
-    plan, state.resume_from = _resume_plan(ready, kwargs, epochs, common, state.folder) if common else (None, None)
+    if common:
+        state.order_seed = record(state.folder, common[-1].name).get("order_seed")
+    plan, state.resume_from = _resume_plan(ready, kwargs, epochs, common, state.folder, state.order_seed) if common else (None, None)
     if state.resume_from is None:
         clear(state.folder)  # saves no peer has, or a stale one: this run starts afresh
-        return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
+        ordered = order_seed is not None and ordered_by_autodist(ready.x, kwargs)
+        state.order_seed = int(order_seed()) if ordered else None
+        if not ordered:
+            return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
+        plan = phases(ready.x, ready.y, kwargs, epoch=int(kwargs.get("initial_epoch") or 0), step=0, epochs=epochs, order_seed=state.order_seed)
+        assert plan is not None
+        return _run_plan(model, plan, callbacks, keras_module, kwargs, epochs)
     discard_after(state.folder, state.resume_from)
     if state.resume_from.kind == "done":
         return restore_finished(model, state, keras_module)
@@ -241,19 +327,23 @@ def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], arme
     if len(plan.phases) == 1 and plan.phases[0].batch_offset == 0:
         only = plan.phases[0]
         return model.fit(only.x, only.y, callbacks=callbacks, **only.kwargs)
+    return _run_plan(model, plan, callbacks, keras_module, kwargs, epochs)
+
+
+def _run_plan(model: Any, plan: Phases, callbacks: list[Any], keras_module: Any, kwargs: Mapping[str, Any], epochs: int) -> Any:
     verbose = kwargs.get("verbose", "auto")
     phased = phased_callbacks(keras_module, callbacks, model, verbose=1 if verbose == "auto" else verbose, epochs=epochs, steps=plan.batches)
     return run_phases(model, plan, phased)
 
 
-def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[Save], folder: str) -> tuple[Phases | None, Save | None]:
+def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[Save], folder: str, seed: int | None) -> tuple[Phases | None, Save | None]:
     """The phases for the newest save in ``common``; for an input that cannot skip batches, the
     epoch-end save before it (the epoch's trained batches are trained again, with a warning)."""
     found = common[-1]
     position = found.position
     if found.kind == "done":
         return None, found
-    plan = phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=position.step, epochs=epochs)
+    plan = phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=position.step, epochs=epochs, order_seed=seed)
     if plan is not None:
         if position.batches and plan.batches and position.batches != plan.batches:
             warn_all([
@@ -270,7 +360,7 @@ def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[S
     ])
     earlier = [s for s in common if s.kind == "epoch" and s.position.epoch == position.epoch]
     if earlier:
-        return phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=0, epochs=epochs), earlier[-1]
+        return phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=0, epochs=epochs, order_seed=seed), earlier[-1]
     return None, None  # no save of the epoch's start: the run starts afresh
 
 
@@ -330,7 +420,9 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
     if multi_worker:
         assert cluster is not None
         worker = 0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
-        agreement: Any = ClusterAgreement(worker, cluster.num_workers, fit_id).start()
+        chief = ["chief 0"] if "chief" in cluster.cluster_spec else []
+        names = tuple(chief + [f"worker {index}" for index in range(cluster.num_workers - len(chief))])
+        agreement: Any = ClusterAgreement(worker, cluster.num_workers, fit_id, names, ack_timeout(os.environ)).start()
     else:
         agreement = LocalAgreement()
     state = Guard(folder, agreement, strategy, root=root, own_root=not isinstance(backup_dir, str) and not backup_dir_setting(os.environ))

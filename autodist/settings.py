@@ -21,6 +21,7 @@ __all__ = [
     "ACTIVATE_ENV",
     "BACKUP_DIR_ENV",
     "CPU_DEVICES_ENV",
+    "GRACE_ENV",
     "HEARTBEAT_FILE_ENV",
     "KERAS_COMPAT_ENV",
     "LAUNCH_ATTEMPT_ENV",
@@ -33,6 +34,7 @@ __all__ = [
     "TUNE_BUDGET_ENV",
     "activation_enabled",
     "backup_dir_setting",
+    "grace_setting",
     "keras_compat_mode",
     "port_setting",
     "positive_int_setting",
@@ -53,6 +55,7 @@ PORT_ENV = "AUTODIST_PORT"
 SLURM_PORT_BASE_ENV = "AUTODIST_SLURM_PORT_BASE"
 LAUNCH_ATTEMPT_ENV = "AUTODIST_LAUNCH_ATTEMPT"
 HEARTBEAT_FILE_ENV = "AUTODIST_HEARTBEAT_FILE"
+GRACE_ENV = "AUTODIST_GRACE"
 TUNE_BUDGET_ENV = "AUTODIST_TUNE_BUDGET"
 _OFF = ("0", "off", "false", "no")
 
@@ -69,6 +72,7 @@ SETTINGS: dict[str, str] = {
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
     LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",
     HEARTBEAT_FILE_ENV: "set by the launcher for its tasks: the file a task touches as it trains",
+    GRACE_ENV: "set by the launcher for its tasks: its --grace, the seconds between SIGTERM and SIGKILL (bounds the preemption agreement)",
     TUNE_BUDGET_ENV: 'the most seconds strategy="tune" spends timing candidates (default 60; never over 10% of the planned training)',
 }
 
@@ -132,6 +136,20 @@ def steps_per_execution_setting(environ: Mapping[str, str], default: int) -> int
 def keras_compat_mode(environ: Mapping[str, str]) -> str:
     """``AUTODIST_KERAS_COMPAT``: ``"off"``, ``"force"``, or ``""`` (gated by version)."""
     return environ.get(KERAS_COMPAT_ENV, "").strip().lower()
+
+
+def grace_setting(environ: Mapping[str, str]) -> float | None:
+    """``AUTODIST_GRACE`` in seconds, or ``None`` when unset, empty or not a positive number.
+
+    Example:
+        >>> grace_setting({"AUTODIST_GRACE": "6"}), grace_setting({})
+        (6.0, None)
+    """
+    try:
+        value = float(environ.get(GRACE_ENV, "").strip() or "nan")
+    except ValueError:
+        return None
+    return value if value > 0 else None  # nan > 0 is False
 
 
 def backup_dir_setting(environ: Mapping[str, str]) -> str | None:

@@ -128,6 +128,18 @@ def test_batchnorm_patch_gives_one_set_of_statistics(upstream):
     assert patched["replica_gap"] <= 1e-6 and patched["evaluate_gap"] <= 1e-5, patched
 
 
+def test_still_needed_seed_state_aggregation(upstream):
+    error = upstream["central_storage_dropout_unpatched"]
+    assert error is not None and "aggregation method" in error, (
+        "Keras 3 Dropout trains under CentralStorageStrategy on 2 replicas upstream now: remove "
+        "'seed_state_aggregation' from autodist/keras_compat.py"
+    )
+
+
+def test_seed_state_patch_lets_dropout_train_under_central_storage(upstream):
+    assert upstream["central_storage_dropout_patched"] is None, upstream["central_storage_dropout_patched"]
+
+
 def test_still_true_keras3_dropout_draws_one_mask_for_every_replica(upstream):
     # Not worked around: autodist warns (autodist.global_batch.SAME_MASKS) when a Keras 3 model
     # with Dropout or noise layers trains on several replicas.

@@ -20,7 +20,7 @@ LAYERS = {
     "planning": 2, "plans": 2, "choosers": 2, "jax_planning": 2, "memory_model": 2, "tune_rules": 2, "global_batch": 2, "keras_compat": 2,
     "strategies": 3, "activation": 3, "coexistence": 3, "placement": 3, "callbacks": 3,
     "batching": 3, "keras_patches": 3, "parameter_server": 3, "ps_input": 3, "keras_integration": 3, "inputs": 3, "compile_settings": 3,
-    "decorator": 3, "jax_inputs": 3, "jax_runtime": 3, "launch": 3, "job_layout": 3, "netns": 3, "preemption": 3, "resume": 3, "train_state": 3, "tuning": 3, "comm_check": 3,
+    "decorator": 3, "jax_inputs": 3, "jax_runtime": 3, "launch": 3, "job_layout": 3, "netns": 3, "preemption": 3, "agreement": 3, "callback_state": 3, "resume": 3, "train_state": 3, "tuning": 3, "comm_check": 3,
     "__init__": 4, "__main__": 4, "cli": 4, "demo": 4,
 }  # fmt: skip
 MODULES = sorted(path.stem for path in (ROOT / "autodist").glob("*.py"))

@@ -187,6 +187,24 @@ def test_multi_worker_sigterm_on_one_worker_after_the_last_step_saves_the_finish
         assert result(out, task)[1]["epochs"] == [0, 1, 2]
 
 
+def test_a_worker_that_cannot_answer_the_agreement_leaves_no_worker_blocked(tmp_path, report):
+    """Worker 0 is SIGTERMed while worker 1 hangs (SIGSTOP): worker 0 proposes a step, worker 1
+    never acknowledges it. No step is saved, worker 0 exits 75 naming worker 1, the launcher kills
+    worker 1 when --grace ends and says so, and each worker's epoch save stays."""
+    out, backup = tmp_path / "run", tmp_path / "backup"
+    out.mkdir()
+    command = launch(out, "freeze", "keras3", "--grace", "6", "--backup-dir", str(backup))
+    proc = run_python(command[1:], env=subprocess_env(), timeout=170)
+    assert proc.returncode == PREEMPTED_EXIT_CODE, proc.stdout[-4000:]
+    said = "worker 1 did not answer the agreement on the step to save within 2 s: no worker saves a step"
+    assert said in proc.stdout, proc.stdout[-4000:]
+    assert "[launcher] worker 1 did not exit within --grace 6 s of SIGTERM: killed" in proc.stdout, proc.stdout[-4000:]
+    for task in ("worker-0", "worker-1"):
+        kept = [(found.kind, found.position) for found in saves(str(backup / task / "fit-0"))]
+        assert kept == [("epoch", Position(1, 0, 10))], (task, kept)
+    report("preemption agreement, worker 1 hung (SIGSTOP): no step saved, worker 0 exited 75 naming worker 1, the launcher killed worker 1 at --grace 6 s; epoch 1's saves kept on both")
+
+
 # ----------------------------------------------------------------------------- the pieces
 
 
@@ -207,12 +225,24 @@ def test_unshuffled_arrays_resume_on_the_samples_left_with_the_same_validation_s
     assert frame.x.ravel().tolist() == list(range(8, 16)) and frame.y.tolist() == first.y.tolist(), "pandas as Keras reads it"
 
 
-def test_shuffled_arrays_resume_on_the_count_left_and_say_the_order_is_new():
-    plan = phases(np.zeros((40, 2)), np.zeros(40), {"batch_size": 8}, epoch=0, step=3, epochs=1)
-    (first,) = plan.phases
-    assert first.kwargs["steps_per_epoch"] == 2 and not plan.exact
-    assert "after 3 of its 5 batches" in plan.warnings[0] and "remaining 2 batches" in plan.warnings[0]
-    assert "shuffle=False" in plan.warnings[0]
+def test_shuffled_arrays_resume_in_autodists_epoch_order_after_the_trained_batches():
+    """Arrays Keras would shuffle: one fit an epoch, in the order drawn from (seed, epoch), the
+    interrupted epoch after its trained samples; the validation split kept; without a seed
+    (a save from before), the epoch starts over."""
+    from autodist.resume import epoch_order
+
+    x, weights = np.arange(50), np.linspace(1, 2, 50)
+    kwargs = {"batch_size": 8, "validation_split": 0.2, "sample_weight": weights}
+    plan = phases(x, x * 10, kwargs, epoch=0, step=3, epochs=2, order_seed=5)
+    first, rest = plan.phases
+    order = epoch_order(5, 0, 40)
+    assert first.x.tolist() == order[24:].tolist() and first.y.tolist() == (order[24:] * 10).tolist()
+    assert first.kwargs["sample_weight"].tolist() == weights[order[24:]].tolist() and first.batch_offset == 3
+    assert first.kwargs["shuffle"] is False and first.kwargs["validation_split"] == 0.0
+    assert first.kwargs["validation_data"][0].tolist() == list(range(40, 50))
+    assert rest.x.tolist() == epoch_order(5, 1, 40).tolist() and (rest.kwargs["initial_epoch"], rest.kwargs["epochs"]) == (1, 2)
+    assert plan.exact and plan.batches == 5 and not plan.warnings
+    assert phases(x, x, {"batch_size": 8}, epoch=0, step=3, epochs=2) is None
 
 
 def test_datasets_skip_the_batches_trained_and_streams_every_batch_read():
@@ -266,6 +296,33 @@ def test_one_callback_list_sees_a_resumed_fit_as_one_fit():
     history = run_phases(model, plan, phased_callbacks(keras, [record], model, verbose=0, epochs=3, steps=5))
     assert record.events == ["begin", "epoch 1", 3, 4, "epoch 2", 0, 1, 2, 3, 4, "end"]
     assert history.epoch == [1, 2] and len(history.history["loss"]) == 2 and model.history is history
+
+
+def test_callback_state_round_trips_arrays_and_a_callbacks_own_names():
+    """EarlyStopping's best weights travel as arrays; a callback of the user's own carries what it
+    names in ``autodist_state``; a list of other callbacks is left alone."""
+    import keras
+
+    from autodist.callback_state import capture, give_back
+
+    class Mine(keras.callbacks.Callback):
+        autodist_state = ("seen",)
+
+        def __init__(self):
+            super().__init__()
+            self.seen, self.other = 0, "kept"
+
+    stop, mine = keras.callbacks.EarlyStopping(restore_best_weights=True), Mine()
+    stop.on_train_begin()
+    stop.best_weights, stop.wait, mine.seen, mine.other = [np.ones(2), np.zeros((2, 2))], 1, 7, "changed"
+    scalars, arrays = capture([stop, mine])
+    assert scalars[0]["best_weights"] == {"arrays": [0, 2]} and scalars[1] == {"seen": 7} and len(arrays) == 2
+    fresh_stop, fresh_mine = keras.callbacks.EarlyStopping(restore_best_weights=True), Mine()
+    fresh_stop.on_train_begin()
+    give_back([fresh_stop, fresh_mine], json.loads(json.dumps(scalars)), arrays)
+    assert fresh_stop.wait == 1 and [w.tolist() for w in fresh_stop.best_weights] == [[1.0, 1.0], [[0.0, 0.0], [0.0, 0.0]]]
+    assert fresh_mine.seen == 7 and fresh_mine.other == "kept"
+    give_back([Mine()], scalars, arrays)  # another list of callbacks: nothing is set, nothing raises
 
 
 def test_a_save_is_private_and_read_only_once_complete(tmp_path):

@@ -5,7 +5,10 @@ weights evaluated on one device.
 
 Run: AUTODIST_CPU_DEVICES=2 python tests/scenarios/batchnorm.py train OUTDIR, then (no autodist,
 one device) python tests/scenarios/batchnorm.py one_device OUTDIR, which loads the saved model.
-Each prints one ``RESULT <json>`` line; the assertions live in tests/test_batchnorm.py.
+Each prints one ``RESULT <json>`` line; the assertions live in tests/test_batchnorm.py. Under
+``python -m autodist launch --workers 2`` (multi_worker_mirrored) each worker saves
+OUTDIR/bn-<task>.keras and writes its result, with its moving statistics, to OUTDIR/<task>.json;
+``one_device OUTDIR worker-0`` loads worker 0's model.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import os
 import sys
 
 MODE, OUTDIR = sys.argv[1], sys.argv[2]
+CONFIG = json.loads(os.environ.get("TF_CONFIG") or "{}")
+TASK = f"{CONFIG['task']['type']}-{CONFIG['task']['index']}" if CONFIG else (sys.argv[3] if len(sys.argv) > 3 else "")
+SAVED = os.path.join(OUTDIR, f"bn-{TASK}.keras" if TASK else "bn.keras")
 if MODE == "train":
     import autodist
 
@@ -37,7 +43,7 @@ def build():
 
 
 if MODE == "one_device":
-    loaded = keras.models.load_model(os.path.join(OUTDIR, "bn.keras"))
+    loaded = keras.models.load_model(SAVED)
     print("RESULT " + json.dumps({"evaluate": loaded.evaluate(x, y, batch_size=32, verbose=0), "predict": loaded.predict(x, batch_size=32, verbose=0).tolist()}), flush=True)
     sys.exit(0)
 
@@ -52,8 +58,8 @@ statistics = [v for v in model.non_trainable_variables if "moving" in v.path]
 gaps = []
 for variable in statistics:
     local = [t.numpy() for t in strategy.experimental_local_results(variable._value)]
-    gaps.append(max(float(np.max(np.abs(local[0] - other))) for other in local[1:]))
-model.save(os.path.join(OUTDIR, "bn.keras"))
+    gaps.append(max((float(np.max(np.abs(local[0] - other))) for other in local[1:]), default=0.0))  # this process's replicas
+model.save(SAVED)
 result = {
     "plan": history.plan.strategy.value,
     "replicas": strategy.num_replicas_in_sync,
@@ -62,5 +68,9 @@ result = {
     "replica_gaps": gaps,
     "evaluate": model.evaluate(x, y, batch_size=32, verbose=0),
     "predict": model.predict(x, batch_size=32, verbose=0).tolist(),
+    "statistics": [np.asarray(v.numpy()).tolist() for v in statistics],
 }
+if CONFIG:
+    with open(os.path.join(OUTDIR, f"{TASK}.json"), "w") as handle:
+        json.dump(result, handle)
 print("RESULT " + json.dumps(result), flush=True)

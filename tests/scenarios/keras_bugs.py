@@ -137,6 +137,20 @@ def dropout_masks_equal_across_replicas() -> bool:
     return bool((first == second).all())
 
 
+def central_storage_dropout_error() -> str | None:
+    """Keras 3 Dropout trained under CentralStorageStrategy on 2 replicas: the error, or None."""
+    strategy = tf.distribute.experimental.CentralStorageStrategy(compute_devices=DEVICES, parameter_device="/cpu:0")
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+    try:
+        model.fit(np.ones((32, 4), "float32"), np.ones((32, 1), "float32"), batch_size=16, epochs=1, verbose=0)
+    except Exception as err:  # the upstream bug
+        return f"{type(err).__name__}: {str(err)[:300]}"
+    return None
+
+
 def main() -> None:
     results = {
         "mirrored_uneven_first_batch_error": mirrored_uneven_validation_error(),
@@ -150,10 +164,13 @@ def main() -> None:
     }
     results["batchnorm_unpatched"] = batchnorm_moving_gap()
     results["dropout_masks_equal_across_replicas"] = dropout_masks_equal_across_replicas()
-    from autodist.keras_patches import patch_aggregating_variable_updates, patch_batchnorm_moving_statistics
+    results["central_storage_dropout_unpatched"] = central_storage_dropout_error()
+    from autodist.keras_patches import patch_aggregating_variable_updates, patch_batchnorm_moving_statistics, patch_seed_state_aggregation
 
     patch_aggregating_variable_updates()
     patch_batchnorm_moving_statistics()
+    patch_seed_state_aggregation()
+    results["central_storage_dropout_patched"] = central_storage_dropout_error()
     results["batchnorm_patched"] = batchnorm_moving_gap()
     results["central_storage_mean_patched"] = central_storage_mean()
     results["mirrored_sum_counter_patched"] = mirrored_sum_counter()

@@ -41,6 +41,8 @@ config = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
 TASK = f"{config['task']['type']}-{config['task']['index']}" if config else "single"
 FIRST_ATTEMPT = not os.path.exists(os.path.join(OUTDIR, f"{TASK}-steps.txt"))
 RUN = uuid.uuid4().hex[:8]
+with open(os.path.join(OUTDIR, f"{TASK}.pid"), "w") as pid_file:
+    pid_file.write(str(os.getpid()))
 EPOCHS, BATCH, KILL_AT = 3, 16, (1, 4)  # 160 samples: 10 batches an epoch; SIGTERM in epoch 2, batch 5
 
 rng = np.random.default_rng(3)
@@ -83,6 +85,10 @@ class StepLog(keras.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGTERM)  # too late to save a step: the finished fit is saved
 
     def on_train_batch_end(self, batch, logs=None):
+        if MODE == "freeze" and FIRST_ATTEMPT and TASK == "worker-0" and (self.epoch, batch) == KILL_AT:
+            with open(os.path.join(OUTDIR, "worker-1.pid")) as handle:
+                os.kill(int(handle.read()), signal.SIGSTOP)
+            os.kill(os.getpid(), signal.SIGTERM)  # after this step: the guard proposes the next but one
         iterations = int(self.model.optimizer.iterations.numpy())
         with open(os.path.join(OUTDIR, f"{TASK}-steps.txt"), "a") as handle:
             handle.write(f"{RUN} {self.epoch} {batch} {iterations}\n")
