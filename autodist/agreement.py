@@ -35,7 +35,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,8 @@ __all__ = ["ABANDON_DELAY_S", "ACK_TIMEOUT_S", "ClusterAgreement", "LocalAgreeme
 
 #: The longest wait for the other workers to acknowledge a proposed step, all together, in seconds.
 ACK_TIMEOUT_S = 10.0
+#: The shortest: a round trip through the coordination service on a busy host fits in it.
+MIN_ACK_TIMEOUT_S = 1.0
 #: The longest wait for another worker to say which saves it has, at the start of ``fit``.
 RESUME_TIMEOUT_S = 300.0
 #: The longest wait for the other workers to say, at the end of ``fit``, whether SIGTERM came.
@@ -66,14 +68,15 @@ def next_fit_id() -> int:
 
 def ack_timeout(environ: Mapping[str, str]) -> float:
     """The agreement's time: a third of the launcher's ``--grace`` (``AUTODIST_GRACE``), so the
-    decision, the save and the exit fit in it; at most :data:`ACK_TIMEOUT_S`.
+    decision, the save and the exit fit in it; at least :data:`MIN_ACK_TIMEOUT_S` (a round trip
+    through the coordination service on a busy host), at most :data:`ACK_TIMEOUT_S`.
 
     Example:
-        >>> ack_timeout({"AUTODIST_GRACE": "6"}), ack_timeout({})
-        (2.0, 10.0)
+        >>> ack_timeout({"AUTODIST_GRACE": "6"}), ack_timeout({}), ack_timeout({"AUTODIST_GRACE": "1"})
+        (2.0, 10.0, 1.0)
     """
     grace = grace_setting(environ)
-    return ACK_TIMEOUT_S if grace is None else min(ACK_TIMEOUT_S, grace / 3)
+    return ACK_TIMEOUT_S if grace is None else min(ACK_TIMEOUT_S, max(MIN_ACK_TIMEOUT_S, grace / 3))
 
 
 class LocalAgreement:
@@ -114,6 +117,7 @@ class ClusterAgreement:
     fit_id: int = 0
     names: tuple[str, ...] = ()  # each worker's name, by index ("chief 0", "worker 1", ...)
     ack_timeout: float = ACK_TIMEOUT_S
+    end_process: Callable[[int], Any] = os._exit  # after an abandoned agreement (tests pass their own)
     _value: str | None = None
     _decision: str | None = None
     _received: threading.Event = field(default_factory=threading.Event)
@@ -194,7 +198,7 @@ class ClusterAgreement:
         if self.missing() is not None:
             time.sleep(ABANDON_DELAY_S)  # the main thread exits on its own when it is not blocked
             self.say_abandoned()
-            os._exit(PREEMPTED_EXIT_CODE)
+            self.end_process(PREEMPTED_EXIT_CODE)
 
     def _decide(self, decision: str) -> None:
         if self._decision is None:

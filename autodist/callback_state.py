@@ -10,8 +10,8 @@ patience from zero. Carried (Keras 3 and tf_keras alike, subclasses included):
   ``restore_best_weights``, the best weights;
 - ``ReduceLROnPlateau``: ``wait``, ``best``, ``cooldown_counter`` (the learning rate itself is
   the optimizer's, saved with it);
-- ``ModelCheckpoint``: ``best`` (``save_best_only``), ``epochs_since_last_save`` and the batch
-  counters of ``save_freq=N``.
+- ``ModelCheckpoint``: ``best`` (``save_best_only``), the batch counters of ``save_freq=N``, and
+  tf_keras's ``epochs_since_last_save``.
 
 A callback of your own carries the attributes it names in ``autodist_state`` (a tuple of
 attribute names whose values are numbers, strings, ``None``, or lists of arrays); anything else
@@ -24,7 +24,7 @@ Example:
     >>> stop.wait, stop.best = 2, 0.25
     >>> scalars, arrays = capture([stop, keras.callbacks.History()])
     >>> scalars
-    [{'wait': 2, 'best': 0.25, 'best_epoch': 0, 'stopped_epoch': 0, 'best_weights': None}, None]
+    [{'class': 'EarlyStopping', 'wait': 2, 'best': 0.25, 'best_epoch': 0, 'stopped_epoch': 0, 'best_weights': None}, None]
     >>> fresh = keras.callbacks.EarlyStopping(patience=3)
     >>> fresh.on_train_begin()
     >>> give_back([fresh], scalars, arrays)
@@ -85,7 +85,7 @@ def capture(callbacks: list[Any]) -> tuple[list[dict[str, Any] | None], list[np.
         if not names:
             scalars.append(None)
             continue
-        state: dict[str, Any] = {}
+        state: dict[str, Any] = {"class": type(callback).__name__}
         for name in names:
             value = getattr(callback, name)
             if _is_arrays(value):
@@ -101,10 +101,13 @@ def capture(callbacks: list[Any]) -> tuple[list[dict[str, Any] | None], list[np.
 
 def give_back(callbacks: list[Any], scalars: list[dict[str, Any] | None], arrays: list[np.ndarray]) -> None:
     """Set each callback's carried attributes to the captured values (after its own
-    ``on_train_begin`` reset them). A list of another length (the callbacks changed) is left."""
+    ``on_train_begin`` reset them). A list of another length, or a callback of another class at
+    a place (the callbacks changed), is left as it is."""
     if len(scalars) != len(callbacks):
         return
     for callback, state in zip(callbacks, scalars):
+        if state and state.get("class") != type(callback).__name__:
+            continue
         for name, value in (state or {}).items():
             if name not in carried(callback):
                 continue

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -35,11 +36,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.cluster import ClusterInfo
-from autodist.errors import AutodistError
+from autodist.log import get_logger, warn_all
 from autodist.settings import BACKUP_DIR_ENV, HEARTBEAT_FILE_ENV, backup_dir_setting
 
 __all__ = [
-    "BATCH_HOOKS", "ChiefDuties", "backup_folder", "beat", "command_line", "default_backup_root", "digest", "heartbeat", "needs_each_step",
+    "BATCH_HOOKS", "ChiefDuties", "backup_folder", "beat", "command_line", "default_backup_root", "digest", "heartbeat", "heartbeat_path", "launcher_heartbeat", "needs_each_step",
     "is_private_folder", "private_root", "private_root_path", "release_private_root", "uses_batch_hooks",
 ]  # fmt: skip
 
@@ -53,8 +54,9 @@ def backup_folder(root: str, task_type: str, task_index: int) -> str:
 
 
 def private_root_path() -> str:
-    """``<temp>/autodist-<uid>``: :func:`private_root`'s path, not created here."""
-    return os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
+    """:func:`private_root`'s path, not created here: ``<temp>/autodist-<uid>``, or the fallback
+    chosen once this process found that path blocked."""
+    return _FALLBACK.get("root") or os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
 
 
 def is_private_folder(info: os.stat_result) -> bool:
@@ -62,23 +64,54 @@ def is_private_folder(info: os.stat_result) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
+_FALLBACK: dict[str, str] = {}  # the folder used when <temp>/autodist-<uid> is not ours
+
+
 def private_root() -> str:
     """This user's own folder for what autodist writes (backups, other workers' files, launcher
-    state): ``<temp>/autodist-<uid>``, created with mode 0700.
-
-    Raises:
-        AutodistError: when the folder exists but another user owns it, or others can read it.
-    """
-    root = private_root_path()
-    os.makedirs(root, mode=0o700, exist_ok=True)
+    state): ``<temp>/autodist-<uid>``, created with mode 0700. When that path exists and is not
+    a folder private to this user (another user made it first, or a link), autodist uses
+    ``$XDG_RUNTIME_DIR/autodist`` or ``~/.cache/autodist`` (private to the user, stable across
+    restarts) or, failing both, a fresh temporary folder, and says so once. It never fails."""
+    if "root" in _FALLBACK:
+        return _usable(_FALLBACK["root"]) or _fresh_fallback()
+    root = os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
+    found = _usable(root)
+    if found:
+        return found
     info = os.lstat(root)
-    if not is_private_folder(info):
-        raise AutodistError(
-            f"autodist keeps its files in {root}, and that path is not a folder private to you "
-            f"(owner uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):o}). Expected a folder "
-            f"owned by uid {os.getuid()} with mode 700. Remove it, or point TMPDIR elsewhere."
-        )
-    return root
+    for candidate in _fallbacks():
+        if _usable(candidate):
+            _FALLBACK["root"] = candidate
+            break
+    else:
+        _fresh_fallback()
+    get_logger().warning(
+        f"autodist: {root} is not a folder private to you (owner uid {info.st_uid}, mode "
+        f"{stat.S_IMODE(info.st_mode):o}); autodist keeps its files in {_FALLBACK['root']} instead. "
+        "Remove that path, or point TMPDIR elsewhere, to use the usual folder."
+    )
+    return _FALLBACK["root"]
+
+
+def _usable(path: str) -> str | None:
+    """``path`` as a folder private to this user (created, mode 0700, if missing), or ``None``."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        return path if is_private_folder(os.lstat(path)) else None
+    except OSError:
+        return None
+
+
+def _fallbacks() -> list[str]:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return [os.path.join(folder, "autodist") for folder in (runtime, cache) if folder]
+
+
+def _fresh_fallback() -> str:
+    _FALLBACK["root"] = tempfile.mkdtemp(prefix=f"autodist-{os.getuid()}-")  # mode 0700
+    return _FALLBACK["root"]
 
 
 def release_private_root() -> None:
@@ -114,8 +147,64 @@ def digest(value: Any) -> str:
     return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
 
 
+#: The heartbeat files the launcher names: ``attempt-<N>-<task>.<launcher pid>.beat``.
+_HEARTBEAT_NAME = re.compile(r"attempt-\d+-(?:chief|worker|ps)-\d+\.(\d+)\.beat")
+_REFUSED_HEARTBEATS: set[str] = set()  # warned about once per process
+
+
+def heartbeat_path(folder: str, attempt: int, task: str, launcher_pid: int | None = None) -> str:
+    """The heartbeat file the launcher (this process) names for ``task`` (``"worker 1"``) of
+    ``attempt`` in its job ``folder``: the name carries the launcher's pid, so that only the
+    launcher's own children beat there (:func:`launcher_heartbeat`).
+
+    Example:
+        >>> heartbeat_path("/tmp/autodist-0/job-x", 0, "worker 1", launcher_pid=42)
+        '/tmp/autodist-0/job-x/attempt-0-worker-1.42.beat'
+    """
+    pid = os.getpid() if launcher_pid is None else launcher_pid
+    return os.path.join(folder, f"attempt-{attempt}-{task.replace(' ', '-')}.{pid}.beat")
+
+
+def launcher_heartbeat(environ: Mapping[str, str]) -> str | None:
+    """``AUTODIST_HEARTBEAT_FILE`` when this process is the task the launcher started, else ``None``.
+
+    The path must be one the launcher names (:func:`heartbeat_path`) in a job folder directly
+    inside :func:`private_root` (both folders private: no symlinks, mode 700); any other path is
+    never touched nor removed, with one warning. Its children inherit the variable, so the name
+    carries the launcher's pid, and only a process whose parent is the launcher (the task itself;
+    no child, grandchild, or fork of it) beats: a child's ``fit`` cannot remove its task's file.
+    """
+    path = environ.get(HEARTBEAT_FILE_ENV)
+    if not path:
+        return None
+    folder = os.path.dirname(path)
+    match = _HEARTBEAT_NAME.fullmatch(os.path.basename(path))
+    if match is not None and os.path.normpath(path) == path and os.path.basename(folder).startswith("job-"):
+        if not os.path.lexists(folder):
+            return None  # the launcher ended and removed its folder: nothing to tell
+        if _private_folders(folder) and os.path.dirname(folder) == private_root():
+            return path if int(match.group(1)) == os.getppid() else None  # a child of the task: not its to touch
+    if path not in _REFUSED_HEARTBEATS:
+        _REFUSED_HEARTBEATS.add(path)
+        warn_all([
+            f"autodist ignores {HEARTBEAT_FILE_ENV}={path!r}: it is not a heartbeat file the launcher named "
+            f"in its private folder (Received: that path; expected {private_root_path()}/job-*/attempt-<N>-<task>.<pid>.beat). "
+            f"autodist never touches nor removes it. Unset {HEARTBEAT_FILE_ENV}: `python -m autodist launch` sets it for its tasks."
+        ], stacklevel=4)
+    return None
+
+
+def _private_folders(folder: str) -> bool:
+    """Whether ``folder`` and the one above it are private folders (a missing one is not)."""
+    try:
+        return is_private_folder(os.lstat(folder)) and is_private_folder(os.lstat(os.path.dirname(folder)))
+    except OSError:
+        return False
+
+
 def beat(environ: Mapping[str, str] | None = None, *, done: bool = False) -> None:
-    """Tell the launcher this task made progress: touch ``AUTODIST_HEARTBEAT_FILE``, when set.
+    """Tell the launcher this task made progress: touch ``AUTODIST_HEARTBEAT_FILE`` (only the
+    launcher's own heartbeat file, only in the task it started: :func:`launcher_heartbeat`).
     ``autodist.fit`` beats by itself; a custom training loop calls ``autodist.beat()`` after each
     step to be watched by ``--stall-timeout``, and ``autodist.beat(done=True)`` when it ends
     (work after training is not watched). Outside a launched job it does nothing.
@@ -124,25 +213,29 @@ def beat(environ: Mapping[str, str] | None = None, *, done: bool = False) -> Non
         >>> import autodist
         >>> autodist.beat({})  # not in a launched job: nothing to do
     """
-    path = (os.environ if environ is None else environ).get(HEARTBEAT_FILE_ENV)
-    if path:
+    path = launcher_heartbeat(os.environ if environ is None else environ)
+    if path is None:
+        return
+    try:
+        if done:
+            os.remove(path)
+            return
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            if done:
-                os.remove(path)
-                return
-            with open(path, "a"):
-                os.utime(path)
-        except OSError:
-            pass  # the launcher is gone, or its folder: nothing to tell
+            os.utime(descriptor)
+        finally:
+            os.close(descriptor)
+    except OSError:
+        pass  # the launcher is gone, or its folder: nothing to tell
 
 
 def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None) -> Any:
     """A callback that beats while ``fit`` runs: at its start, at each epoch's start and end,
     and, with ``per_batch``, after each training and validation batch (at most once a second).
     At the end of ``fit`` it removes the file: the launcher watches only tasks that are training.
-    ``None`` outside a launched job."""
-    path = (os.environ if environ is None else environ).get(HEARTBEAT_FILE_ENV)
-    if not path:
+    ``None`` outside a launched job, and in any process but the task the launcher started
+    (:func:`launcher_heartbeat`)."""
+    if launcher_heartbeat(os.environ if environ is None else environ) is None:
         return None
 
     class Heartbeat(keras_module.callbacks.Callback):  # type: ignore[misc, name-defined]
@@ -156,10 +249,7 @@ def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str
                 beat(environ)
 
         def on_train_end(self, logs: Any = None) -> None:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
+            beat(environ, done=True)
 
         on_train_begin = on_epoch_begin = on_epoch_end = on_test_begin = _beat
 

@@ -33,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from autodist.global_batch import BatchDecision, adjust_global_batch, split_notes, validate_batch_size
 from autodist.errors import StrategyUnavailableError
-from autodist.hardware import HardwareSnapshot
+from autodist.snapshot import HardwareSnapshot
 from autodist.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
 from autodist.memory_model import MemoryEstimate, estimate, fit_on_gpus
 from autodist.model_info import ModelInfo

@@ -21,6 +21,7 @@ from typing import Any
 
 from autodist.activation import uninstall as uninstall_activation
 from autodist.errors import AutodistError
+from autodist.fields import positive_int_argument
 from autodist.hardware import HardwareSnapshot, detect
 from autodist.planning import Plan, StrategyKind, format_gib, plan
 
@@ -138,8 +139,8 @@ def plan_parser(subparsers: Any) -> None:
     """Add ``plan`` (the planner on this machine or on a ``--snapshot`` of another) to ``subparsers``."""
     parser = subparsers.add_parser("plan", help="dry-run the planner on real or simulated hardware")
     parser.add_argument("--snapshot", help="a snapshot JSON file (as `inspect --json` writes it)")
-    parser.add_argument("--num-params", type=int, help="the model's parameter count")
-    parser.add_argument("--batch-size", type=int, help="the global batch size")
+    parser.add_argument("--num-params", type=positive_int_argument, help="the model's parameter count")
+    parser.add_argument("--batch-size", type=positive_int_argument, help="the global batch size")
     parser.add_argument("--strategy", default="auto", choices=STRATEGY_CHOICES)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.set_defaults(command=plan_command, render=lambda data: _plan_text(data))

@@ -104,7 +104,7 @@ class VertexAIEnvironment:
                 f"{shorten(raw)}). Expected the JSON that Vertex AI sets."
             )
         unknown = sorted(set(cluster) - set(cls.POOLS))
-        if unknown or task.get("type") not in cls.POOLS:
+        if unknown or not isinstance(task.get("type"), str) or task.get("type") not in cls.POOLS:
             raise ClusterConfigError(
                 f"CLUSTER_SPEC names worker pools {unknown or [task.get('type')]} that are not "
                 f"Vertex AI pools (Received: CLUSTER_SPEC={shorten(raw)}). Expected "
@@ -199,6 +199,12 @@ class SlurmEnvironment:
                 f"{received}). Expected one count per node."
             )
         port_base = port_setting(environ, SLURM_PORT_BASE_ENV, 8888)
+        if port_base + max(per_node, default=1) - 1 > 65535:
+            raise ClusterConfigError(
+                f"{SLURM_PORT_BASE_ENV}={port_base} gives a node's {max(per_node)} tasks the ports "
+                f"{port_base} to {port_base + max(per_node) - 1}, past 65535 (Received: {received}). "
+                f"Expected ports from 1 to 65535. Set {SLURM_PORT_BASE_ENV} to at most {65536 - max(per_node)}."
+            )
         tasks = [
             f"{host}:{port_base + offset}"
             for host, count in sorted(zip(hosts, per_node))

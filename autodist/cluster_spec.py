@@ -132,7 +132,7 @@ def _checked_spec(cluster_spec: Any, source: str, quoted: str) -> dict[str, list
     spec: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
     for kind, addresses in cluster_spec.items():
-        if kind not in KNOWN_TASK_TYPES:
+        if not isinstance(kind, str) or kind not in KNOWN_TASK_TYPES:
             hint = " ('master' is the TF1 name: use 'chief')" if kind == "master" else ""
             raise ClusterConfigError(
                 f"{source} names an unknown task type {kind!r}{hint} {quoted}. Expected task "
@@ -148,6 +148,13 @@ def _checked_spec(cluster_spec: Any, source: str, quoted: str) -> dict[str, list
                 raise ClusterConfigError(
                     f"{source} lists the address {address!r} for {kind!r} {quoted}. Expected "
                     '"host:port", for example "10.0.0.2:2222". Add the port.'
+                )
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ClusterConfigError(
+                    f"{source} lists the address {address!r} for {kind!r}, whose port {port!r} is not "
+                    f"a port number {quoted}. Expected \"host:port\" with a port from 1 to 65535, "
+                    'for example "10.0.0.2:2222". Fix the port.'
                 )
             if address in seen:
                 raise ClusterConfigError(
@@ -184,7 +191,7 @@ def _check_task(spec: Mapping[str, list[str]], task_type: Any, task_index: Any, 
             'a task such as {"type": "worker", "index": 0}. Set the task on every machine; '
             "each machine gets its own type and index."
         )
-    if task_type not in KNOWN_TASK_TYPES:
+    if not isinstance(task_type, str) or task_type not in KNOWN_TASK_TYPES:
         hint = " ('master' is the TF1 name: use 'chief')" if task_type == "master" else ""
         raise ClusterConfigError(
             f"{source} gives this process the unknown task type {task_type!r}{hint} {quoted}. "

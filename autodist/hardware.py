@@ -1,4 +1,5 @@
-"""See the world: probe the hardware and return a frozen, JSON-round-trippable snapshot.
+"""See the world: probe the hardware and return a frozen, JSON-round-trippable snapshot
+(:mod:`autodist.snapshot`).
 
 Each hardware fact comes from exactly one module-level probe function (``nvml_gpus``,
 ``tensorflow_gpus``, ``tpu_environment``, ...); tests replace that one function. :func:`detect`
@@ -23,135 +24,13 @@ import importlib.util
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
-from autodist.cluster import ClusterInfo, detect_cluster
-from autodist.errors import AutodistError
-from autodist.jax_devices import JaxDevice, jax_local_devices, keras_backend
+from autodist.cluster import detect_cluster
+from autodist.jax_devices import jax_local_devices, keras_backend
 from autodist.settings import CPU_DEVICES_ENV, positive_int_setting
+from autodist.snapshot import GpuInfo, HardwareSnapshot, TpuInfo
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
-
-
-@dataclass(frozen=True)
-class GpuInfo:
-    """One GPU. ``memory_bytes`` and ``compute_capability`` are ``None`` when unknown."""
-
-    name: str
-    memory_bytes: int | None = None
-    compute_capability: str | None = None
-
-
-@dataclass(frozen=True)
-class TpuInfo:
-    """A TPU found from the environment, without connecting to it.
-
-    Attributes:
-        source: the evidence, for example ``"TPU_NAME"`` or ``"/dev/accel0"``.
-        name: the TPU name or address, when the environment gives one.
-        num_cores: cores, when known without connecting (``None`` otherwise).
-    """
-
-    source: str
-    name: str | None = None
-    num_cores: int | None = None
-
-
-@dataclass(frozen=True)
-class HardwareSnapshot:
-    """What autodist saw on this machine. Frozen; ``to_dict``/``from_dict`` round-trip via JSON.
-
-    Attributes:
-        tensorflow_version: installed TensorFlow, or ``None``.
-        keras_version: the version of the Keras that ``tf.keras`` resolves to.
-        keras_flavor: ``"keras3"``, or ``"tf_keras"`` when ``TF_USE_LEGACY_KERAS`` selects it.
-        platform: ``sys.platform`` (NCCL exists on Linux only).
-        num_cpus: CPU cores this process may use.
-        host_memory_bytes: total host memory, or ``None`` when unknown.
-        num_cpu_devices: logical CPU devices requested with ``AUTODIST_CPU_DEVICES`` (default 1).
-        gpus: the GPUs TensorFlow can use (memory from NVML when the driver is present).
-        num_driver_gpus: GPUs the NVIDIA driver reports, or ``None`` without a driver.
-        num_tensorflow_gpus: GPUs TensorFlow sees, or ``None`` when not checked (``fast``).
-        tensorflow_cuda_build: whether TensorFlow was built with CUDA, ``None`` if not checked.
-        tpu: a TPU found from the environment, or ``None``.
-        cluster: the cluster this process belongs to, or ``None``.
-        diagnostics: plain sentences about likely set-up problems.
-        keras_backend: the Keras 3 backend (``tensorflow``, ``jax``, ...;
-            :func:`autodist.jax_devices.keras_backend`).
-        jax_version: installed JAX, when the backend is ``jax``.
-        jax_devices: this process's JAX devices, when the backend is ``jax``.
-    """
-
-    tensorflow_version: str | None
-    keras_version: str | None
-    keras_flavor: str
-    platform: str
-    num_cpus: int
-    host_memory_bytes: int | None
-    num_cpu_devices: int = 1
-    gpus: tuple[GpuInfo, ...] = ()
-    num_driver_gpus: int | None = None
-    num_tensorflow_gpus: int | None = None
-    tensorflow_cuda_build: bool | None = None
-    tpu: TpuInfo | None = None
-    cluster: ClusterInfo | None = None
-    diagnostics: tuple[str, ...] = field(default=())
-    keras_backend: str = "tensorflow"
-    jax_version: str | None = None
-    jax_devices: tuple[JaxDevice, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["gpus"] = [asdict(g) for g in self.gpus]
-        data["tpu"] = asdict(self.tpu) if self.tpu else None
-        data["cluster"] = self.cluster.to_dict() if self.cluster else None
-        data["diagnostics"] = list(self.diagnostics)
-        data["jax_devices"] = [asdict(d) for d in self.jax_devices]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> HardwareSnapshot:
-        """Rebuild a snapshot from :meth:`to_dict` output (for example ``inspect --json``).
-
-        Raises:
-            AutodistError: when ``data`` is not a snapshot, naming what is missing.
-        """
-        required = ("keras_flavor", "platform", "num_cpus")
-        missing = [k for k in required if not isinstance(data, Mapping) or k not in data]
-        if missing:
-            raise AutodistError(
-                f"Not a hardware snapshot: missing {', '.join(missing)} (Received: "
-                f"{type(data).__name__} with keys {sorted(data)[:10] if isinstance(data, Mapping) else '-'}). "
-                "Expected the JSON that `python -m autodist inspect --json > snap.json` writes."
-            )
-        data = {"tensorflow_version": None, "keras_version": None, "host_memory_bytes": None, **data}
-        known = {f for f in cls.__dataclass_fields__}
-        kwargs = {k: v for k, v in data.items() if k in known}
-        kwargs["gpus"] = tuple(GpuInfo(**g) for g in data.get("gpus") or ())
-        kwargs["tpu"] = TpuInfo(**data["tpu"]) if data.get("tpu") else None
-        kwargs["cluster"] = ClusterInfo.from_dict(data["cluster"]) if data.get("cluster") else None
-        kwargs["diagnostics"] = tuple(data.get("diagnostics") or ())
-        kwargs["jax_devices"] = tuple(JaxDevice(**d) for d in data.get("jax_devices") or ())
-        return cls(**kwargs)
-
-    @classmethod
-    def cpu_only(cls, **overrides: Any) -> HardwareSnapshot:
-        """A plain CPU machine, for dry runs and examples.
-
-        Example:
-            >>> HardwareSnapshot.cpu_only(num_cpus=8).num_cpus
-            8
-        """
-        base = cls(
-            tensorflow_version=None,
-            keras_version=None,
-            keras_flavor="keras3",
-            platform="linux",
-            num_cpus=1,
-            host_memory_bytes=None,
-        )
-        return replace(base, **overrides)
 
 
 # ----------------------------------------------------------------------------- probes

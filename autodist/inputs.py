@@ -40,6 +40,8 @@ __all__ = [
     "one_iterator_per_run",
     "pandas_to_numpy",
     "prepare_input",
+    "slice_samples",
+    "take_samples",
     "TrainingInput",
     "training_samples",
 ]
@@ -319,3 +321,26 @@ def length_unknown(x: Any) -> bool:
     if type(x).__module__.startswith("tensorflow") and callable(cardinality):
         return int(cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY
     return False
+
+
+def take_samples(x: Any, order: Any) -> Any:
+    """The samples at ``order`` of an array, or of each array of a dict, list or tuple (``None`` stays)."""
+    if x is None:
+        return None
+    if isinstance(x, Mapping):
+        return {key: take_samples(value, order) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(take_samples(value, order) for value in x)
+    return x[order]
+
+
+def slice_samples(x: Any, start: int, stop: int | None) -> Any:
+    """Samples ``start:stop`` of an array, or of each array of a dict, list or tuple of inputs
+    (``None`` stays).
+
+    Example:
+        >>> import numpy as np
+        >>> slice_samples({"a": np.arange(3)}, 1, None)["a"].tolist(), slice_samples([np.arange(3)], 0, 1)[0].tolist()
+        ([1, 2], [0])
+    """
+    return take_samples(x, slice(start, stop))

@@ -36,20 +36,40 @@ LOOPBACK = "127.0.0.1"
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports free on this machine's 127.0.0.1 (held open together, then
-    released). In a private network (:mod:`autodist.netns`) every port is free anyway; with
+    """``count`` distinct TCP ports free on every interface of this machine, IPv4 and IPv6
+    (held open together, then released): TensorFlow's gRPC server binds ``0.0.0.0``/``::``
+    whatever TF_CONFIG names, so a port that another program holds on any address would fail
+    it. In a private network (:mod:`autodist.netns`) every port is free anyway; with
     ``--no-isolate`` another process may take one before the task binds it (the task then fails
     to start its server, and ``--max-restarts`` retries on new ports)."""
     sockets = []
     try:
         for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
+            sockets.append(_bind_every_interface())
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
             sock.close()
+
+
+def _bind_every_interface() -> socket.socket:
+    """A socket on a port the kernel finds free on every address: ``::`` with IPv4 mapped (a
+    dual-stack socket conflicts with any IPv4 or IPv6 socket on its port), or ``0.0.0.0`` where
+    this machine has no IPv6."""
+    try:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    except OSError:
+        sock = None  # no IPv6 here
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind(("::", 0))
+            return sock
+        except OSError:
+            sock.close()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("", 0))
+    return sock
 
 
 def _check_counts(num_workers: int, num_ps: int) -> None:
@@ -218,7 +238,7 @@ class JobFiles:
             except OSError:
                 pass  # saves to resume from
             try:
-                os.remove(self.backup_dir + ".lock")
+                os.remove(self.backup_dir + ".lock")  # while held: see _lock
             finally:
                 os.close(self.lock)
         release_private_root()
@@ -226,20 +246,40 @@ class JobFiles:
 
 def _lock(backup: str, command: list[str]) -> int:
     """Hold ``<backup>.lock`` while the job runs: the same command launched twice at once would
-    share one backup folder, each resuming from or removing the other's saves."""
+    share one backup folder, each resuming from or removing the other's saves.
+
+    Its holder removes the file, while it holds it, when the job ends (autodist leaves nothing
+    behind). So a launch that locked a file checks that the path still names that file; if not,
+    it locked one that its holder has removed since this launch opened it, and it starts again
+    with the file now at the path: two launches never both hold the lock of the file the path
+    names, whatever the order of opens, locks and removals.
+    """
     import fcntl
 
-    descriptor = os.open(backup + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    while True:
+        private_root()  # (again: an ending job may have removed it, empty)
+        descriptor = os.open(backup + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            raise AutodistError(
+                f"launch: the same command ({' '.join(command)}) is already running, and it keeps its "
+                f"saves in {backup}. Expected one launch of a command at a time. Pass --backup-dir "
+                "(another folder for this run) to run both."
+            ) from None
+        if _names(backup + ".lock", descriptor):
+            return descriptor
+        os.close(descriptor)  # removed by the launch that held it: lock the one at the path now
+
+
+def _names(path: str, descriptor: int) -> bool:
+    """Whether ``path`` names the file open as ``descriptor``."""
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        found, held = os.lstat(path), os.fstat(descriptor)
     except OSError:
-        os.close(descriptor)
-        raise AutodistError(
-            f"launch: the same command ({' '.join(command)}) is already running, and it keeps its "
-            f"saves in {backup}. Expected one launch of a command at a time. Pass --backup-dir "
-            "(another folder for this run) to run both."
-        ) from None
-    return descriptor
+        return False
+    return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino)
 
 
 def default_launch_backup(command: list[str], spec: Any) -> str:

@@ -16,12 +16,14 @@ anyone who connects. So on Linux the tasks run in one private network namespace
 
 Every wait is bounded: ``--timeout`` for the whole job; ``--stall-timeout`` (default 30 minutes)
 for a task that has started training and then stops making progress: while ``autodist.fit``
-runs, each task beats (``AUTODIST_HEARTBEAT_FILE``) after each batch and epoch; a
-parameter-server chief as its steps finish, its workers and ps while they serve, a custom loop
-when it calls ``autodist.beat()``; ``--grace`` for stopping. Each local worker gets its own
-GPUs (``CUDA_VISIBLE_DEVICES``, :func:`autodist.job_layout.split_gpus`). The launcher's files
-(heartbeats, default backups) are in a private folder (mode 700). With ``--hosts``, autodist only
-prints the per-host plan: it never starts processes on other machines.
+runs, each task beats (``AUTODIST_HEARTBEAT_FILE``, a file the launcher names in its private
+folder; the task beats there, never its children: :func:`autodist.callbacks.launcher_heartbeat`)
+after each batch and epoch; a parameter-server chief as its steps finish, its workers and ps
+while they serve, a custom loop when it calls ``autodist.beat()``; ``--grace`` for stopping.
+Each local worker gets its own GPUs (``CUDA_VISIBLE_DEVICES``,
+:func:`autodist.job_layout.split_gpus`). The launcher's files (heartbeats, default backups) are
+in a private folder (mode 700). With ``--hosts``, autodist only prints the per-host plan: it
+never starts processes on other machines.
 
 Example:
     >>> from autodist.launch import local_cluster
@@ -33,17 +35,21 @@ Example:
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any
 
+from autodist.callbacks import heartbeat_path
 from autodist.errors import AutodistError
 from autodist.job_layout import (  # noqa: F401  (re-exported)
     JobFiles, LOOPBACK, cluster_layout, default_launch_backup, host_plan, local_cluster, local_gpu_env, num_tasks, task_configs, task_name, task_table, visible_gpus,
@@ -123,16 +129,29 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         num_tasks(self.num_workers, self.num_ps)  # checks the counts
-        if self.stall_timeout is not None and self.stall_timeout < MIN_STALL_TIMEOUT:
-            raise AutodistError(
-                f"--stall-timeout must be at least {MIN_STALL_TIMEOUT:g} s (Received: {self.stall_timeout:g}): "
-                "tasks beat at most once a second. Pass a longer limit, or 0 to turn the watchdog off."
-            )
+        if self.timeout is not None:
+            why = "It bounds the whole job, all attempts together: pass for example 3600, or leave it out for no limit."
+            _check_seconds("--timeout", self.timeout, 0.0, why)
+        why = f"It is the time a task gets after SIGTERM to save its step, before SIGKILL: pass for example {DEFAULT_GRACE:g} (the default)."
+        _check_seconds("--grace", self.grace, 0.0, why)
+        if self.stall_timeout is not None:
+            why = "Tasks beat at most once a second: pass a longer limit, such as 1800 (the default), or 0 to turn the watchdog off."
+            _check_seconds("--stall-timeout", self.stall_timeout, MIN_STALL_TIMEOUT, why)
         if self.max_restarts < 0:
             raise AutodistError(
                 f"--max-restarts must be 0 or more (Received: {self.max_restarts}). It is how many times "
                 "the whole job restarts after a failure; pass 0 (no restart) or more."
             )
+
+
+def _check_seconds(flag: str, value: Any, minimum: float, meaning: str) -> None:
+    """Refuse a limit that is not a finite number of seconds above ``minimum`` (or at least it,
+    when it is not 0): ``nan`` would turn every comparison off, and the limit with it."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and math.isfinite(value) and (value >= minimum if minimum else value > 0):
+        return
+    bound = f"at least {minimum:g} s" if minimum else "above 0"
+    raise AutodistError(f"{flag} must be a finite number of seconds, {bound} (Received: {flag} {value!r}). {meaning}")
 
 
 @dataclass
@@ -198,20 +217,37 @@ class Launcher:
         self.spec = JobSpec(num_workers, num_ps, **policies)
         self.out = out or sys.stdout
         self._lock = threading.Lock()
-        self._signals: dict[str, Any] = {"stopping": False, "received": None}
+        self._signals: dict[str, Any] = {"deferred": False, "received": None}
 
     def _print(self, line: str) -> None:
         with self._lock:
             self.out.write(line + "\n")
             self.out.flush()
 
+    @contextlib.contextmanager
+    def _signals_deferred(self) -> Iterator[None]:
+        """Within it, a SIGTERM, SIGHUP or SIGINT that reaches the launcher is only noted; it is
+        raised on leaving (:func:`_raise_on_termination`), so it cannot cut in between starting
+        a task and recording it, nor cut stopping the tasks short."""
+        self._signals["deferred"] = True
+        try:
+            yield
+        finally:
+            self._signals["deferred"] = False
+        received, self._signals["received"] = self._signals["received"], None
+        if received == signal.SIGINT:
+            raise KeyboardInterrupt
+        if received is not None:
+            raise Terminated(received)
+
     def _start(self, script: str, args: list[str], attempt: int, job: JobFiles, tasks: list[_Task]) -> None:
-        """Start every task, each appended to ``tasks`` as it starts (so a failure half-way
-        still leaves the started ones to :meth:`_stop`)."""
+        """Start every task, each appended to ``tasks`` as it starts (so a failure or a signal
+        half-way still leaves the started ones to :meth:`_stop`). In a private network, each
+        starts as the exec helper that joins it (:meth:`PrivateNetwork.command`)."""
         cluster = local_cluster(self.spec.num_workers, self.spec.num_ps)
         for config in task_configs(cluster):
             name = task_name(config)
-            beat = os.path.join(job.folder, f"attempt-{attempt}-{name.replace(' ', '-')}.beat")
+            beat = heartbeat_path(job.folder, attempt, name)  # only this launcher's child beats there
             env = {
                 **os.environ,
                 **job.gpu_env.get(name, {}),
@@ -222,21 +258,25 @@ class Launcher:
                 HEARTBEAT_FILE_ENV: beat,
                 GRACE_ENV: f"{self.spec.grace:g}",  # the preemption agreement fits in it
             }
-            process = subprocess.Popen(
-                [sys.executable, script, *args],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                errors="replace",
-                start_new_session=True,  # its own process group: we can stop everything it starts
-                preexec_fn=job.network.joiner() if job.network else None,
-            )
-            task = _Task(name, config, process, beat)
-            tasks.append(task)
-            task.reader = threading.Thread(target=self._pump, args=(task,), daemon=True)
-            task.reader.start()
+            command, fds = [sys.executable, script, *args], ()
+            if job.network is not None:
+                command, fds = job.network.command(command)
+            with self._signals_deferred():
+                process = subprocess.Popen(
+                    command,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                    errors="replace",
+                    start_new_session=True,  # its own process group: we can stop everything it starts
+                    pass_fds=fds,
+                )
+                task = _Task(name, config, process, beat)
+                tasks.append(task)
+                task.reader = threading.Thread(target=self._pump, args=(task,), daemon=True)
+                task.reader.start()
 
     def _pump(self, task: _Task) -> None:
         assert task.process.stdout is not None
@@ -250,8 +290,7 @@ class Launcher:
         Tasks in ``autodist.fit`` finish their step, save it and exit with
         :data:`~autodist.preemption.PREEMPTED_EXIT_CODE`. Never raises; a SIGTERM or SIGHUP
         that reaches the launcher meanwhile waits until every task is gone."""
-        self._signals["stopping"] = True
-        try:
+        with self._signals_deferred():
             live = [t for t in tasks if t.state == TaskState.RUNNING]
             for task in live:
                 _signal_group(task.process, signal.SIGTERM)
@@ -267,16 +306,9 @@ class Launcher:
             for task in tasks:
                 if task.reader is not None:
                     task.reader.join(timeout=5)
-            saved = [task.name for task in live if task.process.returncode == PREEMPTED_EXIT_CODE]
-            if saved:
-                self._print(f"[launcher] {', '.join(saved)} saved their step (exit {PREEMPTED_EXIT_CODE}); the next start resumes there")
-        finally:
-            self._signals["stopping"] = False
-        received, self._signals["received"] = self._signals["received"], None
-        if received == signal.SIGINT:
-            raise KeyboardInterrupt
-        if received is not None:
-            raise Terminated(received)
+            preempted = [task.name for task in live if task.process.returncode == PREEMPTED_EXIT_CODE]
+            if preempted:
+                self._print(f"[launcher] {', '.join(preempted)} exited {PREEMPTED_EXIT_CODE} (preempted: each says whether it saved a step); the next start resumes from the newest save every worker has")
 
     def _grace_after(self, outcome: _Outcome) -> float:
         """All of it after a preempted task (the others save the same step meanwhile); at most
@@ -294,23 +326,25 @@ class Launcher:
                 return _Outcome(JobState.SUCCEEDED)
             stalled = self._stalled(tasks)
             if stalled is not None:
+                seconds, task = stalled  # read once: the file may be gone by now
                 reason = (
-                    f"{stalled.name} made no progress for {stalled.silent_for():.0f} s (--stall-timeout "
+                    f"{task.name} made no progress for {seconds:.0f} s (--stall-timeout "
                     f"{self.spec.stall_timeout:g}): it is stuck, or waits on a peer that is"
                 )
-                return _Outcome(JobState.STALLED, stalled, reason)
+                return _Outcome(JobState.STALLED, task, reason)
             if deadline is not None and time.monotonic() > deadline:
                 return _Outcome(JobState.TIMED_OUT, None, f"the job ran past --timeout {self.spec.timeout:g} s")
             time.sleep(0.1)
 
-    def _stalled(self, tasks: list[_Task]) -> _Task | None:
-        """The running task silent the longest, past ``stall_timeout``; tasks that have not
-        beaten yet are starting (their waits for peers are bounded by the peer timeout)."""
+    def _stalled(self, tasks: list[_Task]) -> tuple[float, _Task] | None:
+        """``(seconds, task)`` for the running task silent the longest, past ``stall_timeout``;
+        tasks that have not beaten yet are starting (their waits for peers are bounded by the
+        peer timeout)."""
         if self.spec.stall_timeout is None:
             return None
         silent = [(task.silent_for(), task) for task in tasks if task.state == TaskState.RUNNING]
         late = [(seconds, task) for seconds, task in silent if seconds is not None and seconds > self.spec.stall_timeout]
-        return max(late, key=lambda pair: pair[0])[1] if late else None
+        return max(late, key=lambda pair: pair[0]) if late else None
 
     def run(self, script: str, args: list[str]) -> LaunchResult:
         """Run the job to the end; never raises for a task failure, returns it."""
@@ -382,8 +416,8 @@ class Terminated(BaseException):
 
 def _raise_on_termination(signals: dict[str, Any]) -> dict[int, Any]:
     """Turn SIGTERM/SIGHUP (and SIGINT, as ``KeyboardInterrupt``) into an exception, so the
-    ``finally`` that stops the tasks runs; while tasks are being stopped, only note it (``_stop``
-    raises it once every task is gone).
+    ``finally`` that stops the tasks runs; while a task is being started and recorded, or the
+    tasks stopped, only note it (:meth:`Launcher._signals_deferred` raises it after).
 
     The tasks run in their own sessions (so they can be stopped as groups); without this, a
     terminated launcher would leave them running.
@@ -392,7 +426,7 @@ def _raise_on_termination(signals: dict[str, Any]) -> dict[int, Any]:
         return {}
 
     def handler(signum: int, frame: Any) -> None:
-        if signals["stopping"]:
+        if signals["deferred"]:  # starting a task, or stopping them: raised once that is done
             signals["received"] = signum
             return
         if signum == signal.SIGINT:

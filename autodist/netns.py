@@ -4,9 +4,12 @@ TensorFlow's gRPC server listens on ``0.0.0.0:<port>`` whatever host the cluster
 (``grpc_server_lib.cc``), and it runs graphs for whoever connects. So ``python -m autodist
 launch`` runs every task of a local job inside one new network namespace: a *holder* process
 creates it (``unshare(2)``; inside a new user namespace when not root, so no privilege is
-needed) and brings its loopback up; each task joins it (``setns(2)``) between ``fork`` and
-``exec``. The job's ports then exist nowhere else, not even on the machine's own loopback, and
-the tasks reach nothing outside: data must be on disk (or pass ``--no-isolate``).
+needed) and brings its loopback up; each task starts as a small exec helper, a fresh
+single-threaded interpreter that joins it (``setns(2)``) and then becomes the task
+(``execv``: same pid, same session). The launcher runs no Python code between ``fork`` and
+``exec`` (``preexec_fn`` is unsafe while its reader threads run). The job's ports then exist
+nowhere else, not even on the machine's own loopback, and the tasks reach nothing outside:
+data must be on disk (or pass ``--no-isolate``).
 
 Where namespaces are not available (not Linux, user namespaces disabled, a seccomp profile that
 refuses ``unshare``), :meth:`PrivateNetwork.create` returns ``None`` with the reason, and the
@@ -21,11 +24,9 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 
 __all__ = ["PrivateNetwork"]
 
@@ -50,6 +51,20 @@ except Exception as err:
     sys.exit(1)
 print("ready", flush=True)
 sys.stdin.read()
+"""
+
+
+#: The exec helper: ``python -c _JOIN FD... -- ARGV``: join each namespace, close its descriptor,
+#: then become ARGV. Joining a user namespace needs a single-threaded process: a fresh one is.
+_JOIN = r"""
+import ctypes, os, sys
+end = sys.argv.index("--")
+setns = ctypes.CDLL(None, use_errno=True).setns
+for fd in map(int, sys.argv[1:end]):
+    if setns(fd, 0) != 0:
+        sys.exit("autodist: could not join the job's private network: setns: " + os.strerror(ctypes.get_errno()))
+    os.close(fd)
+os.execv(sys.argv[end + 1], sys.argv[end + 1:])
 """
 
 
@@ -84,17 +99,12 @@ class PrivateNetwork:
             return None, line.removeprefix("error ") or f"the holder exited with code {holder.poll()}"
         return cls(holder, joins_user=os.geteuid() != 0), ""
 
-    def joiner(self) -> Callable[[], None]:
-        """The ``preexec_fn`` that moves a new task into this namespace before it runs."""
-        setns = ctypes.CDLL(None, use_errno=True).setns
-        fds = list(self._fds)
-
-        def join() -> None:  # between fork and exec: only calls prepared in the parent
-            for fd in fds:
-                if setns(fd, 0) != 0:
-                    raise OSError(ctypes.get_errno(), "setns")
-
-        return join
+    def command(self, argv: list[str]) -> tuple[list[str], tuple[int, ...]]:
+        """The command that runs ``argv`` inside this namespace, and the descriptors to pass it
+        (``Popen(command, pass_fds=fds)``): the exec helper joins, then execs ``argv``, whose
+        pid is the helper's. ``argv[0]`` is a path (``execv`` does not search ``PATH``)."""
+        fds = tuple(self._fds)
+        return [sys.executable, "-I", "-S", "-c", _JOIN, *map(str, fds), "--", *argv], fds
 
     def close(self) -> None:
         for fd in self._fds:

@@ -37,7 +37,7 @@ from typing import Any
 from autodist import choosers
 from autodist.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.errors import AutodistError
-from autodist.hardware import HardwareSnapshot
+from autodist.snapshot import HardwareSnapshot
 from autodist.jax_planning import plan_jax
 from autodist.model_info import ModelInfo, describe_model
 from autodist.tune_rules import TUNE

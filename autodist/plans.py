@@ -22,7 +22,7 @@ from enum import Enum
 from typing import Any
 
 from autodist.cluster import ClusterInfo
-from autodist.hardware import TpuInfo
+from autodist.snapshot import TpuInfo
 from autodist.memory_model import MemoryEstimate
 
 __all__ = ["Plan", "ScriptStrategy", "StrategyKind", "format_gib"]

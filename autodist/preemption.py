@@ -47,8 +47,12 @@ from autodist.train_state import Position, Save
 
 __all__ = ["PREEMPTED_EXIT_CODE", "Guard", "guard", "restore_state"]
 
-#: A task's exit code after it saved its step on SIGTERM (``EX_TEMPFAIL``: try again).
+#: A task's exit code after SIGTERM, when it saved its step, or when the workers could not all
+#: agree on one and none saved (``EX_TEMPFAIL``: try again; the next start resumes from the
+#: newest save every worker has).
 PREEMPTED_EXIT_CODE = 75
+
+
 @dataclass
 class Guard:
     """What the :func:`guard` callback keeps: where the saves go, the agreement, the signal."""

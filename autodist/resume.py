@@ -10,10 +10,14 @@ remaining epochs on the input as it was. One :func:`phased_callbacks` list serve
 callbacks see one ``on_train_begin``, one ``on_train_end``, one History and the epoch's batch
 numbers as the uninterrupted run gives them.
 
-Where the order of the rest of the epoch cannot be the uninterrupted run's (an input that Keras
-shuffles itself, or a dataset with a ``shuffle``), the phase trains the epoch's remaining count of
-batches, drawn anew, with a warning that says so. An input that cannot skip batches (a generator,
-a ``PyDataset``, ``steps_per_epoch`` over a finite input) resumes from the epoch's start instead.
+Numpy arrays (and pandas) that Keras would shuffle are ordered by autodist instead, while a
+backup folder is on: each epoch is one ``fit`` over the arrays in the order drawn from a seed and
+the epoch number (:func:`epoch_order`), the seed kept in every save, so the uninterrupted run and
+a restart train every epoch in the same order. Where the order of the rest of the epoch cannot be
+the uninterrupted run's (a dataset with a ``shuffle``), the phase trains the epoch's remaining
+count of batches, drawn anew, with a warning that says so. An input that cannot skip batches (a
+generator, a ``PyDataset``, ``steps_per_epoch`` over a finite input, shuffled tensors) resumes
+from the epoch's start instead.
 
 Example:
     >>> import numpy as np
@@ -35,7 +39,7 @@ from typing import Any
 
 from autodist.callbacks import command_line, digest
 from autodist.dataset_graph import finite_cardinality, shuffles
-from autodist.inputs import is_array_like, num_samples, pandas_to_numpy
+from autodist.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
 from autodist.log import warn_all
 from autodist.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
 from autodist.preemption import Guard, guard, restore_state
@@ -100,10 +104,25 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
 
 
 def ordered_by_autodist(x: Any, kwargs: Mapping[str, Any]) -> bool:
-    """Whether autodist orders this input's epochs itself under a backup folder: arrays (or
-    pandas) that Keras batches (``batch_size``, no ``steps_per_epoch``) and would shuffle."""
+    """Whether autodist orders this input's epochs itself under a backup folder: numpy arrays
+    (or pandas; a dict, list or tuple of them) that Keras batches (``batch_size``, no
+    ``steps_per_epoch``) and would shuffle. Tensors are left to Keras (a string tensor cannot
+    become a numpy array Keras takes)."""
     shuffled = kwargs.get("shuffle", True) is True
-    return shuffled and not hasattr(x, "skip") and is_array_like(pandas_to_numpy(x)) and kwargs.get("steps_per_epoch") is None and bool(kwargs.get("batch_size"))
+    arrays = _numpy_only(pandas_to_numpy(x)) and _numpy_only(pandas_to_numpy(kwargs.get("sample_weight")))
+    return shuffled and arrays and kwargs.get("steps_per_epoch") is None and bool(kwargs.get("batch_size"))
+
+
+def _numpy_only(x: Any) -> bool:
+    if x is None:
+        return True
+    if isinstance(x, Mapping):
+        return all(_numpy_only(value) for value in x.values())
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(_numpy_only(value) for value in x)
+    import numpy as np
+
+    return isinstance(x, np.ndarray)
 
 
 def epoch_order(seed: int, epoch: int, samples: int) -> Any:
@@ -163,6 +182,15 @@ def _ordered_phases(x: Any, y: Any, kwargs: Mapping[str, Any], epoch: int, step:
 
 
 _SHUFFLED_DATASET = "the dataset shuffles, in a new order after a restart"
+#: Said once per fit that autodist orders (its numbers differ from a seeded model.fit's).
+ORDERED_NOTE = (
+    "With a backup folder, autodist orders the epochs of these shuffled arrays itself (one fit "
+    "an epoch over a copy of the training arrays in the order drawn from a seed kept in the "
+    "backup), so that a restart goes on in the same order. The orders differ from Keras's own "
+    "shuffle: a run seeded with keras.utils.set_random_seed trains as randomly as under "
+    "model.fit, but not the same numbers. Pass shuffle=False, or backup_dir=False, to keep "
+    "Keras's order."
+)
 
 
 def _endless(dataset: Any) -> bool:
@@ -199,42 +227,13 @@ def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
     return first, (x, y, dict(kwargs)), batches, ""
 
 
-def take_samples(x: Any, order: Any) -> Any:
-    """The samples at ``order`` of an array, or of each array of a dict, list or tuple (``None`` stays)."""
-    if x is None:
-        return None
-    if isinstance(x, Mapping):
-        return {key: take_samples(value, order) for key, value in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(take_samples(value, order) for value in x)
-    return x[order]
-
-
-def slice_samples(x: Any, start: int, stop: int | None) -> Any:
-    """Samples ``start:stop`` of an array, or of each array of a dict, list or tuple of inputs
-    (``None`` stays).
-
-    Example:
-        >>> import numpy as np
-        >>> slice_samples({"a": np.arange(3)}, 1, None)["a"].tolist(), slice_samples([np.arange(3)], 0, 1)[0].tolist()
-        ([1, 2], [0])
-    """
-    if x is None:
-        return None
-    if isinstance(x, Mapping):
-        return {key: slice_samples(value, start, stop) for key, value in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(slice_samples(value, start, stop) for value in x)
-    return x[start:stop]
-
-
 def _inexact_warning(epoch: int, step: int, batches: int | None, note: str) -> str:
     return (
         f"Resuming epoch {epoch + 1} after {step} of its {batches or '?'} batches: {note}, so its "
         f"remaining {'' if batches is None else batches - step} batches are drawn anew, and some "
         "of its samples may be trained twice and others not at all in this one epoch. Pass "
-        "shuffle=False, or numpy arrays with keras.utils.set_random_seed under "
-        "multi_worker_mirrored, for the uninterrupted run's numbers."
+        "shuffle=False, or numpy arrays (with keras.utils.set_random_seed under "
+        "multi_worker_mirrored), for the uninterrupted run's numbers."
     )
 
 
@@ -315,6 +314,7 @@ def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], arme
         state.order_seed = int(order_seed()) if ordered else None
         if not ordered:
             return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
+        warn_all([ORDERED_NOTE])
         plan = phases(ready.x, ready.y, kwargs, epoch=int(kwargs.get("initial_epoch") or 0), step=0, epochs=epochs, order_seed=state.order_seed)
         assert plan is not None
         return _run_plan(model, plan, callbacks, keras_module, kwargs, epochs)

@@ -13,7 +13,9 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from typing import Any
 
 from autodist.errors import AutodistError, ClusterConfigError
 
@@ -61,12 +63,12 @@ _OFF = ("0", "off", "false", "no")
 
 #: Every setting and what it does; the README's "Settings" table lists the same names.
 SETTINGS: dict[str, str] = {
-    ACTIVATE_ENV: "0 turns off making the strategy current when TensorFlow is imported",
+    ACTIVATE_ENV: "0 (or off, false, no) turns off making the strategy current when TensorFlow is imported",
     STRATEGY_ENV: 'what strategy="auto" means (a strategy name)',
     PEER_TIMEOUT_ENV: "seconds a worker waits for its peers (default 300)",
     CPU_DEVICES_ENV: "split the CPU into N logical devices (mirrored over them)",
     STEPS_PER_EXECUTION_ENV: "steps per compiled call on default/one_device (1 turns it off)",
-    KERAS_COMPAT_ENV: "off: no Keras workarounds; force: all of them, whatever the version",
+    KERAS_COMPAT_ENV: "auto (the default): the workarounds the installed Keras needs; off: none; force: all of them, whatever the version",
     BACKUP_DIR_ENV: "folder of the epoch-end and preemption saves (the launcher sets it; turns them on for single-host runs)",
     PORT_ENV: "the port of every host of a host-list cluster (default 2222)",
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
@@ -133,23 +135,43 @@ def steps_per_execution_setting(environ: Mapping[str, str], default: int) -> int
     )
 
 
+#: ``AUTODIST_KERAS_COMPAT``'s values: unset or ``auto`` (gated by version), ``off``, ``force``.
+KERAS_COMPAT_MODES = ("auto", "off", "force")
+
+
 def keras_compat_mode(environ: Mapping[str, str]) -> str:
-    """``AUTODIST_KERAS_COMPAT``: ``"off"``, ``"force"``, or ``""`` (gated by version)."""
-    return environ.get(KERAS_COMPAT_ENV, "").strip().lower()
+    """``AUTODIST_KERAS_COMPAT``: ``"off"``, ``"force"``, or ``""`` (unset or ``auto``: gated by version).
+
+    Raises:
+        AutodistError: for any other value (a typo must not silently mean "gated by version").
+
+    Example:
+        >>> keras_compat_mode({"AUTODIST_KERAS_COMPAT": "Off"}), keras_compat_mode({})
+        ('off', '')
+    """
+    raw = environ.get(KERAS_COMPAT_ENV, "")
+    mode = raw.strip().lower()
+    if mode not in ("", *KERAS_COMPAT_MODES):
+        raise AutodistError(
+            f"{KERAS_COMPAT_ENV} must be one of {', '.join(KERAS_COMPAT_MODES)} (Received: {KERAS_COMPAT_ENV}={raw!r}). "
+            "off turns every Keras workaround off, force applies them all, auto (or unset) applies "
+            "those the installed Keras needs. Set one of these, or unset it."
+        )
+    return "" if mode == "auto" else mode
 
 
 def grace_setting(environ: Mapping[str, str]) -> float | None:
-    """``AUTODIST_GRACE`` in seconds, or ``None`` when unset, empty or not a positive number.
+    """``AUTODIST_GRACE`` in seconds, or ``None`` when unset or empty.
+
+    Raises:
+        AutodistError: when it is not a finite positive number.
 
     Example:
         >>> grace_setting({"AUTODIST_GRACE": "6"}), grace_setting({})
         (6.0, None)
     """
-    try:
-        value = float(environ.get(GRACE_ENV, "").strip() or "nan")
-    except ValueError:
-        return None
-    return value if value > 0 else None  # nan > 0 is False
+    raw = environ.get(GRACE_ENV, "").strip()
+    return None if not raw else _seconds(raw, GRACE_ENV, "It is the launcher's --grace: the seconds between SIGTERM and SIGKILL; for example 30.")
 
 
 def backup_dir_setting(environ: Mapping[str, str]) -> str | None:
@@ -159,7 +181,17 @@ def backup_dir_setting(environ: Mapping[str, str]) -> str | None:
 
 def activation_enabled(environ: Mapping[str, str]) -> bool:
     """Whether ``AUTODIST_ACTIVATE`` leaves the activation at TensorFlow import on (the default)."""
-    return environ.get(ACTIVATE_ENV, "1").strip().lower() not in _OFF
+    raw = environ.get(ACTIVATE_ENV, "")
+    value = raw.strip().lower()
+    if value in _OFF:
+        return False
+    if value in ("", "1", "on", "true", "yes"):
+        return True
+    raise AutodistError(
+        f"{ACTIVATE_ENV} must be on or off (Received: {ACTIVATE_ENV}={raw!r}). Expected 1, on, true "
+        "or yes (the default: the strategy made current when TensorFlow is imported), or 0, off, "
+        "false or no. Set one of these, or unset it."
+    )
 
 
 def strategy_setting(environ: Mapping[str, str], requested: str | object = "auto") -> str | object:
@@ -185,9 +217,9 @@ def tune_budget_setting(environ: Mapping[str, str], default: float) -> float:
         value = float(raw) if raw else default
     except ValueError:
         value = -1.0
-    if not value > 0:
+    if not (math.isfinite(value) and value > 0):
         raise AutodistError(
-            f"{TUNE_BUDGET_ENV} must be a positive number of seconds (Received: {TUNE_BUDGET_ENV}={raw!r}). "
+            f"{TUNE_BUDGET_ENV} must be a finite positive number of seconds (Received: {TUNE_BUDGET_ENV}={raw!r}). "
             'It bounds how long strategy="tune" times candidates; for example 60.'
         )
     return value
@@ -203,11 +235,20 @@ def peer_timeout_setting(environ: Mapping[str, str], given: float | None = None)
     raw = given if given is not None else environ.get(PEER_TIMEOUT_ENV)
     if raw is None or raw == "":
         return None
+    source = "peer_timeout_seconds" if given is not None else PEER_TIMEOUT_ENV
+    return _seconds(raw, source, "It bounds how long a worker waits for its peers; pass a number such as 300.")
+
+
+def _seconds(raw: Any, name: str, meaning: str) -> float:
+    """``raw`` as a finite positive number of seconds.
+
+    Raises:
+        AutodistError: naming ``name``, what it got, and ``meaning``.
+    """
     try:
-        return float(raw)
-    except (TypeError, ValueError):
-        source = "peer_timeout_seconds" if given is not None else PEER_TIMEOUT_ENV
-        raise AutodistError(
-            f"{source} must be a number of seconds (Received: {source}={raw!r}). It bounds how "
-            "long a worker waits for its peers; pass a number such as 300."
-        ) from None
+        value = float(raw)
+    except (TypeError, ValueError, OverflowError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise AutodistError(f"{name} must be a finite positive number of seconds (Received: {name}={raw!r}). {meaning}")
+    return value

@@ -40,7 +40,7 @@ from autodist.inputs import is_array_like, num_samples, pandas_to_numpy, trainin
 from autodist.log import get_logger
 from autodist.placement import build_in_scope, keras_module, move_into_scope
 from autodist.plans import Plan, StrategyKind
-from autodist.resume import slice_samples
+from autodist.inputs import slice_samples
 from autodist.train_state import private_folder, write_privately
 from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
 from autodist.tune_rules import DEFAULT_TUNE_BUDGET_SECONDS, TIMED_STEPS, TUNE_SHARE, Candidate, Projection, Timing, cache_key, candidates, next_cost, pick, untimed_reason, within_budget

@@ -86,8 +86,20 @@ def test_nvml_probe_reads_the_driver(monkeypatch):
     assert hardware.nvml_gpus() == [GpuInfo("NVIDIA H200", 150_000_000_000, "9.0")]
 
 
-def test_nvml_probe_without_driver_is_none():
-    assert hardware.nvml_gpus() is None  # this machine has nvidia-ml-py but no driver
+@pytest.mark.parametrize("failure", ["no library", "no driver"])
+def test_nvml_probe_without_a_driver_is_none(monkeypatch, failure):
+    """pynvml missing, or its nvmlInit failing as it does without a driver: no GPUs from the driver."""
+    if failure == "no library":
+        monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    else:
+        class DriverNotLoaded(Exception):
+            pass
+
+        def init():
+            raise DriverNotLoaded("NVML Shared Library Not Found")
+
+        monkeypatch.setitem(sys.modules, "pynvml", types.SimpleNamespace(nvmlInit=init))
+    assert hardware.nvml_gpus() is None
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ from tests.conftest import ROOT
 
 #: 0 shared basics, 1 detect, 2 plan, 3 act, 4 the edge (public entry points and the CLI).
 LAYERS = {
-    "errors": 0, "log": 0, "settings": 0,
-    "cluster": 1, "cluster_spec": 1, "hardware": 1, "model_info": 1, "dataset_graph": 1, "jax_devices": 1,
+    "errors": 0, "log": 0, "settings": 0, "fields": 0,
+    "cluster": 1, "cluster_spec": 1, "hardware": 1, "snapshot": 1, "model_info": 1, "dataset_graph": 1, "jax_devices": 1,
     "planning": 2, "plans": 2, "choosers": 2, "jax_planning": 2, "memory_model": 2, "tune_rules": 2, "global_batch": 2, "keras_compat": 2,
     "strategies": 3, "activation": 3, "coexistence": 3, "placement": 3, "callbacks": 3,
     "batching": 3, "keras_patches": 3, "parameter_server": 3, "ps_input": 3, "keras_integration": 3, "inputs": 3, "compile_settings": 3,

@@ -111,9 +111,7 @@ def test_killing_the_chief_ends_workers_and_ps(job, report):
         code, err = job.wait(name, timeout=30)
         assert code == 0, err[-2000:]
         assert "the chief is gone; exiting" in err
-    elapsed = time.monotonic() - killed
-    assert elapsed < 30
-    report(f"chief killed: workers and ps exited {elapsed:.1f} s later")
+    report(f"chief killed: workers and ps exited {time.monotonic() - killed:.1f} s later (each within its 30 s wait)")
 
 
 def test_losing_a_worker_keeps_training(job):
@@ -175,9 +173,10 @@ def test_a_chief_that_lives_under_a_second_is_seen_and_its_end_ends_the_task(cap
     code = watch_chief(address, "worker 0", peer_timeout=20, poll_seconds=0.1)
     elapsed = time.monotonic() - start
     chief.join(timeout=5)
-    assert code == 0
-    assert "autodist: worker 0: the chief is gone; exiting" in capsys.readouterr().err
-    assert 0.6 <= elapsed < 5, elapsed
+    err = capsys.readouterr().err
+    assert code == 0 and "autodist: worker 0: the chief is gone; exiting" in err, err
+    assert "never came" not in err  # seen while it lived (not the peer timeout's failure)
+    assert elapsed >= 0.6, f"returned after {elapsed:.2f} s, before the chief had come and gone"
 
 
 def test_a_chief_that_never_comes_fails_the_task_after_the_peer_timeout(capsys):
@@ -191,7 +190,7 @@ def test_a_chief_that_never_comes_fails_the_task_after_the_peer_timeout(capsys):
     err = capsys.readouterr().err
     assert f"ps 0 waited 0.5 s for the chief at {address}, and it never came" in err
     assert "AUTODIST_PEER_TIMEOUT" in err
-    assert 0.5 <= elapsed < 3, elapsed
+    assert elapsed >= 0.5, f"gave up after {elapsed:.2f} s, before the peer timeout"
 
 
 def test_steps_per_epoch_rule():

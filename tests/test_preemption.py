@@ -14,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -136,7 +137,8 @@ def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_st
         if launcher.poll() is None:
             launcher.kill()
     assert launcher.returncode == 128 + signal.SIGTERM, output[-4000:]
-    assert "[launcher] worker 0, worker 1 saved their step (exit 75)" in output, output[-4000:]
+    assert "[launcher] worker 0, worker 1 exited 75 (preempted" in output, output[-4000:]
+    assert output.count("autodist: preempted (SIGTERM): saved epoch") == 2, output[-4000:]
     positions = {saves(os.path.join(backup, f"worker-{i}", "fit-0"))[-1].position for i in (0, 1)}
     assert len(positions) == 1, f"workers must save the same step: {positions}"
     second = run_python(command[1:], env=env, timeout=170)
@@ -298,6 +300,90 @@ def test_one_callback_list_sees_a_resumed_fit_as_one_fit():
     assert history.epoch == [1, 2] and len(history.history["loss"]) == 2 and model.history is history
 
 
+class FakeStore:
+    """The coordination service's key-value store as the agreement uses it: a key is set once
+    (a second set fails), and a read waits for it, up to its timeout."""
+
+    def __init__(self):
+        self.values: dict[str, str] = {}
+        self.changed = threading.Condition()
+
+    def set_config_key_value(self, key, value):
+        with self.changed:
+            if key in self.values:
+                raise RuntimeError(f"AlreadyExists: {key}")
+            self.values[key] = value
+            self.changed.notify_all()
+
+    def get_config_key_value(self, key, timeout_in_ms=None):
+        with self.changed:
+            if not self.changed.wait_for(lambda: key in self.values, None if timeout_in_ms is None else timeout_in_ms / 1000):
+                raise RuntimeError(f"DeadlineExceeded: {key}")
+            return self.values[key]
+
+
+@pytest.fixture
+def store(monkeypatch):
+    from tensorflow.python.eager import context
+
+    from autodist import agreement
+
+    fake = FakeStore()
+    monkeypatch.setattr(context, "context", lambda: fake)
+    monkeypatch.setattr(agreement, "ABANDON_DELAY_S", 0.05)
+    return fake
+
+
+def workers(count, *, started, ended):
+    from autodist.agreement import ClusterAgreement
+
+    names = tuple(f"worker {i}" for i in range(count))
+    made = [ClusterAgreement(i, count, 0, names, ack_timeout=0.3, end_process=lambda code, i=i: ended.append((i, code))) for i in range(count)]
+    for index in started:
+        made[index].start()
+    return made
+
+
+def test_the_agreement_commits_when_every_worker_answers_even_with_two_proposers(store):
+    ended: list = []
+    agreements = workers(3, started=(0, 1, 2), ended=ended)
+    proposers = [threading.Thread(target=agreements[i].propose, args=(5 + i,)) for i in (0, 1)]
+    for thread in proposers:
+        thread.start()
+    for thread in proposers:
+        thread.join(10)
+    agreed = {a.agreed() for a in agreements}
+    assert len(agreed) == 1 and agreed <= {7, 8}, agreed  # one proposal, two past its proposer's step
+    assert all(a.confirmed() and a.missing() is None for a in agreements) and store.values["autodist/preemption/0/decision"] == "commit"
+    assert not ended
+
+
+def test_a_worker_that_does_not_answer_makes_every_other_worker_exit_naming_it(store, capfd):
+    """Worker 2 never answers (its watcher is not running: a frozen process). The proposer
+    abandons; worker 1, which acknowledged, ends its process even if its main thread is blocked."""
+    ended: list = []
+    agreements = workers(3, started=(0, 1), ended=ended)
+    agreements[0].propose(5)
+    assert agreements[0].missing() == [2] and not agreements[0].confirmed()
+    deadline = time.monotonic() + 10
+    while len(ended) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(ended) == [(0, PREEMPTED_EXIT_CODE), (1, PREEMPTED_EXIT_CODE)], ended
+    said = capfd.readouterr().err
+    assert said.count("worker 2 did not answer the agreement on the step to save within 0.3 s") == 2, said
+
+
+def test_a_proposer_gone_before_deciding_ends_the_others(store, capfd):
+    ended: list = []
+    (_, second) = workers(2, started=(1,), ended=ended)
+    store.set_config_key_value("autodist/preemption/0", "9")  # proposed, then the proposer died
+    deadline = time.monotonic() + 10
+    while not ended and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ended == [(1, PREEMPTED_EXIT_CODE)] and second.missing() == []
+    assert "the worker that proposed the step did not answer" in capfd.readouterr().err
+
+
 def test_callback_state_round_trips_arrays_and_a_callbacks_own_names():
     """EarlyStopping's best weights travel as arrays; a callback of the user's own carries what it
     names in ``autodist_state``; a list of other callbacks is left alone."""
@@ -316,13 +402,17 @@ def test_callback_state_round_trips_arrays_and_a_callbacks_own_names():
     stop.on_train_begin()
     stop.best_weights, stop.wait, mine.seen, mine.other = [np.ones(2), np.zeros((2, 2))], 1, 7, "changed"
     scalars, arrays = capture([stop, mine])
-    assert scalars[0]["best_weights"] == {"arrays": [0, 2]} and scalars[1] == {"seen": 7} and len(arrays) == 2
+    assert scalars[0]["best_weights"] == {"arrays": [0, 2]} and scalars[1] == {"class": "Mine", "seen": 7} and len(arrays) == 2
     fresh_stop, fresh_mine = keras.callbacks.EarlyStopping(restore_best_weights=True), Mine()
     fresh_stop.on_train_begin()
     give_back([fresh_stop, fresh_mine], json.loads(json.dumps(scalars)), arrays)
     assert fresh_stop.wait == 1 and [w.tolist() for w in fresh_stop.best_weights] == [[1.0, 1.0], [[0.0, 0.0], [0.0, 0.0]]]
     assert fresh_mine.seen == 7 and fresh_mine.other == "kept"
     give_back([Mine()], scalars, arrays)  # another list of callbacks: nothing is set, nothing raises
+    swapped = [Mine(), keras.callbacks.EarlyStopping()]
+    swapped[1].on_train_begin()
+    give_back(swapped, scalars, arrays)  # the same length, other classes at each place
+    assert swapped[0].seen == 0 and swapped[1].wait == 0
 
 
 def test_a_save_is_private_and_read_only_once_complete(tmp_path):

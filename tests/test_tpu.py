@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -68,26 +67,19 @@ def test_hanging_resolver_times_out(monkeypatch):
             release.wait(30)  # an endpoint that accepts connections and never answers
 
     monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Hanging)
-    start = time.monotonic()
     with pytest.raises(StrategyUnavailableError, match="did not finish in 0.5 s.*TPU_NAME"):
-        strategies.tpu_cluster_resolver("my-tpu", timeout=0.5)
+        strategies.tpu_cluster_resolver("my-tpu", timeout=0.5)  # returns while the resolver still hangs
+    assert not release.is_set()
     release.set()
-    assert time.monotonic() - start < 3
 
 
-def test_real_resolver_without_a_tpu_fails_at_once(report):
-    start = time.monotonic()
-    with pytest.raises(StrategyUnavailableError, match="Please provide a TPU Name"):
-        strategies.tpu_cluster_resolver(None, timeout=10)
-    elapsed = time.monotonic() - start
-    assert elapsed < 2
-    report(f"TPUClusterResolver() without a TPU failed after {elapsed * 1000:.1f} ms")
+def test_real_resolver_without_a_tpu_fails_with_its_own_error_not_the_timeout():
+    with pytest.raises(StrategyUnavailableError, match="Please provide a TPU Name") as raised:
+        strategies.tpu_cluster_resolver(None, timeout=60)
+    assert "did not finish" not in str(raised.value)
 
 
-def test_inspect_reports_no_tpu_quickly(report):
-    start = time.monotonic()
+def test_inspect_reports_no_tpu_without_connecting():
+    """``inspect --fast`` reads the environment only (its time is a benchmark: benchmarks/detection.py)."""
     proc = run_python(["-m", "autodist", "inspect", "--fast"], env=subprocess_env(), timeout=60)
-    elapsed = time.monotonic() - start
-    assert proc.returncode == 0 and "TPU: no TPU" in proc.stdout
-    assert elapsed < 10
-    report(f"inspect --fast (new process, no TPU): {elapsed:.2f} s")
+    assert proc.returncode == 0 and "TPU: no TPU" in proc.stdout, proc.stderr[-2000:]

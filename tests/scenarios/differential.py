@@ -48,7 +48,7 @@ with warnings.catch_warnings(record=True) as IMPORT_WARNINGS:  # autodist plans 
         keras.__version__ = FAKE_KERAS
     import tensorflow as tf  # noqa: E402
 import numpy as np  # noqa: E402
-from reference import plain  # noqa: E402
+from reference import plain, write_result  # noqa: E402
 
 NUM, FEATURES, CLASSES, EPOCHS, BATCH, VOCAB = 100, 6, 3, 2, 16, 150  # 100 = 6 x 16 + 4: a short last batch
 TASK_INDEX = int(json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {}).get("index", 0))
@@ -258,13 +258,7 @@ def main() -> None:
     results["process_warnings"] = [
         str(w.message) for w in IMPORT_WARNINGS + outside_arms if issubclass(w.category, autodist.AutodistWarning)
     ]
-    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    if not config:
-        print("RESULT " + json.dumps(results))
-        return
-    task = f"{config['task']['type']}-{config['task']['index']}"
-    with open(os.path.join(sys.argv[1], f"{task}.json"), "w") as handle:
-        json.dump(results, handle)
+    write_result(results)
 
 
 if __name__ == "__main__":

@@ -26,9 +26,7 @@ Prints ``RESULT <json>``. Assertions live in tests/test_model_axis.py.
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -39,7 +37,7 @@ with warnings.catch_warnings(record=True) as IMPORT_WARNINGS:  # autodist plans 
     import keras  # noqa: E402
     import tensorflow as tf  # noqa: E402
 import numpy as np  # noqa: E402
-from reference import plain  # noqa: E402
+from reference import plain, write_result  # noqa: E402
 
 NUM, HELD, FEATURES, CLASSES, EPOCHS, BATCH = 112, 32, 6, 3, 2, 16  # 112 = 7 x 16
 WORDS = ["red", "green", "blue", "gold", "grey"]  # "grey" is out of the vocabulary
@@ -225,13 +223,7 @@ def main() -> None:
     results["process_warnings"] = [
         str(w.message) for w in IMPORT_WARNINGS + outside_arms if issubclass(w.category, autodist.AutodistWarning)
     ]
-    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    if not config:
-        print("RESULT " + json.dumps(results))
-        return
-    task = f"{config['task']['type']}-{config['task']['index']}"
-    with open(os.path.join(sys.argv[1], f"{task}.json"), "w") as handle:
-        json.dump(results, handle)
+    write_result(results)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import sys
 
 import tensorflow as tf
 
@@ -17,3 +20,15 @@ def plain():
         yield
     finally:
         tf.distribute.experimental_set_strategy(current)
+
+
+def write_result(results: dict) -> None:
+    """Print ``RESULT <json>`` on a single host; in a cluster (``TF_CONFIG``) write it to
+    ``<argv[1]>/<task>.json``, one file per task."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    if not config:
+        print("RESULT " + json.dumps(results))
+        return
+    task = f"{config['task']['type']}-{config['task']['index']}"
+    with open(os.path.join(sys.argv[1], f"{task}.json"), "w") as handle:
+        json.dump(results, handle)

@@ -33,7 +33,8 @@ import pandas as pd  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 OUTDIR, MODE = sys.argv[1], sys.argv[2]
-EPOCHS, BATCH, KILL_AT = 6, 16, 14  # 160 samples: 10 batches an epoch; step 14 is batch 4 of epoch 2
+EPOCHS, BATCH = 6, 16  # 160 samples: 10 batches an epoch, compiled calls of steps 1-8, 9-10, 11-18, 19-20, ...
+KILL_AT = {"step": 14}  # step 14 is batch 4 of epoch 2, inside the call of steps 11-18
 rng = np.random.default_rng(3)
 X = rng.normal(size=(160, 8)).astype("float32")
 Y = (X @ rng.normal(size=(8, 1)) + 0.1 * rng.normal(size=(160, 1))).astype("float32")
@@ -55,7 +56,7 @@ class KillAt(keras.layers.Layer):
 
 
 def _kill_at(steps):
-    if int(steps.numpy()) == KILL_AT:
+    if int(steps.numpy()) == KILL_AT["step"]:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -84,6 +85,7 @@ def cells(out: str) -> dict:
         "arrays, unshuffled": lambda: ((X, Y), {"batch_size": BATCH, "shuffle": False}, []),
         "pandas, shuffled": lambda: ((frame, pd.Series(Y[:, 0])), {"batch_size": BATCH}, []),
         "tf.data, batched": lambda: ((data, None), {}, []),
+        "arrays, shuffled, SIGTERM in an epoch's last call": lambda: ((X, Y), {"batch_size": BATCH}, [], 19),
         "arrays, shuffled, validation_split": lambda: ((X, Y), {"batch_size": BATCH, "validation_split": 0.1}, []),
         "EarlyStopping (patience 3)": lambda: (
             (X, Y), {"batch_size": BATCH}, [keras.callbacks.EarlyStopping(monitor="loss", min_delta=10.0, patience=3)]
@@ -99,7 +101,8 @@ def cells(out: str) -> dict:
 
 
 def run(name: str, make, index: int) -> dict:
-    (x, y), kwargs, callbacks = make()
+    (x, y), kwargs, callbacks, *kill = make()
+    KILL_AT["step"] = kill[0] if kill else 14
     observe = Observe()
     model = build()
     backup = os.path.join(OUTDIR, f"backup-{index}")
