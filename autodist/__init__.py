@@ -6,7 +6,7 @@ becomes the current one (:mod:`autodist.activation`; ``AUTODIST_ACTIVATE=0`` tur
 put ``import autodist`` first: every model built afterwards is created under the strategy, and
 ``autodist.fit(model, ...)`` trains that very object.
 
-Layers (each module imports only its own layer and those below; see the README's "Layout"):
+Layers (each module imports only its own layer and those below; see docs/architecture.md):
 shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``, ``cluster_spec``,
 ``model_info``, ``dataset_graph``) → plan (``planning``, ``choosers``, ``plans``, ``global_batch``,
 ``keras_compat``) → act (``strategies``, ``activation``, ``keras_integration``, ``placement``,

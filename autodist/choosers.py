@@ -14,8 +14,8 @@ environment but the ``environ`` it is given) and says why, with the numbers, in 
 6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` as in 5.
 7. CPU only means ``default``; with ``AUTODIST_CPU_DEVICES=N`` (N >= 2), ``mirrored`` over the N
    logical CPU devices. Measured on 2 cores, that split is slower than ``default``, whatever the
-   cross-device op (``python -m benchmarks``, "decision quality"; figures in the README's
-   Benchmarks): it exists to run distributed code on one machine, so it is kept, and the reason
+   cross-device op (``python -m benchmarks``, "decision quality"; figures in
+   benchmarks/README.md): it exists to run distributed code on one machine, so it is kept, and the reason
    says so.
 
 Example:
@@ -52,7 +52,7 @@ _SINGLE_HOST = (K.DEFAULT, K.ONE_DEVICE, K.MIRRORED, K.CENTRAL_STORAGE)
 
 #: Steps per compiled call that autodist sets on the default and one-device strategies, for a
 #: Keras 3 model compiled with 1. ``python -m benchmarks`` measures 8 against 1 (MLP 784-256-256-10,
-#: default strategy; figures in the README's Benchmarks), with the same steps and weights.
+#: default strategy; figures in benchmarks/README.md), with the same steps and weights.
 DEFAULT_STEPS_PER_EXECUTION = 8
 
 
@@ -404,8 +404,8 @@ def choose_steps_per_execution(
         return Choice(None, (f"steps_per_execution stays as compiled: {why}",))
     return Choice(value, (
         f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
-        f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in the "
-        "README's Benchmarks). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
+        f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in "
+        "benchmarks/README.md). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
         f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
         f"length is unknown. Opt out: {STEPS_PER_EXECUTION_ENV}=1",
     ))  # fmt: skip

@@ -24,6 +24,7 @@ from autodist.errors import AutodistError
 from autodist.fields import positive_int_argument
 from autodist.hardware import HardwareSnapshot, detect
 from autodist.planning import Plan, StrategyKind, format_gib, plan
+from autodist.settings import check_settings
 
 __all__ = ["main"]
 
@@ -312,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.name in ("inspect", "plan"):
         uninstall_activation()  # they report; this process trains nothing
     try:
+        check_settings(os.environ)  # a typo in any AUTODIST_* setting is refused, whatever the command
         data = args.command(args)
     except AutodistError as err:
         print(f"autodist: error: {err}", file=sys.stderr)

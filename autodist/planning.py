@@ -37,6 +37,7 @@ from typing import Any
 from autodist import choosers
 from autodist.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.errors import AutodistError
+from autodist.settings import check_settings
 from autodist.snapshot import HardwareSnapshot
 from autodist.jax_planning import plan_jax
 from autodist.model_info import ModelInfo, describe_model
@@ -101,7 +102,7 @@ def plan(
         >>> (p.strategy.value, p.global_batch_size)
         ('mirrored', 34)
     """
-    _check_arguments(snapshot, peer_timeout_seconds, gpu_memory_fraction)
+    _check_arguments(snapshot, peer_timeout_seconds, gpu_memory_fraction, environ)
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
     params = num_params if num_params is not None else info.num_params
     forced = _coerce_kind(strategy, snapshot.keras_backend)
@@ -203,7 +204,8 @@ _UNBUILT = (
 )
 
 
-def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_fraction: float) -> None:
+def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_fraction: float, environ: Mapping[str, str] | None = None) -> None:
+    check_settings(environ if environ is not None else {})  # every setting, typos included
     if not isinstance(snapshot, HardwareSnapshot):
         raise AutodistError(
             f"autodist.planning.plan got {type(snapshot).__name__} as the snapshot. Expected a "

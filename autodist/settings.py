@@ -2,7 +2,7 @@
 
 Each parser reads an explicit ``environ`` mapping (no implicit ``os.environ``, no cache), so the
 import-time activation, ``fit``, ``init``, ``@distributed``, the launcher and the tests all read
-the same values the same way. The README's "Settings" table lists the same names (a test checks).
+the same values the same way. docs/settings.md lists the same names (a test checks).
 
 Example:
     >>> strategy_setting({"AUTODIST_STRATEGY": "mirrored"}), strategy_setting({})
@@ -36,6 +36,7 @@ __all__ = [
     "TUNE_BUDGET_ENV",
     "activation_enabled",
     "backup_dir_setting",
+    "check_settings",
     "grace_setting",
     "keras_compat_mode",
     "port_setting",
@@ -61,7 +62,7 @@ GRACE_ENV = "AUTODIST_GRACE"
 TUNE_BUDGET_ENV = "AUTODIST_TUNE_BUDGET"
 _OFF = ("0", "off", "false", "no")
 
-#: Every setting and what it does; the README's "Settings" table lists the same names.
+#: Every setting and what it does; docs/settings.md lists the same names.
 SETTINGS: dict[str, str] = {
     ACTIVATE_ENV: "0 (or off, false, no) turns off making the strategy current when TensorFlow is imported",
     STRATEGY_ENV: 'what strategy="auto" means (a strategy name)',
@@ -172,6 +173,27 @@ def grace_setting(environ: Mapping[str, str]) -> float | None:
     """
     raw = environ.get(GRACE_ENV, "").strip()
     return None if not raw else _seconds(raw, GRACE_ENV, "It is the launcher's --grace: the seconds between SIGTERM and SIGKILL; for example 30.")
+
+
+def check_settings(environ: Mapping[str, str]) -> None:
+    """Parse every setting ``environ`` holds, once, where the plan is made: a typo is refused
+    there, whether or not this plan reads that setting.
+
+    Raises:
+        AutodistError: (or ``ClusterConfigError`` for a port) naming the first bad setting.
+
+    Example:
+        >>> check_settings({"AUTODIST_KERAS_COMPAT": "off", "AUTODIST_PEER_TIMEOUT": "60"})
+    """
+    activation_enabled(environ)
+    keras_compat_mode(environ)
+    peer_timeout_setting(environ)
+    grace_setting(environ)
+    tune_budget_setting(environ, 60.0)
+    steps_per_execution_setting(environ, 1)
+    positive_int_setting(environ, CPU_DEVICES_ENV, 1, "It splits the CPU into that many logical devices; for example 2.")
+    for name, default in ((PORT_ENV, 2222), (SLURM_PORT_BASE_ENV, 8888)):
+        port_setting(environ, name, default)
 
 
 def backup_dir_setting(environ: Mapping[str, str]) -> str | None:

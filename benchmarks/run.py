@@ -7,7 +7,7 @@
 
 Writes benchmarks/results.json and benchmarks/results.png (the ratios as a bar chart), and
 records the machine. A quick or partial run writes results-quick.json, results-scaling.json, ...
-instead, so the full run's figures (the README's table) stay. Run it on an otherwise idle machine: figures are ratios measured side by
+instead, so the full run's figures (benchmarks/README.md's table) stay. Run it on an otherwise idle machine: figures are ratios measured side by
 side, but two cores shared with something else still skew them.
 """
 
@@ -65,7 +65,7 @@ def chart(figures: list[Figure], path: Path) -> bool:
 
 def results_stem(only: list[str] | None, quick: bool) -> str:
     """The results' file name: ``results`` for a full run of every benchmark, so that a quick or
-    partial run never replaces the figures the README shows.
+    partial run never replaces the figures benchmarks/README.md shows.
 
     Example:
         >>> results_stem(None, False), results_stem(None, True), results_stem(["scaling"], False)

@@ -255,7 +255,7 @@ def test_guide_default_strategy_cells_see_autodists_strategy(guide):
     """The guide's "Default Strategy" cells show TensorFlow with no strategy set. With autodist
     imported one is set, so ``get_strategy()`` returns it, and the cell's
     ``reduce("SUM", 1., axis=None)`` of a plain number fails as it does inside any
-    ``with strategy.scope()``: the one documented difference (README, "Using it"; the cells
+    ``with strategy.scope()``: the one documented difference (docs/using.md; the cells
     behave as in the guide with ``AUTODIST_ACTIVATE=0``)."""
     guide.assert_ok()
     result = guide.result()

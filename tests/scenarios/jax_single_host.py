@@ -106,17 +106,17 @@ def dataset_case():
 
 
 def readme_example():
-    """The README's JAX example, as it is written there."""
+    """The JAX example of docs/jax.md, as it is written there."""
     import contextlib
     import io
     import pathlib
 
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("## Keras 3 on JAX", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "jax.md").read_text(encoding="utf-8")
+    block = readme.split("# Keras 3 on JAX", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     namespace, printed = {}, io.StringIO()
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
         warnings.simplefilter("always")
-        exec(compile(block, "README.md", "exec"), namespace)
+        exec(compile(block, "docs/jax.md", "exec"), namespace)
     history = namespace["history"]
     return {"strategy": history.plan.strategy.value, "val_accuracy": history.history["val_accuracy"][-1],
             "printed": printed.getvalue(), "warnings": [str(w.message) for w in caught if "Autodist" in type(w.message).__name__]}  # fmt: skip

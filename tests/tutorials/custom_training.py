@@ -18,7 +18,7 @@ Changed from the tutorial, as a user adopting autodist would:
   ``autodist.compute_average_loss(per_example_loss)``.
 Changed for Keras 3 (needed with or without autodist):
 - ``model.build((None, 28, 28, 1))`` and ``optimizer.build(model.trainable_variables)`` before
-  the first step, as autodist's README says for Keras 3 custom loops: Adam building its slots
+  the first step, as autodist's docs/using.md says for Keras 3 custom loops: Adam building its slots
   inside ``strategy.run`` fails under Mirrored ("You must feed a value for placeholder tensor").
 - ``reduction=tf.keras.losses.Reduction.NONE`` became ``reduction="none"``, and
   ``metric.reset_states()`` became ``metric.reset_state()``.
@@ -133,7 +133,7 @@ def main(strategy):
   model = create_model()
 
   optimizer = tf.keras.optimizers.Adam(learning_rate=0.001)
-  # Keras 3 (autodist README, "Using it"): build Adam before the first step of a custom loop.
+  # Keras 3 (autodist docs/using.md): build Adam before the first step of a custom loop.
   model.build((None, 28, 28, 1))
   optimizer.build(model.trainable_variables)
 
