@@ -23,7 +23,7 @@ from autodist.activation import uninstall as uninstall_activation
 from autodist.errors import AutodistError
 from autodist.fields import positive_int_argument
 from autodist.hardware import HardwareSnapshot, detect
-from autodist.planning import Plan, StrategyKind, format_gib, plan
+from autodist.planning import Plan, StrategyKind, check_strategy_setting, format_gib, plan
 from autodist.settings import check_settings
 
 __all__ = ["main"]
@@ -180,8 +180,8 @@ def _plan_text(data: dict[str, Any]) -> str:
 def demo_parser(subparsers: Any) -> None:
     """Add ``demo`` (training on the bundled digits data) to ``subparsers``."""
     parser = subparsers.add_parser("demo", help="train on the bundled digits data set")
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--epochs", type=positive_int_argument, default=20)
+    parser.add_argument("--batch-size", type=positive_int_argument, default=64)
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(command=demo_command, render=render_demo)
 
@@ -216,7 +216,7 @@ def launch_parser(subparsers: Any) -> None:
         help="run a training script as a local cluster on 127.0.0.1",
         description="Start the workers (and ps) of one job on 127.0.0.1, each with its own TF_CONFIG.",
     )
-    parser.add_argument("--workers", type=int, required=True, help="worker processes")
+    parser.add_argument("--workers", type=positive_int_argument, required=True, help="worker processes")
     parser.add_argument("--ps", type=int, default=0, help="parameter-server processes (adds a chief)")
     parser.add_argument("--max-restarts", type=int, default=0, help="restarts of the whole job after a failure")
     parser.add_argument("--timeout", type=float, default=None, help="seconds the whole job may run")
@@ -314,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         uninstall_activation()  # they report; this process trains nothing
     try:
         check_settings(os.environ)  # a typo in any AUTODIST_* setting is refused, whatever the command
+        check_strategy_setting(os.environ)
         data = args.command(args)
     except AutodistError as err:
         print(f"autodist: error: {err}", file=sys.stderr)

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ __all__ = ["KNOWN_TASK_TYPES", "ClusterInfo", "parse_tf_config", "shorten", "val
 
 #: Task types that tf.distribute understands. The TF1 name ``master`` is not among them.
 KNOWN_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
+#: The ``rpc_layer`` values TensorFlow's distributed runtime accepts.
+RPC_LAYERS = ("grpc", "grpc+verbs", "grpc+mpi")
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def _checked_spec(cluster_spec: Any, source: str, quoted: str) -> dict[str, list
                     '"host:port", for example "10.0.0.2:2222". Add the port.'
                 )
             host, _, port = address.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            if not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
                 raise ClusterConfigError(
                     f"{source} lists the address {address!r} for {kind!r}, whose port {port!r} is not "
                     f"a port number {quoted}. Expected \"host:port\" with a port from 1 to 65535, "
@@ -279,6 +282,11 @@ def parse_tf_config(raw: str, *, source: str = "TF_CONFIG") -> ClusterInfo | Non
         cluster, task.get("type"), task.get("index"), source=source, received=raw
     )
     rpc_layer = config.get("rpc_layer")
+    if rpc_layer is not None and rpc_layer not in RPC_LAYERS:
+        raise ClusterConfigError(
+            f'{source} "rpc_layer" is {rpc_layer!r} (Received: {source}={shorten(raw)}). Expected one of '
+            f"{', '.join(RPC_LAYERS)} (TensorFlow's servers speak gRPC). Remove it, or set \"grpc\"."
+        )
     if rpc_layer:
         info = ClusterInfo(info.source, info.task_type, info.task_index, info.cluster_spec, rpc_layer)
     return info
@@ -293,7 +301,7 @@ def _from_sparse_cluster(sparse: Any, *, source: str, raw: str) -> dict[str, lis
     dense: dict[str, list[str]] = {}
     for kind, entries in sparse.items():
         if isinstance(entries, Mapping):
-            if not all(str(k).isdigit() for k in entries):
+            if not all(re.fullmatch(r"[0-9]{1,6}", str(k)) for k in entries):
                 raise ClusterConfigError(
                     f'{source} "sparseCluster" gives {kind!r} the keys {sorted(map(str, entries))} '
                     f"(Received: {source}={shorten(raw)}). Expected task indices as keys, for "

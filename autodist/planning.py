@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 from autodist import choosers
 from autodist.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.errors import AutodistError
-from autodist.settings import check_settings
+from autodist.settings import STRATEGY_ENV, check_settings
 from autodist.snapshot import HardwareSnapshot
 from autodist.jax_planning import plan_jax
 from autodist.model_info import ModelInfo, describe_model
@@ -180,6 +181,11 @@ def _memory_facts(
 ) -> choosers.MemoryFacts | None:
     if params is None:
         return None
+    if isinstance(params, bool) or not isinstance(params, int) or params < 0:
+        raise AutodistError(
+            f"num_params must be a whole number of parameters, 0 or more (Received: {params!r}). "
+            "Pass the model's parameter count (model.count_params()), or the model itself."
+        )
     slots = optimizer_slots if optimizer_slots is not None else info.optimizer_slots
     model = dataclasses.replace(info, num_params=params, optimizer_slots=slots)
     return choosers.MemoryFacts(model, batch_size or KERAS_DEFAULT_BATCH_SIZE, activation_fraction, refuse)
@@ -206,15 +212,16 @@ _UNBUILT = (
 
 def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_fraction: float, environ: Mapping[str, str] | None = None) -> None:
     check_settings(environ if environ is not None else {})  # every setting, typos included
+    check_strategy_setting(environ if environ is not None else {})
     if not isinstance(snapshot, HardwareSnapshot):
         raise AutodistError(
             f"autodist.planning.plan got {type(snapshot).__name__} as the snapshot. Expected a "
             "HardwareSnapshot: the planner reads no machine itself. Pass autodist.detect(), or call "
             "autodist.plan(), which detects this machine when no snapshot is given."
         )
-    if not peer_timeout_seconds > 0:
+    if not (isinstance(peer_timeout_seconds, (int, float)) and math.isfinite(peer_timeout_seconds) and peer_timeout_seconds > 0):
         raise AutodistError(
-            f"peer_timeout_seconds must be positive (Received: {peer_timeout_seconds!r}). It bounds "
+            f"peer_timeout_seconds must be a finite positive number (Received: {peer_timeout_seconds!r}). It bounds "
             "how long a worker waits for its peers, for example 300."
         )
     if not 0 < gpu_memory_fraction <= 1:
@@ -222,6 +229,22 @@ def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_frac
             f"gpu_memory_fraction must be in (0, 1] (Received: {gpu_memory_fraction!r}). It is "
             "the share of each GPU's memory the model may use, for example 0.9."
         )
+
+
+def check_strategy_setting(environ: Mapping[str, str]) -> None:
+    """``AUTODIST_STRATEGY``, when set, names a strategy (or ``auto``, ``tune``).
+
+    Raises:
+        AutodistError: for an unknown name, with the names accepted.
+
+    Example:
+        >>> check_strategy_setting({"AUTODIST_STRATEGY": "mirrored"})
+    """
+    name = environ.get(STRATEGY_ENV, "").strip()
+    if not name or name.lower() in ("auto", TUNE) or name.lower() in {kind.value for kind in StrategyKind}:
+        return
+    valid = ", ".join(["auto", TUNE] + [k.value for k in StrategyKind])
+    raise AutodistError(f"{STRATEGY_ENV} names the unknown strategy {name!r}. Expected one of: {valid}. Fix it, or unset it to let autodist choose.")
 
 
 def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | None:

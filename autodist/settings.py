@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -114,7 +115,7 @@ def port_setting(environ: Mapping[str, str], name: str, default: int) -> int:
         (2222, 3000)
     """
     raw = environ.get(name, str(default))
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
+    if not re.fullmatch(r"[0-9]{1,5}", raw) or not 0 < int(raw) < 65536:
         raise ClusterConfigError(
             f"{name} must be a port number (Received: {name}={raw!r}). Expected an integer from 1 "
             f"to 65535. Set it to a free port, or unset it for the default {default}."

@@ -191,7 +191,7 @@ def _jax_device(raw: Any) -> JaxDevice:
 
 def _snapshot_cluster(raw: Any) -> ClusterInfo | None:
     """A snapshot's cluster, checked as TF_CONFIG is (task type and index inside the cluster)."""
-    if not raw:
+    if raw is None:  # 0, false or "" are not a cluster: refused below
         return None
     cluster = fields.mapping("cluster", raw, where="the snapshot")
     info = validate_cluster(

@@ -60,17 +60,20 @@ def test_tpu_batch_table(requested, cores, expected):
 def test_hanging_resolver_times_out(monkeypatch):
     import tensorflow as tf
 
-    release = threading.Event()
+    entered, release, returned = threading.Event(), threading.Event(), threading.Event()
 
     class Hanging:
         def __init__(self, tpu=None):
+            entered.set()
             release.wait(30)  # an endpoint that accepts connections and never answers
+            returned.set()
 
     monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Hanging)
     with pytest.raises(StrategyUnavailableError, match="did not finish in 0.5 s.*TPU_NAME"):
-        strategies.tpu_cluster_resolver("my-tpu", timeout=0.5)  # returns while the resolver still hangs
-    assert not release.is_set()
+        strategies.tpu_cluster_resolver("my-tpu", timeout=0.5)
+    assert entered.is_set() and not returned.is_set(), "the error came while the resolver still hung"
     release.set()
+    assert returned.wait(10)
 
 
 def test_real_resolver_without_a_tpu_fails_with_its_own_error_not_the_timeout():
@@ -79,7 +82,10 @@ def test_real_resolver_without_a_tpu_fails_with_its_own_error_not_the_timeout():
     assert "did not finish" not in str(raised.value)
 
 
-def test_inspect_reports_no_tpu_without_connecting():
-    """``inspect --fast`` reads the environment only (its time is a benchmark: benchmarks/detection.py)."""
-    proc = run_python(["-m", "autodist", "inspect", "--fast"], env=subprocess_env(), timeout=60)
-    assert proc.returncode == 0 and "TPU: no TPU" in proc.stdout, proc.stderr[-2000:]
+def test_inspect_reads_a_tpu_from_the_environment_without_connecting():
+    """``inspect --fast`` with ``TPU_NAME`` naming a TPU that does not exist: detection reads the
+    environment only, so it reports that TPU (no resolver: it would fail here, "Please provide a
+    TPU Name" or a lookup of the name) and exits 0 (its time is a benchmark: benchmarks/detection.py)."""
+    proc = run_python(["-m", "autodist", "inspect", "--fast"], env=subprocess_env(TPU_NAME="no-such-tpu-here"), timeout=60)
+    assert proc.returncode == 0 and "no-such-tpu-here" in proc.stdout and "TPU_NAME" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Please provide a TPU Name" not in proc.stdout + proc.stderr
