@@ -54,16 +54,10 @@ def backup_folder(root: str, task_type: str, task_index: int) -> str:
 
 
 def private_root_path() -> str:
-    """:func:`private_root`'s path: ``<temp>/autodist-<uid>`` (not created here when missing), or,
-    when something else holds that path, the fallback :func:`private_root` chooses."""
-    if "root" in _FALLBACK:
-        return _FALLBACK["root"]
-    root = os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
-    try:
-        info = os.lstat(root)
-    except OSError:
-        return root
-    return root if is_private_folder(info) else private_root()
+    """:func:`private_root`'s path, not created (nor chosen) here: ``<temp>/autodist-<uid>``, or
+    the fallback once this process's :func:`private_root` found that path blocked. A reader
+    (the tune cache) checks the folder is private before trusting it."""
+    return _FALLBACK.get("root") or os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
 
 
 def is_private_folder(info: os.stat_result) -> bool:
