@@ -254,11 +254,7 @@ def main() -> None:
         for case in kinds():
             if not only or case["name"] in only.split("|"):
                 results[case["name"]] = arms(case)
-    results["strategy"] = type(tf.distribute.get_strategy()).__name__
-    results["process_warnings"] = [
-        str(w.message) for w in IMPORT_WARNINGS + outside_arms if issubclass(w.category, autodist.AutodistWarning)
-    ]
-    write_result(results)
+    write_result(results, IMPORT_WARNINGS + outside_arms)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,14 @@ def plain():
         tf.distribute.experimental_set_strategy(current)
 
 
-def write_result(results: dict) -> None:
-    """Print ``RESULT <json>`` on a single host; in a cluster (``TF_CONFIG``) write it to
-    ``<argv[1]>/<task>.json``, one file per task."""
+def write_result(results: dict, caught: list) -> None:
+    """Add the strategy that was current and the AutodistWarnings of ``caught`` (raised outside
+    the arms: at import, at the strategy's creation) to ``results``; print ``RESULT <json>`` on a
+    single host, or in a cluster (``TF_CONFIG``) write it to ``<argv[1]>/<task>.json``."""
+    from autodist import AutodistWarning
+
+    results["strategy"] = type(tf.distribute.get_strategy()).__name__
+    results["process_warnings"] = [str(w.message) for w in caught if issubclass(w.category, AutodistWarning)]
     config = json.loads(os.environ.get("TF_CONFIG") or "{}")
     if not config:
         print("RESULT " + json.dumps(results))
