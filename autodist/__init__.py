@@ -2,20 +2,16 @@
 
 ``import autodist`` does not import TensorFlow. It arranges that, the moment TensorFlow is
 imported, the host CPU is split (``AUTODIST_CPU_DEVICES=N``) and the strategy autodist chooses
-becomes the current one (:mod:`autodist.activation`; ``AUTODIST_ACTIVATE=0`` turns that off). So
+becomes the current one (:mod:`autodist.entry.hook`; ``AUTODIST_ACTIVATE=0`` turns that off). So
 put ``import autodist`` first: every model built afterwards is created under the strategy, and
 ``autodist.fit(model, ...)`` trains that very object.
 
-Layers (each module imports only its own layer and those below; see docs/architecture.md):
-shared (``errors``, ``log``, ``settings``) → detect (``hardware``, ``cluster``, ``cluster_spec``,
-``model_info``, ``dataset_graph``) → plan (``planning``, ``choosers``, ``plans``, ``global_batch``,
-``keras_compat``) → act (``strategies``, ``activation``, ``keras_integration``, ``placement``,
-``compile_settings``, ``inputs``, ``batching``, ``callbacks``, ``parameter_server``, ``ps_input``,
-``decorator``, ``launch``, ``job_layout``, ``netns``, ``coexistence``, ``preemption``, ``resume``,
-``train_state``) → edge (this package's public names, ``cli``, ``demo``). A change to
-one concern touches one module: a new rule of choice goes in ``choosers``, a new cluster manager
-in ``cluster``, a new Keras workaround in ``keras_compat`` (decided by ``choosers``, applied by
-``activation.start``).
+The package's folders are its layers, each importing only itself and those before it (see
+docs/architecture.md): the basics (``errors``, ``log``, ``settings``, ``fields``) →
+``detection/`` → ``planning/`` → ``jobs/`` → ``run/`` (TensorFlow, and the backend seam) →
+``jax/`` → ``entry/`` (``fit``, ``init``, ``@distributed``, the import hook, the one backend
+choice) → this package's public names, ``cli`` and ``demo``. The public names below are loaded
+when first used, so ``import autodist`` loads only the import hook.
 
 Example:
     >>> import autodist
@@ -26,6 +22,11 @@ Example:
 
 from __future__ import annotations
 
+import importlib
+import os as _os
+from typing import TYPE_CHECKING, Any
+
+from autodist.entry.hook import install as _install_hook
 from autodist.errors import (
     AutodistError,
     AutodistWarning,
@@ -36,22 +37,62 @@ from autodist.errors import (
     RuntimeAlreadyStartedError,
     StrategyUnavailableError,
 )
-from autodist.callbacks import beat
-from autodist.cluster import ClusterInfo, is_chief
-from autodist.decorator import compute_average_loss, current_plan, distributed, init
-from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo, detect
-from autodist.keras_integration import fit
-from autodist.model_info import ModelInfo, describe_model
-from autodist.planning import Plan, StrategyKind
-from autodist.preemption import PREEMPTED_EXIT_CODE
+
+if TYPE_CHECKING:  # the names as the lazy table below gives them
+    from autodist.detection.cluster import ClusterInfo, is_chief
+    from autodist.detection.hardware import GpuInfo, HardwareSnapshot, TpuInfo, detect
+    from autodist.detection.model_info import ModelInfo, describe_model
+    from autodist.entry.custom_loops import (
+        compute_average_loss,
+        current_plan,
+        distributed,
+        init,
+    )
+    from autodist.entry.fit import fit
+    from autodist.jobs.heartbeat import beat
+    from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
+    from autodist.planning.plans import Plan, StrategyKind
 
 __version__ = "0.1.0"
+
+#: Each public name and the module it lives in, imported on first use (PEP 562).
+_LAZY = {
+    "ClusterInfo": "autodist.detection.cluster",
+    "is_chief": "autodist.detection.cluster",
+    "GpuInfo": "autodist.detection.hardware",
+    "HardwareSnapshot": "autodist.detection.hardware",
+    "TpuInfo": "autodist.detection.hardware",
+    "detect": "autodist.detection.hardware",
+    "ModelInfo": "autodist.detection.model_info",
+    "describe_model": "autodist.detection.model_info",
+    "Plan": "autodist.planning.plans",
+    "StrategyKind": "autodist.planning.plans",
+    "PREEMPTED_EXIT_CODE": "autodist.jobs.exit_codes",
+    "beat": "autodist.jobs.heartbeat",
+    "compute_average_loss": "autodist.entry.custom_loops",
+    "current_plan": "autodist.entry.custom_loops",
+    "distributed": "autodist.entry.custom_loops",
+    "init": "autodist.entry.custom_loops",
+    "fit": "autodist.entry.fit",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'autodist' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def plan(snapshot: HardwareSnapshot | None = None, **plan_kwargs: object) -> Plan:
     """Plan for ``snapshot``, or for this machine (:func:`detect`) when it is ``None``.
 
-    The pure planner is :func:`autodist.planning.plan`, which takes the same keywords
+    The pure planner is :func:`autodist.planning.planner.plan`, which takes the same keywords
     (``model``, ``num_params``, ``batch_size``, ``strategy``, ...) and reads no machine.
 
     Example:
@@ -59,15 +100,13 @@ def plan(snapshot: HardwareSnapshot | None = None, **plan_kwargs: object) -> Pla
         >>> autodist.plan(autodist.HardwareSnapshot.cpu_only(), batch_size=64).global_batch_size
         64
     """
-    from autodist import planning
+    from autodist.detection.hardware import detect
+    from autodist.planning.planner import plan as pure_plan
 
-    return planning.plan(detect() if snapshot is None else snapshot, **plan_kwargs)  # type: ignore[arg-type]
+    return pure_plan(detect() if snapshot is None else snapshot, **plan_kwargs)  # type: ignore[arg-type]
 
-import os as _os
 
-from autodist.activation import install as _install_activation
-
-_install_activation(_os.environ)
+_install_hook(_os.environ)
 
 __all__ = [
     "AutodistError",

@@ -19,11 +19,14 @@ import sys
 import time
 from typing import Any
 
-from autodist.activation import uninstall as uninstall_activation
+from autodist.detection.hardware import HardwareSnapshot, detect
+from autodist.entry.hook import uninstall as uninstall_activation
 from autodist.errors import AutodistError
 from autodist.fields import positive_int_argument
-from autodist.hardware import HardwareSnapshot, detect
-from autodist.planning import Plan, StrategyKind, check_strategy_setting, format_gib, plan
+from autodist.jobs import job_layout
+from autodist.jobs.tune_cache import cached_decisions
+from autodist.planning.planner import check_strategy_setting, plan
+from autodist.planning.plans import Plan, StrategyKind, format_gib
 from autodist.settings import check_settings
 
 __all__ = ["main"]
@@ -95,8 +98,6 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     snap = detect(fast=args.fast)
     the_plan = plan(snap)
-    from autodist.tuning import cached_decisions
-
     return {
         "snapshot": snap.to_dict(),
         "plan": the_plan.to_dict(),
@@ -208,8 +209,8 @@ def render_demo(data: dict[str, Any]) -> str:
 
 def launch_parser(subparsers: Any) -> None:
     """Add ``launch`` (a local multi-worker job on 127.0.0.1) to ``subparsers``."""
-    from autodist.launch import DEFAULT_GRACE, FAILURE_GRACE
-    from autodist.preemption import PREEMPTED_EXIT_CODE
+    from autodist.jobs.launch import DEFAULT_GRACE, FAILURE_GRACE
+    from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
 
     parser = subparsers.add_parser(
         "launch",
@@ -248,16 +249,16 @@ def launch_parser(subparsers: Any) -> None:
 def launch_command(args: argparse.Namespace) -> dict[str, Any]:
     """Print the tasks (``--dry-run``, ``--hosts``) or run the job: ``{"tasks"}`` or
     ``{"exit_code", "attempts", "failed_task"}``."""
-    from autodist import launch
+    from autodist.jobs import launch
 
     if args.hosts:
         hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
-        return {"tasks": launch.host_plan(hosts, args.workers, args.ps, args.script, args.args)}
+        return {"tasks": job_layout.host_plan(hosts, args.workers, args.ps, args.script, args.args)}
     if args.dry_run:
-        cluster = launch.local_cluster(args.workers, args.ps)
-        hosts = [launch.LOOPBACK] * launch.num_tasks(args.workers, args.ps)
-        gpus = launch.local_gpu_env(args.workers, args.ps, launch.visible_gpus(os.environ))
-        return {"tasks": launch.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)}
+        cluster = job_layout.local_cluster(args.workers, args.ps)
+        hosts = [job_layout.LOOPBACK] * job_layout.num_tasks(args.workers, args.ps)
+        gpus = job_layout.local_gpu_env(args.workers, args.ps, job_layout.visible_gpus(os.environ))
+        return {"tasks": job_layout.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)}
     launcher = launch.Launcher(
         args.workers,
         args.ps,

@@ -17,6 +17,8 @@ import gzip
 from importlib import resources
 from typing import Any
 
+import autodist
+
 __all__ = ["load_digits", "run_demo"]
 
 
@@ -51,10 +53,8 @@ def build_model() -> Any:
 
 def run_demo(*, epochs: int = 20, batch_size: int = 64, seed: int = 0, verbose: int = 0) -> dict[str, Any]:
     """Train on 80% of the digits, evaluate on the held-out 20%, and return the figures."""
-    import numpy as np
     import keras
-
-    import autodist
+    import numpy as np
 
     x, y = load_digits()
     order = np.random.default_rng(seed).permutation(len(x))

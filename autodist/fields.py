@@ -3,7 +3,7 @@ one checker per kind of value, each returning the value or raising an ``Autodist
 says which field, what was received, what was expected and how to fix it.
 
 Settings have their parsers in :mod:`autodist.settings`, cluster variables in
-:mod:`autodist.cluster_spec` and :mod:`autodist.cluster`; both use the same words.
+:mod:`autodist.detection.cluster_spec` and :mod:`autodist.detection.cluster`; both use the same words.
 
 Example:
     >>> count("num_cpus", 8, minimum=1, where="the snapshot")

@@ -1,5 +1,5 @@
 """Memory worker: train a few steps of three models and compare autodist's per-device estimate
-(:mod:`autodist.memory_model`) with TensorFlow's allocator. Prints ``RESULT <json>``.
+(:mod:`autodist.planning.memory_model`) with TensorFlow's allocator. Prints ``RESULT <json>``.
 
 Usage: python benchmarks/_memory.py BATCH [BATCH ...]
 
@@ -25,8 +25,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from autodist.memory_model import estimate  # noqa: E402
-from autodist.model_info import describe_model  # noqa: E402
+from autodist.planning.memory_model import estimate  # noqa: E402
+from autodist.detection.model_info import describe_model  # noqa: E402
 
 rng = np.random.default_rng(0)
 MODELS = {

@@ -166,7 +166,7 @@ if spec.get("focus_rounds"):
 result = {"times": times, "plans": plans, "samples_per_call": spec["samples"] * (1 if spec.get("steady") else spec["epochs"])}
 tuned = [arm for arm in spec["arms"] if arm.split(":")[1] == "tune"]
 if tuned:  # what tuning cost in its first run, and what it measured (nothing, in a run too short to tune)
-    from autodist.tuning import cached_decisions
+    from autodist.jobs.tune_cache import cached_decisions
 
     decision = (cached_decisions() or [{"tuning_seconds": 0.0, "choice": None, "timings": []}])[0]
     result["tune"] = {"seconds": decision["tuning_seconds"], "first_run_seconds": first_runs[tuned[0]], "first_run_epochs": spec.get("tune_epochs") or spec["epochs"],
@@ -174,7 +174,7 @@ if tuned:  # what tuning cost in its first run, and what it measured (nothing, i
 if spec.get("fixed_cost"):
     # What autodist.fit does besides the caller's build and Keras's fit: detect, plan, and look up
     # the (cached) strategy, with its workarounds. Median of 20 calls, in this warm process.
-    from autodist.activation import start as start_strategy
+    from autodist.run.strategies import start as start_strategy
 
     costs = []
     for _ in range(20):

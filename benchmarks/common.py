@@ -50,7 +50,7 @@ class Figure:
 
 
 def machine() -> dict[str, Any]:
-    from autodist.hardware import detect
+    from autodist.detection.hardware import detect
 
     snap = detect(fast=True)
     return {

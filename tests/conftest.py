@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from autodist.cluster import parse_tf_config
-from autodist.hardware import GpuInfo, HardwareSnapshot, TpuInfo
+from autodist.detection.cluster import parse_tf_config
+from autodist.detection.hardware import GpuInfo, HardwareSnapshot, TpuInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"

@@ -1,4 +1,4 @@
-"""Activation at TensorFlow import (autodist/activation.py), each case in a fresh process.
+"""Activation at TensorFlow import (autodist/run/activation.py), each case in a fresh process.
 
 The switch, the import orders a user writes, and the fallback's warning. The training numbers
 under an activated strategy are checked against model.fit in tests/test_training.py.
@@ -83,8 +83,8 @@ def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_t
     names that change and the fix (AUTODIST_STRATEGY=central_storage)."""
     import dataclasses
 
-    from autodist import activation, placement
-    from autodist.activation import plan_here
+    from autodist.planning.here import plan_here
+    from autodist.run import activation, placement, record
     from tests.conftest import make_snapshot
 
     snapshot = make_snapshot(num_gpus=2, gpu_memory_gib=16)
@@ -93,7 +93,7 @@ def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_t
     assert at_import.strategy.value == "mirrored" and "assumes the model fits" in at_import.summary()
     in_fit = plan_here({}, snapshot=snapshot, num_params=1_000_000_000)
     assert in_fit.strategy.value == "central_storage"
-    monkeypatch.setitem(activation._STATE, "done", activation.Activation(plan=at_import))
+    monkeypatch.setitem(record._STATE, "done", record.Activation(plan=at_import))
     key, cause = placement._move_cause(in_fit)
     assert "was mirrored, and this fit chose central_storage" in cause
     assert "AUTODIST_STRATEGY=central_storage" in cause

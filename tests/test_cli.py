@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from autodist import hardware
+from autodist.detection import hardware
 from autodist.cli import inspect_command, main, render_inspect
-from autodist.hardware import GpuInfo
+from autodist.detection.hardware import GpuInfo
 from tests.conftest import GIB, make_snapshot, run_python, subprocess_env
 
 

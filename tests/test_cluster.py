@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autodist.cluster import ClusterInfo, detect_cluster, parse_tf_config
+from autodist.detection.cluster import ClusterInfo, detect_cluster, parse_tf_config
 from autodist.errors import ClusterConfigError
 
 VALID = [

@@ -163,7 +163,7 @@ def build_seeded():
 
 def test_multi_worker_input_is_one_endless_pass_per_epoch():
     """Under MultiWorkerMirrored, finite input repeats with steps_per_epoch = one pass."""
-    from autodist.keras_integration import _prepare_input
+    from autodist.run.inputs import prepare_input
     from tests.conftest import make_snapshot
 
     workers = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}
@@ -171,16 +171,17 @@ def test_multi_worker_input_is_one_endless_pass_per_epoch():
     assert the_plan.strategy.value == "multi_worker_mirrored"
     data = np.arange(100, dtype=np.float32).reshape(50, 2)
     fit_kwargs = {"shuffle": False}
-    x, y, _ = _prepare_input(data, data[:, :1], the_plan, fit_kwargs)
-    assert fit_kwargs["steps_per_epoch"] == 4  # 50 samples in global batches of 16
+    ready = prepare_input(data, data[:, :1], the_plan, fit_kwargs)
+    x = ready.x
+    assert ready.fit_kwargs["steps_per_epoch"] == 4  # 50 samples in global batches of 16
     assert int(x.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
     firsts = [float(batch[0][0, 0]) for batch in x.take(8)]
     assert firsts == [0.0, 32.0, 64.0, 96.0] * 2  # the same pass again, in order
 
     dataset = tf.data.Dataset.from_tensor_slices((data, data[:, :1])).batch(16)
     given = {"steps_per_epoch": 2}
-    x, _, _ = _prepare_input(dataset, None, the_plan, given)
-    assert given == {"steps_per_epoch": 2} and int(x.cardinality()) == 4  # the caller's steps: left alone
+    ready = prepare_input(dataset, None, the_plan, given)
+    assert dict(ready.fit_kwargs) == {"steps_per_epoch": 2} and int(ready.x.cardinality()) == 4  # the caller's steps: left alone
 
 
 def test_steps_per_execution_is_given_back_even_when_fit_fails():

@@ -9,8 +9,8 @@ import types
 import pytest
 
 import autodist
-from autodist import hardware
-from autodist.hardware import GpuInfo, HardwareSnapshot, detect
+from autodist.detection import hardware
+from autodist.detection.hardware import GpuInfo, HardwareSnapshot, detect
 from tests.conftest import run_python, subprocess_env
 
 H100 = GpuInfo("NVIDIA H100 80GB HBM3", 85_520_809_984, "9.0")

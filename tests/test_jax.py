@@ -1,6 +1,6 @@
 """Keras 3 on JAX: detect, plan and act with keras.distribution (tests/scenarios/jax_single_host.py,
 examples/jax_train.py). JAX's devices are real virtual CPU devices (``XLA_FLAGS``); only their
-memory is simulated, at the one probe ``autodist.hardware.jax_local_devices``."""
+memory is simulated, at the one probe ``autodist.detection.hardware.jax_local_devices``."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import re
 import numpy as np
 import pytest
 
-from autodist import planning
-from autodist.cluster import detect_cluster
+from autodist.planning import planner
+from autodist.detection.cluster import detect_cluster
 from autodist.errors import AutodistError, StrategyUnavailableError
-from autodist.hardware import HardwareSnapshot, detect
-from autodist.jax_devices import JaxDevice, _from_environment, _memory, keras_backend
-from autodist.jax_inputs import Part, local_inputs, rows
-from autodist.jax_runtime import _refuse_backups, coordinates, join_processes
-from autodist.model_info import ModelInfo
-from autodist.plans import Plan
+from autodist.detection.hardware import HardwareSnapshot, detect
+from autodist.detection.jax_devices import JaxDevice, _from_environment, _memory, keras_backend
+from autodist.jax.inputs import Part, local_inputs, rows
+from autodist.jax.runtime import _refuse_backups, coordinates, join_processes
+from autodist.detection.model_info import ModelInfo
+from autodist.planning.plans import Plan
 from autodist.cli import _plan_text, build_parser, plan_command, render_inspect
 from tests.conftest import ROOT, finished, scenario_result, start_python, start_scenario, subprocess_env
 
@@ -52,9 +52,9 @@ def test_in_a_cluster_the_devices_come_from_the_environment_until_jax_starts():
 def test_a_jax_snapshot_round_trips_and_detect_does_not_import_tensorflow(monkeypatch):
     snap = jax_snapshot(2, 2**30)
     assert HardwareSnapshot.from_dict(json.loads(json.dumps(snap.to_dict()))) == snap
-    monkeypatch.setattr("autodist.hardware.keras_backend", lambda env: "jax")
-    monkeypatch.setattr("autodist.hardware.jax_local_devices", lambda *args: (CPU, CPU))
-    monkeypatch.setattr("autodist.hardware.tensorflow_gpus", lambda: pytest.fail("TensorFlow probed on JAX"))
+    monkeypatch.setattr("autodist.detection.hardware.keras_backend", lambda env: "jax")
+    monkeypatch.setattr("autodist.detection.hardware.jax_local_devices", lambda *args: (CPU, CPU))
+    monkeypatch.setattr("autodist.detection.hardware.tensorflow_gpus", lambda: pytest.fail("TensorFlow probed on JAX"))
     found = detect({}, fast=False)
     assert (found.keras_backend, found.jax_devices, found.num_tensorflow_gpus) == ("jax", (CPU, CPU), None)
 
@@ -63,7 +63,7 @@ def test_a_jax_snapshot_round_trips_and_detect_does_not_import_tensorflow(monkey
 
 
 def test_data_parallel_over_every_device_with_the_batch_divisible():
-    the_plan = planning.plan(jax_snapshot(4), model_info=INFO, batch_size=30)
+    the_plan = planner.plan(jax_snapshot(4), model_info=INFO, batch_size=30)
     assert (the_plan.strategy.value, the_plan.mesh_shape, the_plan.mesh_axes) == ("data_parallel", (4,), ("batch",))
     assert (the_plan.global_batch_size, the_plan.per_replica_batch_size, the_plan.layout_map) == (32, 8, ())
     assert any("30" in w and "32" in w for w in the_plan.warnings)
@@ -71,12 +71,12 @@ def test_data_parallel_over_every_device_with_the_batch_divisible():
 
 
 def test_one_device_needs_no_distribution():
-    the_plan = planning.plan(jax_snapshot(1), model_info=INFO, batch_size=30)
+    the_plan = planner.plan(jax_snapshot(1), model_info=INFO, batch_size=30)
     assert (the_plan.strategy.value, the_plan.num_replicas, the_plan.global_batch_size, the_plan.mesh_shape) == ("default", 1, 30, ())
 
 
 def test_a_model_too_large_for_one_device_is_sharded_with_the_numbers():
-    the_plan = planning.plan(jax_snapshot(4, 700_000), model_info=INFO, batch_size=32)
+    the_plan = planner.plan(jax_snapshot(4, 700_000), model_info=INFO, batch_size=32)
     assert (the_plan.strategy.value, the_plan.mesh_shape, the_plan.mesh_axes) == ("model_parallel", (2, 2), ("batch", "model"))
     assert the_plan.layout_map == (("net/d1/kernel", (None, "model")), ("net/d2/kernel", ("model", None)))
     assert the_plan.global_batch_size % 2 == 0 and the_plan.num_replicas == 2
@@ -88,32 +88,32 @@ def test_a_model_too_large_for_one_device_is_sharded_with_the_numbers():
 
 
 def test_forced_model_parallel_shards_every_kernel_that_divides():
-    the_plan = planning.plan(jax_snapshot(2), model_info=INFO, strategy="model_parallel")
+    the_plan = planner.plan(jax_snapshot(2), model_info=INFO, strategy="model_parallel")
     assert [path for path, _ in the_plan.layout_map] == ["net/d1/kernel", "net/d2/kernel", "net/o/kernel"]
     assert the_plan.mesh_shape == (1, 2)
 
 
 def test_a_model_that_fits_no_mesh_is_refused_or_warned_in_a_dry_run():
     with pytest.raises(StrategyUnavailableError, match=r"even with its kernels sharded over all 4"):
-        planning.plan(jax_snapshot(4, 200_000), model_info=INFO, batch_size=32)
-    dry = planning.plan(jax_snapshot(4, 200_000), model_info=INFO, batch_size=32, refuse_when_nothing_fits=False)
+        planner.plan(jax_snapshot(4, 200_000), model_info=INFO, batch_size=32)
+    dry = planner.plan(jax_snapshot(4, 200_000), model_info=INFO, batch_size=32, refuse_when_nothing_fits=False)
     assert dry.strategy.value == "data_parallel" and any("even with its kernels sharded" in w for w in dry.warnings)
 
 
 def test_a_size_alone_cannot_be_sharded_and_says_what_can():
     with pytest.raises(StrategyUnavailableError, match="its variables are unknown here .num_params only.*Pass the model"):
-        planning.plan(jax_snapshot(4, 700_000), num_params=INFO.num_params, batch_size=32)
+        planner.plan(jax_snapshot(4, 700_000), num_params=INFO.num_params, batch_size=32)
 
 
 def test_forced_data_parallel_that_does_not_fit_is_warned_with_its_estimate():
-    the_plan = planning.plan(jax_snapshot(4, 700_000), model_info=INFO, batch_size=32, strategy="data_parallel")
+    the_plan = planner.plan(jax_snapshot(4, 700_000), model_info=INFO, batch_size=32, strategy="data_parallel")
     assert the_plan.strategy.value == "data_parallel"
     assert any(w.startswith("strategy='data_parallel' was forced and the model does not fit one device: it needs") for w in the_plan.warnings)
 
 
 def test_no_jax_devices_means_jax_is_missing():
     with pytest.raises(AutodistError, match=r'pip install "autodist\[jax\]"'):
-        planning.plan(HardwareSnapshot.cpu_only(keras_backend="jax"))
+        planner.plan(HardwareSnapshot.cpu_only(keras_backend="jax"))
 
 
 def test_a_gpu_memory_is_the_nvml_total_not_the_xla_share():
@@ -130,26 +130,26 @@ def test_a_gpu_memory_is_the_nvml_total_not_the_xla_share():
 @pytest.mark.parametrize("forced, equivalent", [("mirrored", "data_parallel"), ("central_storage", "model_parallel"), ("multi_worker_mirrored", "data_parallel"), ("one_device", "default")])
 def test_tensorflow_strategies_are_refused_on_jax_with_the_equivalent(forced, equivalent):
     with pytest.raises(AutodistError, match=rf"strategy='{equivalent}'"):
-        planning.plan(jax_snapshot(2), strategy=forced)
+        planner.plan(jax_snapshot(2), strategy=forced)
 
 
 def test_jax_plans_are_refused_on_tensorflow_and_other_backends_are_named():
     with pytest.raises(AutodistError, match="use mirrored"):
-        planning.plan(HardwareSnapshot.cpu_only(), strategy="data_parallel")
+        planner.plan(HardwareSnapshot.cpu_only(), strategy="data_parallel")
     with pytest.raises(AutodistError, match="'torch' backend"):
-        planning.plan(HardwareSnapshot.cpu_only(keras_backend="torch"))
+        planner.plan(HardwareSnapshot.cpu_only(keras_backend="torch"))
     with pytest.raises(StrategyUnavailableError, match="JAX sees one device"):
-        planning.plan(jax_snapshot(1), strategy="model_parallel")
+        planner.plan(jax_snapshot(1), strategy="model_parallel")
 
 
 def test_a_cluster_counts_every_process_devices_and_names_the_coordinator():
     config = '{"cluster": {"chief": ["127.0.0.1:2000"], "worker": ["127.0.0.1:2001"]}, "task": {"type": "worker", "index": 0}}'
     cluster = detect_cluster({"TF_CONFIG": config})
-    the_plan = planning.plan(jax_snapshot(2, cluster=cluster), model_info=INFO, batch_size=64)
+    the_plan = planner.plan(jax_snapshot(2, cluster=cluster), model_info=INFO, batch_size=64)
     assert (the_plan.num_workers, the_plan.num_replicas, the_plan.mesh_shape) == (2, 4, (4,))
     assert coordinates(cluster) == ("127.0.0.1:2000", 2, 1)
     with pytest.raises(StrategyUnavailableError, match="each would train its own copy"):
-        planning.plan(jax_snapshot(2, cluster=cluster), strategy="default")
+        planner.plan(jax_snapshot(2, cluster=cluster), strategy="default")
     with_ps = detect_cluster({"TF_CONFIG": config.replace('"worker": ', '"ps": ["127.0.0.1:2002"], "worker": ').replace('"type": "worker"', '"type": "ps"')})
     with pytest.raises(AutodistError, match="there are no ps or evaluator tasks"):
         join_processes(with_ps)

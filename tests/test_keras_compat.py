@@ -1,14 +1,14 @@
 """Each Keras 3 workaround: its gate, and a test that fails the day it is no longer needed.
 
 If a ``test_still_needed_*`` test fails after a Keras upgrade, upstream fixed the bug: delete the
-workaround from ``autodist/keras_compat.py`` (and this test), and re-run the suite.
+workaround from ``autodist/planning/keras_compat.py`` (and this test), and re-run the suite.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from autodist.keras_compat import WORKAROUNDS, compile_overrides, version_tuple
+from autodist.planning.keras_compat import WORKAROUNDS, compile_overrides, version_tuple
 from tests.conftest import run_scenario
 
 
@@ -21,7 +21,7 @@ def test_still_needed_central_storage_metrics(upstream):
     # Keras 3 assign_add = assign(old + delta); SUM aggregation over 2 replicas double-counts old.
     assert upstream["central_storage_mean_unpatched"] == pytest.approx(2.8333333, abs=1e-5), (
         "CentralStorage metrics are right without autodist's patch: remove "
-        "'aggregating_variable_updates' from autodist/keras_compat.py"
+        "'aggregating_variable_updates' from autodist/planning/keras_compat.py"
     )
 
 
@@ -33,7 +33,7 @@ def test_still_needed_mirrored_sum_counter(upstream):
     # 2 steps x 2 replicas x 1: 4. Keras's assign(old + delta) summed over replicas gives 2*old + 2.
     assert upstream["mirrored_sum_counter_unpatched"] == [6.0, 6.0], (
         "SUM-aggregated variables count right under Mirrored without autodist's patch: drop "
-        "MirroredVariable from 'aggregating_variable_updates' in autodist/keras_compat.py"
+        "MirroredVariable from 'aggregating_variable_updates' in autodist/planning/keras_compat.py"
     )
     assert upstream["mirrored_sum_counter_patched"] == [4.0, 4.0]
 
@@ -74,7 +74,7 @@ def test_newer_keras_keeps_every_workaround_and_warns_once_naming_it(monkeypatch
     """The fail-safe path (the harness's faked-3.16 run shows its numbers): applied, one warning."""
     import warnings
 
-    from autodist import keras_compat
+    from autodist.planning import keras_compat
     from autodist.errors import AutodistWarning
 
     monkeypatch.setattr(keras_compat, "_UNTESTED_WARNED", set())
@@ -95,7 +95,7 @@ def test_off_force_and_versions_before_the_bugs():
 
 
 def test_first_batch_reads_old_and_new_epoch_iterator_shapes():
-    from autodist.keras_patches import _first_batch
+    from autodist.run.keras_patches import _first_batch
 
     assert _first_batch([(0, 0, iter(["new"]))]) == "new"  # (begin_step, end_step, iterator)
     assert _first_batch([(0, iter(["old"]))]) == "old"  # (step, iterator), earlier Keras 3
@@ -119,7 +119,7 @@ def test_still_needed_batchnorm_moving_statistics(upstream):
     unpatched = upstream["batchnorm_unpatched"]
     assert unpatched["replica_gap"] > 1e-3 and unpatched["evaluate_gap"] > 1e-3, (
         "BatchNormalization's replicas end with one set of moving statistics upstream now: remove "
-        "'batchnorm_moving_statistics' from autodist/keras_compat.py"
+        "'batchnorm_moving_statistics' from autodist/planning/keras_compat.py"
     )
 
 
@@ -132,7 +132,7 @@ def test_still_needed_seed_state_aggregation(upstream):
     error = upstream["central_storage_dropout_unpatched"]
     assert error is not None and "aggregation method" in error, (
         "Keras 3 Dropout trains under CentralStorageStrategy on 2 replicas upstream now: remove "
-        "'seed_state_aggregation' from autodist/keras_compat.py"
+        "'seed_state_aggregation' from autodist/planning/keras_compat.py"
     )
 
 
@@ -141,9 +141,9 @@ def test_seed_state_patch_lets_dropout_train_under_central_storage(upstream):
 
 
 def test_still_true_keras3_dropout_draws_one_mask_for_every_replica(upstream):
-    # Not worked around: autodist warns (autodist.global_batch.SAME_MASKS) when a Keras 3 model
+    # Not worked around: autodist warns (autodist.planning.global_batch.SAME_MASKS) when a Keras 3 model
     # with Dropout or noise layers trains on several replicas.
     assert upstream["dropout_masks_equal_across_replicas"] is True, (
         "Keras 3 draws independent masks per replica now: change the Dropout warning in "
-        "autodist/global_batch.py (SAME_MASKS) into a note"
+        "autodist/planning/global_batch.py (SAME_MASKS) into a note"
     )

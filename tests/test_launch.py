@@ -12,7 +12,8 @@ import pytest
 
 from autodist.cli import main
 from autodist.errors import AutodistError
-from autodist.launch import Launcher, host_plan, local_cluster, task_configs
+from autodist.jobs.job_layout import host_plan, local_cluster, task_configs
+from autodist.jobs.launch import Launcher
 
 TASK_SCRIPT = """
 import json, os, signal, sys, time
@@ -28,13 +29,13 @@ if mode == "files":
     sys.exit(0)
 if mode == "child":  # the task's fit beats; a child of it beats, then ends its fit, as autodist.fit does
     import subprocess, types
-    from autodist.callbacks import heartbeat
+    from autodist.jobs.heartbeat import heartbeat
     beat = os.environ["AUTODIST_HEARTBEAT_FILE"]
     keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=object))
     fit = heartbeat(keras)  # the callback autodist.fit adds
     fit.on_train_begin()
     print("after its first beat", os.path.exists(beat), flush=True)
-    child = "import types, autodist; from autodist.callbacks import heartbeat; "
+    child = "import types, autodist; from autodist.jobs.heartbeat import heartbeat; "
     child += "keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=object)); "
     child += "print('child callback', heartbeat(keras)); autodist.beat(); autodist.beat(done=True)"
     subprocess.run([sys.executable, "-c", child], check=True)
@@ -184,8 +185,8 @@ def test_a_task_that_stops_making_progress_ends_the_job(script):
 
 def test_each_local_worker_gets_its_own_gpus(script, monkeypatch, capsys):
     """Two GPUs through the one probe (NVML): two workers get one each, three get an error."""
-    from autodist import hardware
-    from autodist.hardware import GpuInfo
+    from autodist.detection import hardware
+    from autodist.detection.hardware import GpuInfo
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(hardware, "nvml_gpus", lambda: [GpuInfo("NVIDIA A100", 40 * 2**30, "8.0")] * 2)
@@ -206,8 +207,8 @@ def test_each_local_worker_gets_its_own_gpus(script, monkeypatch, capsys):
 def test_the_launchers_files_live_in_the_users_private_folder_and_go_at_the_end(script):
     """Where the job's files go (tests/test_validation.py checks that the private folder is one
     nobody else can make or read)."""
-    from autodist.callbacks import default_backup_root, private_root, release_private_root
-    from autodist.cluster import ClusterInfo
+    from autodist.jobs.private import default_backup_root, private_root, release_private_root
+    from autodist.detection.cluster import ClusterInfo
 
     result, output = run(script, "files")
     assert result.exit_code == 0, output
@@ -227,8 +228,8 @@ def test_the_launchers_files_live_in_the_users_private_folder_and_go_at_the_end(
 
 def test_the_same_command_launched_twice_at_once_is_refused(script):
     """Two launches of one command would share the default backup folder."""
-    from autodist.job_layout import JobFiles
-    from autodist.launch import JobSpec
+    from autodist.jobs.job_layout import JobFiles
+    from autodist.jobs.launch import JobSpec
 
     spec = JobSpec(2, isolate=False)
     first = JobFiles.create(spec, {}, print, [script, "ok"])
@@ -293,7 +294,7 @@ def test_a_terminated_launcher_waits_for_its_tasks_to_save_their_step(script):
     import subprocess
     import sys
 
-    from autodist.launch import DEFAULT_GRACE
+    from autodist.jobs.launch import DEFAULT_GRACE
     from tests.conftest import ROOT, subprocess_env
 
     assert DEFAULT_GRACE >= 30, "a task must get time to finish its step and save it"
@@ -321,7 +322,7 @@ def test_a_terminated_launcher_waits_for_its_tasks_to_save_their_step(script):
 def test_after_a_task_failed_a_stuck_peer_gets_the_short_grace(script):
     """A failed task leaves its peers waiting on it, with nothing to save: they are killed
     after at most FAILURE_GRACE, whatever --grace says."""
-    from autodist.launch import FAILURE_GRACE
+    from autodist.jobs.launch import FAILURE_GRACE
 
     result, output = run(script, "fail", grace=60.0)
     assert result.exit_code == 3 and result.failed_task == "worker 1", output[-2000:]
@@ -329,7 +330,7 @@ def test_after_a_task_failed_a_stuck_peer_gets_the_short_grace(script):
 
 
 def test_without_namespaces_the_launcher_says_so_once_and_carries_on(script, monkeypatch):
-    from autodist.netns import PrivateNetwork
+    from autodist.jobs.netns import PrivateNetwork
 
     monkeypatch.setattr(PrivateNetwork, "create", classmethod(lambda cls, timeout=30.0: (None, "no namespaces here")))
     result, output = run(script, "fail-once", max_restarts=1)
@@ -345,7 +346,8 @@ def test_a_custom_loop_beats_with_autodist_beat_and_stops_being_watched():
     import tempfile
 
     import autodist
-    from autodist.callbacks import heartbeat_path, private_root, release_private_root
+    from autodist.jobs.private import private_root, release_private_root
+    from autodist.jobs.heartbeat import heartbeat_path
 
     folder = tempfile.mkdtemp(prefix="job-", dir=private_root())
     try:
@@ -396,7 +398,8 @@ def test_a_heartbeat_path_outside_the_launchers_folder_is_never_touched(tmp_path
     import warnings
 
     import autodist
-    from autodist.callbacks import heartbeat, private_root, release_private_root
+    from autodist.jobs.private import private_root, release_private_root
+    from autodist.jobs.heartbeat import heartbeat
     from autodist.errors import AutodistWarning
 
     precious = tmp_path / "precious.txt"
@@ -441,7 +444,7 @@ def test_a_heartbeat_that_goes_away_during_the_stall_check_is_read_once(tmp_path
     fit), the second read was None and formatting it crashed the launcher."""
     import types
 
-    from autodist.launch import JobState, _Task
+    from autodist.jobs.launch import JobState, _Task
 
     class Vanishing(_Task):
         reads = 0
@@ -463,7 +466,7 @@ def test_a_signal_while_a_task_starts_still_stops_that_task(script, monkeypatch)
     import signal
     import subprocess
 
-    from autodist import launch
+    from autodist.jobs import launch
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signal handlers are installed from the main thread only")
@@ -494,8 +497,8 @@ def test_a_commands_lock_holds_after_the_first_launch_ends(script, monkeypatch):
     sees that the path no longer names the file it locked, and locks the one there."""
     import fcntl
 
-    from autodist.job_layout import JobFiles
-    from autodist.launch import JobSpec
+    from autodist.jobs.job_layout import JobFiles
+    from autodist.jobs.launch import JobSpec
 
     spec = JobSpec(2, isolate=False)
     first = JobFiles.create(spec, {}, print, [script, "ok"])
@@ -525,7 +528,7 @@ def test_ports_are_picked_free_on_every_interface():
     200 such ports in each of 200 picks."""
     import socket
 
-    from autodist.job_layout import free_ports
+    from autodist.jobs.job_layout import free_ports
 
     held = []
     try:

@@ -1,97 +1,110 @@
-"""The package's layers, from its import graph: detect → plan → act, and the edge above them.
+"""The package's layers, from its import graph (:mod:`tests.import_graph`): the folders in order,
+no circle, no upward import, and imports inside functions only where they must be.
 
-Each module of ``autodist/`` has a layer; a module may import its own layer and the ones below,
-never one above. Detection and planning import neither TensorFlow nor Keras at module level (a
-subprocess test in tests/test_planning.py checks that importing them loads neither).
+The basics (``errors``, ``log``, ``settings``, ``fields``) → ``detection/`` → ``planning/`` →
+``jobs/`` → ``run/`` → ``jax/`` → ``entry/`` → the edge (``__init__``, ``__main__``, ``cli``,
+``demo``). Detection and planning import neither TensorFlow, Keras nor JAX at module level (a
+subprocess test in tests/test_planning.py checks that importing them loads none).
 """
 
 from __future__ import annotations
 
 import ast
+import doctest
+import importlib
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.import_graph import FRAMEWORKS, all_imports, circles, layer_of, modules
 
-#: 0 shared basics, 1 detect, 2 plan, 3 act, 4 the edge (public entry points and the CLI).
-LAYERS = {
-    "errors": 0, "log": 0, "settings": 0, "fields": 0,
-    "cluster": 1, "cluster_spec": 1, "hardware": 1, "snapshot": 1, "model_info": 1, "dataset_graph": 1, "jax_devices": 1,
-    "planning": 2, "plans": 2, "choosers": 2, "jax_planning": 2, "memory_model": 2, "tune_rules": 2, "global_batch": 2, "keras_compat": 2,
-    "strategies": 3, "activation": 3, "coexistence": 3, "placement": 3, "callbacks": 3,
-    "batching": 3, "keras_patches": 3, "parameter_server": 3, "ps_input": 3, "keras_integration": 3, "inputs": 3, "compile_settings": 3,
-    "decorator": 3, "jax_inputs": 3, "jax_runtime": 3, "launch": 3, "job_layout": 3, "netns": 3, "preemption": 3, "agreement": 3, "callback_state": 3, "resume": 3, "train_state": 3, "tuning": 3, "comm_check": 3,
-    "__init__": 4, "__main__": 4, "cli": 4, "demo": 4,
-}  # fmt: skip
-MODULES = sorted(path.stem for path in (ROOT / "autodist").glob("*.py"))
+MODULES = modules()
 
-
-def imports_of(module: str) -> tuple[set[str], set[str]]:
-    """``(autodist modules it imports anywhere, third-party packages it imports at module level)``."""
-    tree = ast.parse((ROOT / "autodist" / f"{module}.py").read_text(encoding="utf-8"))
-    inner: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "autodist":
-            inner |= {alias.name for alias in node.names if alias.name in LAYERS}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autodist."):
-            inner.add(node.module.split(".")[1])
-        elif isinstance(node, ast.Import):
-            inner |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("autodist.")}
-    top = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            top |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            top.add(node.module.split(".")[0])
-    return inner, top
+#: Where a function may import another autodist module, and why (anything else imports at module level).
+FUNCTION_LEVEL = {
+    "__init__": "autodist.plan: the planner loads when it is called, so `import autodist` loads only the import hook",
+    "cli": "each command loads its own modules, so `inspect --fast` stays light",
+    "entry.backends": "only the chosen backend's module loads: a TensorFlow run never loads the JAX side, nor the reverse",
+    "run.tf_backend": "`import autodist` loads this module for its hook; each step loads its modules when it runs",
+    "jax.backend": "`import autodist` loads this module for its hook (KERAS_BACKEND=jax); each step loads its modules when it runs",
+}
 
 
 def test_every_module_has_a_layer():
-    assert set(MODULES) == set(LAYERS), "place the new module in LAYERS (and docs/architecture.md)"
+    for name in MODULES:
+        layer_of(name)  # raises, naming the module, for one outside the folders and the lists
 
 
-@pytest.mark.parametrize("module", MODULES)
+def test_no_import_circle():
+    edges = {(imp.source, imp.target) for imp in all_imports() if imp.internal}
+    assert circles(edges) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_imports_a_layer_above_its_own(module):
-    inner, top = imports_of(module)
-    upward = sorted(name for name in inner if LAYERS[name] > LAYERS[module])
-    assert not upward, f"autodist.{module} (layer {LAYERS[module]}) imports {upward} from above"
-    if LAYERS[module] <= 2:
-        assert not top & {"tensorflow", "keras", "tf_keras", "jax"}, f"autodist.{module} imports TensorFlow or JAX at module level"
+    imports = [imp for imp in all_imports() if imp.source == module]
+    upward = sorted({imp.target for imp in imports if imp.internal and layer_of(imp.target) > layer_of(module)})
+    assert not upward, f"autodist.{module} (layer {layer_of(module)}) imports {upward} from above"
+    if layer_of(module) <= 2:
+        top = {imp.target for imp in imports if not imp.in_function and not imp.internal}
+        assert not top & FRAMEWORKS, f"autodist.{module} imports TensorFlow or JAX at module level"
 
 
-def test_the_readme_layout_names_every_module():
+def test_autodist_modules_are_imported_inside_functions_only_where_said_why():
+    inside = sorted({imp.source for imp in all_imports() if imp.internal and imp.in_function} - set(FUNCTION_LEVEL))
+    assert not inside, f"import these at module level, or say in FUNCTION_LEVEL why they cannot be: {inside}"
+
+
+def test_the_public_names_are_the_lazy_table_and_each_resolves():
+    import autodist
+    import autodist.errors
+
+    lazy = set(autodist._LAZY)
+    assert set(autodist.__all__) == lazy | set(autodist.errors.__all__) | {"plan"}
+    for name in sorted(lazy):
+        assert getattr(importlib.import_module(autodist._LAZY[name]), name) is getattr(autodist, name)
+
+
+def test_the_architecture_page_names_every_module():
     layout = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
-    missing = [m for m in MODULES if m not in ("__init__", "__main__") and f"`{m}.py`" not in layout]
+    missing = [str(path.relative_to(ROOT / "autodist")) for name, path in MODULES.items() if path.name != "__init__.py" and name != "__main__"]
+    missing = [path for path in missing if f"`{path}`" not in layout]
     assert not missing, missing
 
 
 def test_functions_fit_on_a_screen_and_modules_stay_small():
+    """Reminders, not reasons: a concept decides where code goes; a long one is a place to look."""
     too_long = []
-    for module in MODULES:
-        source = (ROOT / "autodist" / f"{module}.py").read_text(encoding="utf-8")
+    for path in MODULES.values():
+        source = path.read_text(encoding="utf-8")
         if source.count("\n") > 450:
-            too_long.append(f"autodist/{module}.py: {source.count(chr(10))} lines (at most 450)")
+            too_long.append(f"{path.relative_to(ROOT)}: {source.count(chr(10))} lines (at most 450)")
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
-                too_long.append(f"autodist/{module}.py {node.name}: {node.end_lineno - node.lineno + 1} lines (at most 80)")
+                too_long.append(f"{path.relative_to(ROOT)} {node.name}: {node.end_lineno - node.lineno + 1} lines (at most 80)")
     assert not too_long, too_long
 
 
 def test_the_detect_and_plan_modules_docstring_examples_run():
     """Their examples are data in, data out: they must run as written."""
-    import doctest
-    import importlib
-
     failed, tried = 0, 0
-    for module in (m for m in MODULES if LAYERS[m] <= 2):
+    for module in (m for m in MODULES if layer_of(m) <= 2):
         result = doctest.testmod(importlib.import_module(f"autodist.{module}"), optionflags=doctest.ELLIPSIS)
         failed, tried = failed + result.failed, tried + result.attempted
     assert failed == 0 and tried >= 30, (failed, tried)
 
 
 def test_the_planners_own_modules_import_no_tensorflow_even_inside_functions():
-    for module in ("planning", "plans", "choosers", "global_batch"):
-        tree = ast.parse((ROOT / "autodist" / f"{module}.py").read_text(encoding="utf-8"))
-        names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        names |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-        assert not names & {"tensorflow", "keras", "tf_keras"}, f"autodist.{module} imports {names & {'tensorflow', 'keras', 'tf_keras'}}"
+    for module in ("planning.planner", "planning.plans", "planning.choosers", "planning.global_batch", "planning.here"):
+        names = {imp.target for imp in all_imports() if imp.source == module and not imp.internal}
+        assert not names & FRAMEWORKS, f"autodist.{module} imports {names & FRAMEWORKS}"
+
+
+def test_every_folder_is_packaged():
+    """A fresh ``pip install .`` (what CI runs) ships every layer folder."""
+    import tomllib
+
+    from tests.import_graph import FOLDERS
+
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+    assert {f"autodist.{folder}" for folder in FOLDERS} <= set(packages), packages

@@ -30,10 +30,10 @@ TOLERANCE = 1e-4
 #: 0.005-0.031 on evaluate and 0.14-0.18 on the logits under mirrored, central_storage and 2
 #: workers; the bounds are about twice that).
 WARNED_BOUNDS = {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.4}
-#: Words of the warnings (autodist.global_batch.split_notes) that name why a model cannot train
+#: Words of the warnings (autodist.planning.global_batch.split_notes) that name why a model cannot train
 #: as on one device over several replicas.
 CAUSES = ("BatchNormalization (", "draw the same random mask")
-#: The warning for a train_step of the model's own (autodist.global_batch.SCALED_LOSS): the weights,
+#: The warning for a train_step of the model's own (autodist.planning.global_batch.SCALED_LOSS): the weights,
 #: evaluate and predict equal model.fit's, History's loss is 1/N of it, and that is all.
 SCALED_LOSS = re.compile(r"own train_step runs on (\d+) replicas")
 STRATEGIES = {

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autodist.launch import local_cluster, task_configs
+from autodist.jobs.job_layout import local_cluster, task_configs
 from tests.conftest import ROOT, SCENARIOS, listening, run_python, subprocess_env
 
 SCRIPT = str(SCENARIOS / "multi_worker.py")
@@ -188,20 +188,20 @@ def upstream_mwms():
 def test_still_needed_first_batch_symbolic_build_multi_worker(upstream_mwms):
     assert all(e and "unsupported type" in e and "PerReplica" in e for e in upstream_mwms["none"]), (
         "Keras 3 fits under MultiWorkerMirrored without autodist's symbolic-build fix: remove "
-        "'first_batch_symbolic_build' from autodist/keras_compat.py"
+        "'first_batch_symbolic_build' from autodist/planning/keras_compat.py"
     )
 
 
 def test_still_needed_multi_worker_scalar_reduce(upstream_mwms):
     assert all(e and "Invalid reduction dimension 0" in e for e in upstream_mwms["symbolic_build"]), (
         "Keras 3 reduces scalar logs under MultiWorkerMirrored now: remove "
-        "'multi_worker_scalar_reduce' from autodist/keras_compat.py"
+        "'multi_worker_scalar_reduce' from autodist/planning/keras_compat.py"
     )
 
 
 def test_default_backup_folder_depends_on_the_command_line(monkeypatch):
-    from autodist.callbacks import default_backup_root
-    from autodist.cluster import parse_tf_config
+    from autodist.jobs.private import default_backup_root
+    from autodist.detection.cluster import parse_tf_config
 
     cluster = parse_tf_config(json.dumps(task_configs({"worker": ["h:1", "h:2"]})[0]))
     monkeypatch.setattr("sys.argv", ["train.py", "--lr", "0.1"])
@@ -268,7 +268,7 @@ def test_a_launched_jobs_ports_listen_only_inside_its_private_network(tmp_path, 
     import subprocess
     import sys
 
-    from autodist.netns import PrivateNetwork
+    from autodist.jobs.netns import PrivateNetwork
 
     network, why = PrivateNetwork.create()
     if network is None:

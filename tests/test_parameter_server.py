@@ -17,7 +17,7 @@ import time
 import pytest
 
 from autodist.errors import AutodistError
-from autodist.launch import local_cluster, task_configs
+from autodist.jobs.job_layout import local_cluster, task_configs
 from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
 
 SCRIPT = str(SCENARIOS / "parameter_server.py")
@@ -139,7 +139,7 @@ def test_losing_the_ps_fails_the_chief_with_a_clear_error(job, report):
 
 @pytest.mark.parametrize("keyword", ["validation_split", "validation_data", "class_weight"])
 def test_keras3_loop_refuses_what_it_cannot_do(keyword):
-    from autodist.parameter_server import fit_keras3
+    from autodist.run.parameter_server import fit_keras3
 
     value = {"validation_split": 0.2, "validation_data": ([1], [1]), "class_weight": {0: 1.0}}[keyword]
     with pytest.raises(AutodistError, match=f"fit\\({keyword}=...\\) is not supported.*Fix: "):
@@ -166,7 +166,7 @@ def _short_chief(open_after: float, open_for: float) -> tuple[str, threading.Thr
 def test_a_chief_that_lives_under_a_second_is_seen_and_its_end_ends_the_task(capsys):
     """Regression: with one probe per second, a chief whose port was open for 0.6 s went unseen,
     and the workers waited out the peer timeout and failed with "never came"."""
-    from autodist.parameter_server import watch_chief
+    from autodist.run.parameter_server import watch_chief
 
     address, chief = _short_chief(open_after=0.3, open_for=0.3)
     start = time.monotonic()
@@ -180,7 +180,7 @@ def test_a_chief_that_lives_under_a_second_is_seen_and_its_end_ends_the_task(cap
 
 
 def test_a_chief_that_never_comes_fails_the_task_after_the_peer_timeout(capsys):
-    from autodist.parameter_server import watch_chief
+    from autodist.run.parameter_server import watch_chief
 
     address, chief = _short_chief(open_after=60, open_for=0)  # never opens within the test
     start = time.monotonic()
@@ -194,7 +194,7 @@ def test_a_chief_that_never_comes_fails_the_task_after_the_peer_timeout(capsys):
 
 
 def test_steps_per_epoch_rule():
-    from autodist.parameter_server import steps_per_epoch
+    from autodist.run.parameter_server import steps_per_epoch
 
     assert (steps_per_epoch(512, 32), steps_per_epoch(513, 32), steps_per_epoch(5, 32)) == (16, 17, 1)
 
@@ -221,7 +221,7 @@ def test_per_worker_input_from_batched_and_unbatched_datasets():
     import numpy as np
     import tensorflow as tf
 
-    from autodist.parameter_server import _num_samples, dataset_fn_for
+    from autodist.run.parameter_server import _num_samples, dataset_fn_for
 
     x = np.arange(40, dtype="float32").reshape(20, 2)
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 import autodist
-from autodist.memory_model import estimate
-from autodist.planning import ModelInfo, StrategyKind, plan
+from autodist.planning.memory_model import estimate
+from autodist.detection.model_info import ModelInfo
+from autodist.planning.planner import plan
+from autodist.planning.plans import StrategyKind
 import dataclasses
 
 from tests.conftest import make_snapshot
@@ -191,9 +193,9 @@ def test_detect_and_plan_modules_import_neither_tensorflow_nor_keras():
     from tests.conftest import run_python, subprocess_env
 
     code = (
-        "import sys; import autodist.settings, autodist.cluster, autodist.hardware, autodist.planning, "
-        "autodist.batching; from tests.conftest import make_snapshot; "
-        "autodist.planning.plan(make_snapshot(num_gpus=2), num_params=10, batch_size=33); "
+        "import sys; import autodist.settings, autodist.detection.cluster, autodist.detection.hardware, autodist.planning.planner, "
+        "autodist.run.batching; from tests.conftest import make_snapshot; "
+        "autodist.planning.planner.plan(make_snapshot(num_gpus=2), num_params=10, batch_size=33); "
         "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))"
     )
     proc = run_python(["-c", code], env=subprocess_env(), timeout=60)
@@ -253,7 +255,7 @@ def test_the_readme_lists_every_setting_and_nothing_else():
 
 
 def test_a_plan_round_trips_through_its_dict():
-    from autodist.planning import Plan
+    from autodist.planning.plans import Plan
 
     cluster = {"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]}, "task": {"type": "chief", "index": 0}}
     made = plan(make_snapshot(tf_config=cluster), batch_size=64)
@@ -263,8 +265,8 @@ def test_a_plan_round_trips_through_its_dict():
 
 
 def test_batchnorm_and_dropout_are_said_once_per_plan_with_the_per_replica_batch():
-    from autodist.model_info import ModelInfo
-    from autodist.planning import plan
+    from autodist.detection.model_info import ModelInfo
+    from autodist.planning.planner import plan
 
     layers = ModelInfo(num_params=100, keras_flavor="keras3", keras_version="3.15.1", batch_statistics_layers=("bn",), random_layers=("dropout",))
     split = plan(make_snapshot(num_cpu_devices=2), model_info=layers, batch_size=64)

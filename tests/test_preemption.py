@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autodist.preemption import PREEMPTED_EXIT_CODE
-from autodist.resume import phases
-from autodist.train_state import Position, clear, discard_after, load, save, saves
+from autodist.jobs.preemption import PREEMPTED_EXIT_CODE
+from autodist.run.resume import phases
+from autodist.jobs.train_state import Position, clear, discard_after, load, save, saves
 from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
 
 SCRIPT = str(SCENARIOS / "preemption.py")
@@ -117,7 +117,8 @@ def launch(out: Path, mode: str, flavor: str, *extra: str) -> list[str]:
 def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_step(tmp_path, report):
     """SIGTERM reaches the launcher; it forwards it to both workers, which agree on a step, save
     it and exit 75; a second start of the same command resumes there."""
-    from autodist.launch import JobSpec, default_launch_backup
+    from autodist.jobs.job_layout import default_launch_backup
+    from autodist.jobs.launch import JobSpec
 
     out, reference = tmp_path / "run", tmp_path / "reference"
     env = subprocess_env()
@@ -231,7 +232,7 @@ def test_shuffled_arrays_resume_in_autodists_epoch_order_after_the_trained_batch
     """Arrays Keras would shuffle: one fit an epoch, in the order drawn from (seed, epoch), the
     interrupted epoch after its trained samples; the validation split kept; without a seed
     (a save from before), the epoch starts over."""
-    from autodist.resume import epoch_order
+    from autodist.run.resume import epoch_order
 
     x, weights = np.arange(50), np.linspace(1, 2, 50)
     kwargs = {"batch_size": 8, "validation_split": 0.2, "sample_weight": weights}
@@ -271,7 +272,7 @@ def test_one_callback_list_sees_a_resumed_fit_as_one_fit():
     one History; the same hooks as an uninterrupted fit from epoch 2 on."""
     import keras
 
-    from autodist.resume import phased_callbacks, run_phases
+    from autodist.run.resume import phased_callbacks, run_phases
 
     class Record(keras.callbacks.Callback):
         def __init__(self):
@@ -326,7 +327,7 @@ class FakeStore:
 def store(monkeypatch):
     from tensorflow.python.eager import context
 
-    from autodist import agreement
+    from autodist.jobs import agreement
 
     fake = FakeStore()
     monkeypatch.setattr(context, "context", lambda: fake)
@@ -335,7 +336,7 @@ def store(monkeypatch):
 
 
 def workers(count, *, started, ended):
-    from autodist.agreement import ClusterAgreement
+    from autodist.jobs.agreement import ClusterAgreement
 
     names = tuple(f"worker {i}" for i in range(count))
     made = [ClusterAgreement(i, count, 0, names, ack_timeout=0.3, end_process=lambda code, i=i: ended.append((i, code))) for i in range(count)]
@@ -389,7 +390,7 @@ def test_callback_state_round_trips_arrays_and_a_callbacks_own_names():
     names in ``autodist_state``; a list of other callbacks is left alone."""
     import keras
 
-    from autodist.callback_state import capture, give_back
+    from autodist.jobs.callback_state import capture, give_back
 
     class Mine(keras.callbacks.Callback):
         autodist_state = ("seen",)

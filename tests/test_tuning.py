@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from autodist.hardware import HardwareSnapshot
-from autodist.tune_rules import Projection, Timing, candidates, next_cost, pick, untimed_reason, within_budget
+from autodist.detection.hardware import HardwareSnapshot
+from autodist.planning.tune_rules import Projection, Timing, candidates, next_cost, pick, untimed_reason, within_budget
 from tests.conftest import SCENARIOS, make_snapshot, run_python, subprocess_env
 
 
@@ -46,7 +46,7 @@ def test_a_training_too_short_to_time_one_candidate_within_its_share_is_not_time
 
 BUILDERS = """
 import sys
-from autodist.tuning import _code_digest
+from autodist.run.tuning import _code_digest
 
 def mlp():
     return [width for width in (64, 10)]
@@ -71,24 +71,24 @@ def test_the_cache_reads_only_a_private_folder_and_skips_records_of_another_form
     import os
     import tempfile
 
-    from autodist import tuning
+    from autodist.jobs import tune_cache
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert tuning.cached_decisions() == [] and not (tmp_path / f"autodist-{os.getuid()}").exists()  # inspect creates nothing
+    assert tune_cache.cached_decisions() == [] and not (tmp_path / f"autodist-{os.getuid()}").exists()  # inspect creates nothing
     folder = tmp_path / f"autodist-{os.getuid()}" / "tune"
     folder.mkdir(parents=True)
     (folder / "a.json").write_text(json.dumps({"choice": "default", "timings": [{"name": "default", "rate": 1.0}]}))
     (folder / "b.json").write_text(json.dumps({"choice": "default", "timings": [{"name": "default", "samples_per_second": 1.0}]}))
     os.chmod(folder.parent, 0o755)  # readable by others: not trusted
-    assert tuning.cached_decisions() == []
+    assert tune_cache.cached_decisions() == []
     os.chmod(folder.parent, 0o700)
-    assert [r["timings"][0]["samples_per_second"] for r in tuning.cached_decisions()] == [1.0]  # a.json: another format
+    assert [r["timings"][0]["samples_per_second"] for r in tune_cache.cached_decisions()] == [1.0]  # a.json: another format
 
 
 def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models():
     import keras
 
-    from autodist.model_info import multiply_adds
+    from autodist.detection.model_info import multiply_adds
 
     inner = keras.Sequential([keras.Input((10, 8)), keras.layers.Flatten(), keras.layers.Dense(4)])
     model = keras.Sequential([keras.Input((10,)), keras.layers.Embedding(1000, 8), inner])
@@ -123,7 +123,7 @@ def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(tmp_path,
 
 
 def test_communication_projection_and_its_warning_give_the_numbers():
-    from autodist.tune_rules import communication_note, projected_speedup
+    from autodist.planning.tune_rules import communication_note, projected_speedup
 
     assert projected_speedup(2, 40.0, 2.0) == pytest.approx(80 / 42)
     reason, warning = communication_note(2, 256, 6_400_000, compute_ms=11.0, all_reduce_ms=15.0)
@@ -149,8 +149,8 @@ def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_wor
 
 
 def test_tune_keeps_the_rule_plan_on_a_cluster_and_says_it_plans_as_auto_without_a_model():
-    from autodist.planning import plan
-    from autodist.tuning import tuned_plan
+    from autodist.planning.planner import plan
+    from autodist.run.tuning import tuned_plan
 
     cluster = make_snapshot(tf_config={"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}})
     auto = plan(cluster, strategy="tune", batch_size=64)

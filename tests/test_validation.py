@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from autodist.cluster import detect_cluster
+from autodist.detection.cluster import detect_cluster
 from autodist.errors import AutodistError
-from autodist.planning import plan
+from autodist.planning.planner import plan
 from autodist.settings import SETTINGS, grace_setting, keras_compat_mode, peer_timeout_setting, port_setting, steps_per_execution_setting, tune_budget_setting
-from autodist.snapshot import HardwareSnapshot
+from autodist.detection.snapshot import HardwareSnapshot
 
 BUDGET = settings(max_examples=250, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 CASES = {"TF_CONFIG": 0, "CLUSTER_SPEC": 0, "SLURM": 0, "SM_HOSTS": 0, "settings": 0, "snapshot": 0}
@@ -163,10 +163,10 @@ def test_a_blocked_private_folder_falls_back_to_one_of_the_users_own_and_says_so
     import stat
     import tempfile
 
-    from autodist import callbacks
+    from autodist.jobs import private
 
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
-    monkeypatch.setattr(callbacks, "_FALLBACK", {})
+    monkeypatch.setattr(private, "_FALLBACK", {})
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     blocked = tmp_path / f"autodist-{os.getuid()}"
     if blocker == "a link":
@@ -180,7 +180,7 @@ def test_a_blocked_private_folder_falls_back_to_one_of_the_users_own_and_says_so
                 pytest.skip("making a folder another user's needs root")
             os.chown(blocked, 65534, 65534)  # nobody
     with caplog.at_level(logging.WARNING, logger="autodist"):
-        first, second = callbacks.private_root(), callbacks.private_root()
+        first, second = private.private_root(), private.private_root()
     assert first == second == str(tmp_path / "run" / "autodist"), first
     assert stat.S_IMODE(os.stat(first).st_mode) == 0o700 and os.stat(first).st_uid == os.getuid()
     said = [r.getMessage() for r in caplog.records if "not a folder private to you" in r.getMessage()]

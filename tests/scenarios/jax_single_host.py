@@ -4,7 +4,7 @@ The parent sets KERAS_BACKEND=jax and XLA_FLAGS=--xla_force_host_platform_device
 this process starts, as a user would. Every case trains the same program under ``model.fit`` on
 one device (no distribution) and under ``autodist.fit``, and reports the differences; the
 ``model_parallel`` case gives the devices a small memory at the one probe,
-``autodist.hardware.jax_local_devices``. Prints one line, ``RESULT <json>``; assertions live
+``autodist.detection.hardware.jax_local_devices``. Prints one line, ``RESULT <json>``; assertions live
 in the tests.
 """
 
@@ -17,8 +17,8 @@ import warnings
 import autodist  # first, as a user would
 import keras
 import numpy as np
-from autodist import hardware
-from autodist.jax_devices import JaxDevice
+from autodist.detection import hardware
+from autodist.detection.jax_devices import JaxDevice
 
 rng = np.random.default_rng(3)
 X = rng.normal(size=(192, 32)).astype("float32")

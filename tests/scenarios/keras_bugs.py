@@ -165,7 +165,7 @@ def main() -> None:
     results["batchnorm_unpatched"] = batchnorm_moving_gap()
     results["dropout_masks_equal_across_replicas"] = dropout_masks_equal_across_replicas()
     results["central_storage_dropout_unpatched"] = central_storage_dropout_error()
-    from autodist.keras_patches import patch_aggregating_variable_updates, patch_batchnorm_moving_statistics, patch_seed_state_aggregation
+    from autodist.run.keras_patches import patch_aggregating_variable_updates, patch_batchnorm_moving_statistics, patch_seed_state_aggregation
 
     patch_aggregating_variable_updates()
     patch_batchnorm_moving_statistics()

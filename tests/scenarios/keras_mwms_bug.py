@@ -19,7 +19,8 @@ import tensorflow as tf  # noqa: E402
 MODE = sys.argv[1]
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 if MODE == "symbolic_build":
-    from autodist import keras_compat, keras_patches
+    from autodist.planning import keras_compat
+    from autodist.run import keras_patches
 
     original = keras_compat.WORKAROUNDS["multi_worker_scalar_reduce"]
     keras_compat.WORKAROUNDS["multi_worker_scalar_reduce"] = type(original)(

@@ -56,9 +56,9 @@ def legacy_optimizer_copied_back() -> dict:
 
 def legacy_optimizer_tuned() -> dict:
     """strategy='tune' times its candidates on copies of a model with a legacy OptimizerV2."""
-    import autodist.tune_rules
+    import autodist.planning.tune_rules
 
-    autodist.tune_rules.TUNE_SHARE = 1e9  # time the candidates, whatever the planned training
+    autodist.planning.tune_rules.TUNE_SHARE = 1e9  # time the candidates, whatever the planned training
     model = build()
     history = autodist.fit(model, x, y, batch_size=16, epochs=2, strategy="tune", shuffle=False, verbose=0)
     return {"reason": [r for r in history.plan.reasons if r.startswith("strategy='tune'")], "iterations": int(model.optimizer.iterations.numpy())}
@@ -102,7 +102,7 @@ def after_autodists_strategy_holds_variables() -> dict:
 
     import keras
 
-    from autodist import activation
+    from autodist.run import record as activation
 
     ours = tf.distribute.get_strategy()
     copied = copy.deepcopy(ours)

@@ -28,7 +28,7 @@ else:
     import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from reference import plain  # noqa: E402
-from autodist.strategies import build_strategy  # noqa: E402
+from autodist.run.strategies import build_strategy  # noqa: E402
 
 NUM_SAMPLES, NUM_FEATURES, NUM_CLASSES = 256, 12, 3
 rng = np.random.default_rng(7)
@@ -45,7 +45,7 @@ def _counting(plan):
     return counted
 
 
-autodist.planning.plan = _counting(autodist.planning.plan)  # what fit, init and @distributed plan with
+autodist.planning.planner.plan = _counting(autodist.planning.planner.plan)  # what fit, init and @distributed plan with
 log_stream = io.StringIO()
 logging.getLogger("autodist").addHandler(logging.StreamHandler(log_stream))
 logging.getLogger("autodist").setLevel(logging.INFO)
@@ -89,7 +89,7 @@ def history_gap(h1: dict, h2: dict) -> float:
 
 def case_equivalence(strategy: str, ref_model, ref_hist, ref_eval) -> dict:
     """autodist.fit against plain model.fit: weights, History and evaluate (caller's and in-scope)."""
-    import autodist.keras_integration as integration
+    import autodist.run.fit as integration
 
     moved: list = []
     original = integration.move_into_scope

@@ -8,12 +8,12 @@ import json
 import os
 
 import autodist
-import autodist.tune_rules
+import autodist.planning.tune_rules
 import keras
 import numpy as np
 import tensorflow as tf
 
-autodist.tune_rules.TUNE_SHARE = 1e9  # time every candidate, whatever the planned training
+autodist.planning.tune_rules.TUNE_SHARE = 1e9  # time every candidate, whatever the planned training
 rng = np.random.default_rng(0)
 X = rng.random((1024, 32), dtype=np.float32)
 Y = rng.integers(0, 10, 1024).astype("int32")
@@ -30,7 +30,7 @@ tuned_model = build()
 start = [w.copy() for w in tuned_model.get_weights()]
 tuned = autodist.fit(tuned_model, X, Y, batch_size=64, epochs=2, verbose=0, shuffle=False, strategy="tune")
 reason = tuned.plan.reasons[0]
-names = [c.name for c in autodist.tune_rules.candidates(autodist.detect(), default_steps=8)]
+names = [c.name for c in autodist.planning.tune_rules.candidates(autodist.detect(), default_steps=8)]
 forced_model = build()
 forced_model.set_weights(start)
 forced = autodist.fit(
@@ -39,7 +39,7 @@ forced = autodist.fit(
 again = autodist.fit(build(), X, Y, batch_size=64, epochs=1, verbose=0, shuffle=False, strategy="tune")
 # a tf.data input, at another batch (another cache key): timed from the dataset's first batches
 dataset = autodist.fit(build(), tf.data.Dataset.from_tensor_slices((X, Y)).batch(32), epochs=1, verbose=0, strategy="tune")
-autodist.tune_rules.TUNE_SHARE = 0.1  # as shipped: 2 epochs of 8 steps are too short to time anything
+autodist.planning.tune_rules.TUNE_SHARE = 0.1  # as shipped: 2 epochs of 8 steps are too short to time anything
 short = autodist.fit(build(), X, Y, batch_size=128, epochs=2, verbose=0, strategy="tune")
 cache = os.path.join(os.environ["TMPDIR"], f"autodist-{os.getuid()}", "tune")
 files = os.listdir(cache)

@@ -1,0 +1,262 @@
+"""What a ``tf.data.Dataset``'s graph says about its batching, size, files and element shapes,
+read without iterating it.
+
+Detection, of a live pipeline: :mod:`autodist.run.batching` decides from these facts how to bring a
+dataset to the global batch; nothing here changes a dataset or reads an element of it.
+
+Example:
+    >>> import tensorflow as tf
+    >>> describe_batching(tf.data.Dataset.range(10).batch(4).prefetch(1))
+    Batching(batched=True, size=4, evidence='BatchDataset', samples=10)
+    >>> samples_per_pass(tf.data.Dataset.range(10).batch(4)), is_batched(tf.data.Dataset.range(3))
+    (10, False)
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Batching",
+    "dataset_batch_size",
+    "describe_batching",
+    "file_source_count",
+    "finite_cardinality",
+    "is_batched",
+    "is_dataset",
+    "samples_per_pass",
+    "shuffles",
+    "variable_length_parts",
+]
+
+
+#: Transformations that keep each element as it is batched: the walk goes through them.
+_KEEPS_BATCHING = frozenset({
+    "_PrefetchDataset", "_MapDataset", "_ParallelMapDataset", "CacheDataset", "_CacheDataset",
+    "_ShuffleDataset", "_RepeatDataset", "_TakeDataset", "_SkipDataset", "_FilterDataset",
+    "_ParallelFilterDataset", "_OptionsDataset", "_ShardDataset", "_AssertCardinalityDataset",
+    "_IgnoreErrorsDataset", "_RestructuredDataset", "_ConcatenateDataset", "_SnapshotDataset",
+    "_ModelDataset", "_MaxIntraOpParallelismDataset", "_PrivateThreadPoolDataset", "_AutoShardDataset",
+})
+#: Sources and transformations whose elements are single samples.
+_YIELDS_SAMPLES = frozenset({
+    "_TensorSliceDataset", "_SparseTensorSliceDataset", "_RangeDataset", "_UnbatchDataset",
+    "TFRecordDatasetV2", "TextLineDatasetV2", "FixedLengthRecordDatasetV2", "_CounterDataset",
+})
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How a ``tf.data.Dataset``'s elements are batched, as far as its graph and spec say.
+
+    ``batched``: whether each element is a batch (Keras reads every element of a dataset as one
+    batch). ``size``: the batch size, when known. ``evidence``: what decided it. ``samples``:
+    the samples in one pass of a batched dataset, when its graph tells (the batch step's input
+    has a known size and nothing after it changes the number of batches).
+    """
+
+    batched: bool
+    size: int | None
+    evidence: str
+    samples: int | None = None
+
+
+def describe_batching(dataset: Any) -> Batching:
+    """Read a dataset's batching from its chain of transformations, then from its element spec.
+
+    The walk goes back through transformations that keep batches as they are (``map``,
+    ``prefetch``, ``cache``, ``shuffle``, ``take``, ...) to the nearest ``batch``,
+    ``padded_batch`` or ``rebatch`` (batched, with its size), or to a source of single samples
+    (``from_tensor_slices``, ``range``, a file reader) or an ``unbatch`` (not batched). Any other
+    step (``from_generator``, ``flat_map``, ``interleave``, ``window``, ``zip``,
+    ``from_tensors``, ...) leaves the element spec to decide: an element with a scalar part
+    cannot be a batch, and neither can one whose parts are all vectors of unknown length
+    (variable-length sequences); otherwise each element is a batch, of the leading dimension
+    its parts share (a generator that yields batches of 16 has batch size 16). It reads no data.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> samples = tf.data.Dataset.from_tensor_slices(tf.zeros((10, 3)))
+        >>> describe_batching(samples.batch(4).map(lambda x: x * 2)).size
+        4
+        >>> describe_batching(samples.batch(4).unbatch()).batched
+        False
+    """
+    node = dataset
+    for _ in range(64):
+        name = type(node).__name__
+        size = getattr(node, "_batch_size", getattr(node, "_batch_sizes", None))
+        if size is not None and "atch" in name:
+            # The batch step's input is samples (for rebatch it is batches: no count).
+            same_batches = finite_cardinality(dataset) == finite_cardinality(node)
+            samples = finite_cardinality(node._input_dataset) if same_batches and name != "_RebatchDataset" else None
+            return Batching(True, _positive_int(size), name.strip("_"), samples)
+        if name in _YIELDS_SAMPLES:
+            return Batching(False, None, name.strip("_"))
+        if name == "_ZipDataset":
+            return _zipped(node)
+        if name not in _KEEPS_BATCHING or getattr(node, "_input_dataset", None) is None:
+            return _batching_from_spec(node, name.strip("_"))
+        node = node._input_dataset
+    return _batching_from_spec(dataset, "a long chain")
+
+
+def _zipped(node: Any) -> Batching:
+    import tensorflow as tf
+
+    parts = [describe_batching(child) for child in tf.nest.flatten(node._datasets)]
+    sizes = {part.size for part in parts}
+    if all(part.batched for part in parts):
+        return Batching(True, sizes.pop() if len(sizes) == 1 else None, "ZipDataset of batched datasets")
+    if not any(part.batched for part in parts):
+        return Batching(False, None, "ZipDataset of unbatched datasets")
+    return _batching_from_spec(node, "ZipDataset")
+
+
+def _positive_int(size: Any) -> int | None:
+    try:
+        value = int(size.numpy()) if hasattr(size, "numpy") else int(size)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def _batching_from_spec(dataset: Any, step: str) -> Batching:
+    import tensorflow as tf
+
+    shapes = [getattr(spec, "shape", None) for spec in tf.nest.flatten(dataset.element_spec)]
+    evidence = f"{step}: element spec {dataset.element_spec}"
+    if not shapes or None in shapes:
+        return Batching(False, None, evidence + " (not all tensors: not a batch Keras can read)")
+    ranks = [shape.rank for shape in shapes]
+    if None in ranks:
+        return Batching(True, None, evidence + " (rank unknown: read as batches, as Keras reads them)")
+    if min(ranks) == 0:
+        return Batching(False, None, evidence + " has a scalar part")
+    if max(ranks) == 1 and all(shape[0] is None for shape in shapes if shape is not None):
+        return Batching(False, None, evidence + " (vectors of unknown length: variable-length samples)")
+    leading = {shape[0] for shape in shapes if shape is not None and shape.rank}
+    size = leading.pop() if len(leading) == 1 else None
+    return Batching(True, size, evidence)
+
+
+def samples_per_pass(dataset: Any) -> int | None:
+    """Samples in one pass of a dataset, from its graph (never by reading it); ``None`` when the
+    graph does not tell (infinite, ``filter``, batched from a source of unknown size).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> samples_per_pass(tf.data.Dataset.range(10).batch(4)), samples_per_pass(tf.data.Dataset.range(10))
+        (10, 10)
+    """
+    batching = describe_batching(dataset)
+    return batching.samples if batching.batched else finite_cardinality(dataset)
+
+
+def is_dataset(x: Any) -> bool:
+    """Whether ``x`` is a ``tf.data.Dataset`` (not a distributed one); it never imports TensorFlow.
+
+    Example:
+        >>> is_dataset([1, 2, 3])
+        False
+    """
+    dataset_ops = sys.modules.get("tensorflow.python.data.ops.dataset_ops")
+    return dataset_ops is not None and isinstance(x, dataset_ops.DatasetV2)
+
+
+def dataset_batch_size(dataset: Any) -> int | None:
+    """The batch size of a batched ``tf.data.Dataset``, or ``None`` if unknown or unbatched.
+
+    See :func:`describe_batching`. It reads no data.
+    """
+    batching = describe_batching(dataset)
+    return batching.size if batching.batched else None
+
+
+def variable_length_parts(dataset: Any) -> list[str]:
+    """The parts of an unbatched dataset's elements whose shape is not fixed (``batch`` fails on them)."""
+    found = []
+    for path, spec in _flatten_with_paths(dataset.element_spec):
+        shape = getattr(spec, "shape", None)
+        dense = type(spec).__name__ == "TensorSpec"
+        if dense and shape is not None and (shape.rank is None or any(dim is None for dim in shape)):
+            found.append(f"{path or 'element'} {shape}")
+    return found
+
+
+def _flatten_with_paths(structure: Any, path: str = "") -> list[tuple[str, Any]]:
+    if isinstance(structure, dict):
+        return [item for key, value in structure.items() for item in _flatten_with_paths(value, f"{path}[{key!r}]")]
+    if isinstance(structure, (tuple, list)):
+        return [item for i, value in enumerate(structure) for item in _flatten_with_paths(value, f"{path}[{i}]")]
+    return [(path, structure)]
+
+
+_READER_OPS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+
+
+def _children(node: Any) -> list[Any]:
+    found = [getattr(node, name, None) for name in ("_input_dataset", "_dataset")]
+    found += list(getattr(node, "_input_datasets", None) or [])
+    return [child for child in found if child is not None]
+
+
+def _reads_files(function: Any) -> bool:
+    try:
+        graph_def = function.function.graph.as_graph_def()
+    except AttributeError:
+        return False
+    ops = {node.op for node in graph_def.node}
+    ops |= {node.op for f in graph_def.library.function for node in f.node_def}
+    return any(op.startswith(_READER_OPS) for op in ops)
+
+
+def finite_cardinality(dataset: Any) -> int | None:
+    try:
+        count = int(dataset.cardinality())
+    except Exception:
+        return None
+    return count if count >= 0 else None
+
+
+def file_source_count(dataset: Any) -> int | None:
+    """How many files a dataset reads, when its graph says so; ``None`` for in-memory data.
+
+    It recognises file readers (``TFRecordDataset(files)``, ``TextLineDataset``,
+    ``FixedLengthRecordDataset``) and ``interleave`` over a list of files (``list_files``).
+    """
+    stack, seen = [dataset], 0
+    while stack and seen < 256:
+        node, seen = stack.pop(), seen + 1
+        filenames = getattr(node, "_filenames", None)
+        if filenames is not None and hasattr(filenames, "cardinality"):
+            return finite_cardinality(filenames)
+        function = getattr(node, "_map_func", None)
+        if "Interleave" in type(node).__name__ and function is not None and _reads_files(function):
+            return finite_cardinality(node._input_dataset)
+        stack.extend(_children(node))
+    return None
+
+
+def shuffles(dataset: Any) -> bool:
+    """Whether the pipeline has a ``shuffle`` step (its order is drawn when it is read).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> shuffles(tf.data.Dataset.range(8).shuffle(8).batch(2)), shuffles(tf.data.Dataset.range(8).batch(2))
+        (True, False)
+    """
+    stack, seen = [dataset], 0
+    while stack and seen < 256:
+        node, seen = stack.pop(), seen + 1
+        if "Shuffle" in type(node).__name__:
+            return True
+        stack.extend(_children(node))
+    return False
+
+
+def is_batched(dataset: Any) -> bool:
+    """Whether each element of ``dataset`` is a batch (see :func:`describe_batching`)."""
+    return describe_batching(dataset).batched

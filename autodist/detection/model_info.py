@@ -1,0 +1,254 @@
+"""What autodist reads from a live Keras model: its size, optimizer and compile settings.
+
+Detection, like :mod:`autodist.detection.hardware`: it reads attributes of the model it is given and
+starts nothing. The planner takes the result, a frozen :class:`ModelInfo`.
+
+Example:
+    >>> ModelInfo(num_params=10, optimizer="adam").optimizer_slots
+    2
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "activation_elements", "describe_model", "is_compiled", "is_model", "keras_flavor_of", "keras_module", "multiply_adds"]
+
+#: Per-variable slots each optimizer keeps (Keras names, lower case). Unknown ones count 2.
+OPTIMIZER_SLOTS = {
+    "sgd": 0, "rmsprop": 1, "adagrad": 1, "adadelta": 2, "adam": 2, "adamw": 2, "adamax": 2,
+    "nadam": 2, "ftrl": 2, "lion": 1, "lamb": 2, "adafactor": 1, "loss_scale_optimizer": 2,
+}
+DEFAULT_OPTIMIZER_SLOTS = 2
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the planner needs to know about a model. Read from attributes only."""
+
+    num_params: int | None = None
+    optimizer: str | None = None
+    optimizer_slots: int = DEFAULT_OPTIMIZER_SLOTS
+    bytes_per_param: int = 4
+    keras_flavor: str | None = None
+    keras_version: str | None = None
+    jit_compile: Any = None
+    steps_per_execution: Any = 1
+    run_eagerly: bool = False
+    activation_elements: int | None = None
+    variables: tuple[tuple[str, tuple[int, ...]], ...] = ()  # trainable (path, shape), Keras 3
+    batch_statistics_layers: tuple[str, ...] = ()  # BatchNormalization not synchronized: per-replica batch
+    random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
+    own_train_step: bool = False  # the model's class overrides train_step
+
+
+def keras_flavor_of(model: Any) -> str:
+    """``"tf_keras"`` for a tf_keras model, else ``"keras3"``."""
+    module = type(model).__module__
+    for cls in type(model).__mro__:
+        if cls.__module__.startswith("tf_keras"):
+            return "tf_keras"
+    return "tf_keras" if module.startswith("tf_keras") else "keras3"
+
+
+def describe_model(model: Any) -> ModelInfo:
+    """Read the planner's facts from a Keras model (Keras 3 or tf_keras). Starts nothing.
+
+    Example:
+        >>> import keras
+        >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        >>> m.compile(optimizer="adam", loss="mse")
+        >>> info = describe_model(m)
+        >>> (info.num_params, info.optimizer, info.optimizer_slots)
+        (10, 'adam', 2)
+    """
+    try:
+        num_params: int | None = int(model.count_params())
+    except Exception:  # not built yet
+        num_params = None
+    optimizer = getattr(model, "optimizer", None)
+    name = getattr(optimizer, "name", None) if optimizer is not None else None
+    slots, base = DEFAULT_OPTIMIZER_SLOTS, None
+    if name:  # "adam", or "adam_2" for the second Adam of the process
+        base = name.lower().split("/")[0].rstrip("0123456789_")
+        slots = OPTIMIZER_SLOTS.get(base, DEFAULT_OPTIMIZER_SLOTS)
+        if base == "sgd" and float(getattr(optimizer, "momentum", 0.0) or 0.0) > 0:
+            slots = 1
+    bytes_per_param = 4
+    try:
+        weights = list(getattr(model, "weights", None) or [])
+    except ValueError:  # tf_keras, not built: "Weights for model ... have not yet been created"
+        weights = []
+    if weights:
+        size = getattr(getattr(weights[0], "dtype", None), "size", None)
+        if isinstance(size, int) and size > 0:
+            bytes_per_param = size
+        elif str(getattr(weights[0], "dtype", "")).endswith(("float16", "bfloat16")):
+            bytes_per_param = 2
+    flavor = keras_flavor_of(model)
+    package = sys.modules.get("tf_keras" if flavor == "tf_keras" else "keras")
+    return ModelInfo(
+        num_params=num_params,
+        optimizer=base,
+        optimizer_slots=slots,
+        bytes_per_param=bytes_per_param,
+        keras_flavor=flavor,
+        keras_version=getattr(package, "__version__", None),
+        jit_compile=getattr(model, "_jit_compile", None),
+        steps_per_execution=getattr(model, "steps_per_execution", 1),
+        run_eagerly=bool(getattr(model, "run_eagerly", False)),
+        activation_elements=activation_elements(model),
+        variables=_trainable_paths(model),
+        own_train_step=overrides_train_step(model),
+        **_layer_kinds(model),
+    )
+
+
+def overrides_train_step(model: Any) -> bool:
+    """Whether a class of the caller's own, between the model's class and Keras's, defines
+    ``train_step``.
+
+    Example:
+        >>> import keras
+        >>> class Custom(keras.Model):
+        ...     def train_step(self, data):
+        ...         return {}
+        >>> overrides_train_step(Custom()), overrides_train_step(keras.Sequential())
+        (True, False)
+    """
+    for cls in type(model).__mro__:
+        if cls.__module__.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins"):
+            return False
+        if "train_step" in vars(cls):
+            return True
+    return False
+
+
+#: Layers that draw random numbers while training (their masks or noise).
+_RANDOM = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianDropout", "GaussianNoise", "AlphaDropout")
+
+
+def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
+    """The names of the layers whose training numbers depend on the per-replica batch
+    (BatchNormalization without ``synchronized``) or on randomness."""
+    try:
+        layers = list(model._flatten_layers()) if hasattr(model, "_flatten_layers") else [layer for layer, _ in _leaf_layers(model)]
+    except Exception:  # an unusual model: no layer facts
+        return {}
+    names = [(type(layer).__name__, getattr(layer, "name", "?"), layer) for layer in layers]
+    return {
+        "batch_statistics_layers": tuple(name for kind, name, layer in names if "BatchNormalization" in kind and not getattr(layer, "synchronized", False)),
+        "random_layers": tuple(name for kind, name, _ in names if kind in _RANDOM),
+    }
+
+
+def _trainable_paths(model: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each trainable variable's path and shape (Keras 3; tf_keras variables have no path)."""
+    try:
+        weights = list(getattr(model, "trainable_weights", None) or [])
+    except ValueError:  # tf_keras, not built
+        return ()
+    found = []
+    for weight in weights:
+        path = getattr(weight, "path", None)
+        if isinstance(path, str):
+            found.append((path, tuple(int(d) for d in weight.shape)))
+    return tuple(found)
+
+
+def activation_elements(model: Any) -> int | None:
+    """Values per sample in the outputs of the model's layers (nested models' layers included),
+    from their symbolic output shapes; ``None`` when a layer has no known output shape (a
+    subclassed model, a variable-length dimension).
+
+    Example:
+        >>> import keras
+        >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(2)])
+        >>> activation_elements(m)
+        10
+    """
+    sizes = [elements for _, elements in _leaf_layers(model)]
+    return None if None in sizes else (sum(sizes) or None)  # type: ignore[arg-type]
+
+
+def multiply_adds(model: Any) -> int | None:
+    """Multiply-adds of one sample's forward pass, estimated from each layer's weights and output
+    size: a weight of shape ``(..., n)`` is applied at every output position (the layer's output
+    values / n), so a Dense kernel counts once and a convolution kernel once per output pixel;
+    lookups (``Embedding``) count nothing. ``None`` when that is not known: a model without
+    layers, a layer with weights but no known output size (a subclassed model's), or a recurrent
+    layer (its time steps are not in its output's size).
+
+    Example:
+        >>> import keras
+        >>> m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3), keras.layers.Flatten(), keras.layers.Dense(2)])
+        >>> multiply_adds(m) == 3 * 3 * 3 * 4 * 36 + 4 * 36 + 144 * 2 + 2
+        True
+    """
+    total, seen = 0, False
+    for layer, elements in _leaf_layers(model):
+        seen = True
+        weights = getattr(layer, "trainable_weights", [])
+        if "Embedding" in type(layer).__name__ or not weights:
+            continue
+        if elements is None or hasattr(layer, "cell"):
+            return None
+        for weight in weights:
+            shape = [int(d) for d in getattr(weight, "shape", ())]
+            size = 1
+            for d in shape:
+                size *= d
+            positions = elements // shape[-1] if shape and shape[-1] and elements % shape[-1] == 0 else 1
+            total += size * max(1, positions)
+    return total if seen else None
+
+
+def _leaf_layers(model: Any) -> Any:
+    """Each layer that is not a model (nested models walked into), with its output values per
+    sample (``None`` when unknown)."""
+    for layer in getattr(model, "layers", None) or []:
+        if hasattr(layer, "layers") and getattr(layer, "layers", None):
+            yield from _leaf_layers(layer)
+        elif type(layer).__name__ != "InputLayer":
+            yield layer, _output_elements(layer)
+
+
+def _output_elements(layer: Any) -> int | None:
+    try:
+        outputs = layer.output
+    except (AttributeError, ValueError):  # never called on symbolic inputs
+        return None
+    total = 0
+    for output in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
+        dims = list(getattr(output, "shape", None) or [])[1:]
+        if any(d is None for d in dims):
+            return None
+        count = 1
+        for d in dims:
+            count *= int(d)
+        total += count
+    return total
+
+
+def is_model(obj: Any) -> bool:
+    """Whether ``obj`` looks like a Keras model (Keras 3 or tf_keras)."""
+    return hasattr(obj, "fit") and hasattr(obj, "compile") and hasattr(obj, "get_weights")
+
+
+def is_compiled(model: Any) -> bool:
+    """Whether the model was compiled with an optimizer."""
+    compiled = getattr(model, "compiled", None)
+    if compiled is None:
+        compiled = getattr(model, "_is_compiled", None)
+    return bool(compiled) and getattr(model, "optimizer", None) is not None
+
+
+def keras_module(flavor: str) -> Any:
+    """``tf_keras`` or ``keras``, as the flavor says."""
+    if flavor == "tf_keras":
+        import tf_keras
+
+        return tf_keras
+    import keras
+
+    return keras

@@ -1,0 +1,129 @@
+"""``autodist.fit``: ``model.fit`` under the plan autodist makes, from the call to ``History``.
+
+The call becomes a frozen :class:`~autodist.run.backend.FitCall`, with its global batch worked
+out once (:func:`autodist.run.inputs.requested_batch`), and goes to the backend chosen at the
+one fork (:func:`autodist.entry.backends.backend_for`): TensorFlow's ``tf.distribute``
+(:mod:`autodist.run.fit`) or Keras 3 on JAX (:mod:`autodist.jax.runtime`). Each runs the same
+sequence: plan here, start, place the model, train with the final callback list.
+
+Example:
+    >>> import numpy as np, keras, autodist
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> history = autodist.fit(model, np.ones((64, 4)), np.ones((64, 1)), batch_size=16, verbose=0)
+    >>> len(history.history["loss"])
+    1
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from autodist.detection.model_info import is_compiled, is_model
+from autodist.entry.backends import backend_for
+from autodist.errors import ModelPlacementError
+from autodist.planning.plans import StrategyKind
+from autodist.run.backend import FitCall
+from autodist.run.inputs import requested_batch
+
+__all__ = ["fit"]
+
+
+def fit(
+    model: Any,
+    x: Any = None,
+    y: Any = None,
+    *,
+    batch_size: int | None = None,
+    epochs: int = 1,
+    strategy: str | StrategyKind = "auto",
+    num_params: int | None = None,
+    gpu_memory_fraction: float | None = None,
+    backup_dir: str | bool | None = None,
+    peer_timeout_seconds: float | None = None,
+    mixed_precision: bool = False,
+    **fit_kwargs: Any,
+) -> Any:
+    """Train ``model`` like ``model.fit``, under the strategy autodist picks (JAX: :mod:`autodist.jax.runtime`).
+
+    Args:
+        model: a compiled Keras model (Keras 3 or tf_keras), built anywhere; or a zero-argument
+            function that builds and compiles one, which autodist calls inside the scope.
+        x, y: input data and targets, as for ``model.fit`` (arrays, a ``tf.data.Dataset``, ...).
+        batch_size: the **global** batch. Moved to the nearest multiple of the replica count,
+            with a warning. For a batched dataset, the dataset is re-batched to it.
+        epochs: as for ``model.fit``.
+        strategy: ``"auto"``, a strategy name to force (``"mirrored"``, ...), or ``"tune"``: the
+            fastest candidate plan, timed on copies of the model (:mod:`autodist.run.tuning`).
+        num_params, gpu_memory_fraction: the size of a model built by a function, and the share of GPU memory it may use (0.9).
+        backup_dir: where each task saves its state at every epoch's end and, on SIGTERM, after
+            its step, then exits 75: the next start resumes there (:mod:`autodist.jobs.preemption`).
+            Multi-worker runs save by default (one folder per worker under
+            ``AUTODIST_BACKUP_DIR``, which the launcher sets, else a private folder); single-host
+            runs given a folder here or ``AUTODIST_BACKUP_DIR``. ``False`` turns it off.
+        peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
+            with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
+        mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model (TPU).
+        **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
+            ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
+
+    Returns:
+        The ``keras.callbacks.History`` of the run. The caller's model object holds the trained
+        weights and optimizer state afterwards; for a model built by a function, it is
+        ``history.model``. ``history.plan`` is the :class:`~autodist.planning.plans.Plan` that ran.
+
+    Raises:
+        AutodistError: for a model, batch size or strategy that cannot work, with the fix.
+        PeerError: when a worker of the cluster is lost during multi-worker training.
+
+    Example:
+        >>> import numpy as np, keras, autodist
+        >>> def build():
+        ...     m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        ...     m.compile(optimizer="sgd", loss="mse")
+        ...     return m
+        >>> history = autodist.fit(build, np.ones((64, 4)), np.ones((64, 1)), batch_size=32, verbose=0)
+        >>> history.model is not None
+        True
+    """
+    fit_kwargs = _read_only(fit_kwargs)
+    call = FitCall(
+        model=model, builder=_builder_of(model), x=x, y=y, batch_size=batch_size, epochs=epochs,
+        strategy=strategy, num_params=num_params, gpu_memory_fraction=gpu_memory_fraction,
+        backup_dir=backup_dir, peer_timeout_seconds=peer_timeout_seconds,
+        mixed_precision=mixed_precision, fit_kwargs=fit_kwargs, requested_batch=requested_batch(x, batch_size, fit_kwargs),
+    )  # fmt: skip
+    return backend_for(os.environ).fit(call, os.environ)
+
+
+def _read_only(fit_kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+    kwargs = dict(fit_kwargs)
+    if _is_callback_list(kwargs.get("callbacks")):
+        # model.fit takes a CallbackList as it is; autodist inspects and adds callbacks one by one
+        kwargs["callbacks"] = list(kwargs["callbacks"].callbacks)
+    return MappingProxyType(kwargs)
+
+
+def _is_callback_list(callbacks: Any) -> bool:
+    """Whether ``callbacks`` is a Keras ``CallbackList`` (Keras 3 or tf_keras), not a plain list."""
+    return type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list)
+
+
+def _builder_of(model: Any) -> Any:
+    """``None`` for a compiled model, the function for a model-building function; else the error."""
+    builder = None if is_model(model) else model
+    if builder is not None and not callable(builder):
+        raise ModelPlacementError(
+            f"autodist.fit got {type(model).__name__} as the model. Expected a compiled Keras model "
+            "or a zero-argument function that builds and compiles one."
+        )
+    if builder is None and not is_compiled(model):
+        raise ModelPlacementError(
+            "autodist.fit got a model that is not compiled. Expected a compiled model, as for "
+            "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
+            "that builds and compiles it."
+        )
+    return builder

@@ -1,0 +1,304 @@
+"""Act, Keras 3 on JAX: the plan's ``keras.distribution``, the processes joined, the model trained.
+
+- :func:`join_processes`: in a cluster, ``keras.distribution.initialize`` with the coordinator
+  (the chief, else worker 0: the first address the cluster manager gives), the process count and
+  this process's id, once, before JAX's runtime starts (``import autodist`` arranges it for the
+  moment JAX is imported; see :meth:`autodist.jax.backend.JaxBackend.at_import`).
+- :func:`build_distribution`: ``DataParallel`` or ``ModelParallel`` (a ``DeviceMesh`` and the
+  plan's ``LayoutMap``) over all processes' devices; ``None`` for ``default``.
+- :func:`place`: the variables of the model, its optimizer and metrics take the distribution's
+  layouts where they are, so the caller's own model object trains (a model built under the
+  distribution, by ``init``, ``@distributed`` or a builder function, already has them).
+- :func:`train`: ``model.fit`` inside the distribution's scope, which gives back the caller's own
+  distribution setting afterwards.
+- :func:`fit_on_jax`: ``autodist.fit``'s flow on JAX: join, detect, plan, build (a builder
+  function is called under the distribution), place, train; ``history.plan`` is the plan.
+
+Example:
+    >>> from autodist.planning.plans import Plan, StrategyKind
+    >>> build_distribution(Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")) is None
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from autodist.detection.cluster import detect_cluster
+from autodist.detection.hardware import detect
+from autodist.errors import AutodistError, RuntimeAlreadyStartedError, StrategyUnavailableError
+from autodist.jax.inputs import Part, local_inputs
+from autodist.log import warn_all
+from autodist.planning.here import plan_here
+from autodist.planning.plans import Plan, StrategyKind
+from autodist.run.backend import FitCall
+from autodist.run.callbacks import ChiefDuties, with_heartbeat
+from autodist.run.compile_settings import mixed_precision_while_building
+
+__all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "place", "train"]
+
+
+def coordinates(cluster: Any) -> tuple[str, int, int]:
+    """``(coordinator address, process count, this process's id)`` for a cluster: the chief (or
+    worker 0) coordinates and is process 0; workers follow in index order.
+
+    Example:
+        >>> from autodist.detection.cluster import detect_cluster
+        >>> c = detect_cluster({"TF_CONFIG": '{"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 1}}'})
+        >>> coordinates(c)
+        ('127.0.0.1:2222', 2, 1)
+    """
+    ordered = list(cluster.cluster_spec.get("chief", [])) + list(cluster.cluster_spec.get("worker", []))
+    chiefs = len(cluster.cluster_spec.get("chief", []))
+    process = cluster.task_index + (chiefs if cluster.task_type == "worker" else 0)
+    return ordered[0], len(ordered), process
+
+
+def join_processes(cluster: Any) -> bool:
+    """Initialize JAX's multi-process runtime for ``cluster`` once; ``False`` when there is
+    nothing to join (no cluster, one process) or it is joined already.
+
+    Raises:
+        RuntimeAlreadyStartedError: JAX's runtime started before it could be joined.
+    """
+    if _JOIN_FAILED:
+        raise _JOIN_FAILED[0]
+    if cluster is None or cluster.num_workers < 2:
+        return False
+    if cluster.task_type not in ("chief", "worker"):
+        raise AutodistError(
+            f"This process is the cluster's {cluster.task_type} ({cluster.source}), and Keras on JAX "
+            "trains every process in sync, data parallel: there are no ps or evaluator tasks. "
+            "Expected chief and worker tasks only. Start the job without them (python -m autodist "
+            "launch --workers N), or train with KERAS_BACKEND=tensorflow for parameter servers."
+        )
+    import jax
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized() and jax.process_count() > 1:
+        return False  # joined already
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeAlreadyStartedError(
+            f"This process is {cluster.task_type} {cluster.task_index} of a {cluster.num_workers}-process "
+            "job, and JAX's runtime started before autodist could join the processes "
+            "(keras.distribution.initialize must come before any JAX computation). Fix: put "
+            "`import autodist` at the top of the script, above jax and keras, or call "
+            "autodist.init() before building anything."
+        )
+    import keras
+
+    address, count, process = coordinates(cluster)
+    keras.distribution.initialize(job_addresses=address, num_processes=count, process_id=process)
+    return True
+
+
+_JOIN_FAILED: list[BaseException] = []
+
+
+def join_at_import(environ: Mapping[str, str]) -> None:
+    """The activation at import, on JAX (:meth:`autodist.jax.backend.JaxBackend.at_import` calls it when JAX
+    has been imported): join the cluster's processes before JAX computes anything. Never raises:
+    an error is kept, and ``fit`` / ``init`` raise it."""
+    try:
+        join_processes(detect_cluster(environ))
+    except Exception as err:  # kept for fit and init, which raise it with its fix
+        _JOIN_FAILED.append(err)
+
+
+def init_on_jax(environ: Mapping[str, str], *, make_global: bool = True, **plan_kwargs: Any) -> tuple[Plan, Any]:
+    """``autodist.init`` on JAX: join, plan, and make the plan's distribution the global one
+    (``keras.distribution.set_distribution``), so every model built afterwards is on the mesh
+    (``@distributed`` sets it only while its function runs: ``make_global=False``)."""
+    join_processes(detect_cluster(environ))
+    the_plan = plan_here(environ, **plan_kwargs)
+    distribution = build_distribution(the_plan)
+    if distribution is not None and make_global:
+        from keras import distribution as kd
+
+        kd.set_distribution(distribution)
+    return the_plan, distribution
+
+
+def build_distribution(the_plan: Plan) -> Any:
+    """The plan's ``keras.distribution`` object, or ``None`` (``default``: no distribution)."""
+    if the_plan.strategy == StrategyKind.DEFAULT:
+        return None
+    from keras import distribution as kd
+
+    devices = kd.list_devices()
+    expected = the_plan.num_replicas * (the_plan.mesh_shape[1] if len(the_plan.mesh_shape) > 1 else 1)
+    if len(devices) != expected:
+        raise AutodistError(
+            f"The plan's mesh {the_plan.mesh_shape} needs {expected} JAX devices, and JAX lists "
+            f"{len(devices)} ({', '.join(devices[:8])}). Expected the devices the plan was made "
+            "for. Plan on this machine (autodist.fit, or autodist.plan() without a snapshot)."
+        )
+    if the_plan.strategy == StrategyKind.DATA_PARALLEL:
+        return kd.DataParallel(devices=devices, auto_shard_dataset=False)
+    mesh = kd.DeviceMesh(shape=the_plan.mesh_shape, axis_names=list(the_plan.mesh_axes), devices=devices)
+    layout_map = kd.LayoutMap(mesh)
+    for path, spec in the_plan.layout_map:
+        layout_map[_exact(path)] = spec
+    return kd.ModelParallel(layout_map=layout_map, batch_dim_name=the_plan.mesh_axes[0], auto_shard_dataset=False)
+
+
+def _exact(path: str) -> str:
+    """A ``LayoutMap`` key that matches ``path`` only (keys are regular expressions)."""
+    import re
+
+    return re.escape(path)
+
+
+def place(model: Any, distribution: Any) -> int:
+    """Give every variable of ``model`` (weights, built optimizer, metrics) the layout
+    ``distribution`` wants, in place; returns how many moved.
+
+    Raises:
+        AutodistError: when this Keras's variables cannot take a layout (``_layout``).
+    """
+    if distribution is None:
+        return 0
+    optimizer = getattr(model, "optimizer", None)
+    variables = list(model.variables) + list(getattr(optimizer, "variables", None) or []) + list(getattr(model, "metrics_variables", []))
+    missing = [v for v in variables if not hasattr(v, "_layout")]
+    if missing:
+        raise AutodistError(
+            f"The variable {missing[0].path} has no layout attribute, so autodist cannot move the "
+            f"model onto the JAX mesh (Keras {getattr(__import__('keras'), '__version__', '?')}). "
+            "Expected Keras 3.x on JAX. Build the model after autodist.init(), or inside "
+            "@autodist.distributed, so its variables are created on the mesh."
+        )
+    for variable in variables:  # a layout set before (another distribution's) would win: dropped
+        variable._layout = None  # noqa: SLF001 - JaxVariable keeps its layout here
+    weights = {id(v): distribution.get_variable_layout(v) for v in model.trainable_variables + model.non_trainable_variables}
+    for variable in variables:
+        variable._layout = weights.get(id(variable)) or _slot_layout(variable, model, weights, distribution)
+        variable.assign(variable.value)  # re-placed by JaxVariable._direct_assign with the layout
+    return len(variables)
+
+
+def _slot_layout(variable: Any, model: Any, layouts: Mapping[int, Any], distribution: Any) -> Any:
+    """An optimizer slot takes its weight's layout, as ``add_variable_from_reference`` gives it
+    (the slot is named after the weight's path: ``net_dense_kernel_momentum``)."""
+    for weight in model.trainable_variables:
+        prefix = weight.path.replace("/", "_") + "_"
+        if str(variable.name).startswith(prefix) and tuple(variable.shape) == tuple(weight.shape):
+            return layouts[id(weight)]
+    return distribution.get_variable_layout(variable)
+
+
+@contextlib.contextmanager
+def distribution_scope(distribution: Any) -> Iterator[None]:
+    """``distribution`` current inside, the caller's own setting (or none) back after."""
+    if distribution is None:
+        yield
+        return
+    with distribution.scope():
+        yield
+
+
+def train(model: Any, x: Any, y: Any, the_plan: Plan, distribution: Any, epochs: int, fit_kwargs: Mapping[str, Any]) -> Any:
+    """``model.fit`` under ``distribution`` with this process's part of the arrays."""
+    part = Part(_process_id(the_plan), the_plan.num_workers, the_plan.num_replicas)
+    batch = int(the_plan.global_batch_size or 32)
+    x, y, kwargs, warnings = local_inputs(x, y, fit_kwargs, batch=batch, part=part)
+    warn_all(warnings)
+    if distribution is not None:  # Keras shards a tf.data.Dataset over the processes; arrays are split above
+        distribution.auto_shard_dataset = hasattr(x, "element_spec")
+    place(model, distribution)
+    with distribution_scope(distribution):
+        return model.fit(x, y, epochs=epochs, **kwargs)
+
+
+def _process_id(the_plan: Plan) -> int:
+    return coordinates(the_plan.cluster)[2] if the_plan.cluster is not None and the_plan.num_workers > 1 else 0
+
+
+def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
+    """``autodist.fit`` on JAX, for the frozen call (:class:`autodist.run.backend.FitCall`).
+
+    Raises:
+        AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet).
+    """
+    _refuse_backups(call.backup_dir)
+    join_processes(detect_cluster(environ))
+    snapshot = detect(environ)
+    batch_size = call.requested_batch
+
+    def plan_for(model: Any) -> Plan:
+        options = {} if call.gpu_memory_fraction is None else {"gpu_memory_fraction": call.gpu_memory_fraction}
+        return plan_here(environ, snapshot=snapshot, model=model, num_params=call.num_params, batch_size=batch_size,
+                         strategy=call.strategy, peer_timeout_seconds=call.peer_timeout_seconds, **options)  # fmt: skip
+
+    if call.builder is None:
+        the_plan = plan_for(call.model)
+        distribution, model = build_distribution(the_plan), call.model
+        with mixed_precision_while_building(call.mixed_precision, None, the_plan) as notes:
+            pass  # only its warning, with mixed_precision=True: this model was built already
+    else:
+        model, the_plan, distribution, notes = _built(call, plan_for, mixed_precision_while_building)
+    warn_all(list(the_plan.warnings) + list(notes))
+    history = _train_with_duties(model, call, the_plan, distribution, environ)
+    history.plan = the_plan
+    return history
+
+
+def _built(call: FitCall, plan_for: Any, precision: Any) -> tuple[Any, Plan, Any, list[str]]:
+    """The model built by ``call.builder`` under the distribution it is planned for; one too large
+    to build replicated (``num_params``) is built on the host, then planned and sharded."""
+    try:
+        first: Plan | None = plan_for(None)
+    except StrategyUnavailableError:
+        first = None  # too large for one device: its variables decide the layout, once they exist
+    distribution = build_distribution(first) if first is not None else None
+    where = distribution_scope(distribution) if first is not None else _on_the_host()
+    with where, precision(call.mixed_precision, call.builder, first or Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")) as notes:
+        model = call.builder()
+    sized = plan_for(model)
+    if first is None or (sized.strategy, sized.layout_map) != (first.strategy, first.layout_map):  # sharded now
+        return model, sized, build_distribution(sized), notes
+    return model, first, distribution, notes
+
+
+@contextlib.contextmanager
+def _on_the_host() -> Iterator[None]:
+    """No distribution, and new arrays on the host's CPU (a model too large for one device)."""
+    import jax
+    from keras import distribution as kd
+
+    previous = kd.distribution()
+    kd.set_distribution(None)
+    try:
+        with jax.default_device(jax.local_devices(backend="cpu")[0]):
+            yield
+    finally:
+        kd.set_distribution(previous)
+
+
+def _refuse_backups(backup_dir: Any) -> None:
+    if backup_dir not in (None, False):
+        raise AutodistError(
+            f"autodist.fit got backup_dir={backup_dir!r}, and Keras runs on JAX here: backups at "
+            "each epoch's end and resuming after preemption are built for tf.distribute only. "
+            "Expected backup_dir=None on JAX. Pass keras.callbacks.BackupAndRestore(...) in "
+            "callbacks= yourself, or train with KERAS_BACKEND=tensorflow."
+        )
+
+
+def _train_with_duties(model: Any, call: FitCall, the_plan: Plan, distribution: Any, environ: Mapping[str, str]) -> Any:
+    """:func:`train` with the launcher's heartbeat and, in a cluster, files written by the chief only."""
+    import keras
+
+    cluster = the_plan.cluster if the_plan.num_workers > 1 else None
+    duties = ChiefDuties(cluster, keras, False, dict(environ))
+    kwargs = dict(call.fit_kwargs)
+    succeeded = False
+    try:
+        kwargs["callbacks"] = with_heartbeat(keras, duties.prepare(kwargs.get("callbacks")), environ=environ)
+        history = train(model, call.x, call.y, the_plan, distribution, call.epochs, kwargs)
+        succeeded = True
+    finally:
+        duties.restore(succeeded=succeeded)
+    return history

@@ -1,0 +1,297 @@
+"""Preemption without lost steps: on SIGTERM a training task finishes its step, saves its whole
+state with the step within the epoch (:mod:`autodist.jobs.train_state`), and exits with
+:data:`PREEMPTED_EXIT_CODE`. The next start (the launcher's restart, or the cluster manager's)
+resumes at that step (:mod:`autodist.run.resume`).
+
+Spot VMs, Kubernetes evictions and SLURM's ``--signal`` send SIGTERM with a grace period. While
+``autodist.fit`` trains with a backup folder (every multi-worker run; a single-host run given
+``backup_dir`` or ``AUTODIST_BACKUP_DIR``, which the launcher sets), SIGTERM only sets a flag;
+the :func:`guard` callback acts on it after the step that is running:
+
+- one process: it saves right after that step;
+- ``MultiWorkerMirroredStrategy``: every worker saves after the *same* step, the one they agree
+  on (:mod:`autodist.jobs.agreement`); when a worker does not answer, none saves a step, and every
+  worker that heard the decision exits, naming the one that did not answer.
+
+The callbacks' own state (``EarlyStopping``'s patience, ...: :mod:`autodist.jobs.callback_state`) and
+the seed of autodist's epoch orders go into every save.
+
+Each epoch's end saves too (without the metrics), so a task that dies without warning resumes
+at its last finished epoch, as with ``BackupAndRestore``; workers resume from the newest save
+they all have (a worker that died may lack its peers' last one). After a ``fit`` that finished,
+the saves are removed. A SIGTERM after the last step (in the last validation or callbacks), on
+any worker, makes every worker save the finished fit with its History and exit 75 (the next start
+trains nothing); one after ``fit`` returned is delivered again, as without autodist (a restart
+trains that fit again, as with ``BackupAndRestore``). Why not TensorFlow's own tools:
+``PreemptionCheckpointHandler`` needs a custom loop, tf_keras's ``BackupAndRestore`` with a
+``save_freq`` restores the step count but reads the epoch's data from its start, and Keras 3's
+``BackupAndRestore`` restores only the epoch.
+
+Example:
+    >>> PREEMPTED_EXIT_CODE
+    75
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from autodist.errors import AutodistError
+from autodist.jobs import callback_state, train_state
+from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
+from autodist.jobs.private import release_private_root
+from autodist.jobs.train_state import Position, Save
+from autodist.log import get_logger
+
+__all__ = ["PREEMPTED_EXIT_CODE", "Guard", "guard", "restore_state"]
+
+
+@dataclass
+class Guard:
+    """What the :func:`guard` callback keeps: where the saves go, the agreement, the signal."""
+
+    folder: str
+    agreement: Any
+    strategy: Any
+    root: str | None = None  # the backup root, removed with the folder when empty (if autodist's)
+    own_root: bool = True
+    epoch_scalars: list[float] | None = None  # the optimizer's scalars in the last epoch save
+    epoch_callbacks: list[Any] | None = None  # the callbacks' carried state in the last epoch save
+    resume_from: Save | None = None  # the save to restore
+    callbacks: list[Any] = field(default_factory=list)  # the caller's, whose state is carried
+    order_seed: int | None = None  # the seed of autodist's epoch orders (shuffled arrays), if any
+    received: threading.Event = field(default_factory=threading.Event)
+    previous_handler: Any = None
+    installed: bool = False
+
+    def install(self) -> None:
+        """Catch SIGTERM (only a flag: the step that is running finishes). A handler of the
+        caller's own, or SIGTERM ignored, is left as it is (and then nothing is saved on SIGTERM)."""
+        if threading.current_thread() is not threading.main_thread():
+            get_logger().warning("autodist: fit runs outside the main thread; SIGTERM cannot be caught to save the step")
+            return
+        current = signal.getsignal(signal.SIGTERM)
+        if current not in (signal.SIG_DFL, None):
+            get_logger().warning("autodist: SIGTERM has a handler already (yours, or SIG_IGN); it stays, so SIGTERM saves no step")
+            return
+        self.previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: self.received.set())
+        self.installed = True
+
+    def save(self, model: Any, kind: str, position: Position, *, metrics: bool = True, extra: dict | None = None) -> Save:
+        """Save the model's state with the callbacks' carried state and the epoch orders' seed."""
+        scalars, arrays = callback_state.capture(self.callbacks)
+        groups = train_state.state_variables(model, metrics=metrics)
+        if arrays:
+            groups[callback_state.ARRAYS] = arrays
+        seed = {} if self.order_seed is None else {"order_seed": self.order_seed}
+        return train_state.save(self.folder, kind, position, groups, extra={"callbacks": scalars, **seed, **(extra or {})})
+
+    def give_back_callbacks(self) -> None:
+        """On resume, after the callbacks' ``on_train_begin``: their carried state, as saved."""
+        if self.resume_from is None or self.resume_from.kind == "done":
+            return
+        scalars = train_state.record(self.folder, self.resume_from.name).get("callbacks")
+        if scalars:
+            saved = train_state.load(self.folder, self.resume_from.name) or {}
+            callback_state.give_back(self.callbacks, scalars, saved.get(callback_state.ARRAYS, []))
+
+    def preempted(self) -> bool:
+        """Whether this task got SIGTERM, or a worker proposed a step to save after."""
+        return self.received.is_set() or self.agreement.agreed() is not None
+
+    def finish(self, model: Any, history: Any) -> None:
+        """After a ``fit`` that finished: when SIGTERM came too late to save a step (in the last
+        steps, validation or callbacks), save the finished state with its History and exit with
+        :data:`PREEMPTED_EXIT_CODE`: a new start returns that History and trains nothing."""
+        if not self.agreement.any_preempted(self.preempted()):
+            return
+        record = {"history": _plain(getattr(history, "history", {})), "epochs": list(getattr(history, "epoch", []))}
+        epochs = int(getattr(history, "params", {}).get("epochs") or 0)
+        position = Position(epochs, 0, getattr(history, "params", {}).get("steps"))
+        self.save(model, "done", position, metrics=False, extra=record)
+        _exit(self, position, finished=True)
+
+    def close(self, *, finished: bool) -> None:
+        """Give SIGTERM back; after a finished fit, remove the saves and any folder they leave
+        empty."""
+        self.agreement.close()
+        if self.installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if self.previous_handler is None else self.previous_handler)
+            self.installed = False
+        if finished:
+            train_state.clear(self.folder)
+            for folder in (os.path.dirname(self.folder), self.root if self.own_root else None):
+                _remove_if_empty(folder)
+        if self.received.is_set():  # came after the fit's end was agreed: as without autodist
+            self.received.clear()
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _plain(history: Any) -> dict[str, list[float]]:
+    return {key: [float(value) for value in values] for key, values in dict(history).items()}
+
+
+def _remove_if_empty(folder: str | None) -> None:
+    try:
+        if folder:
+            os.rmdir(folder)
+    except OSError:
+        pass  # other workers' folders, or the user's files
+    release_private_root()
+
+
+def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
+    """Two callbacks, first and last in the list. The first restores the save at the start of
+    ``fit``, before any other callback sees the model, and saves at each epoch's end before any
+    other callback of the epoch can end the task. The last saves the epoch again when a callback
+    changed the optimizer meanwhile (a learning rate cut), and, on SIGTERM, saves after the agreed
+    step once every other callback has seen it, then exits with :data:`PREEMPTED_EXIT_CODE`."""
+    base = keras_module.callbacks.Callback
+
+    class RestoreSave(base):  # type: ignore[misc, valid-type]
+        autodist_coarse_hooks = True  # at each execution's end is enough: no reason for steps_per_execution 1
+        _supports_tf_logs = True  # reads no logs: tf_keras need not copy them to the host each step
+        metrics_pending: list[Any] | None = None
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            if state.resume_from is not None:
+                self.metrics_pending = restore_state(self.model, state)
+            state.install()
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            if self.metrics_pending and _apply_metrics(self.model, state, self.metrics_pending, add=False, last_try=False):
+                self.metrics_pending = None
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            if self.metrics_pending:  # metrics built by the first step (tf_keras, Keras 3 under a strategy): add
+                _apply_metrics(self.model, state, self.metrics_pending, add=True, last_try=True)
+                self.metrics_pending = None
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            # first in the list: saved before any other callback of the epoch can end the task
+            state.epoch_scalars = _save_epoch(self.model, state, Position(epoch + 1, 0, self.params.get("steps")))
+
+    class SaveOnPreemption(base):  # type: ignore[misc, valid-type]
+        autodist_coarse_hooks = True
+        _supports_tf_logs = True
+        finished_steps = epoch = step = 0
+        exit_at_epoch_end = False
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            state.give_back_callbacks()  # last in the list: after every callback reset its own
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.epoch, self.step = epoch, 0
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.finished_steps += 1
+            self.step = batch + 1
+            if state.received.is_set() and state.agreement.agreed() is None:
+                state.agreement.propose(self.finished_steps)
+            if state.agreement.missing() is not None:  # a worker did not answer: no step is saved
+                _abandon(state)
+            if state.agreement.agreed() != self.finished_steps:
+                return
+            if not state.agreement.confirmed():
+                _abandon(state)
+            batches = self.params.get("steps")
+            position = Position(self.epoch, self.step, batches)
+            state.save(self.model, "step", position)
+            if batches and self.step >= batches:
+                self.exit_at_epoch_end = True  # saved; its validation and epoch-end callbacks first
+                return
+            _exit(state, position)
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            position = Position(epoch + 1, 0, self.params.get("steps"))
+            changed = _scalars(self.model) != state.epoch_scalars  # a callback changed the learning rate (or the like)
+            if changed or callback_state.capture(state.callbacks)[0] != state.epoch_callbacks:  # or its own state
+                _save_epoch(self.model, state, position)
+            last = epoch + 1 >= int(self.params.get("epochs") or 0) or self.model.stop_training
+            if self.exit_at_epoch_end and not last:  # the last epoch: fit ends, and Guard.finish saves it
+                _exit(state, position)
+
+    return RestoreSave(), SaveOnPreemption()
+
+
+def _scalars(model: Any) -> list[float]:
+    """The optimizer's one-number variables (step count, learning rate, loss scale)."""
+    import numpy as np
+
+    variables = train_state.state_variables(model, metrics=False)["optimizer"]
+    return [float(np.asarray(v.numpy()).reshape(())) for v in variables if int(np.prod(tuple(v.shape))) == 1]
+
+
+def _save_epoch(model: Any, state: Guard, position: Position) -> list[float]:
+    state.save(model, "epoch", position, metrics=False)
+    state.epoch_callbacks = callback_state.capture(state.callbacks)[0]
+    return _scalars(model)
+
+
+def _metric_variables(model: Any) -> list[Any]:
+    return [v for metric in model.metrics for v in metric.variables]
+
+
+def restore_state(model: Any, state: Guard) -> list[Any] | None:
+    """Restore weights and optimizer from the save; return its metric values, to restore when
+    the epoch begins (or, in tf_keras, after its first step builds the metrics)."""
+    found = state.resume_from
+    assert found is not None
+    with state.strategy.scope():
+        train_state.build_optimizer(getattr(model, "optimizer", None), model.trainable_variables)
+    groups = train_state.state_variables(model, metrics=False)
+    saved = train_state.load(state.folder, found.name) or {}
+    missing = [name for name in groups if name not in saved or not train_state.matches(groups[name], saved[name])]
+    if missing:
+        raise_mismatch(state.folder, found.name, missing)
+    for name in groups:
+        for variable, value in zip(groups[name], saved[name]):
+            variable.assign(value)
+    what = {"step": "preemption", "epoch": "epoch-end", "done": "finished-fit"}[found.kind]
+    where = "the fit had finished: nothing to train" if found.kind == "done" else f"at epoch {found.position.epoch + 1}, after {found.position.step} of its batches"
+    get_logger().warning(f"autodist: resuming {where}, from the {what} save in {state.folder}")
+    return saved.get("metrics") if found.kind == "step" else None
+
+
+def raise_mismatch(folder: str, name: str, groups: list[str]) -> None:
+    raise AutodistError(
+        f"autodist found the save {name} in {folder} to resume from, but its {', '.join(groups)} "
+        "do not match this model's (another model, or a changed one). Expected the model of the "
+        "run that saved it. Remove the folder to start afresh, or pass backup_dir= another folder."
+    )
+
+
+def _apply_metrics(model: Any, state: Guard, values: list[Any], *, add: bool, last_try: bool) -> bool:
+    """Give the metrics the saved state; ``False`` when they do not match it (not built yet)."""
+    variables = _metric_variables(model)
+    if not train_state.matches(variables, values):
+        if last_try:
+            get_logger().warning("autodist: the metrics differ from the saved ones; this epoch's History covers the resumed batches only")
+        return False
+    train_state.restore_metrics(state.strategy, variables, values, add=add)
+    return True
+
+
+def _abandon(state: Guard) -> None:
+    """The workers did not all agree on a step: exit without saving one (the newest save every
+    worker has stays)."""
+    state.received.clear()
+    state.agreement.say_abandoned()
+    raise SystemExit(PREEMPTED_EXIT_CODE)
+
+
+def _exit(state: Guard, position: Position, *, finished: bool = False) -> None:
+    state.received.clear()  # acted on
+    where = "the finished fit" if finished else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
+    print(
+        f"autodist: preempted (SIGTERM): saved {where} to {state.folder}; exiting with code "
+        f"{PREEMPTED_EXIT_CODE}. The next start resumes {'with that History' if finished else 'at that step'}.",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(PREEMPTED_EXIT_CODE)

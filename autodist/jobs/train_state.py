@@ -1,0 +1,245 @@
+"""A training task's whole state in one private folder: the model's weights, the optimizer's and
+the metrics' variables, and where in the run it stood (the epoch, and the batches of it already
+trained), so that a restart resumes at that step and trains the same numbers.
+
+Two kinds of save share a folder: ``epoch`` (at each epoch's end; no metrics: the next epoch
+resets them) and ``step`` (when the task is preempted, mid-epoch; with the metrics, so that the
+epoch's History is the uninterrupted run's). Each is ``<kind>-<epoch>-<step>.npz`` (the values)
+and ``.json`` (the :class:`Position` and the variables' shapes), each written to a partial file
+and renamed, the JSON last, so a save cut short is never read. The :data:`KEEP` newest stay. Every worker keeps its own folder: under
+``MultiWorkerMirroredStrategy`` all workers hold the same values, so none reads another's files
+(no shared file system is needed).
+
+Metric variables are ``ON_READ`` sums under a ``tf.distribute`` strategy: saved as their global
+value (a cross-replica read; under ``MultiWorkerMirroredStrategy`` an all-reduce that every worker
+runs at the same step) and restored to the first replica, every other replica holding zero, so
+the sum is the saved value again.
+
+Example:
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> for epoch in (1, 2, 3):
+    ...     _ = save(folder, "epoch", Position(epoch, 0, 10), {"weights": [np.zeros(2)]})
+    >>> [found.position.epoch for found in saves(folder)]  # the two newest
+    [2, 3]
+    >>> save(folder, "step", Position(3, 5, 10), {"weights": [np.ones(2)]}).name
+    'step-000003-00000005'
+    >>> load(folder, saves(folder)[-1].name)["weights"][0].tolist()
+    [1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from autodist.jobs.private import private_folder, write_privately
+
+__all__ = [
+    "build_optimizer",
+    "GROUPS", "KEEP", "KINDS", "Position", "Save", "clear", "discard_after", "load", "matches", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
+]  # fmt: skip
+
+#: The variable groups a save holds, in order.
+GROUPS = ("weights", "optimizer", "metrics")
+#: The kinds of save: at an epoch's end, on preemption mid-epoch, after a ``fit`` that finished
+#: when a SIGTERM came too late to act on (its History is kept, and a new start trains nothing).
+KINDS = ("epoch", "step", "done")
+#: Saves kept in a folder: the newest and the one before. Under MultiWorkerMirroredStrategy a
+#: worker that dies may not have made the save its peers made; they resume from one all have.
+KEEP = 2
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a run stood: ``epoch`` (0-based) and ``step``, the batches of it already trained;
+    ``batches``: the epoch's length in batches when saved (``None`` when unknown)."""
+
+    epoch: int
+    step: int
+    batches: int | None = None
+
+
+def state_variables(model: Any, *, metrics: bool = True) -> dict[str, list[Any]]:
+    """The model's variables by group: every weight (trainable or not) and, in Keras 3, the
+    random layers' seed states; the optimizer's (step count, slots, learning rate, loss scale);
+    and, with ``metrics``, the metrics' state."""
+    tf_keras = type(model).__module__.startswith("tf_keras")
+    metric_variables = [v for metric in model.metrics for v in metric.variables]
+    # a subclassed tf_keras model's own metrics (self.loss_tracker = Mean()) are among its weights
+    seen = {id(v) for v in metric_variables}
+    weights = [v for v in (model.weights if tf_keras else model.variables) if id(v) not in seen]
+    groups = {"weights": weights, "optimizer": _optimizer_variables(model)}
+    if metrics:
+        groups["metrics"] = metric_variables
+    return groups
+
+
+def build_optimizer(optimizer: Any, variables: list[Any]) -> None:
+    """Create an optimizer's slots for ``variables`` now, if it has none yet (tf_keras creates
+    them at its first step): ``build`` for Keras 3 and tf_keras optimizers,
+    ``_create_all_weights`` for tf_keras's legacy ``OptimizerV2`` ones, which have no ``build``."""
+    built = getattr(optimizer, "built", None)
+    if built is None:
+        built = getattr(optimizer, "_built", False)
+    create = getattr(optimizer, "build", None) or getattr(optimizer, "_create_all_weights", None)
+    if optimizer is not None and not built and create is not None:
+        create(variables)
+
+
+def _optimizer_variables(model: Any) -> list[Any]:
+    """Keras 3 lists all of them; tf_keras leaves out its learning-rate variable and a loss-scale
+    optimizer's scale, found here among the variables the optimizer tracks."""
+    optimizer = getattr(model, "optimizer", None)
+    found = getattr(optimizer, "variables", []) if optimizer is not None else []
+    found = list(found() if callable(found) else found)  # tf_keras's older optimizers: a method
+    if optimizer is None or not type(optimizer).__module__.startswith("tf_keras"):
+        return found
+    import tensorflow as tf
+
+    seen = {id(v) for v in found}
+    for tracked in tf.train.TrackableView(optimizer).descendants():
+        if isinstance(tracked, tf.Variable) and id(tracked) not in seen:
+            found.append(tracked)
+            seen.add(id(tracked))
+    return found
+
+
+def _shapes(groups: dict[str, list[Any]]) -> dict[str, list[list[int]]]:
+    return {name: [list(np.shape(value)) for value in values] for name, values in groups.items()}
+
+
+@dataclass(frozen=True)
+class Save:
+    """One save in a folder: its file name (without suffix), kind and position."""
+
+    name: str
+    kind: str
+    position: Position
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.position.epoch, self.position.step)
+
+
+def save(folder: str, kind: str, position: Position, groups: dict[str, list[Any]], *, keep: int = KEEP, extra: dict | None = None) -> Save:
+    """Write the variables' values, then the position and ``extra`` (atomically), as
+    ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
+    values = {name: [np.asarray(_read(v)) for v in variables] for name, variables in groups.items()}
+    private_folder(folder)
+    name = f"{kind}-{position.epoch:06d}-{position.step:08d}"
+    arrays = {f"{group}_{i}": value for group, found in values.items() for i, value in enumerate(found)}
+    write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
+    record = {"position": asdict(position), "shapes": _shapes(values), **(extra or {})}
+    write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
+    for old in saves(folder)[:-keep]:
+        _remove(folder, old.name)
+    return Save(name, kind, position)
+
+
+def saves(folder: str) -> list[Save]:
+    """The readable saves in ``folder``, oldest first (a save cut short has no JSON: not listed)."""
+    found = []
+    for file in os.listdir(folder) if os.path.isdir(folder) else []:
+        kind, _, rest = file.partition("-")
+        if not file.endswith(".json") or kind not in KINDS:
+            continue
+        try:
+            with open(os.path.join(folder, file)) as handle:
+                position = Position(**json.load(handle)["position"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if os.path.exists(os.path.join(folder, file[: -len(".json")] + ".npz")):
+            found.append(Save(file[: -len(".json")], kind, position))
+    return sorted(found, key=_newness)
+
+
+def _newness(found: Save) -> tuple[int, int, int]:
+    """Later position first; at one position, ``done`` after ``epoch``."""
+    return (*found.order, KINDS.index(found.kind))
+
+
+def load(folder: str, name: str) -> dict[str, list[np.ndarray]] | None:
+    """The saved values of save ``name``, by group; ``None`` when it is unreadable."""
+    try:
+        shapes = record(folder, name)["shapes"]
+        with np.load(os.path.join(folder, f"{name}.npz")) as data:
+            return {group: [data[f"{group}_{i}"] for i in range(len(shapes[group]))] for group in shapes}
+    except Exception:  # a truncated or corrupt file: zipfile, EOF, pickle and key errors alike
+        return None
+
+
+def record(folder: str, name: str) -> dict[str, Any]:
+    """The JSON of save ``name``: its position, shapes and what :func:`save` got as ``extra``."""
+    with open(os.path.join(folder, f"{name}.json")) as handle:
+        return dict(json.load(handle))
+
+
+def readable(folder: str, name: str) -> bool:
+    """Whether save ``name`` opens and lists every array its JSON names (cheap: the zip's
+    directory, which a file cut short lacks, not the arrays)."""
+    try:
+        shapes = record(folder, name)["shapes"]
+        with np.load(os.path.join(folder, f"{name}.npz")) as data:
+            return {f"{group}_{i}" for group in shapes for i in range(len(shapes[group]))} <= set(data.files)
+    except Exception:
+        return False
+
+
+def matches(variables: list[Any], values: list[np.ndarray]) -> bool:
+    """Whether saved ``values`` fit ``variables``: as many, and the same shapes."""
+    return [tuple(np.shape(v)) for v in variables] == [tuple(np.shape(value)) for value in values]
+
+
+def _remove(folder: str, name: str) -> None:
+    for suffix in (".json", ".npz"):  # the JSON first: a half-removed save is not listed
+        try:
+            os.remove(os.path.join(folder, name + suffix))
+        except OSError:
+            pass
+
+
+def discard_after(folder: str, kept: Save) -> None:
+    """Remove the saves newer than ``kept`` (one this run resumed before, or one another worker
+    lacks): the next save must not be followed by a stale one."""
+    for found in saves(folder):
+        if _newness(found) > _newness(kept):
+            _remove(folder, found.name)
+
+
+def clear(folder: str) -> None:
+    """Remove every save from ``folder`` (and any cut short), and the folder when that leaves it empty."""
+    for file in os.listdir(folder) if os.path.isdir(folder) else []:
+        if file.lstrip(".").startswith(tuple(f"{kind}-" for kind in KINDS)):
+            os.remove(os.path.join(folder, file))
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def _read(variable: Any) -> Any:
+    return variable.numpy() if hasattr(variable, "numpy") else np.asarray(variable)
+
+
+def restore_metrics(strategy: Any, variables: list[Any], values: list[np.ndarray], *, add: bool = False) -> None:
+    """Give the metrics their saved (global) state: the first replica holds it, every other
+    replica zero, for variables summed across replicas; each replica holds it for the others.
+    With ``add``, the saved state is added to what the variables hold."""
+    import tensorflow as tf
+
+    def per_replica() -> None:
+        first = tf.equal(tf.distribute.get_replica_context().replica_id_in_sync_group, 0)
+        for variable, value in zip(variables, values):
+            summed = "SUM" in str(getattr(variable, "aggregation", "")).upper()
+            mine = tf.where(first, value, tf.zeros_like(value)) if summed else tf.constant(value)
+            if add:
+                variable.assign_add(tf.cast(mine, variable.dtype))
+            else:
+                variable.assign(tf.cast(mine, variable.dtype))
+
+    tf.function(lambda: strategy.run(per_replica))()  # eager strategy.run warns of its overhead

@@ -1,0 +1,428 @@
+"""Plan layer, rules: one small chooser per decision, each returning its value and its reasons.
+
+:func:`autodist.planning.planner.plan` calls them in order; every chooser is pure (no machine, no
+environment but the ``environ`` it is given) and says why, with the numbers, in the
+:class:`Choice` it returns. The rules for the strategy, in order:
+
+1. A TPU means ``tpu``.
+2. A cluster whose task is an ``evaluator`` trains nothing: ``default``.
+3. A cluster with ``ps`` tasks means ``parameter_server``.
+4. A cluster with 2 or more workers (chief counted) means ``multi_worker_mirrored``.
+5. 2 or more GPUs mean ``mirrored``, or ``central_storage`` when the model's memory estimate
+   (:mod:`autodist.planning.memory_model`) does not fit the smallest GPU but each GPU's share under
+   central_storage does; neither fitting is a ``StrategyUnavailableError``.
+6. One GPU means ``one_device`` on ``/gpu:0``, or ``central_storage`` as in 5.
+7. CPU only means ``default``; with ``AUTODIST_CPU_DEVICES=N`` (N >= 2), ``mirrored`` over the N
+   logical CPU devices. Measured on 2 cores, that split is slower than ``default``, whatever the
+   cross-device op (``python -m benchmarks``, "decision quality"; figures in
+   benchmarks/README.md): it exists to run distributed code on one machine, so it is kept, and the reason
+   says so.
+
+Example:
+    >>> from autodist.detection.hardware import HardwareSnapshot
+    >>> choice = choose_kind(HardwareSnapshot.cpu_only(num_cpu_devices=2), forced=None)
+    >>> choice.value.value, "AUTODIST_CPU_DEVICES=2" in choice.reasons[0]
+    ('mirrored', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from autodist.detection.model_info import ModelInfo
+from autodist.detection.snapshot import HardwareSnapshot
+from autodist.errors import StrategyUnavailableError
+from autodist.planning.global_batch import BatchDecision, adjust_global_batch, split_notes, validate_batch_size
+from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
+from autodist.planning.memory_model import MemoryEstimate, estimate, fit_on_gpus
+from autodist.planning.plans import StrategyKind, format_gib
+from autodist.settings import STEPS_PER_EXECUTION_ENV, steps_per_execution_setting
+
+__all__ = [
+    "Choice", "Layout", "choose_batch", "choose_compile_overrides", "choose_coordinator_threads",
+    "choose_kind", "choose_layout", "choose_memory", "MemoryFacts", "choose_steps_per_execution", "choose_workarounds", "FitFacts",
+    "choose_data_parallel_notes",
+]  # fmt: skip
+
+T = TypeVar("T")
+K = StrategyKind
+_SINGLE_HOST = (K.DEFAULT, K.ONE_DEVICE, K.MIRRORED, K.CENTRAL_STORAGE)
+
+#: Steps per compiled call that autodist sets on the default and one-device strategies, for a
+#: Keras 3 model compiled with 1. ``python -m benchmarks`` measures 8 against 1 (MLP 784-256-256-10,
+#: default strategy; figures in benchmarks/README.md), with the same steps and weights.
+DEFAULT_STEPS_PER_EXECUTION = 8
+
+
+@dataclass(frozen=True)
+class Choice(Generic[T]):
+    """A chooser's answer: the value, one reason per step that decided it, and warnings."""
+
+    value: T
+    reasons: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the chosen strategy computes: local devices, parameter device, all-reduce, workers."""
+
+    devices: tuple[str, ...] = ()
+    parameter_device: str | None = None
+    cross_device_ops: str | None = None
+    num_workers: int = 1
+    num_replicas: int = 1
+
+
+def choose_kind(
+    snapshot: HardwareSnapshot, *, forced: StrategyKind | None, memory: MemoryFacts | None = None, fraction: float = 0.9
+) -> Choice[StrategyKind]:
+    """The strategy: the forced one when it can run here, else the rules of the module docstring.
+
+    Raises:
+        StrategyUnavailableError: when a forced strategy cannot run here, or when no strategy's
+            memory estimate fits the GPUs (``memory.refuse``; else the plan warns).
+    """
+    if forced is not None:
+        _check_forced(snapshot, forced)
+        return Choice(forced, (f"strategy={forced.value!r} was forced by the caller",))
+    cluster = snapshot.cluster
+    if snapshot.tpu is not None:
+        return Choice(K.TPU, (f"a TPU was found ({snapshot.tpu.source}={snapshot.tpu.name})",))
+    if cluster is not None and cluster.task_type == "evaluator":
+        return Choice(K.DEFAULT, ("this task is the cluster's evaluator: it evaluates, it does not train",))
+    if cluster is not None and cluster.num_ps > 0:
+        return Choice(K.PARAMETER_SERVER, (
+            f"the cluster has {cluster.num_ps} ps task(s) and {cluster.num_workers} worker(s) "
+            f"({cluster.source}): asynchronous parameter-server training",
+        ))  # fmt: skip
+    if cluster is not None and cluster.num_workers >= 2:
+        return Choice(K.MULTI_WORKER_MIRRORED, (
+            f"the cluster has {cluster.num_workers} workers ({cluster.source}): synchronous "
+            "multi-worker training",
+        ))  # fmt: skip
+    single = (f"{cluster.source} defines a single worker: planning for one machine",) if cluster else ()
+    choice = _choose_single_host(snapshot, memory, fraction)
+    central = ("variables are kept on /cpu:0 and the GPUs compute (central_storage)",) if choice.value == K.CENTRAL_STORAGE else ()
+    return Choice(choice.value, single + choice.reasons + central, choice.warnings)
+
+
+def _choose_single_host(snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: float) -> Choice[StrategyKind]:
+    gpus, num_cpus = snapshot.gpus, snapshot.num_cpu_devices
+    if gpus:
+        found = f"{len(gpus)} GPUs found" if len(gpus) >= 2 else f"1 GPU found ({gpus[0].name}, {format_gib(gpus[0].memory_bytes)})"
+        fits = _fits(snapshot, memory, fraction)
+        return Choice(fits.value, (found,) + fits.reasons, fits.warnings)
+    if num_cpus >= 2:
+        return Choice(K.MIRRORED, (
+            f"no GPU; AUTODIST_CPU_DEVICES={num_cpus} splits the CPU into {num_cpus} "
+            "logical devices, to exercise distributed code: it is not faster than the "
+            "default strategy, whatever the cross-device op (measured on 2 cores, python -m "
+            "benchmarks: 0.35-0.5x default over 2 logical CPUs, 0.2-0.3x over 4); for speed, "
+            "strategy='tune' measures and picks",
+        ))  # fmt: skip
+    return Choice(K.DEFAULT, ("no GPU or TPU: TensorFlow's default strategy uses the CPU",))
+
+
+def _check_forced(snapshot: HardwareSnapshot, forced: StrategyKind) -> None:
+    cluster = snapshot.cluster
+    if forced == K.TPU and snapshot.tpu is None:
+        raise StrategyUnavailableError(
+            "strategy='tpu' was forced, but no TPU was found: none of TPU_NAME, "
+            "COLAB_TPU_ADDR, TPU_WORKER_ID, PJRT_DEVICE=TPU is set and there is no "
+            "/dev/accel* device. Expected a TPU VM, Colab/Kaggle TPU runtime or TPU_NAME. "
+            "Run on a TPU host, or use strategy='auto'."
+        )
+    if forced == K.PARAMETER_SERVER and (cluster is None or cluster.num_ps == 0):
+        raise StrategyUnavailableError(
+            "strategy='parameter_server' was forced, but the cluster has no 'ps' tasks "
+            f"(Received: cluster={cluster.cluster_spec if cluster else None}). Expected "
+            "TF_CONFIG with 'ps' addresses. Add ps tasks (python -m autodist launch --workers "
+            "2 --ps 1 train.py), or use strategy='auto'."
+        )
+    if forced == K.MULTI_WORKER_MIRRORED and cluster is None:
+        raise StrategyUnavailableError(
+            "strategy='multi_worker_mirrored' was forced, but no cluster is defined (no "
+            "TF_CONFIG or cluster manager variables). Expected every worker to know the "
+            "cluster. Start the job with python -m autodist launch --workers 2 train.py, set "
+            "TF_CONFIG on each worker, or use strategy='mirrored' on one machine."
+        )
+    if forced in _SINGLE_HOST and cluster is not None and cluster.num_workers >= 2:
+        raise StrategyUnavailableError(
+            f"strategy={forced.value!r} trains on one machine, but this process is "
+            f"{cluster.task_type} {cluster.task_index} of a {cluster.num_workers}-worker "
+            "cluster: every worker would train its own unsynchronised copy. Use "
+            "strategy='auto' or 'multi_worker_mirrored', or unset TF_CONFIG."
+        )
+
+
+@dataclass(frozen=True)
+class MemoryFacts:
+    """What the GPU memory check needs: the model (``num_params`` set), the requested global
+    batch, the activation allowance for models whose layer sizes are unknown, and whether a
+    model that fits nowhere is refused (``fit``) or only warned about (dry runs)."""
+
+    model: ModelInfo
+    batch_size: int
+    activation_fraction: float = 0.5
+    refuse: bool = True
+
+
+def _fits(snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: float) -> Choice[StrategyKind]:
+    replicated = K.MIRRORED if len(snapshot.gpus) >= 2 else K.ONE_DEVICE
+    if memory is None:
+        return Choice(replicated, ("model size unknown (pass a built model or num_params=) so GPU memory was not checked",))
+    memories = [gpu.memory_bytes for gpu in snapshot.gpus if gpu.memory_bytes]
+    if not memories:
+        return Choice(replicated, ("GPU memory unknown (no NVML), so the model is assumed to fit",))
+    fit = fit_on_gpus(
+        memory.model, len(snapshot.gpus), min(memories), snapshot.host_memory_bytes, memory.batch_size,
+        fraction=fraction, activation_fraction=memory.activation_fraction,
+    )  # fmt: skip
+    if fit.strategy is not None:
+        return Choice(K(fit.strategy), (fit.reason,))
+    if memory.refuse:
+        raise StrategyUnavailableError(fit.problem)
+    return Choice(K.CENTRAL_STORAGE, (fit.reason,), (fit.problem,))
+
+
+def choose_memory(
+    snapshot: HardwareSnapshot, kind: StrategyKind, memory: MemoryFacts | None, per_replica_batch: int, fraction: float, *, forced: bool = False
+) -> Choice[tuple[MemoryEstimate, ...]]:
+    """The per-device memory estimate of ``kind`` (and, with GPUs, of the other single-host
+    candidate), for the plan's table; a warning when a ``forced`` strategy does not fit the GPUs.
+
+    Example:
+        >>> facts = MemoryFacts(ModelInfo(num_params=1000, optimizer_slots=0, activation_elements=10), 64)
+        >>> [e.strategy for e in choose_memory(HardwareSnapshot.cpu_only(), K.DEFAULT, facts, 64, 0.9).value]
+        ['default']
+    """
+    if memory is None:
+        return Choice(())
+    kinds = [kind] + ([K.CENTRAL_STORAGE if kind != K.CENTRAL_STORAGE else K.MIRRORED] if snapshot.gpus and kind in _SINGLE_HOST else [])
+    table = tuple(estimate(k.value, memory.model, per_replica_batch, activation_fraction=memory.activation_fraction) for k in kinds)
+    memories = [gpu.memory_bytes for gpu in snapshot.gpus if gpu.memory_bytes]
+    budget = int(min(memories) * fraction) if memories else None
+    if forced and budget is not None and table[0].device_bytes > budget:
+        return Choice(table, warnings=(
+            f"{kind.value} needs an estimated {format_gib(table[0].device_bytes)} per GPU, more than "
+            f"{fraction:.0%} of the smallest GPU ({format_gib(budget)}): training may run out of memory",
+        ))  # fmt: skip
+    return Choice(table)
+
+
+def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layout]:
+    """Devices, parameter device, all-reduce and workers for ``kind`` on this hardware.
+
+    Example:
+        >>> choose_layout(HardwareSnapshot.cpu_only(num_cpu_devices=2), K.MIRRORED).value.cross_device_ops
+        'collective'
+    """
+    gpus = tuple(f"/gpu:{i}" for i in range(len(snapshot.gpus)))
+    cpus = tuple(f"/cpu:{i}" for i in range(snapshot.num_cpu_devices))
+    local = gpus or cpus
+    cluster = snapshot.cluster
+    if kind == K.ONE_DEVICE:
+        return Choice(Layout((gpus[0] if gpus else "/cpu:0",)))
+    if kind == K.MIRRORED and gpus:
+        ops = _gpu_cross_ops(snapshot)
+        return Choice(Layout(gpus, cross_device_ops=ops.value, num_replicas=len(gpus)), warnings=ops.warnings)
+    if kind == K.MIRRORED:
+        single = ("mirrored over one CPU device gives no parallelism",) if len(cpus) == 1 else ()
+        why = ("CPU devices all-reduce with TensorFlow's CollectiveAllReduce; NCCL needs GPUs",)
+        return Choice(Layout(cpus, cross_device_ops="collective", num_replicas=len(cpus)), why, single)
+    if kind == K.CENTRAL_STORAGE:
+        return Choice(Layout(local, parameter_device="/cpu:0", num_replicas=len(local)))
+    if kind == K.MULTI_WORKER_MIRRORED:
+        assert cluster is not None
+        ops = "nccl" if gpus and snapshot.platform.startswith("linux") else "ring"
+        why = "workers all-reduce with NCCL (GPUs on every worker)" if ops == "nccl" else "workers all-reduce with RING collectives on CPU"
+        replicas = len(local) * cluster.num_workers
+        return Choice(Layout(local, cross_device_ops=ops, num_workers=cluster.num_workers, num_replicas=replicas), (why,))
+    if kind == K.PARAMETER_SERVER:
+        assert cluster is not None
+        # Each step runs on one worker, asynchronously: one replica in sync, as in TensorFlow.
+        why = "each step runs on one worker against the ps variables: one replica in sync"
+        return Choice(Layout(local, num_workers=len(cluster.cluster_spec.get("worker", []))), (why,))
+    if kind == K.TPU:
+        return Choice(Layout(num_replicas=snapshot.tpu.num_cores if snapshot.tpu and snapshot.tpu.num_cores else 8))
+    return Choice(Layout())
+
+
+def _gpu_cross_ops(snapshot: HardwareSnapshot) -> Choice[str]:
+    names = sorted({gpu.name for gpu in snapshot.gpus})
+    if len(names) > 1:
+        return Choice("reduction_to_one_device", warnings=(
+            f"mixed GPU models ({', '.join(names)}): the slowest GPU sets the pace of every step; "
+            "using ReductionToOneDevice, which tolerates mixed devices",
+        ))  # fmt: skip
+    return Choice("nccl" if snapshot.platform.startswith("linux") else "hierarchical_copy")
+
+
+def choose_batch(snapshot: HardwareSnapshot, kind: StrategyKind, num_replicas: int, batch_size: int | None, default: int) -> Choice[BatchDecision]:
+    """The global batch: ``batch_size`` (or Keras's ``default``) moved to a multiple of the
+    replicas; on a TPU, of 8 per core when it is large enough, with the last batch dropped.
+
+    Example:
+        >>> choose_batch(HardwareSnapshot.cpu_only(), K.MIRRORED, 4, 250, 32).value.global_batch_size
+        252
+    """
+    requested = batch_size if batch_size is not None else default
+    reasons: list[str] = []
+    multiple = 1
+    if kind == K.TPU:
+        reasons += _tpu_batch_reasons(snapshot, num_replicas)
+        if validate_batch_size(requested) >= num_replicas * 8:
+            multiple = 8
+            reasons.insert(1, "each core's batch is a multiple of 8, the TPU's efficient shape (8x128 tiles)")
+    decision = adjust_global_batch(requested, num_replicas, per_replica_multiple=multiple, drop_remainder=kind == K.TPU)
+    if batch_size is None:
+        reasons.append(f"no batch_size given: Keras's default global batch {requested} applies")
+    return Choice(decision, tuple(reasons), (decision.warning,) if decision.warning else ())
+
+
+def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[str]:
+    if snapshot.tpu is None or snapshot.tpu.num_cores is None:
+        cores = (
+            f"{num_replicas} TPU cores assumed until autodist connects (a v2-8/v3-8); the batch "
+            "is planned again with the real count once connected"
+        )
+    else:
+        cores = f"one replica per TPU core: {num_replicas}"
+    return [
+        cores,
+        "TPUs need static shapes: the last partial batch of an epoch is dropped "
+        "(drop_remainder), and fit warns with the number of samples dropped",
+        "bf16 mixed precision is recommended on TPU: pass mixed_precision=True to "
+        "autodist.fit (applied to models it builds) or set keras.mixed_precision's "
+        "'mixed_bfloat16' policy before building the model",
+    ]
+
+
+def choose_coordinator_threads(snapshot: HardwareSnapshot, kind: StrategyKind, num_workers: int, flavor: str) -> Choice[int | None]:
+    """Inter-op threads for a parameter-server coordinator (``None`` elsewhere), and how
+    variables spread over the ps tasks."""
+    if kind != K.PARAMETER_SERVER or snapshot.cluster is None:
+        return Choice(None)
+    # Measured: with inter-op threads <= workers the coordinator's fit hung (> 240 s); with
+    # workers + 1 it completed. Never fewer than the cores.
+    threads = max(snapshot.num_cpus, num_workers + 1)
+    reasons = [
+        f"the coordinator gets {threads} inter-op threads (at least workers + 1 = "
+        f"{num_workers + 1}): with fewer, scheduling steps on {num_workers} workers can hang"
+    ]
+    num_ps = snapshot.cluster.num_ps
+    if num_ps > 1 and flavor == "tf_keras":
+        reasons.append(
+            f"large variables are split into up to {num_ps} shards (one per ps "
+            "task) by a MinSizePartitioner of 256 KiB"
+        )
+    elif num_ps > 1:
+        reasons.append(
+            "variables are not split across ps tasks: Keras 3 cannot train a ShardedVariable "
+            "('ShardedVariable' object has no attribute 'handle'); each variable lives whole "
+            "on one ps task, placed round-robin. tf_keras (TF_USE_LEGACY_KERAS=1) partitions"
+        )
+    return Choice(threads, tuple(reasons))
+
+
+def choose_compile_overrides(kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str]) -> Choice[dict[str, Any]]:
+    """Compile settings the strategy cannot run with, for the model the plan knows."""
+    overrides, warnings = compile_overrides(
+        kind.value,
+        flavor,
+        version,
+        jit_compile=info.jit_compile,
+        steps_per_execution=info.steps_per_execution,
+        environ=environ,
+    )
+    return Choice(overrides, warnings=tuple(warnings))
+
+
+def choose_workarounds(kind: StrategyKind, flavor: str, version: str | None, environ: Mapping[str, str]) -> Choice[tuple[str, ...]]:
+    """The Keras 3 workarounds this plan needs (none for ``default`` or tf_keras).
+
+    Example:
+        >>> choose_workarounds(K.MIRRORED, "keras3", "3.15.1", {}).value[0]
+        'aggregating_variable_updates'
+    """
+    if flavor != "keras3" or kind == K.DEFAULT:
+        return Choice(())
+    return Choice(tuple(name for name in PATCHES if WORKAROUNDS[name].is_active(version, environ)))
+
+
+@dataclass(frozen=True)
+class FitFacts:
+    """What a ``fit`` call tells the planner besides the model: read by the caller of the planner
+    (:mod:`autodist.run.fit`) from the callbacks, keywords and input it was given."""
+
+    batch_hooks: bool = False  # a callback overrides on_*_batch_* hooks
+    steps_given: bool = False  # steps_per_epoch or validation_steps is given
+    length_unknown: bool = False  # a generator, or a dataset of unknown cardinality
+
+
+def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:
+    if info.run_eagerly:
+        return "the model runs eagerly"
+    if facts.batch_hooks:
+        return "a callback uses batch-level hooks"
+    if facts.steps_given:
+        return "steps_per_epoch or validation_steps is given"
+    if facts.length_unknown:
+        return "the input's length is unknown, and Keras 3 then counts optimizer steps differently"
+    return None
+
+
+def choose_steps_per_execution(
+    kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts = FitFacts()
+) -> Choice[int | None]:
+    """autodist's ``steps_per_execution`` default, or ``None`` (leave the model's own).
+
+    Kept at 1 (and the reason says why) when a callback uses batch-level hooks, which would fire
+    once per call rather than per step; when ``steps_per_epoch`` or ``validation_steps`` is given,
+    because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); when the
+    input's length is unknown (a generator, ``from_generator``), because Keras 3 with 1 counts one
+    extra optimizer iteration per epoch there, which moves Adam's bias correction (measured: 5
+    iterations for 4 batches, and weights 1e-4 apart after 2 epochs); and under ``run_eagerly``.
+
+    Example:
+        >>> info = ModelInfo(keras_flavor="keras3")
+        >>> choose_steps_per_execution(K.DEFAULT, "keras3", info, {}, FitFacts(batch_hooks=True)).reasons
+        ('steps_per_execution stays as compiled: a callback uses batch-level hooks',)
+    """
+    if kind not in (K.DEFAULT, K.ONE_DEVICE) or flavor != "keras3":
+        return Choice(None)  # measured on these two; Keras 3 Mirrored fails with it (keras#19246)
+    if info.steps_per_execution not in (None, 1):
+        return Choice(None, (f"steps_per_execution stays as compiled: {info.steps_per_execution}, the caller's choice",))
+    value = steps_per_execution_setting(environ, DEFAULT_STEPS_PER_EXECUTION)
+    if value == 1:
+        return Choice(None, (f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)",))
+    why = _why_steps_stay(info, facts)
+    if why is not None:
+        return Choice(None, (f"steps_per_execution stays as compiled: {why}",))
+    return Choice(value, (
+        f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
+        f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in "
+        "benchmarks/README.md). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
+        f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
+        f"length is unknown. Opt out: {STEPS_PER_EXECUTION_ENV}=1",
+    ))  # fmt: skip
+
+
+def choose_data_parallel_notes(kind: StrategyKind, num_replicas: int, per_replica: int | None, info: ModelInfo) -> Choice[None]:
+    """What splitting each batch over replicas changes for this model, once per plan (so once
+    per ``fit``): :func:`autodist.planning.global_batch.split_notes`.
+
+    Example:
+        >>> info = ModelInfo(batch_statistics_layers=("bn",))
+        >>> "16 samples" in choose_data_parallel_notes(K.MIRRORED, 2, 16, info).warnings[0]
+        True
+    """
+    if kind == K.PARAMETER_SERVER:
+        return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
+    reasons, warnings = split_notes(
+        num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, info.own_train_step
+    )
+    return Choice(None, reasons, warnings)

@@ -1,0 +1,273 @@
+"""Workarounds for Keras 3 bugs under ``tf.distribute``, each gated on the versions tested.
+
+Every workaround here names its upstream bug, the Keras versions it was tested on, and a test in
+``tests/test_keras_compat.py`` that reproduces the bug with plain Keras. That test fails the day
+the bug is fixed upstream, which is the signal to delete the workaround.
+
+Gating: a workaround is active for Keras ``>= first_affected`` up to the newest *minor* release
+it was tested on (``last_tested``). On a newer Keras, where the bug may or may not be fixed, it
+fails safe: each workaround here is harmless where its bug is fixed (``if_fixed`` says why), so
+it stays applied, and autodist warns once (an ``AutodistWarning``) that names the untested
+version. Switching them off there would silently bring back the wrong numbers they exist to
+prevent. ``AUTODIST_KERAS_COMPAT=force`` applies every workaround whatever the version;
+``AUTODIST_KERAS_COMPAT=off`` applies none (to check whether one is still needed).
+
+This module decides, and is pure: :func:`autodist.planning.choosers.choose_workarounds` names the
+:data:`PATCHES` a plan needs; :func:`compile_overrides` gives the compile settings. The patches
+themselves are the act layer's, in :mod:`autodist.run.keras_patches`
+(:func:`~autodist.run.keras_patches.apply_workarounds` from :func:`autodist.run.strategies.start`).
+
+Example:
+    >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.15.1", environ={})
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autodist.errors import AutodistWarning
+from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
+
+__all__ = ["PATCHES", "TRAINER_PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "version_tuple", "warn_untested"]
+
+_UNTESTED_WARNED: set[str] = set()
+
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    """``"3.15.1"`` → ``(3, 15, 1)``; pre-release suffixes are ignored."""
+    if not version:
+        return ()
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """One upstream bug that autodist works around."""
+
+    name: str
+    upstream: str
+    summary: str
+    first_affected: str
+    last_tested: str
+
+    if_fixed: str = ""
+
+    def is_active(self, keras_version: str | None, environ: Mapping[str, str] | None = None) -> bool:
+        """Whether to apply it for this Keras 3 version (see the module docstring)."""
+        env = os.environ if environ is None else environ
+        mode = keras_compat_mode(env)
+        if mode == "off":
+            return False
+        if mode == "force":
+            return True
+        version = version_tuple(keras_version)
+        if not version or version < version_tuple(self.first_affected):
+            return False
+        if version[:2] > version_tuple(self.last_tested)[:2]:
+            warn_untested(str(keras_version))
+            return bool(self.if_fixed)
+        return True
+
+
+def warn_untested(keras_version: str) -> None:
+    """Warn once per process that this Keras is newer than the workarounds were tested on."""
+    if keras_version in _UNTESTED_WARNED:
+        return
+    _UNTESTED_WARNED.add(keras_version)
+
+    newest = max((w.last_tested for w in WORKAROUNDS.values()), key=version_tuple)
+    kept = sorted(w.name for w in WORKAROUNDS.values() if w.if_fixed)
+    warnings.warn(
+        f"Keras {keras_version} is newer than the Keras versions autodist's workarounds for Keras "
+        f"bugs under tf.distribute were tested on (up to {newest}). They stay applied, because "
+        f"each is harmless where its bug is fixed: {', '.join(kept)}. To check whether Keras "
+        f"{keras_version} still needs them, run with {KERAS_COMPAT_ENV}=off and compare History and "
+        "weights with a single-device model.fit; set it to force to silence this warning.",
+        AutodistWarning,
+        stacklevel=3,
+    )
+
+
+WORKAROUNDS: dict[str, Workaround] = {
+    w.name: w
+    for w in (
+        Workaround(
+            name="aggregating_variable_updates",
+            upstream="Keras 3 Variable.assign_add is assign(self + value)",
+            summary=(
+                "Under CentralStorageStrategy (and ParameterServerStrategy) metric state lives in "
+                "AggregatingVariables with SUM aggregation. Keras 3 implements assign_add as "
+                "assign(old + delta), so N replicas write N*old + sum(deltas): History and "
+                "evaluate report wrong loss and metrics. Under ParameterServerStrategy the same "
+                "read-modify-write on CachingVariables races between workers and loses updates "
+                "(per-epoch metrics vary from run to run). Under MirroredStrategy and "
+                "MultiWorkerMirroredStrategy a variable created with aggregation='sum' (a counter "
+                "in a custom layer) doubles its old value at every update on 2 replicas. autodist "
+                "routes assign_add/assign_sub on all three to TensorFlow's own delta updates."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="a delta update is TensorFlow's own assign_add: right whether or not Keras's is",
+        ),
+        Workaround(
+            name="mirrored_steps_per_execution",
+            upstream="keras-team/keras#19246",
+            summary=(
+                "Under MirroredStrategy, steps_per_execution > 1 fails with 'You must feed a value "
+                "for placeholder tensor'. autodist runs with steps_per_execution=1 there."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="steps_per_execution=1 trains the same steps, only with more calls (warned)",
+        ),
+        Workaround(
+            name="mirrored_jit_compile",
+            upstream="Keras 3 + MirroredStrategy + XLA",
+            summary=(
+                "Under MirroredStrategy, jit_compile=True fails with 'Trying to access resource "
+                "... located in device CPU:1 from device CPU:0'. autodist runs with "
+                "jit_compile=False there."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="without XLA the same model trains, only without compilation (warned)",
+        ),
+        Workaround(
+            name="first_batch_symbolic_build",
+            upstream="keras-team/keras#20585",
+            summary=(
+                "fit/evaluate/predict's _maybe_symbolic_build averages the first data batch across "
+                "replicas (strategy.reduce('MEAN', PerReplica)) only to learn its shapes. Under "
+                "MultiWorkerMirroredStrategy that fails ('Attempt to convert a value (PerReplica...) "
+                "to a Tensor'); under MirroredStrategy a first batch that does not split evenly "
+                "(validation data, a data set smaller than the batch) fails with 'AddN must have "
+                "the same size and shape'. autodist builds from the first local replica's batch."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="the build only needs the batch's shapes, which one replica's batch has; an "
+            "epoch iterator of another shape falls back to Keras's own build",
+        ),
+        Workaround(
+            name="symbolic_build_reads_input",
+            upstream="Keras 3 TensorFlowTrainer._maybe_symbolic_build",
+            summary=(
+                "Under any tf.distribute strategy, fit reads the first batch of its input to build "
+                "the model, then starts the input over, even when the model, loss, metrics and "
+                "optimizer are all built. A tf.data pipeline or a PyDataset starts over; a Python "
+                "generator cannot, so the batches read (and prefetched) are lost: 32 of 100 samples "
+                "never seen and 32 seen twice in the first epoch (Mirrored and CentralStorage, 2 "
+                "replicas, batch 16). autodist builds the model from the generator's first batch, "
+                "puts that batch back, and skips the read when nothing needs building."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="skipping the read when nothing needs building changes nothing Keras uses",
+        ),
+        Workaround(
+            name="batchnorm_moving_statistics",
+            upstream="Keras 3 BatchNormalization under tf.distribute (moving statistics)",
+            summary=(
+                "Keras 3 creates BatchNormalization's moving mean and variance with no "
+                "aggregation: under MirroredStrategy (and MultiWorkerMirrored, CentralStorage) "
+                "each replica assigns its own batch's statistics, the replicas end with "
+                "different copies, evaluate and predict normalise each share with its own, and "
+                "save keeps the first replica's. tf.keras made them mean-aggregated. autodist "
+                "creates them with aggregation='mean': each update is averaged over the replicas."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="mean aggregation is how tf.keras kept them, and what a fixed Keras would do",
+        ),
+        Workaround(
+            name="seed_state_aggregation",
+            upstream="Keras 3 SeedGenerator state under CentralStorageStrategy",
+            summary=(
+                "Keras 3 creates a random layer's seed state (Dropout, noise layers) with "
+                "aggregation='none'. Under CentralStorageStrategy that is an AggregatingVariable, "
+                "and Keras's update of it in each replica fails: 'You must specify an aggregation "
+                "method to update a AggregatingVariable in Replica Context'. autodist creates it "
+                "with aggregation='only_first_replica' there (and under ParameterServerStrategy): "
+                "every replica computes the same next seed, and the first one's is kept."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="keeping the first replica's seed keeps the one seed every replica computes",
+        ),
+        Workaround(
+            name="multi_worker_scalar_reduce",
+            upstream="tensorflow/tensorflow#72388",
+            summary=(
+                "Under MultiWorkerMirroredStrategy, reduce_per_replica averages each step's logs "
+                "with strategy.reduce('MEAN', v, axis=0); the logs are scalars, so it fails with "
+                "'Invalid reduction dimension 0 for input with 0 dimensions'. autodist reduces "
+                "rank-0 values with axis=None; other values keep Keras's path."
+            ),
+            first_affected="3.0.0",
+            last_tested="3.15.1",
+            if_fixed="a scalar's mean over workers with axis=None is the mean Keras means to take",
+        ),
+    )
+}
+
+#: Strategies under which Keras 3's compiled step breaks with the settings above.
+_MIRRORED_KINDS = ("mirrored", "multi_worker_mirrored")
+
+
+def compile_overrides(
+    strategy: str,
+    keras_flavor: str,
+    keras_version: str | None,
+    *,
+    jit_compile: Any,
+    steps_per_execution: Any,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Compile settings to change for this strategy, and a warning for each change.
+
+    Pure: it reads the values and the versions, and touches no model.
+
+    Example:
+        >>> overrides, warnings = compile_overrides("mirrored", "keras3", "3.15.1",
+        ...     jit_compile=True, steps_per_execution=8, environ={})
+        >>> overrides
+        {'jit_compile': False, 'steps_per_execution': 1}
+    """
+    overrides: dict[str, Any] = {}
+    warnings: list[str] = []
+    if keras_flavor != "keras3" or str(strategy) not in _MIRRORED_KINDS:
+        return overrides, warnings
+    fix = WORKAROUNDS["mirrored_jit_compile"]
+    if jit_compile is True and fix.is_active(keras_version, environ):
+        overrides["jit_compile"] = False
+        warnings.append(
+            f"jit_compile=True is turned off under {strategy}: Keras {keras_version} fails there "
+            "('Trying to access resource ... located in device ... from device ...'). The model "
+            "trains without XLA; use a single-device plan to keep XLA."
+        )
+    fix = WORKAROUNDS["mirrored_steps_per_execution"]
+    if isinstance(steps_per_execution, int) and steps_per_execution > 1 and fix.is_active(
+        keras_version, environ
+    ):
+        overrides["steps_per_execution"] = 1
+        warnings.append(
+            f"steps_per_execution={steps_per_execution} is set to 1 under {strategy}: Keras "
+            f"{keras_version} fails there with 'You must feed a value for placeholder tensor' "
+            "(keras-team/keras#19246)."
+        )
+    return overrides, warnings
+
+
+#: The workarounds applied by patching Keras (the others change compile settings).
+PATCHES = (
+    "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce",
+    "batchnorm_moving_statistics", "seed_state_aggregation",
+)  # fmt: skip
+#: Those applied by replacing parts of Keras 3's TensorFlow trainer.
+TRAINER_PATCHES = PATCHES[1:4]

@@ -1,0 +1,304 @@
+"""Plan: a pure function from a hardware snapshot (and optional model facts) to a :class:`Plan`.
+
+:func:`plan` starts no TensorFlow runtime and reads no environment but the ``environ`` it is
+given: the same inputs give the same plan, with the reasons for each choice as data. It is a
+short sequence of choosers (:mod:`autodist.planning.choosers`, where the rules are): the strategy, its
+layout, the global batch, the coordinator's threads, the compile settings and Keras workarounds,
+and ``steps_per_execution``. The plan's data type is in :mod:`autodist.planning.plans`.
+
+Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
+``steps_per_execution=1`` runs 8 steps per call (faster: ``python -m benchmarks``), unless a callback uses
+batch-level hooks, ``steps_per_epoch``/``validation_steps`` is given, the input's length is
+unknown or the model runs eagerly (:func:`autodist.planning.choosers.choose_steps_per_execution`);
+``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
+
+Memory: the plan estimates, per device, what the chosen strategy needs to train the model
+(weights, gradients, optimizer slots and step, and activations from the model's layer output
+sizes x the per-replica batch; :mod:`autodist.planning.memory_model`). With GPUs, the model trains
+replicated when that fits ``gpu_memory_fraction`` (default 0.9) of the smallest GPU, else under
+``central_storage`` when each GPU's part fits and the host holds the rest, else nowhere: a
+``StrategyUnavailableError`` with the numbers and the options.
+
+Example:
+    >>> from autodist import HardwareSnapshot, GpuInfo, plan
+    >>> gpus = tuple(GpuInfo("NVIDIA A100", 40 * 2**30, "8.0") for _ in range(4))
+    >>> p = plan(HardwareSnapshot.cpu_only(gpus=gpus), num_params=10_000_000, batch_size=250)
+    >>> (p.strategy.value, p.num_replicas, p.global_batch_size, p.per_replica_batch_size)
+    ('mirrored', 4, 252, 63)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from autodist.detection.model_info import ModelInfo, describe_model
+from autodist.detection.snapshot import HardwareSnapshot
+from autodist.errors import AutodistError
+from autodist.planning import choosers
+from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
+from autodist.planning.jax_planning import plan_jax
+from autodist.planning.plans import (
+    DEFAULT_ACTIVATION_FRACTION,
+    DEFAULT_GPU_MEMORY_FRACTION,
+    DEFAULT_PEER_TIMEOUT_SECONDS,
+    Plan,
+    ScriptStrategy,
+    StrategyKind,
+)
+from autodist.planning.tune_rules import TUNE
+from autodist.settings import STRATEGY_ENV, check_settings
+
+__all__ = ["check_strategy_setting", "plan", "plan_for_built_model"]
+
+
+def plan(
+    snapshot: HardwareSnapshot,
+    *,
+    model: Any = None,
+    model_info: ModelInfo | None = None,
+    num_params: int | None = None,
+    batch_size: int | None = None,
+    strategy: str | StrategyKind = "auto",
+    gpu_memory_fraction: float = DEFAULT_GPU_MEMORY_FRACTION,
+    activation_fraction: float = DEFAULT_ACTIVATION_FRACTION,
+    optimizer_slots: int | None = None,
+    peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS,
+    environ: Mapping[str, str] | None = None,
+    fit_facts: choosers.FitFacts | None = None,
+    refuse_when_nothing_fits: bool = True,
+    kept: ScriptStrategy | None = None,
+) -> Plan:
+    """Choose and configure a strategy. Pure: it reads no machine and no environment but
+    ``environ``, and starts nothing (``autodist.plan`` is the edge that detects this machine).
+
+    Args:
+        snapshot: the hardware (:func:`autodist.detect`, or ``HardwareSnapshot.from_dict``).
+        model: a Keras model to read the size, optimizer and compile settings from.
+        model_info: the same facts given directly (tests, dry runs).
+        num_params: the model's parameter count, when no model is given.
+        batch_size: the requested **global** batch; Keras's default 32 when ``None``.
+        strategy: ``"auto"``, a :class:`StrategyKind` value to force, or ``"tune"`` (as ``"auto"`` here).
+        gpu_memory_fraction: the fraction of each GPU's memory the model may use.
+        activation_fraction: activations as a share of weights and gradients, layer sizes unknown.
+        optimizer_slots: slots per variable, overriding what the optimizer implies.
+        peer_timeout_seconds: multi-worker only: the longest wait for peers before failing.
+        environ: only for ``AUTODIST_KERAS_COMPAT`` and ``AUTODIST_STEPS_PER_EXECUTION``.
+        fit_facts: what a ``fit`` call's callbacks, keywords and input say (for
+            ``steps_per_execution``); none of them by default.
+        refuse_when_nothing_fits: raise when nothing fits the GPUs (``False``: dry runs warn).
+        kept: the script's own strategy (the model was built in its scope): kept, not chosen.
+
+    Raises:
+        StrategyUnavailableError: a forced strategy cannot run here, or the model fits no GPU.
+        BatchSizeError: when ``batch_size`` is not a positive integer.
+        AutodistError: for an unknown strategy name.
+
+    Example:
+        >>> p = plan(HardwareSnapshot.cpu_only(num_cpu_devices=2), batch_size=33)
+        >>> (p.strategy.value, p.global_batch_size)
+        ('mirrored', 34)
+    """
+    _check_arguments(snapshot, peer_timeout_seconds, gpu_memory_fraction, environ)
+    info = model_info or (describe_model(model) if model is not None else ModelInfo())
+    params = num_params if num_params is not None else info.num_params
+    forced = _coerce_kind(strategy, snapshot.keras_backend)
+    if snapshot.keras_backend == "jax":  # keras.distribution plans (autodist.planning.jax_planning)
+        return _on_jax(snapshot, dataclasses.replace(info, num_params=params), (strategy, forced), batch_size, optimizer_slots, gpu_memory_fraction, refuse_when_nothing_fits, peer_timeout_seconds)
+    memory = _memory_facts(info, params, optimizer_slots, batch_size, activation_fraction, refuse_when_nothing_fits)
+    flavor = info.keras_flavor or snapshot.keras_flavor
+    version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
+    env = environ if environ is not None else {}
+    unbuilt = _opening(strategy, model is not None and params is None)
+    kind, layout = _keep(snapshot, kept, memory, gpu_memory_fraction) if kept else _choose(snapshot, forced, memory, gpu_memory_fraction)
+    batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
+    per_replica = batch.value.per_replica_batch_size
+    estimates = choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept))
+    threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
+    overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
+    workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
+    steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, info, env, fit_facts)
+    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps, choosers.choose_data_parallel_notes(kind.value, layout.value.num_replicas, per_replica, info))
+    return Plan(
+        strategy=kind.value,
+        **dataclasses.asdict(layout.value),
+        **{name: getattr(batch.value, name) for name in ("global_batch_size", "per_replica_batch_size", "requested_batch_size")},
+        num_cpu_devices=snapshot.num_cpu_devices, compile_overrides=overrides.value,
+        footprint_bytes=estimates.value[0].device_bytes if estimates.value else None, memory=estimates.value,
+        keras_flavor=flavor, keras_version=info.keras_version or snapshot.keras_version,
+        cluster=snapshot.cluster, peer_timeout_seconds=float(peer_timeout_seconds), inter_op_threads=threads.value,
+        tpu=snapshot.tpu if kind.value == StrategyKind.TPU else None, drop_remainder=kind.value == StrategyKind.TPU,
+        steps_per_execution=steps.value, keras_workarounds=workarounds.value,
+        reasons=tuple(reason for choice in made for reason in choice.reasons),
+        warnings=snapshot.diagnostics + tuple(warning for choice in made for warning in choice.warnings),
+    )  # fmt: skip
+
+
+def _choose(snapshot: HardwareSnapshot, forced: StrategyKind | None, memory: choosers.MemoryFacts | None, fraction: float) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
+    kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=fraction)
+    return kind, choosers.choose_layout(snapshot, kind.value)
+
+
+def _keep(snapshot: HardwareSnapshot, kept: ScriptStrategy, memory: choosers.MemoryFacts | None, fraction: float) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
+    """The script's own strategy as the plan's kind and layout, with what autodist would have
+    chosen in its reason."""
+    try:
+        relaxed = dataclasses.replace(memory, refuse=False) if memory is not None else None
+        auto, auto_layout = _choose(snapshot, None, relaxed, fraction)
+        would = f"{auto.value.value} with {auto_layout.value.num_replicas} replica(s)"
+    except AutodistError as err:
+        would = f"nothing ({err})"
+    reason = (
+        f"kept the script's own {kept.describe()}: the model was created in its scope, so it "
+        f"trains there, as model.fit would train it; autodist would have chosen {would} (build "
+        "the model outside the script's `with strategy.scope():` to let autodist choose)"
+    )
+    layout = choosers.Layout(kept.devices, kept.parameter_device, None, kept.num_workers, kept.num_replicas)
+    return choosers.Choice(kept.kind, (reason,)), choosers.Choice(layout)
+
+
+def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, strategy: tuple[Any, StrategyKind | None], batch_size: int | None, slots: int | None, fraction: float, refuse: bool, timeout: float) -> Plan:
+    """The plan on JAX (:func:`autodist.planning.jax_planning.plan_jax`), with what ``"tune"`` means there."""
+    info = dataclasses.replace(info, optimizer_slots=slots if slots is not None else info.optimizer_slots)
+    made = plan_jax(snapshot, info, batch_size=batch_size, forced=strategy[1], gpu_memory_fraction=fraction, refuse_when_nothing_fits=refuse)
+    return dataclasses.replace(made, peer_timeout_seconds=float(timeout), reasons=_opening(strategy[0], False).reasons + made.reasons)
+
+
+def _steps_per_execution(
+    cluster: Any, kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: choosers.FitFacts | None
+) -> choosers.Choice[int | None]:
+    if cluster is not None and cluster.task_type == "evaluator":
+        return choosers.Choice(None)  # the evaluator trains nothing
+    return choosers.choose_steps_per_execution(kind, flavor, info, environ, facts or choosers.FitFacts())
+
+
+def _memory_facts(
+    info: ModelInfo, params: int | None, optimizer_slots: int | None, batch_size: int | None, activation_fraction: float, refuse: bool
+) -> choosers.MemoryFacts | None:
+    if params is None:
+        return None
+    if isinstance(params, bool) or not isinstance(params, int) or params < 0:
+        raise AutodistError(
+            f"num_params must be a whole number of parameters, 0 or more (Received: {params!r}). "
+            "Pass the model's parameter count (model.count_params()), or the model itself."
+        )
+    slots = optimizer_slots if optimizer_slots is not None else info.optimizer_slots
+    model = dataclasses.replace(info, num_params=params, optimizer_slots=slots)
+    return choosers.MemoryFacts(model, batch_size or KERAS_DEFAULT_BATCH_SIZE, activation_fraction, refuse)
+
+
+def _opening(strategy: Any, unbuilt: bool) -> choosers.Choice[None]:
+    """The reason that comes before the others: what ``"tune"`` means in the pure planner, or
+    that the model's size is unknown."""
+    if str(strategy).lower() == TUNE:
+        return choosers.Choice(None, (_TUNE_HERE,))
+    return choosers.Choice(None, (_UNBUILT,) if unbuilt else ())
+
+
+_TUNE_HERE = (
+    "strategy='tune' plans as 'auto' here: autodist.fit times the candidates on your model and "
+    "data (on TensorFlow; Keras on JAX is planned as 'auto'); init, @distributed and the plan at "
+    "import have none to time"
+)
+_UNBUILT = (
+    "the model is not built yet (no input shape): its size is unknown until its first "
+    "batch builds it, so the plan assumes it fits one device"
+)
+
+
+def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_fraction: float, environ: Mapping[str, str] | None = None) -> None:
+    check_settings(environ if environ is not None else {})  # every setting, typos included
+    check_strategy_setting(environ if environ is not None else {})
+    if not isinstance(snapshot, HardwareSnapshot):
+        raise AutodistError(
+            f"autodist.planning.planner.plan got {type(snapshot).__name__} as the snapshot. Expected a "
+            "HardwareSnapshot: the planner reads no machine itself. Pass autodist.detect(), or call "
+            "autodist.plan(), which detects this machine when no snapshot is given."
+        )
+    if not (isinstance(peer_timeout_seconds, (int, float)) and math.isfinite(peer_timeout_seconds) and peer_timeout_seconds > 0):
+        raise AutodistError(
+            f"peer_timeout_seconds must be a finite positive number (Received: {peer_timeout_seconds!r}). It bounds "
+            "how long a worker waits for its peers, for example 300."
+        )
+    if not 0 < gpu_memory_fraction <= 1:
+        raise AutodistError(
+            f"gpu_memory_fraction must be in (0, 1] (Received: {gpu_memory_fraction!r}). It is "
+            "the share of each GPU's memory the model may use, for example 0.9."
+        )
+
+
+def check_strategy_setting(environ: Mapping[str, str]) -> None:
+    """``AUTODIST_STRATEGY``, when set, names a strategy (or ``auto``, ``tune``).
+
+    Raises:
+        AutodistError: for an unknown name, with the names accepted.
+
+    Example:
+        >>> check_strategy_setting({"AUTODIST_STRATEGY": "mirrored"})
+    """
+    name = environ.get(STRATEGY_ENV, "").strip()
+    if not name or name.lower() in ("auto", TUNE) or name.lower() in {kind.value for kind in StrategyKind}:
+        return
+    valid = ", ".join(["auto", TUNE] + [k.value for k in StrategyKind])
+    raise AutodistError(f"{STRATEGY_ENV} names the unknown strategy {name!r}. Expected one of: {valid}. Fix it, or unset it to let autodist choose.")
+
+
+def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | None:
+    """The forced strategy (``None`` for auto), or the error for a name that cannot run on ``backend``."""
+    if backend not in ("tensorflow", "jax"):
+        raise AutodistError(
+            f"Keras runs on the {backend!r} backend here (KERAS_BACKEND), and autodist distributes "
+            "Keras 3 on TensorFlow (tf.distribute) and on JAX (keras.distribution) only. Set "
+            "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax before Keras is imported, or distribute "
+            f"the {backend} model with that backend's own tools."
+        )
+    # "tune" plans as "auto": fit then times the candidates (autodist.run.tuning)
+    if strategy is None or (isinstance(strategy, str) and strategy.lower() in ("auto", TUNE)):
+        return None
+    try:
+        kind = StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).lower())
+    except ValueError:
+        valid = ", ".join(["auto", TUNE] + [k.value for k in StrategyKind])
+        raise AutodistError(
+            f"Unknown strategy {strategy!r}. Expected one of: {valid}. Pass strategy='auto' to let "
+            "autodist choose."
+        ) from None
+    if backend == "tensorflow" and kind in (StrategyKind.DATA_PARALLEL, StrategyKind.MODEL_PARALLEL):
+        equivalent = "mirrored (one machine) or multi_worker_mirrored (a cluster)" if kind == StrategyKind.DATA_PARALLEL else "central_storage"
+        raise AutodistError(
+            f"strategy={kind.value!r} is a keras.distribution (JAX) plan, and Keras runs on "
+            f"TensorFlow here. Expected a tf.distribute strategy: use {equivalent}, or 'auto'; or "
+            "set KERAS_BACKEND=jax before Keras is imported to train on JAX."
+        )
+    return kind
+
+
+def plan_for_built_model(
+    the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: choosers.FitFacts | None = None
+) -> Plan:
+    """``the_plan`` with the compile decisions (overrides, ``steps_per_execution``) for a model
+    known only after planning: one that autodist built from a function inside the strategy's
+    scope. Pure, like :func:`plan`; the earlier ``steps_per_execution`` reason is replaced.
+
+    Example:
+        >>> from autodist.detection.hardware import HardwareSnapshot
+        >>> made = plan(HardwareSnapshot.cpu_only(num_cpu_devices=2), environ={})
+        >>> info = ModelInfo(keras_flavor="keras3", keras_version="3.15.1", jit_compile=True)
+        >>> plan_for_built_model(made, info, {}).compile_overrides
+        {'jit_compile': False}
+    """
+    flavor = info.keras_flavor or the_plan.keras_flavor
+    overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
+    steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, info, environ, fit_facts)
+    notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info)
+    kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
+    return dataclasses.replace(
+        the_plan,
+        compile_overrides=overrides.value,
+        steps_per_execution=steps.value,
+        reasons=kept + steps.reasons + notes.reasons,
+        warnings=the_plan.warnings + overrides.warnings + notes.warnings,
+    )

@@ -1,0 +1,66 @@
+"""The backend seam: what TensorFlow's ``tf.distribute`` and Keras 3 on JAX each implement, so
+every entry point runs one sequence (detect, plan, start, train) whatever the backend.
+
+- :class:`FitCall`: one ``autodist.fit`` call, frozen, with its global batch worked out once.
+- :class:`Backend`: the four things an entry point asks of a backend: act when the framework is
+  imported, ``init`` (plan here, then start), the scope a custom loop runs in, and ``fit``.
+
+The TensorFlow side is :mod:`autodist.run.tf_backend`, the JAX side :mod:`autodist.jax.backend`;
+:func:`autodist.entry.backends.backend_for` is the one place that chooses between them.
+
+Example:
+    >>> FitCall.__dataclass_fields__["requested_batch"].default is None
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from autodist.planning.plans import Plan
+
+__all__ = ["Backend", "FitCall"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FitCall:
+    """One ``autodist.fit`` call, as the caller made it. Frozen: every step reads it, none
+    changes it; ``fit_kwargs`` is a read-only copy (a ``CallbackList`` given as ``callbacks``
+    is read as its list of callbacks, which ``model.fit`` would run)."""
+
+    model: Any
+    builder: Any
+    x: Any
+    y: Any
+    batch_size: int | None
+    epochs: int
+    strategy: Any
+    num_params: int | None
+    gpu_memory_fraction: float | None
+    backup_dir: Any
+    peer_timeout_seconds: float | None
+    mixed_precision: bool
+    fit_kwargs: Mapping[str, Any]
+    requested_batch: int | None = None  # the global batch asked for, worked out once (inputs.requested_batch)
+
+
+class Backend(Protocol):
+    """One backend: TensorFlow (``tf.distribute`` strategies) or Keras 3 on JAX (``keras.distribution``)."""
+
+    name: str
+
+    def at_import(self, environ: Mapping[str, str]) -> None:
+        """What ``import autodist`` arranges: act once the framework is imported, before it runs anything."""
+
+    def init(self, environ: Mapping[str, str], *, make_global: bool = True, **plan_kwargs: Any) -> tuple[Plan, Any]:
+        """Plan here and start: ``(plan, strategy or distribution)``, the distribution set
+        globally when ``make_global`` (``init``), or only for a scope (``@distributed``)."""
+
+    def scope(self, distribution: Any) -> AbstractContextManager[Any]:
+        """The scope a custom training function runs in."""
+
+    def fit(self, call: FitCall, environ: Mapping[str, str]) -> Any:
+        """``autodist.fit``: plan, start, place, train; the ``History`` with ``history.plan``."""

@@ -1,0 +1,288 @@
+"""``autodist.fit`` on TensorFlow: ``model.fit`` under the strategy autodist chose, from plan to History.
+
+One flow, each step in its own module: the frozen :class:`~autodist.run.backend.FitCall` → plan
+(:func:`autodist.planning.here.plan_here`; planned again only on a TPU, with the real core count,
+and for a model built from a function, for its compile settings) → build the strategy and apply
+the plan's Keras workarounds (:func:`autodist.run.strategies.start`, before anything else touches the
+runtime) → the model that trains (:mod:`autodist.run.placement`) → the input, ready for the plan
+(:mod:`autodist.run.inputs`) → ``fit`` inside the scope with the plan's compile settings
+(:mod:`autodist.run.compile_settings`) and the chief's duties (:mod:`autodist.run.callbacks`), or the
+parameter-server loop (:mod:`autodist.run.parameter_server`) → the trained state copied back into the
+caller's model. Each step returns new values: the caller's ``fit`` keywords are never changed;
+what ``model.fit`` itself would change (the model's weights, a generator it reads, a compile
+setting the strategy cannot run with) changes as it would.
+
+Example:
+    >>> import numpy as np, keras, autodist
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> history = autodist.fit(model, np.ones((64, 4)), np.ones((64, 1)), batch_size=16, verbose=0)
+    >>> len(history.history["loss"])
+    1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from autodist.detection.hardware import detect
+from autodist.detection.model_info import describe_model, keras_flavor_of, keras_module
+from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
+from autodist.log import get_logger, warn_all
+from autodist.planning.choosers import FitFacts
+from autodist.planning.here import plan_here
+from autodist.planning.planner import plan_for_built_model
+from autodist.planning.plans import Plan, StrategyKind
+from autodist.planning.tune_rules import TUNE
+from autodist.run import parameter_server
+from autodist.run.activation import complete as complete_activation
+from autodist.run.backend import FitCall
+from autodist.run.batching import shared_shuffle_seed
+from autodist.run.callbacks import ChiefDuties, needs_each_step, with_heartbeat
+from autodist.run.comm_check import check_communication
+from autodist.run.compile_settings import apply_compile_settings, mixed_precision_while_building
+from autodist.run.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
+from autodist.run.keras_patches import apply_workarounds, build_from_generator
+from autodist.run.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
+from autodist.run.record import current as current_activation
+from autodist.run.resume import fit_resuming, guard_for
+from autodist.run.strategies import describe_strategy, start
+from autodist.run.tuning import tuned_plan
+from autodist.settings import strategy_setting
+
+__all__ = ["fit_on_tensorflow"]
+
+
+def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
+    """``autodist.fit`` on TensorFlow, for the frozen call: plan, build the strategy and apply
+    the plan's Keras workarounds, place the model, make the input ready, train, copy back."""
+    model, x, mixed_precision = call.model, call.x, call.mixed_precision
+    complete_activation()  # the strategy made current at import, if it is still pending
+    facts = _fit_facts(call)
+    the_plan, distribution = _plan_and_build(call, facts)
+    with mixed_precision_while_building(mixed_precision, call.builder, the_plan) as precision_warnings:
+        # move_into_scope is looked up here, so a test or profiler may wrap this module's name
+        placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
+    if call.builder is not None:
+        the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), environ, facts)
+    x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
+    the_plan = check_communication(placed.trained, distribution, the_plan)  # multi-worker only: warns when workers cannot pay off
+    get_logger().info(the_plan.summary(include_warnings=False))
+    warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs))
+    with _copy_back_on_interrupt(model, placed):
+        history = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
+    return _finish(history, model, placed, the_plan)
+
+
+
+
+def _fit_facts(call: FitCall) -> FitFacts:
+    """What the call's callbacks, keywords and input tell the planner (for ``steps_per_execution``)."""
+    kwargs = call.fit_kwargs
+    return FitFacts(
+        batch_hooks=any(needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])),  # ModelCheckpoint per epoch: no
+        steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
+        length_unknown=length_unknown(call.x),
+    )
+
+
+def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
+    """Plan, serve (parameter-server worker and ps tasks end here), build the strategy; on a
+    TPU, plan the batch again with the real number of cores once connected. A model built in
+    the scope of a strategy the script created itself keeps that strategy."""
+    own = _scripts_own_strategy(call)
+    if own is not None:
+        the_plan = _plan_for(call, facts, kept=describe_strategy(own))
+        apply_workarounds(the_plan.keras_workarounds)
+        _refuse_evaluator(the_plan)
+        return the_plan, own
+    the_plan = _plan_for(call, facts)
+    parameter_server.serve_if_this_task_serves(the_plan)
+    if strategy_setting(os.environ, call.strategy) == TUNE:
+        the_plan = _tuned(call, facts, the_plan)
+    distribution = start(the_plan)
+    done = current_activation()
+    if done is not None and done.shared and distribution is done.strategy:
+        the_plan = dataclasses.replace(the_plan, reasons=the_plan.reasons + (_SHARED,))
+    if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
+        the_plan = _plan_for(call, facts, tpu_cores=int(distribution.num_replicas_in_sync))
+    _refuse_evaluator(the_plan)
+    return the_plan, distribution
+
+
+_SHARED = (
+    "the script's own MultiWorkerMirroredStrategy() is this strategy object: collectives are "
+    "configured once per process, so autodist gave the script the strategy it had created"
+)
+
+
+def _scripts_own_strategy(call: FitCall) -> Any:
+    """The strategy the script created itself and built ``call.model`` in, when ``fit`` keeps
+    it: ``strategy="auto"`` (or ``"tune"``, which then times nothing). ``None`` otherwise."""
+    if call.builder is not None or str(call.strategy).lower() not in ("auto", TUNE):
+        return None
+    return script_strategy(call.model)
+
+
+def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
+    """``strategy="tune"``: the fastest candidate plan, timed on copies of the model
+    (:mod:`autodist.run.tuning`)."""
+    snapshot = detect()
+
+    def plan_for(kind: str) -> Plan:
+        return _plan_for(dataclasses.replace(call, strategy=kind), facts, snapshot=snapshot)
+
+    epochs = max(1, call.epochs - int(call.fit_kwargs.get("initial_epoch") or 0))
+    with mixed_precision_while_building(call.mixed_precision, call.builder, auto):  # copies built as the model will be
+        return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, call.fit_kwargs)
+
+
+def _refuse_evaluator(the_plan: Plan) -> None:
+    if the_plan.cluster is not None and the_plan.cluster.task_type == "evaluator":
+        raise StrategyUnavailableError(
+            f"This process is the cluster's evaluator ({the_plan.cluster.source}), and "
+            "autodist.fit trains. Expected fit on the chief and workers only. On the evaluator, "
+            "run keras.utils.SidecarEvaluator (or model.evaluate on the checkpoints the chief "
+            "writes) instead of autodist.fit."
+        )
+
+
+@contextlib.contextmanager
+def _copy_back_on_interrupt(model: Any, placed: Placed) -> Iterator[None]:
+    """Like model.fit, an interrupted fit (Ctrl-C, a callback raising) leaves the caller's model
+    with the training done so far."""
+    try:
+        yield
+    except BaseException:
+        if placed.moved:
+            try:
+                copy_training_state(placed.trained, model)
+            except Exception:  # the original error matters more
+                pass
+        raise
+
+
+def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingInput:
+    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
+    ready = prepare_input(
+        call.x,
+        call.y,
+        the_plan,
+        call.fit_kwargs,
+        batch_given=call.batch_size is not None,
+        shuffle_seed=lambda: shared_shuffle_seed(distribution if multi_worker else None),
+    )
+    warn_all(list(ready.warnings))
+    return ready
+
+
+def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
+    """The History of ``fit`` in the scope, with the chief's duties, the plan's compile
+    settings (``steps_per_execution`` given back after, whatever happens) and, with a backup
+    folder, preemption saves and a resume at the saved step (:mod:`autodist.jobs.preemption`)."""
+    import tensorflow as tf
+
+    trained = placed.trained
+    keras = keras_module(keras_flavor_of(trained))
+    parameter_servers = the_plan.strategy == StrategyKind.PARAMETER_SERVER
+    if parameter_servers:
+        kwargs = {**call.fit_kwargs, "callbacks": with_heartbeat(keras, call.fit_kwargs.get("callbacks"), per_batch=False)}
+        return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
+    ready = _ready_input(call, the_plan, distribution)
+    cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
+    guard = guard_for(call.backup_dir, the_plan, ready.fit_kwargs.get("callbacks"), keras, distribution)
+    duties = ChiefDuties(cluster, keras, False if guard is not None else call.backup_dir)
+    restore_compiled = apply_compile_settings(trained, the_plan)
+    succeeded = False
+    try:
+        callbacks = with_heartbeat(keras, duties.prepare(ready.fit_kwargs.get("callbacks")))
+        with distribution.scope():
+            if guard is None:
+                history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})
+            else:
+                seed = lambda: shared_shuffle_seed(distribution if cluster is not None else None)  # noqa: E731
+                history = fit_resuming(trained, ready, call.epochs, callbacks, guard, keras, order_note=_order_note(call, ready), order_seed=seed)
+                guard.state.finish(trained, history)  # a SIGTERM too late to save a step: exits 75
+        succeeded = True
+    except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:
+        if duties.cluster is None:
+            raise
+        raise PeerError(_peer_message(the_plan, err)) from err
+    finally:
+        try:
+            duties.restore(succeeded=succeeded)
+        finally:
+            restore_compiled()
+            if guard is not None:
+                guard.state.close(finished=succeeded)
+    return history
+
+
+def _order_note(call: FitCall, ready: TrainingInput) -> str:
+    """Why a resumed run cannot read the rest of an epoch in the uninterrupted run's order: arrays
+    that autodist shuffles as a dataset, with no global seed (a new seed each run)."""
+    from tensorflow.python.eager import context
+
+    autodist_shuffles = ready.x is not call.x and call.fit_kwargs.get("shuffle", True) and is_array_like(call.x)
+    if autodist_shuffles and context.global_seed() is None:
+        return "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new order after a restart"
+    return ""
+
+
+def _finish(history: Any, model: Any, placed: Placed, the_plan: Plan) -> Any:
+    if placed.moved:
+        copy_training_state(placed.trained, model)
+        history.set_model(model)
+        model.history = history
+    history.plan = the_plan
+    return history
+
+
+def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None, kept: Any = None) -> Plan:
+    import tensorflow as tf
+
+    x, requested = call.x, call.requested_batch
+    options: dict[str, Any] = {}
+    if call.gpu_memory_fraction is not None:
+        options["gpu_memory_fraction"] = call.gpu_memory_fraction
+    snapshot = snapshot if snapshot is not None else detect()
+    if tpu_cores is not None and snapshot.tpu is not None:
+        snapshot = dataclasses.replace(snapshot, tpu=dataclasses.replace(snapshot.tpu, num_cores=tpu_cores))
+    the_plan = plan_here(
+        os.environ,
+        snapshot=snapshot,
+        model=None if call.builder is not None else call.model,
+        num_params=call.num_params,
+        batch_size=requested,
+        strategy=call.strategy,
+        peer_timeout_seconds=call.peer_timeout_seconds,
+        fit_facts=facts,
+        kept=kept,
+        **options,
+    )
+    if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:
+        raise BatchSizeError(
+            "autodist could not find the batch size of the tf.data.Dataset passed as x, and it "
+            f"must split each batch over {the_plan.num_replicas} replicas. Expected a dataset "
+            "batched with .batch(n), or a batch_size. Pass batch_size= (the global batch) and "
+            "autodist re-batches the dataset to it."
+        )
+    return the_plan
+
+
+def _peer_message(the_plan: Plan, err: Exception) -> str:
+    cluster = the_plan.cluster
+    assert cluster is not None
+    first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return (
+        f"{cluster.task_type} {cluster.task_index} lost contact with a peer during multi-worker "
+        f"training ({type(err).__name__}: {first_line[:300]}). Expected all "
+        f"{cluster.num_workers} workers to run to the end; one stopped or became unreachable. "
+        "Find the failed worker's own error in its log. To survive such failures, start the job "
+        "with python -m autodist launch --max-restarts 1 (or your cluster manager's restart "
+        "policy): training resumes from the last save every worker has (each epoch's end, or the step saved on SIGTERM)."
+    )

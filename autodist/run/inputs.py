@@ -1,0 +1,375 @@
+"""The training input, made ready for the plan: batched to the global batch, sharded, and read
+the same way on every worker; and the warnings where an input cannot match ``model.fit``.
+
+Used by :func:`autodist.run.fit.fit_on_tensorflow`. Each step returns new values and changes nothing
+it is given: :func:`prepare_input` returns a :class:`TrainingInput` with new ``fit`` keywords
+(``batch_size``, ``steps_per_epoch``, ``shuffle``, ``validation_data`` where it takes them over),
+as ``model.fit`` will read them.
+
+Example:
+    >>> import numpy as np
+    >>> is_array_like({"a": np.zeros(3)}), batches_itself(iter([]))
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from autodist.detection.dataset_graph import is_dataset
+from autodist.errors import BatchSizeError
+from autodist.planning.plans import Plan, StrategyKind
+from autodist.run.batching import (
+    arrays_to_dataset,
+    dataset_batch_size,
+    dropped_samples,
+    prepare_dataset,
+    repeat_across_epochs,
+    samples_per_pass,
+)
+
+__all__ = [
+    "batches_itself",
+    "requested_batch",
+    "input_notes",
+    "is_array_like",
+    "length_unknown",
+    "num_samples",
+    "one_iterator_per_run",
+    "pandas_to_numpy",
+    "prepare_input",
+    "slice_samples",
+    "take_samples",
+    "TrainingInput",
+    "training_samples",
+]
+
+
+_MOVABLE_INPUT_NOTE = (
+    "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
+    "{replicas} (the replica count), or pass numpy arrays or a tf.data.Dataset"
+)
+
+
+def batches_itself(x: Any) -> bool:
+    """Inputs Keras refuses ``batch_size`` for: they yield ready-made batches."""
+    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
+        return True
+    return any(cls.__name__ in ("PyDataset", "Sequence", "DatasetCreator") for cls in type(x).__mro__)
+
+
+class TrainingInput(NamedTuple):
+    """The input as ``model.fit`` will read it, with the ``fit`` keywords that go with it."""
+
+    x: Any
+    y: Any
+    fit_kwargs: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
+def _updated(fit_kwargs: Mapping[str, Any], *, without: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
+    """A new dict of ``fit_kwargs`` without ``without``, with ``changes``; the argument is left alone."""
+    return {**{key: value for key, value in fit_kwargs.items() if key not in without}, **changes}
+
+
+def prepare_input(
+    x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], *, batch_given: bool = True,
+    shuffle_seed: Callable[[], int] = lambda: 0,
+) -> TrainingInput:
+    """The input ready for the plan, and new ``fit`` keywords: ``batch_size`` where Keras batches
+    the input itself, ``steps_per_epoch``/``shuffle``/``validation_data`` where autodist takes the
+    batching over. Nothing passed in is changed."""
+    import tensorflow as tf
+
+    batch = the_plan.global_batch_size
+    assert batch is not None
+    drop = the_plan.drop_remainder
+    if isinstance(x, tf.data.Dataset):
+        # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
+        own = dataset_batch_size(x)
+        keep = own is None and not batch_given and the_plan.num_replicas == 1
+        prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
+        count = samples_per_pass(x) if drop else None
+        prepared, steps = one_iterator_per_run(prepared, the_plan, fit_kwargs)
+        warnings_ = [_drop_warning(count, batch)] if drop else []
+        if batch_given and own is not None and own != the_plan.requested_batch_size:
+            warnings_.append(_rebatched_note(own, the_plan))
+        if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
+            warnings_.append(_UNKNOWN_SIZE_NOTE)
+        kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
+        return TrainingInput(prepared, y, kwargs, tuple(w for w in warnings_ if w))
+    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
+    per_worker_shuffle = (_PER_WORKER_SHUFFLE_NOTE,) if multi_worker and fit_kwargs.get("shuffle", True) else ()
+    if x is None or batches_itself(x):
+        iterator = inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)
+        return TrainingInput(x, y, dict(fit_kwargs), () if iterator else per_worker_shuffle)
+    own_dataset = multi_worker or drop
+    if own_dataset:  # pandas as numpy, as Keras reads it, so it goes the same way as arrays
+        x, y = pandas_to_numpy(x), pandas_to_numpy(y)
+    if not own_dataset or not is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
+        # Keras batches the input itself
+        return TrainingInput(x, y, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
+    return _arrays_as_dataset(x, y, the_plan, fit_kwargs, shuffle_seed)
+
+
+def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]) -> TrainingInput:
+    """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
+    (:func:`autodist.run.batching.arrays_to_dataset`); the new ``fit`` keywords lose what it took over."""
+    import tensorflow as tf
+
+    batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
+    assert batch is not None
+    given_validation = fit_kwargs.get("validation_data")
+    # as in Keras: validation_data wins over validation_split
+    split = 0.0 if given_validation is not None else float(fit_kwargs.get("validation_split", 0.0) or 0.0)
+    num_samples = int(tf.nest.flatten(x)[0].shape[0])
+    train_samples = int(math.floor(num_samples * (1.0 - split)))
+    if train_samples == 0 or (drop and train_samples < batch):
+        raise BatchSizeError(
+            f"autodist has {train_samples} training samples (of {num_samples}) and a global batch of "
+            f"{batch}{' whose partial batches are dropped (static shapes)' if drop else ''}: no step "
+            "would run. Expected at least one full batch of samples. Pass more samples, or a "
+            "smaller batch_size."
+        )
+    shuffle = bool(fit_kwargs.get("shuffle", True))
+    train, validation = arrays_to_dataset(
+        x,
+        y,
+        pandas_to_numpy(fit_kwargs.get("sample_weight")),
+        global_batch_size=batch,
+        shuffle=shuffle,
+        seed=shuffle_seed() if shuffle else 0,
+        validation_split=split,
+        drop_remainder=drop,
+    )
+    # the dataset is shuffled already, the same on every worker
+    changes: dict[str, Any] = {"shuffle": False}
+    if isinstance(given_validation, tuple):
+        given_validation = tuple(pandas_to_numpy(part) for part in given_validation)
+        if all(is_array_like(part) for part in given_validation if part is not None):
+            changes["validation_data"] = arrays_to_dataset(
+                *given_validation, global_batch_size=batch, shuffle=False, drop_remainder=drop
+            )[0]
+    elif validation is not None:
+        changes["validation_data"] = validation
+    steps = fit_kwargs.get("steps_per_epoch")
+    if shuffle and steps is None:
+        # An endless stream of per-epoch orders: one pass is an epoch.
+        changes["steps_per_epoch"] = train_samples // batch if drop else math.ceil(train_samples / batch)
+    elif not shuffle:
+        train, steps = one_iterator_per_run(train, the_plan, fit_kwargs)
+        if steps is not None:
+            changes["steps_per_epoch"] = steps
+    warnings_ = (_drop_warning(train_samples, batch),) if drop else ()
+    kwargs = _updated(fit_kwargs, without=("validation_split", "sample_weight"), **changes)
+    return TrainingInput(train, None, kwargs, tuple(w for w in warnings_ if w))
+
+
+def pandas_to_numpy(data: Any) -> Any:
+    """pandas DataFrames and Series (also inside a list, tuple or dict) as numpy arrays, as Keras
+    reads them (``to_numpy()``); anything else as it is."""
+    if isinstance(data, (list, tuple)):
+        return type(data)(pandas_to_numpy(part) for part in data)
+    if isinstance(data, dict):
+        return {key: pandas_to_numpy(part) for key, part in data.items()}
+    if type(data).__module__.startswith("pandas") and callable(getattr(data, "to_numpy", None)):
+        return data.to_numpy()
+    return data
+
+
+_PER_WORKER_SHUFFLE_NOTE = (
+    "Keras shuffles this input itself (shuffle=True), on each worker in its own order, so under "
+    "multi_worker_mirrored some samples would be trained on twice and others never in an epoch "
+    "(measured in the harness on a previous version: 24 of 100 never, 24 twice). autodist shuffles "
+    "numpy arrays and pandas the same on every worker, but not this input. Expected numpy arrays, "
+    "pandas, or a tf.data.Dataset: pass one of those, or shuffle=False."
+)
+
+
+def _rebatched_note(own: int, the_plan: Plan) -> str:
+    """A dataset the user batched, passed with another ``batch_size``: what model.fit would do."""
+    return (
+        f"x is a tf.data.Dataset already batched by {own}, and batch_size={the_plan.requested_batch_size} "
+        f"was given. model.fit ignores batch_size for a dataset and takes its batches of {own} as "
+        f"the steps; autodist.fit re-batches it to the global batch, {the_plan.global_batch_size} "
+        "samples a step (batch_size is always the global batch here), so the steps and the numbers "
+        "differ from model.fit's. To keep the dataset's batches, pass no batch_size (autodist then "
+        "splits each of them over the replicas)."
+    )
+
+
+_UNKNOWN_SIZE_NOTE = (
+    "The dataset's size is unknown (from_generator, filter, unbatch, ...). Keras's single-device "
+    "model.fit then runs one more, empty step at the end of each epoch, which can count in its "
+    "History (measured: 5 full batches reported 5/6 of the true mean, 0.59 for 0.71) and in the "
+    "optimizer's step count. Over several replicas that end of the data is met differently: under "
+    "multi_worker_mirrored the workers agree when the data ends (History 0.2 from model.fit's in "
+    "the harness), and under mirrored the harness once saw the epoch's History 0.078 from model.fit's "
+    "in 6 runs (weights equal). To get model.fit's numbers, give the dataset its size: "
+    "dataset.apply(tf.data.experimental.assert_cardinality(n))."
+)
+
+
+def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[Any, int | None]:
+    """Multi-worker: a finite training dataset repeats, with ``steps_per_epoch`` one pass.
+    Returns the dataset and the ``steps_per_epoch`` to set (``None``: leave it).
+
+    See :func:`autodist.run.batching.repeat_across_epochs`. Only under ``DATA`` sharding, where every
+    worker steps through the global batches. A ``steps_per_epoch`` the caller gave is theirs: the
+    dataset is then left as it is, and Keras's own rules apply.
+    """
+    import tensorflow as tf
+
+    if the_plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED or fit_kwargs.get("steps_per_epoch") is not None:
+        return dataset, None
+    if dataset.options().experimental_distribute.auto_shard_policy != tf.data.experimental.AutoShardPolicy.DATA:
+        return dataset, None  # FILE sharding: this worker's share of a pass is not the global count
+    return repeat_across_epochs(dataset)
+
+
+def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
+    dropped = dropped_samples(num_samples, global_batch_size)
+    if dropped is None:
+        return (
+            f"TPUs need static shapes: the last partial batch of each epoch (fewer than "
+            f"{global_batch_size} samples) is dropped; the dataset's size is unknown, so the count is too."
+        )
+    if dropped == 0:
+        return ""
+    return (
+        f"TPUs need static shapes: the last partial batch is dropped, {dropped} of {num_samples} "
+        f"samples each epoch (global batch {global_batch_size}). Pick a batch size that divides "
+        f"{num_samples} to train on every sample."
+    )
+
+
+def requested_batch(x: Any, batch_size: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
+    """The global batch a ``fit`` call asks for, on either backend: ``batch_size``; else a batched
+    dataset's own batch; else, for arrays with ``steps_per_epoch``, the batch Keras itself would
+    take (``ceil(training samples / steps_per_epoch)``); else ``None`` (Keras's default).
+
+    Example:
+        >>> import numpy as np
+        >>> requested_batch(np.ones((100, 2)), None, {"steps_per_epoch": 3})
+        34
+    """
+    if batch_size is not None:
+        return batch_size
+    if is_dataset(x):  # a tf.data.Dataset, on JAX too
+        return dataset_batch_size(x)
+    if fit_kwargs.get("steps_per_epoch") and x is not None and not batches_itself(x):
+        return math.ceil(training_samples(x, fit_kwargs) / int(fit_kwargs["steps_per_epoch"]))
+    return None
+
+
+def num_samples(x: Any) -> int:
+    """The number of samples in arrays, tensors or pandas objects (also nested in dicts, lists
+    and tuples), as Keras counts them: the length of the first one (all have the same).
+
+    Example:
+        >>> import numpy as np
+        >>> num_samples({"b": np.ones((3, 2)), "a": [np.ones(3), np.ones(3)]})
+        3
+    """
+    first = pandas_to_numpy(x)
+    while isinstance(first, (collections.abc.Mapping, list, tuple)) and len(first) > 0:
+        first = first[sorted(first)[0]] if isinstance(first, collections.abc.Mapping) else first[0]
+    return int(len(first))
+
+
+def training_samples(x: Any, fit_kwargs: Mapping[str, Any]) -> int:
+    """Samples ``fit`` trains on: all of ``x``, less Keras's ``validation_split`` (unless
+    ``validation_data`` is given, which wins)."""
+    split = 0.0 if fit_kwargs.get("validation_data") is not None else float(fit_kwargs.get("validation_split") or 0.0)
+    return int(math.floor(num_samples(x) * (1.0 - split)))
+
+
+def is_array_like(x: Any) -> bool:
+    if isinstance(x, Mapping):
+        return all(is_array_like(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return all(is_array_like(v) for v in x)
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[str]:
+    """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
+    last batch."""
+    notes = []
+    if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
+        notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
+    uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
+    return notes + ([uneven] if uneven else [])
+
+
+def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> str | None:
+    """The warning for an epoch whose last batch does not split evenly over the replicas, or None.
+
+    Each replica averages its own share and the replicas' averages count equally, so on that one
+    step the samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples,
+    batch 16, 2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD).
+    """
+    import tensorflow as tf
+
+    replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
+    if replicas < 2 or not batch or the_plan.drop_remainder or fit_kwargs.get("steps_per_epoch") is not None:
+        return None
+    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        return None
+    if isinstance(x, tf.data.Dataset):
+        count = samples_per_pass(x)
+    elif x is not None and not batches_itself(x) and is_array_like(pandas_to_numpy(x)):
+        count = training_samples(x, fit_kwargs)
+    else:
+        return None
+    last = count % batch if count else 0
+    if not last or last % replicas == 0:
+        return None
+    shares = [last // replicas + (1 if r < last % replicas else 0) for r in range(replicas)]
+    return (
+        f"The last batch of each epoch, {last} of {count} samples (global batch {batch}), splits "
+        f"{'/'.join(map(str, shares))} over {replicas} replicas. tf.distribute averages each "
+        "replica's share and counts the replicas' averages equally, so on that one step the "
+        "samples of the smaller shares weigh more than in model.fit, and the epoch's History and "
+        "weights differ slightly from model.fit's (the other steps are exact). To match "
+        f"model.fit, make the last batch a multiple of {replicas}: train on a number of samples "
+        f"that leaves such a remainder for batch_size={batch}."
+    )
+
+
+def length_unknown(x: Any) -> bool:
+    """Whether the training input's length is unknown to Keras: a generator, or a dataset of
+    unknown cardinality (``from_generator``, ``filter``, ...)."""
+    if inspect.isgenerator(x) or (isinstance(x, collections.abc.Iterator) and not hasattr(x, "__len__")):
+        return True
+    cardinality = getattr(x, "cardinality", None)
+    if type(x).__module__.startswith("tensorflow") and callable(cardinality):
+        return int(cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY
+    return False
+
+
+def take_samples(x: Any, order: Any) -> Any:
+    """The samples at ``order`` of an array, or of each array of a dict, list or tuple (``None`` stays)."""
+    if x is None:
+        return None
+    if isinstance(x, Mapping):
+        return {key: take_samples(value, order) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(take_samples(value, order) for value in x)
+    return x[order]
+
+
+def slice_samples(x: Any, start: int, stop: int | None) -> Any:
+    """Samples ``start:stop`` of an array, or of each array of a dict, list or tuple of inputs
+    (``None`` stays).
+
+    Example:
+        >>> import numpy as np
+        >>> slice_samples({"a": np.arange(3)}, 1, None)["a"].tolist(), slice_samples([np.arange(3)], 0, 1)[0].tolist()
+        ([1, 2], [0])
+    """
+    return take_samples(x, slice(start, stop))

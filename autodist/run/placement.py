@@ -1,0 +1,323 @@
+"""Act: which model object trains, and under which strategy.
+
+With ``import autodist`` first (see :mod:`autodist.run.activation`), a model is created under the
+strategy autodist made current, and ``fit`` trains the caller's own object: nothing here runs.
+This module handles the other cases:
+
+- a zero-argument function: autodist calls it inside the strategy's scope (:func:`build_in_scope`);
+- a model built before autodist could act, or under another strategy than the one ``fit`` chose:
+  the fallback. The model is built from the first batch if it is not built yet, saved to
+  ``.keras`` and loaded inside the scope (optimizer state kept), and after training its state is
+  copied back. It warns once per cause, naming the cause and the fix.
+
+Example:
+    >>> import keras
+    >>> from autodist.run.placement import is_built
+    >>> is_built(keras.Sequential([keras.layers.Dense(2)]))
+    False
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import contextlib
+import inspect
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from autodist.detection.dataset_graph import is_batched
+from autodist.detection.model_info import is_compiled, is_model, keras_flavor_of, keras_module
+from autodist.errors import AutodistError, ModelPlacementError
+from autodist.jobs.train_state import build_optimizer
+from autodist.log import warn_all
+from autodist.planning.plans import Plan, StrategyKind
+from autodist.run.record import current
+from autodist.run.strategies import is_autodists
+from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
+
+__all__ = [
+    "build_from_first_batch",
+    "build_in_scope",
+    "copy_training_state",
+    "is_built",
+    "move_into_scope",
+    "needs_move",
+    "place_model",
+    "Placed",
+    "script_strategy",
+    "warn_moved",
+]
+
+_WARNED: set[str] = set()
+
+
+def is_built(model: Any) -> bool:
+    """Whether the model's weights exist (a model with no input shape is built by its first batch)."""
+    try:
+        return bool(model.built) and len(model.weights) > 0
+    except (ValueError, AttributeError):  # tf_keras: "Weights for model ... have not yet been created"
+        return False
+
+
+def model_strategy(model: Any) -> Any:
+    """The strategy a model's variables were created under (``None``: no scope)."""
+    if keras_flavor_of(model) == "tf_keras":
+        return getattr(model, "_distribution_strategy", None)
+    return getattr(model, "_distribute_strategy", None)
+
+
+def script_strategy(model: Any) -> Any:
+    """The strategy the script created itself and built ``model`` in (not autodist's, not
+    TensorFlow's default); ``None`` otherwise."""
+    strategy = model_strategy(model)
+    if strategy is None or is_autodists(strategy) or type(strategy).__name__.startswith("_DefaultDistributionStrategy"):
+        return None
+    return strategy
+
+
+def needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
+    """Whether the model's variables live under another strategy than ``distribution``."""
+    current_strategy = model_strategy(model)
+    if the_plan.strategy == StrategyKind.DEFAULT:
+        return current_strategy is not None and current_strategy is not distribution
+    return current_strategy is not distribution
+
+
+def _custom_objects(model: Any) -> dict[str, Any]:
+    """Classes and functions of the live model, so ``load_model`` finds unregistered ones."""
+    objects: dict[str, Any] = {type(model).__name__: type(model)}
+    layers = model._flatten_layers() if hasattr(model, "_flatten_layers") else getattr(model, "layers", [])
+    for layer in layers:
+        objects.setdefault(type(layer).__name__, type(layer))
+    loss = getattr(model, "loss", None)
+    for item in loss.values() if isinstance(loss, Mapping) else (loss if isinstance(loss, (list, tuple)) else [loss]):
+        if callable(item):
+            name = getattr(item, "__name__", type(item).__name__)
+            objects.setdefault(name, item if hasattr(item, "__name__") else type(item))
+    return objects
+
+
+def move_into_scope(model: Any, strategy: Any) -> Any:
+    """A copy of ``model`` whose variables (and optimizer state) live in ``strategy``'s scope.
+
+    It saves to a temporary ``.keras`` file and loads inside the scope: unlike ``clone_model``
+    plus ``compile``, this keeps the optimizer's state (Adam's moments, ``iterations``).
+
+    Raises:
+        ModelPlacementError: when the model cannot be saved and loaded (custom objects that
+            cannot be serialised); the message names the fix.
+    """
+    fix = (
+        "Put `import autodist` first in the script (before TensorFlow and Keras) so the model "
+        "is created under the strategy, or pass a zero-argument function that builds and "
+        "compiles the model (autodist.fit(build_model, x, y, ...)). Or make custom layers "
+        "serialisable (get_config and @keras.saving.register_keras_serializable())."
+    )
+    name = type(strategy).__name__
+    with tempfile.TemporaryDirectory(prefix="autodist-move-") as folder:
+        path = os.path.join(folder, "model.keras")
+        try:
+            model.save(path)
+        except Exception as err:
+            raise ModelPlacementError(
+                f"The model was built outside the {name} scope, and autodist could not save it to "
+                f"move it inside: {type(err).__name__}: {err}. Expected a model that Keras can "
+                f"save to .keras. {fix}"
+            ) from err
+        try:
+            with strategy.scope(), warnings.catch_warnings():
+                # An optimizer that never ran has no slots yet; Keras warns that it skips them.
+                warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+                loader = keras_module(keras_flavor_of(model)).models.load_model
+                return loader(path, custom_objects=_custom_objects(model))
+        except Exception as err:
+            raise ModelPlacementError(
+                f"The model was built outside the {name} scope, and autodist could not rebuild "
+                f"it inside: {type(err).__name__}: {err}. Expected a model that "
+                f"keras.models.load_model can rebuild from its config. {fix}"
+            ) from err
+
+
+def _first_inputs(x: Any) -> Any:
+    """The model inputs of the first batch of ``x`` (arrays, dicts, lists, DataFrames, datasets,
+    Keras ``PyDataset``), without consuming anything; ``None`` when they cannot be peeked."""
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+
+        batched = is_batched(x)
+        element = next(iter((x if batched else x.batch(1)).take(1)))
+        return element[0] if isinstance(element, tuple) else element
+    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
+        return None
+    if any(cls.__name__ in ("PyDataset", "Sequence") for cls in type(x).__mro__):
+        element = x[0]
+        return element[0] if isinstance(element, tuple) else element
+    values = getattr(x, "values", None)  # pandas
+    if values is not None and not callable(values):
+        return values[:1]
+    return tf.nest.map_structure(lambda part: getattr(part, "values", part)[:1], x)
+
+
+def build_from_first_batch(model: Any, x: Any) -> None:
+    """Build an unbuilt model from its first batch, as ``model.fit`` would (side effect).
+
+    Raises:
+        ModelPlacementError: when the input cannot be peeked (a Python generator).
+    """
+    if is_built(model):
+        return
+    inputs = _first_inputs(x)
+    if inputs is None:
+        raise ModelPlacementError(
+            f"The model is not built yet (no input shape) and was created outside the strategy's "
+            f"scope, and its input is a {type(x).__name__}, which autodist cannot peek at to build "
+            "it. Expected a built model or input that can be read twice. Give the model an input "
+            "shape (keras.Input(...)), or put `import autodist` first in the script."
+        )
+    model(inputs)
+
+
+def build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
+    """Call a model-building function inside the strategy's scope and check what it returns.
+
+    Raises:
+        ModelPlacementError: when it returns no model, or an uncompiled one.
+    """
+    with strategy.scope():
+        model = builder()
+    if not is_model(model):
+        raise ModelPlacementError(
+            f"The function passed to autodist.fit returned {type(model).__name__}, not a Keras "
+            "model. Expected a zero-argument function that builds, compiles and returns the "
+            "model, for example: def build(): m = keras.Sequential([...]); m.compile(...); "
+            "return m."
+        )
+    if not is_compiled(model):
+        raise ModelPlacementError(
+            "The function passed to autodist.fit returned a model that is not compiled. Call "
+            "model.compile(optimizer=..., loss=...) inside the function before returning it."
+        )
+    return model
+
+
+class Placed(NamedTuple):
+    """The model that trains, and whether it is a copy moved into the scope (copied back after)."""
+
+    trained: Any
+    moved: bool
+
+
+def place_model(
+    model: Any, builder: Callable[[], Any] | None, x: Any, the_plan: Plan, distribution: Any, *,
+    move: Callable[[Any, Any], Any] | None = None,
+) -> Placed:
+    """The model object that trains: built by ``builder`` inside the scope, the caller's own, or,
+    the fallback, a copy moved into the scope (built from ``x``'s first batch if need be) by
+    ``move`` (default :func:`move_into_scope`; callers may pass an instrumented one).
+
+    Raises:
+        ModelPlacementError: when the builder returns no compiled model, or an unbuilt model
+            cannot be built from its input.
+    """
+    if builder is not None:
+        return Placed(build_in_scope(builder, distribution), False)
+    if not needs_move(model, the_plan, distribution):
+        return Placed(model, False)
+    own = script_strategy(model)
+    build_from_first_batch(model, x)
+    copy = (move or move_into_scope)(model, distribution)
+    warn_moved(the_plan, own=type(own).__name__ if own is not None else None)
+    return Placed(copy, True)
+
+
+def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
+    """Why a model had to be moved, and the fix, from what activation did (``own``: the class
+    of the script's strategy the model was built under)."""
+    done = current()
+    chosen = the_plan.strategy.value
+    if own is not None:
+        return f"forced:{own}:{chosen}", (
+            f"the model was built in the scope of the script's own {own}, and this fit was given "
+            f"strategy={chosen!r}, which moves it. Fix: leave strategy='auto' to train under the "
+            f"script's {own}, or build the model outside its scope"
+        )
+    if done is None or (done.plan is None and done.error is None and not done.ops_before_import):
+        return "off", (
+            f"{ACTIVATE_ENV}=0 (or TensorFlow was never imported after autodist) left no strategy "
+            "current when the model was built. Fix: unset it and put `import autodist` first"
+        )
+    if done.ops_before_import:
+        return "before", (
+            "TensorFlow ran before `import autodist`, so autodist could not make the strategy "
+            "current before the model was built. Fix: move `import autodist` to the top of the "
+            "script, above TensorFlow and Keras"
+        )
+    made = done.plan.strategy.value if done.plan is not None else "no strategy"
+    if done.script_strategy is not None and not done.shared:
+        return "script", (
+            f"the script created its own {done.script_strategy}, so autodist's {made} stepped "
+            "aside (one strategy per process), and this model was built outside that "
+            f"strategy's scope. Fix: build the model inside `with strategy.scope():` of the "
+            "script's strategy (autodist.fit then trains it there), or remove the script's "
+            "strategy so autodist's is current"
+        )
+    if made == chosen:
+        return "aside", (
+            f"{made} was current from import on, but the model was created while it was not "
+            "(inside another strategy's scope, or with the strategy set aside). Fix: build the "
+            "model at the script's top level, after `import autodist`"
+        )
+    return f"other:{made}:{chosen}", (
+        f"the strategy made current at import was {made}, and this fit chose {chosen} (a forced "
+        f"strategy=, strategy='tune', or the model's real size). Fix: set {STRATEGY_ENV}={chosen} before the "
+        "script starts, so the model is created there, or pass a function that builds it"
+    )
+
+
+def warn_moved(the_plan: Plan, own: str | None = None) -> None:
+    """Warn, once per cause in a process, that the save/load fallback ran."""
+    key, cause = _move_cause(the_plan, own)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    warn_all(
+        [
+            f"Your model was built outside the {the_plan.strategy.value} strategy's scope, so "
+            "autodist trained a copy (saved and loaded into the scope) and copied its state back "
+            f"after fit; callbacks that read your `model` variable during fit see the old state. "
+            f"Cause: {cause}."
+        ],
+        stacklevel=4,
+    )
+
+
+def _variables(optimizer: Any) -> list[Any]:
+    found = optimizer.variables
+    return list(found() if callable(found) else found)
+
+
+def copy_training_state(source: Any, target: Any) -> None:
+    """Copy weights and optimizer state from ``source`` into ``target`` (same architecture)."""
+    target.set_weights(source.get_weights())
+    src_opt, dst_opt = getattr(source, "optimizer", None), getattr(target, "optimizer", None)
+    if src_opt is None or dst_opt is None:
+        return
+    src_vars = _variables(src_opt)
+    dst_vars = _variables(dst_opt)
+    if len(dst_vars) < len(src_vars):
+        strategy = model_strategy(target)
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            build_optimizer(dst_opt, target.trainable_variables)
+        dst_vars = _variables(dst_opt)
+    if [tuple(v.shape) for v in src_vars] != [tuple(v.shape) for v in dst_vars]:
+        raise AutodistError(
+            "The trained weights were copied back into your model, but its optimizer's variables "
+            f"do not match the trained copy's ({len(dst_vars)} against {len(src_vars)}). "
+            "Expected the same optimizer on both. Use history.model, which holds the full state."
+        )
+    for dst, src in zip(dst_vars, src_vars):
+        dst.assign(src.numpy())

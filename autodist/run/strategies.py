@@ -1,0 +1,437 @@
+"""Act: turn a :class:`~autodist.planning.plans.Plan` into a ``tf.distribute.Strategy``.
+
+This is the one module that configures the TensorFlow runtime and creates strategies. Logical CPU
+devices (``AUTODIST_CPU_DEVICES``) must be configured before the runtime starts, and
+MultiWorkerMirroredStrategy must be created before any op runs, so both happen here, first.
+Strategies are cached per configuration: a process gets one strategy object per plan, so a second
+``autodist.fit`` reuses it (creating MultiWorkerMirroredStrategy twice is an error in TF).
+
+Example:
+    >>> import autodist
+    >>> from autodist.run.strategies import build_strategy
+    >>> p = autodist.plan(autodist.HardwareSnapshot.cpu_only(), batch_size=32)
+    >>> type(build_strategy(p)).__name__
+    '_DefaultDistributionStrategy'
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
+from autodist.planning.plans import Plan, ScriptStrategy, StrategyKind
+from autodist.run.keras_patches import apply_workarounds
+from autodist.run.record import current as current_activation
+from autodist.run.record import runtime_started_message
+
+__all__ = ["build_strategy", "building", "start", "configure_cpu_devices", "describe_strategy", "is_autodists", "runtime_started", "strategy_key"]
+
+_STRATEGIES: dict[tuple[Any, ...], Any] = {}
+#: How many :func:`build_strategy` calls this thread is in. A strategy's constructor starts the
+#: runtime, which fires the activation's triggers: they must not build a second one.
+_BUILDING = threading.local()
+
+
+def building() -> bool:
+    """Whether autodist is creating a strategy in this thread right now."""
+    return getattr(_BUILDING, "depth", 0) > 0
+
+
+def is_autodists(strategy: Any) -> bool:
+    """Whether ``strategy`` is one autodist created (and not one the script created itself)."""
+    return any(strategy is ours for ours in _STRATEGIES.values())
+
+
+def runtime_started() -> bool:
+    """Whether the TensorFlow runtime (its device context) is already initialised."""
+    if "tensorflow" not in sys.modules:
+        return False
+    from tensorflow.python.eager import context
+
+    return context.context()._context_handle is not None
+
+
+def configure_cpu_devices(num_devices: int) -> None:
+    """Split the first physical CPU into ``num_devices`` logical devices (before the runtime starts).
+
+    Raises:
+        RuntimeAlreadyStartedError: when the runtime already runs with a different split.
+    """
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    current = tf.config.get_logical_device_configuration(cpu)
+    wanted = num_devices if num_devices > 1 else 0
+    if (len(current or []) or 0) == wanted or (wanted == 0 and not current):
+        return
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(
+            runtime_started_message(
+                f"AUTODIST_CPU_DEVICES={num_devices} asks for {num_devices} logical CPU devices "
+                f"(the runtime has {max(1, len(current or []))}); they can only be set"
+            )
+        )
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)]
+    )
+
+
+def _bound_peer_waits(cluster: Any, timeout: float) -> None:
+    """Make the strategy constructor raise, not hang, when a peer never connects.
+
+    MultiWorkerMirroredStrategy keeps a coordination service that is already configured. We
+    configure it first with a registration deadline. TensorFlow's Python API has no parameter for
+    the barrier that turns the deadline into an error on the leader (without it the leader waits
+    for ever, and ignores SIGTERM), so that one field is set on the config proto (TF 2.16-2.21).
+    """
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    if ctx.coordination_service is not None:
+        return
+    from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+
+    leader = "chief" if "chief" in cluster.cluster_spec else "worker"
+    jobs = [
+        coordination_config_pb2.CoordinatedJob(name=name, num_tasks=len(cluster.cluster_spec[name]))
+        for name in ("chief", "worker")
+        if name in cluster.cluster_spec
+    ]
+    ctx.configure_coordination_service(
+        service_type="standalone",
+        service_leader=f"/job:{leader}/replica:0/task:0",
+        cluster_register_timeout_in_ms=int(timeout * 1000),
+        coordinated_jobs=jobs,
+    )
+    config = getattr(ctx, "_coordination_service_config", None)
+    if config is not None and hasattr(config, "cluster_register_with_barrier"):
+        config.cluster_register_with_barrier = True
+
+
+def _cross_device_ops(name: str | None) -> Any:
+    import tensorflow as tf
+
+    if name in (None, "collective"):
+        return None  # TensorFlow's default for local devices: CollectiveAllReduce
+    return {
+        "nccl": tf.distribute.NcclAllReduce,
+        "hierarchical_copy": tf.distribute.HierarchicalCopyAllReduce,
+        "reduction_to_one_device": tf.distribute.ReductionToOneDevice,
+    }[name]()
+
+
+def strategy_key(plan: Plan) -> tuple[Any, ...]:
+    return (plan.strategy, plan.devices, plan.parameter_device, plan.cross_device_ops, plan.num_cpu_devices)
+
+
+def build_strategy(plan: Plan) -> Any:
+    """Create (or reuse) the strategy that ``plan`` describes, and nothing else: the plan's Keras
+    workarounds go in with :func:`start`, which every entry point calls.
+
+    Raises:
+        StrategyUnavailableError: for strategies this version of autodist cannot build yet.
+        RuntimeAlreadyStartedError: when the runtime started before logical devices were set.
+        Exception: the error of building this same strategy at import (:mod:`autodist.run.activation`).
+    """
+    import tensorflow  # noqa: F401  (first import: the activation at import runs before the lookup below)
+
+    key = strategy_key(plan)
+    if key in _STRATEGIES:
+        return _STRATEGIES[key]
+    done = current_activation()
+    if done is not None and done.error is not None and done.failed_key == key:
+        raise done.error  # building it at import failed; trying again would wait (or fail) again
+    if plan.num_cpu_devices > 1:
+        configure_cpu_devices(plan.num_cpu_devices)
+    _BUILDING.depth = getattr(_BUILDING, "depth", 0) + 1
+    try:
+        strategy = _create(plan)
+    finally:
+        _BUILDING.depth -= 1
+    _STRATEGIES[key] = strategy
+    return strategy
+
+
+def start(plan: Plan) -> Any:
+    """Build the plan's strategy and apply the plan's Keras workarounds: the one act step that
+    the activation at import, ``init``, ``@distributed``, ``fit`` and tuning all take on
+    TensorFlow (both are cached and idempotent, so a second call costs nothing).
+
+    Example:
+        >>> import autodist
+        >>> type(start(autodist.plan(autodist.HardwareSnapshot.cpu_only()))).__name__
+        '_DefaultDistributionStrategy'
+    """
+    strategy = build_strategy(plan)
+    apply_workarounds(plan.keras_workarounds)
+    return strategy
+
+
+def _create(plan: Plan) -> Any:
+    import tensorflow as tf
+
+    kind = plan.strategy
+    if kind == StrategyKind.MULTI_WORKER_MIRRORED:
+        existing = [s for k, s in _STRATEGIES.items() if k[0] == StrategyKind.MULTI_WORKER_MIRRORED]
+        if existing:  # collectives are configured once per process: one MultiWorkerMirrored
+            return existing[0]
+    if kind == StrategyKind.DEFAULT:
+        from tensorflow.python.distribute import distribute_lib
+
+        strategy = distribute_lib._get_default_strategy()  # get_strategy() is the current one
+    elif kind == StrategyKind.ONE_DEVICE:
+        strategy = tf.distribute.OneDeviceStrategy(plan.devices[0])
+    elif kind == StrategyKind.MIRRORED:
+        strategy = tf.distribute.MirroredStrategy(
+            devices=list(plan.devices), cross_device_ops=_cross_device_ops(plan.cross_device_ops)
+        )
+    elif kind == StrategyKind.CENTRAL_STORAGE:
+        strategy = tf.distribute.experimental.CentralStorageStrategy(
+            compute_devices=list(plan.devices), parameter_device=plan.parameter_device
+        )
+    elif kind == StrategyKind.MULTI_WORKER_MIRRORED:
+        strategy = _multi_worker_mirrored(plan)
+    elif kind == StrategyKind.PARAMETER_SERVER:
+        strategy = _parameter_server(plan)
+    elif kind == StrategyKind.TPU:
+        strategy = _tpu(plan)
+    else:
+        raise StrategyUnavailableError(
+            f"This version of autodist cannot build {kind.value!r}. "
+            "Expected one of the seven StrategyKind values. Use one of those, "
+            "or create the strategy yourself and call model.fit inside strategy.scope()."
+        )
+    return strategy
+
+
+def _multi_worker_mirrored(plan: Plan) -> Any:
+    """MultiWorkerMirroredStrategy from the validated cluster, created before any op runs."""
+    import tensorflow as tf
+
+    cluster = plan.cluster
+    assert cluster is not None
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(
+            runtime_started_message(
+                "MultiWorkerMirroredStrategy must be created (TensorFlow would otherwise fail with "
+                "'Collective ops must be configured at program startup')"
+            )
+        )
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster.cluster_spec),
+        task_type=cluster.task_type,
+        task_id=cluster.task_index,
+        num_accelerators={"GPU": len(plan.devices)} if plan.devices and plan.devices[0].startswith("/gpu") else None,
+        rpc_layer=cluster.rpc_layer or "grpc",
+    )
+    implementation = {
+        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+    }.get(plan.cross_device_ops or "", tf.distribute.experimental.CommunicationImplementation.AUTO)
+    # No collective timeout: TensorFlow arms one per collective op, a cost on every step (about a
+    # fifth of two loopback workers' samples/s, in paired runs by hand), and it would abort healthy
+    # peers that wait on a long chief-only step. Dead peers are caught by the coordination
+    # service's heartbeats instead (PeerError about 10 s after the loss).
+    options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
+    _bound_peer_waits(cluster, plan.peer_timeout_seconds)
+    try:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=resolver, communication_options=options
+        )
+    except tf.errors.DeadlineExceededError as err:
+        raise PeerError(
+            f"{cluster.task_type} {cluster.task_index} waited {plan.peer_timeout_seconds:g} s for "
+            f"the other {cluster.num_workers - 1} worker(s) of {cluster.cluster_spec} to connect, "
+            "and they did not. Expected every task of the cluster to start. Check that each "
+            "worker runs the same script with its own task index and that the addresses are "
+            "reachable; allow a longer wait with AUTODIST_PEER_TIMEOUT=<seconds> or "
+            f"peer_timeout_seconds=. (TensorFlow: {str(err).strip().splitlines()[0][:200]})"
+        ) from err
+    return strategy
+
+
+def _parameter_server(plan: Plan) -> Any:
+    """ParameterServerStrategy, on the chief (worker and ps tasks serve instead: see
+    :func:`autodist.run.parameter_server.serve_if_this_task_serves`)."""
+    import tensorflow as tf
+
+    cluster = plan.cluster
+    assert cluster is not None
+    if cluster.task_type in ("worker", "ps"):
+        raise StrategyUnavailableError(
+            f"This process is {cluster.task_type} {cluster.task_index} of a parameter-server cluster "
+            f"({cluster.source}): it serves variables or steps, and only the chief creates the "
+            "strategy. Expected autodist.fit, autodist.init or @autodist.distributed here, which "
+            "serve until the chief is done; or call autodist.run.parameter_server.serve_if_this_task_serves(plan)."
+        )
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(
+            runtime_started_message("ParameterServerStrategy must connect to the cluster on the chief")
+        )
+    if plan.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(plan.inter_op_threads)
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster.cluster_spec),
+        task_type=cluster.task_type,
+        task_id=cluster.task_index,
+        rpc_layer=cluster.rpc_layer or "grpc",
+    )
+    partitioner = None
+    if cluster.num_ps > 1 and plan.keras_flavor == "tf_keras":  # Keras 3 cannot train ShardedVariables
+        partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
+            min_shard_bytes=256 << 10, max_shards=cluster.num_ps
+        )
+    return tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+
+
+#: How long the TPU resolver may take. With TPU_NAME set it makes an HTTP lookup with no timeout
+#: of its own; against an endpoint that never answered it hung until killed.
+TPU_RESOLVE_TIMEOUT_SECONDS = 30.0
+
+
+def tpu_cluster_resolver(tpu: str | None, timeout: float = TPU_RESOLVE_TIMEOUT_SECONDS) -> Any:
+    """The one place a ``TPUClusterResolver`` is created: in a thread, given ``timeout`` seconds.
+
+    Raises:
+        StrategyUnavailableError: when the resolver fails or does not answer in time.
+    """
+    import tensorflow as tf
+
+    outcome: dict[str, Any] = {}
+
+    def resolve() -> None:
+        try:
+            outcome["resolver"] = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        except Exception as err:  # reported below with the fix
+            outcome["error"] = err
+
+    worker = threading.Thread(target=resolve, name="autodist-tpu-resolver", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise StrategyUnavailableError(
+            f"Looking up the TPU {tpu!r} did not finish in {timeout:g} s (TPUClusterResolver makes "
+            "a network lookup with no timeout of its own). Expected the TPU to answer at once. "
+            "Check TPU_NAME / COLAB_TPU_ADDR and that this VM can reach the TPU; unset them to "
+            "train without a TPU."
+        )
+    if "error" in outcome:
+        err = outcome["error"]
+        raise StrategyUnavailableError(
+            f"The TPU {tpu!r} could not be resolved: {type(err).__name__}: {err}. Expected a "
+            "reachable TPU (a TPU VM, Colab or Kaggle TPU runtime, or TPU_NAME of a TPU node). "
+            "Fix the TPU settings, or pass strategy='auto' with them unset."
+        ) from err
+    return outcome["resolver"]
+
+
+def _tpu(plan: Plan) -> Any:
+    """Resolve, connect, initialise the TPU system, then create TPUStrategy: once, first."""
+    import tensorflow as tf
+
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(runtime_started_message("The TPU must be connected"))
+    name = plan.tpu.name if plan.tpu else None
+    if plan.tpu is not None and plan.tpu.source == "COLAB_TPU_ADDR" and name and "://" not in name:
+        name = f"grpc://{name}"
+    resolver = tpu_cluster_resolver(name or None)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+#: The script's strategy classes autodist can keep, by class name (MRO), and their kind.
+_KINDS = (
+    ("OneDeviceStrategy", StrategyKind.ONE_DEVICE),
+    ("CentralStorageStrategy", StrategyKind.CENTRAL_STORAGE),
+    ("CollectiveAllReduceStrategy", StrategyKind.MULTI_WORKER_MIRRORED),
+    ("MirroredStrategy", StrategyKind.MIRRORED),
+    ("ParameterServerStrategyV2", StrategyKind.PARAMETER_SERVER),
+    ("TPUStrategyV2", StrategyKind.TPU),
+    ("TPUStrategy", StrategyKind.TPU),
+)
+
+
+def kind_of_class(cls: type) -> StrategyKind | None:
+    """The kind of a ``tf.distribute`` strategy class (by its class and bases), ``None`` for
+    TensorFlow's default strategy and classes autodist does not know."""
+    # TensorFlow's own classes only (not DTensor's experimental MirroredStrategy of the same name)
+    names = [k.__name__ for k in cls.__mro__ if k.__module__.startswith("tensorflow.python.") and ".experimental." not in k.__module__]
+    return next((kind for name, kind in _KINDS if name in names), None)
+
+
+def check_same_cluster(plan: Plan, args: tuple[Any, ...], kwargs: dict[str, Any] | Any) -> None:
+    """The script's ``MultiWorkerMirroredStrategy(...)`` arguments name no other cluster than
+    the plan's (autodist's strategy is shared with it).
+
+    Raises:
+        StrategyUnavailableError: a cluster resolver for another cluster or task.
+    """
+    import tensorflow as tf
+
+    given = [a for a in (*args, *dict(kwargs).values()) if isinstance(a, tf.distribute.cluster_resolver.ClusterResolver)]
+    cluster = plan.cluster
+    if not given or cluster is None:
+        return
+    resolver = given[0]
+    spec = {job: list(tasks) for job, tasks in resolver.cluster_spec().as_dict().items()}
+    ours = {job: list(tasks) for job, tasks in cluster.cluster_spec.items()}
+    if spec != ours or (resolver.task_type, resolver.task_id) != (cluster.task_type, cluster.task_index):
+        raise StrategyUnavailableError(
+            f"The script creates MultiWorkerMirroredStrategy for the cluster {spec} as "
+            f"{resolver.task_type} {resolver.task_id}, and autodist already joined {ours} as "
+            f"{cluster.task_type} {cluster.task_index} ({cluster.source}); collectives are "
+            "configured once per process, so there can be one MultiWorkerMirroredStrategy. "
+            "Expected no cluster_resolver (TF_CONFIG is read), or one for the same cluster. Drop "
+            "the cluster_resolver argument, or set TF_CONFIG to the cluster you mean."
+        )
+
+
+def describe_strategy(strategy: Any) -> ScriptStrategy:
+    """What a strategy the script created itself is: its kind, devices and replicas, read from
+    the live object, after checking that its devices exist here.
+
+    Raises:
+        StrategyUnavailableError: for a strategy class autodist does not know, or one that
+            names devices this machine does not have.
+    """
+    import tensorflow as tf
+
+    kind = kind_of_class(type(strategy))
+    shown = "MultiWorkerMirroredStrategy" if kind == StrategyKind.MULTI_WORKER_MIRRORED else type(strategy).__name__
+    if kind is None:
+        raise StrategyUnavailableError(
+            f"The model was created in the scope of the script's own {shown}, which autodist "
+            "cannot train under (Expected one of: OneDeviceStrategy, MirroredStrategy, "
+            "CentralStorageStrategy, MultiWorkerMirroredStrategy, ParameterServerStrategy, "
+            "TPUStrategy). Call model.fit yourself inside that strategy's scope, or build the "
+            "model outside it and let autodist.fit choose."
+        )
+    extended = strategy.extended
+    devices = tuple(extended.worker_devices) if kind != StrategyKind.PARAMETER_SERVER else ()
+    present = {_kind_and_index(device.name) for device in tf.config.list_logical_devices()}
+    missing = [d for d in devices if _kind_and_index(d) not in present]
+    if missing:
+        have = ", ".join(f"{kind}:{index}" for kind, index in sorted(present))
+        raise StrategyUnavailableError(
+            f"The script's own {shown} names {', '.join(missing)}, which this machine does not "
+            f"have (it has {have}). Expected devices that exist. Create "
+            f"it without a device list ({shown}() picks the local GPUs, else the CPU), or "
+            "remove the script's strategy and its `with strategy.scope():` so autodist chooses."
+        )
+    num_workers = int(getattr(extended, "_num_workers", 1) or 1)
+    parameter = getattr(extended, "_variable_device", None) if kind == StrategyKind.CENTRAL_STORAGE else None
+    return ScriptStrategy(
+        shown, kind, devices, int(strategy.num_replicas_in_sync), num_workers,
+        str(parameter) if parameter is not None else None,
+    )  # fmt: skip
+
+
+def _kind_and_index(device: str) -> tuple[str, int]:
+    """``/job:localhost/replica:0/task:0/device:CPU:1`` (or ``/cpu:1``) → ``("CPU", 1)``."""
+    import tensorflow as tf
+
+    spec = tf.DeviceSpec.from_string(device)
+    return (spec.device_type or "CPU").upper(), spec.device_index or 0

@@ -1,0 +1,69 @@
+"""The TensorFlow side of the backend seam (:class:`autodist.run.backend.Backend`): ``tf.distribute``.
+
+- at import: once TensorFlow is imported, split the CPU, plan, and make the strategy current at
+  the first trigger (:mod:`autodist.run.activation`);
+- ``init``: plan here, serve (parameter-server ``worker``/``ps`` tasks end there), build the
+  strategy and apply the Keras workarounds (:func:`autodist.run.strategies.start`);
+- the scope: the strategy's own;
+- ``fit``: :func:`autodist.run.fit.fit_on_tensorflow`.
+
+``import autodist`` loads this module to install the hook, and nothing else of the TensorFlow
+side: each step imports its modules when it runs (the one reason for imports inside functions
+here), so ``import autodist`` stays light.
+
+Example:
+    >>> TENSORFLOW.name
+    'tensorflow'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from autodist.planning.plans import Plan
+from autodist.run.backend import FitCall
+from autodist.run.import_watch import when_imported
+
+__all__ = ["TENSORFLOW", "TensorFlowBackend"]
+
+#: Packages whose import may import TensorFlow; the activation waits until the outermost one is done.
+WATCHED = ("tensorflow", "keras", "tf_keras")
+
+
+class TensorFlowBackend:
+    """``tf.distribute``: the strategy is made current at import, and trains ``fit``."""
+
+    name = "tensorflow"
+
+    def at_import(self, environ: Mapping[str, str]) -> None:
+        when_imported(WATCHED, "tensorflow", lambda: _activate(environ))
+
+    def init(self, environ: Mapping[str, str], *, make_global: bool = True, **plan_kwargs: Any) -> tuple[Plan, Any]:
+        from autodist.planning.here import plan_here
+        from autodist.run.activation import complete
+        from autodist.run.parameter_server import serve_if_this_task_serves
+        from autodist.run.strategies import start
+
+        complete()  # the strategy made current at import, if it is still pending
+        the_plan = plan_here(environ, **plan_kwargs)
+        serve_if_this_task_serves(the_plan)  # parameter-server worker and ps tasks end here
+        return the_plan, start(the_plan)
+
+    def scope(self, distribution: Any) -> AbstractContextManager[Any]:
+        return distribution.scope()
+
+    def fit(self, call: FitCall, environ: Mapping[str, str]) -> Any:
+        from autodist.run.fit import fit_on_tensorflow
+
+        return fit_on_tensorflow(call, environ)
+
+
+def _activate(environ: Mapping[str, str]) -> None:
+    from autodist.run.activation import activate
+
+    activate(environ)
+
+
+TENSORFLOW = TensorFlowBackend()
