@@ -21,6 +21,7 @@ from typing import Any
 
 from autodist.detection.hardware import HardwareSnapshot, detect
 from autodist.entry.hook import uninstall as uninstall_activation
+from autodist.detection.ray_train import ray_train_worker
 from autodist.errors import AutodistError
 from autodist.fields import positive_int_argument
 from autodist.jobs import job_layout
@@ -94,11 +95,14 @@ def inspect_parser(subparsers: Any) -> None:
 
 
 def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
-    """Detect this machine and plan for it: ``{"snapshot", "plan", "detect_seconds"}``."""
+    """Detect this machine and plan for it: ``{"snapshot", "plan", "detect_seconds", "tuned",
+    "ray_train"}`` (``ray_train``: this process's place in a Ray Train worker group, or ``None``)."""
     start = time.perf_counter()
     snap = detect(fast=args.fast)
     the_plan = plan(snap)
+    worker = ray_train_worker()
     return {
+        "ray_train": worker.to_dict() if worker is not None else None,
         "snapshot": snap.to_dict(),
         "plan": the_plan.to_dict(),
         "detect_seconds": round(time.perf_counter() - start, 3),
@@ -111,6 +115,11 @@ def render_inspect(data: dict[str, Any]) -> str:
     snap = HardwareSnapshot.from_dict(data["snapshot"])
     lines = ["== autodist inspect =="] + snapshot_text(snap)
     lines.append(f"detection took {data['detect_seconds']} s")
+    worker = data.get("ray_train")
+    lines.append(
+        f"Ray Train: worker {worker['world_rank']} of {worker['world_size']} (local rank {worker['local_rank']})"
+        if worker else "Ray Train: not a Ray Train worker (asked in this process: call autodist.cli.main(['inspect']) inside train_loop_per_worker)"
+    )
     lines.append("")
     lines.append(_plan_text(data["plan"]))
     lines += _tuned_text(data.get("tuned") or [])

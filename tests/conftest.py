@@ -160,3 +160,55 @@ def listening(ports: list[int]) -> dict[int, list[str]]:
                 name = socket.inet_ntoa(four[0]) if len(raw) == 4 else socket.inet_ntop(socket.AF_INET6, b"".join(four))
                 found.setdefault(int(port, 16), []).append(name)
     return found
+
+
+#: The Ray Train scenario (tests/test_ray.py), started when the session's collection holds its
+#: tests: Ray spends most of its minutes waiting (actors starting, polling), so it runs beside the
+#: rest of the suite. It runs inside a private network with only loopback, as the launcher's jobs.
+RAY_CASES = ("keras3", "tf_keras", "doc", "example")
+_RAY: dict[str, Any] = {}
+
+
+def pytest_collection_finish(session):
+    if any(item.nodeid.startswith("tests/test_ray.py") for item in session.items):
+        start_ray_scenario()
+
+
+def pytest_sessionfinish(session):
+    """The Ray scenario never outlives the session (a run stopped before its tests waited for it)."""
+    proc = _RAY.get("proc")
+    if proc is not None and proc.poll() is None:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+    if _RAY.get("network") is not None:
+        _RAY["network"].close()
+
+
+def start_ray_scenario() -> dict[str, Any]:
+    """The running Ray scenario (started once): ``{"proc", "network", "why"}``."""
+    if not _RAY:
+        import time
+
+        from autodist.jobs.netns import PrivateNetwork
+
+        network, why = PrivateNetwork.create(timeout=30)
+        _RAY.update(network=network, why=why, started=time.monotonic(), proc=None)
+        if network is not None:
+            import tempfile
+
+            argv, fds = network.command([sys.executable, str(SCENARIOS / "ray_train.py"), *RAY_CASES])
+            _RAY["log"] = tempfile.TemporaryFile(mode="w+")  # Ray's worker logs outgrow a pipe nobody reads yet
+            _RAY["proc"] = subprocess.Popen(argv, pass_fds=fds, env=subprocess_env(), stdout=_RAY["log"], stderr=subprocess.STDOUT, text=True, cwd=ROOT, start_new_session=True)
+    return _RAY
+
+
+def ray_scenario_output(timeout: float) -> tuple[int, str]:
+    """Wait for the Ray scenario (killed when it overruns ``timeout``): its exit code and output."""
+    proc = _RAY["proc"]
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # the driver and the Ray processes it started
+        proc.wait()
+    _RAY["log"].seek(0)
+    return proc.returncode, _RAY["log"].read()

@@ -17,10 +17,12 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Protocol
 
+from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.detection.cluster_spec import KNOWN_TASK_TYPES, ClusterInfo, parse_tf_config, shorten, validate_cluster
 from autodist.errors import ClusterConfigError
 from autodist.settings import PORT_ENV, SLURM_PORT_BASE_ENV, port_setting
@@ -30,6 +32,7 @@ __all__ = [
     "KNOWN_TASK_TYPES",
     "ClusterEnvironment",
     "ClusterInfo",
+    "RayTrainEnvironment",
     "TFConfigEnvironment",
     "detect_cluster",
     "is_chief",
@@ -71,6 +74,23 @@ class TFConfigEnvironment:
     @staticmethod
     def read(environ: Mapping[str, str]) -> ClusterInfo | None:
         return parse_tf_config(environ["TF_CONFIG"])
+
+
+class RayTrainEnvironment:
+    """A Ray Train worker (:mod:`autodist.detection.ray_train`): ``TensorflowTrainer``'s
+    ``TF_CONFIG``, read as such and named after Ray Train in the plan's reasons. Ray's
+    ``TF_CONFIG`` lists workers only, so worker 0 does the chief's duties."""
+
+    name = "Ray Train"
+
+    @staticmethod
+    def detect(environ: Mapping[str, str]) -> bool:
+        return bool(environ.get("TF_CONFIG", "").strip()) and ray_train.ray_train_worker() is not None
+
+    @staticmethod
+    def read(environ: Mapping[str, str]) -> ClusterInfo | None:
+        info = parse_tf_config(environ["TF_CONFIG"])
+        return None if info is None else dataclasses.replace(info, source="TF_CONFIG from Ray Train")
 
 
 class VertexAIEnvironment:
@@ -215,6 +235,7 @@ class SlurmEnvironment:
 
 
 # The order matters where several managers' variables are present at once:
+# 0. Ray Train sets TF_CONFIG itself (TensorflowTrainer): read first, so the plan names Ray Train.
 # 1. TF_CONFIG is the most explicit statement of the cluster, and Kubeflow's TFJob and Vertex AI's
 #    prebuilt TensorFlow containers set it alongside their own variables.
 # 2. Vertex AI's CLUSTER_SPEC describes the same job in Vertex's own terms.
@@ -222,6 +243,7 @@ class SlurmEnvironment:
 # 4. SLURM last: its variables also leak into processes that an srun task starts for other
 #    purposes, so any more specific definition above wins.
 CLUSTER_ENVIRONMENTS: tuple[type[ClusterEnvironment], ...] = (
+    RayTrainEnvironment,
     TFConfigEnvironment,
     VertexAIEnvironment,
     SageMakerEnvironment,

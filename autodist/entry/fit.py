@@ -24,7 +24,7 @@ from typing import Any
 
 from autodist.detection.model_info import is_compiled, is_model
 from autodist.entry.backends import backend_for
-from autodist.errors import ModelPlacementError
+from autodist.errors import AutodistError, ModelPlacementError
 from autodist.planning.plans import StrategyKind
 from autodist.run.backend import FitCall
 from autodist.run.inputs import requested_batch
@@ -45,6 +45,8 @@ def fit(
     backup_dir: str | bool | None = None,
     peer_timeout_seconds: float | None = None,
     mixed_precision: bool = False,
+    ray_report: bool = True,
+    ray_checkpoint: bool = True,
     **fit_kwargs: Any,
 ) -> Any:
     """Train ``model`` like ``model.fit``, under the strategy autodist picks (JAX: :mod:`autodist.jax.runtime`).
@@ -67,6 +69,10 @@ def fit(
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
         mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model (TPU).
+        ray_report: in a Ray Train worker, each epoch's metrics go to ``ray.train.report``
+            (docs/ray.md); ``False`` leaves reporting to your own callbacks.
+        ray_checkpoint: with ``ray_report``, worker 0's model goes with each epoch's report as a
+            ``ray.train.Checkpoint``; ``False`` reports the metrics alone.
         **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
             ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
 
@@ -89,12 +95,14 @@ def fit(
         >>> history.model is not None
         True
     """
+    if _is_ray_trainer(model):
+        return _fit_ray_trainer(model, x, y, batch_size, fit_kwargs)
     fit_kwargs = _read_only(fit_kwargs)
     call = FitCall(
         model=model, builder=_builder_of(model), x=x, y=y, batch_size=batch_size, epochs=epochs,
         strategy=strategy, num_params=num_params, gpu_memory_fraction=gpu_memory_fraction,
         backup_dir=backup_dir, peer_timeout_seconds=peer_timeout_seconds,
-        mixed_precision=mixed_precision, fit_kwargs=fit_kwargs, requested_batch=requested_batch(x, batch_size, fit_kwargs),
+        mixed_precision=mixed_precision, fit_kwargs=fit_kwargs, ray_report=ray_report, ray_checkpoint=ray_checkpoint, requested_batch=requested_batch(x, batch_size, fit_kwargs),
     )  # fmt: skip
     return backend_for(os.environ).fit(call, os.environ)
 
@@ -127,3 +135,22 @@ def _builder_of(model: Any) -> Any:
             "that builds and compiles it."
         )
     return builder
+
+
+def _is_ray_trainer(model: Any) -> bool:
+    """A Ray Train trainer (``TensorflowTrainer``, ``JaxTrainer``, ...), not a model."""
+    return type(model).__module__.startswith("ray.train.") and hasattr(model, "fit") and not is_model(model)
+
+
+def _fit_ray_trainer(trainer: Any, x: Any, y: Any, batch_size: Any, fit_kwargs: Mapping[str, Any]) -> Any:
+    """``autodist.fit(trainer)``, where a script had ``trainer.fit()``: Ray Train runs the loop,
+    whose own ``autodist.fit(model, ...)`` calls distribute the training; the ``Result`` back."""
+    given = [name for name, value in (("x", x), ("y", y), ("batch_size", batch_size)) if value is not None] + sorted(fit_kwargs)
+    if given:
+        raise AutodistError(
+            f"autodist.fit got a Ray Train {type(trainer).__name__} with {', '.join(given)}. Expected the "
+            "trainer alone: Ray runs train_loop_per_worker, and the data and batch size belong to the "
+            "autodist.fit(model, ...) call inside that loop (docs/ray.md). Call autodist.fit(trainer) "
+            "(or trainer.fit()) without them."
+        )
+    return trainer.fit()

@@ -26,6 +26,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.detection.cluster import detect_cluster
 from autodist.detection.hardware import detect
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError, StrategyUnavailableError
@@ -34,10 +35,10 @@ from autodist.log import warn_all
 from autodist.planning.here import plan_here
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.run.backend import FitCall
-from autodist.run.callbacks import ChiefDuties, with_heartbeat
+from autodist.run.callbacks import ChiefDuties, final_callbacks
 from autodist.run.compile_settings import mixed_precision_while_building
 
-__all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "place", "train"]
+__all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "place", "refuse_unjoined_ray_workers", "train"]
 
 
 def coordinates(cluster: Any) -> tuple[str, int, int]:
@@ -220,9 +221,11 @@ def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
     """``autodist.fit`` on JAX, for the frozen call (:class:`autodist.run.backend.FitCall`).
 
     Raises:
-        AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet).
+        AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet), and
+            in a Ray Train worker group whose JAX processes are not joined.
     """
     _refuse_backups(call.backup_dir)
+    refuse_unjoined_ray_workers(ray_train.ray_train_worker())
     join_processes(detect_cluster(environ))
     snapshot = detect(environ)
     batch_size = call.requested_batch
@@ -277,6 +280,21 @@ def _on_the_host() -> Iterator[None]:
         kd.set_distribution(previous)
 
 
+def refuse_unjoined_ray_workers(worker: Any) -> None:
+    """Ray's ``JaxTrainer`` joins its processes into one JAX runtime on TPUs and GPUs only; autodist
+    does not join them yet (docs/ray.md). Training each worker alone would look like distributed
+    training and not be it, so it is refused with the ways that work."""
+    if worker is None or worker.world_size < 2 or worker.jax_joined:
+        return
+    raise AutodistError(
+        f"This process is worker {worker.world_rank} of {worker.world_size} in a Ray Train run, and "
+        "their JAX processes are not joined into one runtime (Ray's JaxTrainer joins them on TPUs "
+        "and GPUs only), so each worker would train its own model. Expected one JAX runtime across "
+        "the workers. Run with ScalingConfig(use_gpu=True) or use_tpu=True (Ray joins them), train "
+        "with KERAS_BACKEND=tensorflow under TensorflowTrainer, or use one worker (num_workers=1)."
+    )
+
+
 def _refuse_backups(backup_dir: Any) -> None:
     if backup_dir not in (None, False):
         raise AutodistError(
@@ -296,7 +314,7 @@ def _train_with_duties(model: Any, call: FitCall, the_plan: Plan, distribution: 
     kwargs = dict(call.fit_kwargs)
     succeeded = False
     try:
-        kwargs["callbacks"] = with_heartbeat(keras, duties.prepare(kwargs.get("callbacks")), environ=environ)
+        kwargs["callbacks"] = final_callbacks(keras, duties.prepare(kwargs.get("callbacks")), environ=environ, ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint)
         history = train(model, call.x, call.y, the_plan, distribution, call.epochs, kwargs)
         succeeded = True
     finally:

@@ -279,9 +279,10 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
 def plan_for_built_model(
     the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: choosers.FitFacts | None = None
 ) -> Plan:
-    """``the_plan`` with the compile decisions (overrides, ``steps_per_execution``) for a model
-    known only after planning: one that autodist built from a function inside the strategy's
-    scope. Pure, like :func:`plan`; the earlier ``steps_per_execution`` reason is replaced.
+    """``the_plan`` with the decisions that follow the model (its Keras flavor and workarounds, the
+    compile overrides, ``steps_per_execution``) for a model known only after planning: one that
+    autodist built from a function inside the strategy's scope. Pure, like :func:`plan`; the
+    earlier ``steps_per_execution`` reason is replaced.
 
     Example:
         >>> from autodist.detection.hardware import HardwareSnapshot
@@ -291,12 +292,17 @@ def plan_for_built_model(
         {'jit_compile': False}
     """
     flavor = info.keras_flavor or the_plan.keras_flavor
+    version = info.keras_version or the_plan.keras_version
     overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
+    workarounds = choosers.choose_workarounds(the_plan.strategy, flavor, version, environ)
     steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, info, environ, fit_facts)
     notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info)
     kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
     return dataclasses.replace(
         the_plan,
+        keras_flavor=flavor,  # the model's own: TF_USE_LEGACY_KERAS=1 (Ray Train sets it) does not make a Keras 3 model tf_keras
+        keras_version=version,
+        keras_workarounds=workarounds.value,
         compile_overrides=overrides.value,
         steps_per_execution=steps.value,
         reasons=kept + steps.reasons + notes.reasons,

@@ -68,6 +68,13 @@ ASSUMED_FITS = (
 )
 
 
+#: Said when the activation ran outside the main thread (Ray Train runs the loop in a thread).
+OUTSIDE_MAIN_THREAD = (
+    "autodist: TensorFlow was activated outside the main thread (Ray Train runs the training loop "
+    "in a thread): %s is created but not made current. autodist.fit trains under it; build models "
+    "in autodist.fit (a function), in its scope (autodist.init()), or in your own strategy's scope"
+)
+
 _MAIN: list[int | None] = [None]
 _BUSY = threading.Lock()
 
@@ -105,7 +112,10 @@ def activate(environ: Mapping[str, str]) -> Activation:
         outcome = Activation(error=err, ops_before_import=started)
     set_record(outcome)
     if outcome.pending:
-        _MAIN[0] = threading.get_ident()
+        # Current only where the process's main thread activated: a strategy set current in another
+        # thread (Ray Train runs the loop in one) leaves its scope open, to be closed at exit in the
+        # main thread, where TensorFlow's thread-local creator stack does not exist.
+        _MAIN[0] = threading.get_ident() if threading.current_thread() is threading.main_thread() else None
         _TRIGGERS.install()
         watch_script_strategies()
     return outcome
@@ -113,8 +123,9 @@ def activate(environ: Mapping[str, str]) -> Activation:
 
 def complete() -> None:
     """Create the pending strategy and make it current. Idempotent; the triggers call it. In
-    another thread than the one that imported TensorFlow, or inside a ``with scope`` the script
-    opened, it only creates it (MultiWorkerMirrored must exist before the first op).
+    another thread than the one that imported TensorFlow, inside a ``with scope`` the script
+    opened, or when the activation ran outside the process's main thread (Ray Train's training
+    thread), it only creates it (MultiWorkerMirrored must exist before the first op).
 
     Raises:
         Exception: the strategy's own error (``PeerError`` for a peer that never connects),
@@ -134,6 +145,11 @@ def complete() -> None:
                 _TRIGGERS.remove()
                 raise
             done = record(strategy=strategy)
+        if _MAIN[0] is None:  # activated outside the main thread: created, never made current
+            record(pending=False)
+            _TRIGGERS.remove()
+            get_logger().info(OUTSIDE_MAIN_THREAD, done.plan.strategy.value)
+            return
         if threading.get_ident() != _MAIN[0] or distribute_lib.has_strategy() or not current().pending:  # type: ignore[union-attr]
             return
         coexistence.install(done.strategy)

@@ -45,6 +45,8 @@ class FitCall:
     mixed_precision: bool
     fit_kwargs: Mapping[str, Any]
     requested_batch: int | None = None  # the global batch asked for, worked out once (inputs.requested_batch)
+    ray_report: bool = True  # in a Ray Train worker: each epoch's metrics to ray.train.report
+    ray_checkpoint: bool = True  # ... with worker 0's model as the epoch's ray.train.Checkpoint
 
 
 class Backend(Protocol):

@@ -51,10 +51,19 @@ __all__ = [
     "is_batched",
     "variable_length_parts",
     "prepare_dataset",
+    "own_shard",
     "samples_per_pass",
     "shard_policy",
     "shared_shuffle_seed",
 ]
+
+
+def own_shard(dataset: Any) -> bool:
+    """Whether ``dataset`` is this worker's own part of the data (auto-sharding set ``OFF``, as
+    Ray Data's ``to_tf`` sets it): TensorFlow does not shard it, and autodist leaves it as it is."""
+    import tensorflow as tf
+
+    return dataset.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.OFF
 
 
 def shard_policy(dataset: Any, num_workers: int) -> tuple[Any, str]:

@@ -32,8 +32,9 @@ from typing import Any
 from autodist.detection.cluster import ClusterInfo
 from autodist.jobs.heartbeat import heartbeat
 from autodist.jobs.private import backup_folder, default_backup_root, private_root, release_private_root
+from autodist.run.ray_reports import ray_reporter
 
-__all__ = ["BATCH_HOOKS", "ChiefDuties", "FILE_ATTRIBUTES", "needs_each_step", "uses_batch_hooks", "with_heartbeat"]
+__all__ = ["BATCH_HOOKS", "ChiefDuties", "FILE_ATTRIBUTES", "final_callbacks", "needs_each_step", "uses_batch_hooks"]
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
 
@@ -193,10 +194,18 @@ def needs_each_step(callback: Any) -> bool:
     return True
 
 
-def with_heartbeat(keras_module: Any, callbacks: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None) -> list[Any]:
+def final_callbacks(
+    keras_module: Any, callbacks: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None,
+    ray_report: bool = True, ray_checkpoint: bool = True,
+) -> list[Any]:
     """The final callback list of every ``fit`` (TensorFlow, parameter servers, JAX): the caller's
     callbacks (as :class:`ChiefDuties` prepared them for this worker's role), then the launcher's
     heartbeat, in a launched job only (``per_batch=False``: at epochs only, for the
-    parameter-server loop, whose steps run on the workers)."""
+    parameter-server loop, whose steps run on the workers), then, in a Ray Train worker and with
+    ``ray_report``, each epoch's metrics to ``ray.train.report``, with worker 0's model as the
+    epoch's ``ray.train.Checkpoint`` (``ray_checkpoint``). Not when a callback of Ray's own
+    (``ReportCheckpointCallback``) reports already: two reports an epoch would be two checkpoints."""
     beat = heartbeat(keras_module, per_batch=per_batch, environ=environ)
-    return list(callbacks or []) + ([beat] if beat is not None else [])
+    reports_itself = any(type(cb).__module__.startswith("ray.") for cb in callbacks or [])
+    report = ray_reporter(keras_module, checkpoint=ray_checkpoint) if ray_report and not reports_itself else None
+    return list(callbacks or []) + [cb for cb in (beat, report) if cb is not None]

@@ -41,8 +41,8 @@ from autodist.planning.tune_rules import TUNE
 from autodist.run import parameter_server
 from autodist.run.activation import complete as complete_activation
 from autodist.run.backend import FitCall
-from autodist.run.batching import shared_shuffle_seed
-from autodist.run.callbacks import ChiefDuties, needs_each_step, with_heartbeat
+from autodist.run.batching import own_shard, shared_shuffle_seed
+from autodist.run.callbacks import ChiefDuties, final_callbacks, needs_each_step
 from autodist.run.comm_check import check_communication
 from autodist.run.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.run.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
@@ -69,6 +69,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
         placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
     if call.builder is not None:
         the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), environ, facts)
+        apply_workarounds(the_plan.keras_workarounds)  # the built model's flavor decides them
     x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
     the_plan = check_communication(placed.trained, distribution, the_plan)  # multi-worker only: warns when workers cannot pay off
     get_logger().info(the_plan.summary(include_warnings=False))
@@ -190,7 +191,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     keras = keras_module(keras_flavor_of(trained))
     parameter_servers = the_plan.strategy == StrategyKind.PARAMETER_SERVER
     if parameter_servers:
-        kwargs = {**call.fit_kwargs, "callbacks": with_heartbeat(keras, call.fit_kwargs.get("callbacks"), per_batch=False)}
+        kwargs = {**call.fit_kwargs, "callbacks": final_callbacks(keras, call.fit_kwargs.get("callbacks"), per_batch=False, ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint)}
         return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
@@ -199,7 +200,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     restore_compiled = apply_compile_settings(trained, the_plan)
     succeeded = False
     try:
-        callbacks = with_heartbeat(keras, duties.prepare(ready.fit_kwargs.get("callbacks")))
+        callbacks = final_callbacks(keras, duties.prepare(ready.fit_kwargs.get("callbacks")), ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint)
         with distribution.scope():
             if guard is None:
                 history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})
@@ -264,7 +265,9 @@ def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snap
         kept=kept,
         **options,
     )
-    if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1:
+    if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1 and not own_shard(x):
+        # A dataset with sharding OFF is each worker's own part (Ray Data's to_tf): its batches
+        # are the worker's, as with model.fit, and nothing of it is autodist's to split.
         raise BatchSizeError(
             "autodist could not find the batch size of the tf.data.Dataset passed as x, and it "
             f"must split each batch over {the_plan.num_replicas} replicas. Expected a dataset "

@@ -27,6 +27,7 @@ from autodist.run.batching import (
     arrays_to_dataset,
     dataset_batch_size,
     dropped_samples,
+    own_shard,
     prepare_dataset,
     repeat_across_epochs,
     samples_per_pass,
@@ -88,6 +89,8 @@ def prepare_input(
     batch = the_plan.global_batch_size
     assert batch is not None
     drop = the_plan.drop_remainder
+    if isinstance(x, tf.data.Dataset) and not batch_given and own_shard(x) and dataset_batch_size(x) is None:
+        return TrainingInput(x, y, dict(fit_kwargs))  # this worker's own batches (Ray Data's to_tf): as model.fit reads them
     if isinstance(x, tf.data.Dataset):
         # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
         own = dataset_batch_size(x)

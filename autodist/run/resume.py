@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.detection.dataset_graph import finite_cardinality, shuffles
 from autodist.jobs.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
 from autodist.jobs.preemption import Guard, guard, restore_state
@@ -399,8 +400,9 @@ class Armed:
 def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any) -> Armed | None:
     """The preemption guard for this ``fit``, or ``None``: without a backup folder (a single-host
     run given neither ``backup_dir`` nor ``AUTODIST_BACKUP_DIR``; ``backup_dir=False``), with the
-    caller's own ``BackupAndRestore``, or under parameter-server training (asynchronous: no step
-    that every worker shares)."""
+    caller's own ``BackupAndRestore``, under parameter-server training (asynchronous: no step
+    that every worker shares), or in a Ray Train worker not given a folder (Ray's checkpoints
+    serve: its ports change at each restart, and it runs the loop outside the main thread)."""
 
     fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
     cluster = the_plan.cluster
@@ -408,6 +410,8 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
     own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
     if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         return None
+    if ray_train.ray_train_worker() is not None and not isinstance(backup_dir, str):
+        return None  # Ray Train's checkpoints and restarts, not autodist's backups (docs/ray.md)
     if isinstance(backup_dir, str):
         root = backup_dir
     elif multi_worker or backup_dir_setting(os.environ):

@@ -1,0 +1,152 @@
+"""autodist inside Ray Train, on a real local Ray cluster (tests/test_ray.py runs this inside a
+private network with only loopback, as the launcher runs its jobs).
+
+Cases (argv): ``keras3`` and ``tf_keras``: a ``TensorflowTrainer`` with 2 workers whose loop does
+``import autodist`` and ``autodist.fit(build, x, y, batch_size=64, ...)``; each worker writes its
+weights, History and plan, and the driver trains the same model with plain ``model.fit`` in one
+process for the reference. ``doc``: Ray's documented example (tests/as_written/ray_tf_starter.py)
+adopted as a user adopts it. ``example``: examples/ray_train.py. Ray sets ``TF_USE_LEGACY_KERAS=1`` in its workers; this driver sets
+it too, as Ray's own example files do, so the example's ``tf.keras`` is tf_keras on both sides
+(as written under Keras 3 it fails before any ``fit``: Keras 3's ``tf.keras`` has no
+``losses.mean_squared_error``). Prints ``RESULT {json}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+OUT = tempfile.mkdtemp(prefix="autodist-ray-")
+EPOCHS, BATCH = 3, 64
+
+
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 4)).astype("float32")
+    y = (x @ np.array([1.0, -2.0, 3.0, 0.5], dtype="float32"))[:, None] + 0.1 * rng.normal(size=(256, 1)).astype("float32")
+    return x, y
+
+
+def build(keras):
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    return model
+
+
+def keras_of(flavor: str):
+    if flavor == "tf_keras":
+        import tf_keras
+
+        return tf_keras
+    import keras
+
+    return keras
+
+
+def loop(config: dict) -> None:
+    import autodist  # first, as a user's loop does
+
+    import ray.train
+
+    keras = keras_of(config["flavor"])
+    x, y = data()
+    history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+    rank = ray.train.get_context().get_world_rank()
+    record = {
+        "weights": [w.tolist() for w in history.model.get_weights()],
+        "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
+        "strategy": history.plan.strategy.value,
+        "reasons": list(history.plan.reasons),
+        "flavor": history.plan.keras_flavor,
+    }
+    Path(config["out"], f"{config['flavor']}-{rank}.json").write_text(json.dumps(record))
+
+
+def reference(flavor: str) -> dict:
+    """Plain ``model.fit`` in one process, the same global batch."""
+    keras = keras_of(flavor)
+    x, y = data()
+    model = build(keras)
+    history = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+    return {"weights": [w.tolist() for w in model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()}}
+
+
+def trainer_case(flavor: str) -> dict:
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.tensorflow import TensorflowTrainer
+
+    trainer = TensorflowTrainer(
+        loop,
+        train_loop_config={"flavor": flavor, "out": OUT},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name=flavor),
+    )
+    result = trainer.fit()
+    workers = [json.loads(Path(OUT, f"{flavor}-{rank}.json").read_text()) for rank in (0, 1)]
+    files = sorted(p.name for p in Path(result.checkpoint.path).iterdir()) if result.checkpoint else []
+    return {"workers": workers, "reference": reference(flavor), "metrics": dict(result.metrics or {}), "checkpoint_files": files, "error": repr(result.error) if result.error else None}
+
+
+def doc_case() -> dict:
+    from tests.adoption import adopt
+
+    text, changed = adopt((ROOT / "tests" / "as_written" / "ray_tf_starter.py").read_text())
+    script = Path(OUT, "ray_tf_starter_adopted.py")
+    script.write_text(text)
+    found = runpy.run_path(str(script), run_name="__main__")
+    result = found["result"]
+    return {"fit_calls_changed": changed, "metrics": {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float))}, "error": repr(result.error) if result.error else None, "checkpoint": result.checkpoint is not None}
+
+
+def example_case() -> dict:
+    """examples/ray_train.py as a user runs it (Ray is up already: it uses this cluster)."""
+    saved = sys.argv
+    sys.argv = ["ray_train.py", "--storage-path", os.path.join(OUT, "example")]
+    try:
+        result = runpy.run_path(str(ROOT / "examples" / "ray_train.py"), run_name="not_main")["main"]()
+    finally:
+        sys.argv = saved
+    files = sorted(p.name for p in Path(result.checkpoint.path).iterdir())
+    return {"metrics": {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}, "checkpoint_files": files, "error": repr(result.error) if result.error else None}
+
+
+def network() -> dict:
+    """This namespace's interfaces, and the addresses its TCP sockets listen on."""
+    listening = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A":
+                raw = bytes.fromhex(local.rsplit(":", 1)[0])
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                listening.add(socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words))
+    return {"interfaces": sorted(name for _, name in socket.if_nameindex()), "listening": sorted(listening)}
+
+
+def main() -> None:
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"  # what Ray sets in its workers, and its example files at their top
+    import ray
+
+    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False)
+    results = {}
+    try:
+        for case in sys.argv[1:]:
+            results[case] = {"doc": doc_case, "example": example_case}.get(case, lambda: trainer_case(case))()
+        results["network"] = network()
+    finally:
+        ray.shutdown()
+    print("RESULT " + json.dumps(results), flush=True)
+
+
+if __name__ == "__main__":
+    main()
