@@ -1,9 +1,10 @@
 """autodist inside Ray Train, on a real local Ray cluster (tests/test_ray.py runs this inside a
 private network with only loopback, as the launcher runs its jobs).
 
-Cases (argv): ``keras3`` and ``tf_keras``: a ``TensorflowTrainer`` with 2 workers whose loop does
-``import autodist`` and ``autodist.fit(build, x, y, batch_size=64, ...)``; each worker writes its
-weights, History and plan, and the driver trains the same model with plain ``model.fit`` in one
+Cases (argv): ``keras3`` and ``tf_keras``: one ``TensorflowTrainer`` with 2 workers whose loop does
+``import autodist`` and ``autodist.fit(build, x, y, batch_size=64, ...)`` for each flavor in turn
+(one Ray start for both); each worker writes its weights, History and plan, a Ray callback records
+every report Ray receives, and the driver trains the same model with plain ``model.fit`` in one
 process for the reference. ``doc``: Ray's documented example (tests/as_written/ray_tf_starter.py)
 adopted as a user adopts it. ``example``: examples/ray_train.py. Ray sets ``TF_USE_LEGACY_KERAS=1`` in its workers; this driver sets
 it too, as Ray's own example files do, so the example's ``tf.keras`` is tf_keras on both sides
@@ -19,6 +20,7 @@ import runpy
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,18 +60,35 @@ def loop(config: dict) -> None:
 
     import ray.train
 
-    keras = keras_of(config["flavor"])
-    x, y = data()
-    history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
-    rank = ray.train.get_context().get_world_rank()
-    record = {
-        "weights": [w.tolist() for w in history.model.get_weights()],
-        "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
-        "strategy": history.plan.strategy.value,
-        "reasons": list(history.plan.reasons),
-        "flavor": history.plan.keras_flavor,
-    }
-    Path(config["out"], f"{config['flavor']}-{rank}.json").write_text(json.dumps(record))
+    for flavor in config["flavors"]:  # one worker group trains each flavor's model in turn
+        keras = keras_of(flavor)
+        x, y = data()
+        history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+        rank = ray.train.get_context().get_world_rank()
+        record = {
+            "weights": [w.tolist() for w in history.model.get_weights()],
+            "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
+            "strategy": history.plan.strategy.value,
+            "reasons": list(history.plan.reasons),
+            "flavor": history.plan.keras_flavor,
+        }
+        Path(config["out"], f"{flavor}-{rank}.json").write_text(json.dumps(record))
+
+
+class Reports:
+    """Every report Ray received (a Ray Train callback: it runs in Ray's controller, and writes
+    each report's worker-0 metrics and checkpoint files to a file here)."""
+
+    def __new__(cls, path: str):
+        from ray.train import UserCallback
+
+        class Recorder(UserCallback):
+            def after_report(self, run_context, metrics, checkpoint):
+                files = sorted(p.name for p in Path(checkpoint.path).iterdir()) if checkpoint is not None else []
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"metrics": metrics[0], "checkpoint_files": files}) + "\n")
+
+        return Recorder()
 
 
 def reference(flavor: str) -> dict:
@@ -81,20 +100,25 @@ def reference(flavor: str) -> dict:
     return {"weights": [w.tolist() for w in model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()}}
 
 
-def trainer_case(flavor: str) -> dict:
+def trainer_case(flavors: tuple[str, ...]) -> dict:
     from ray.train import RunConfig, ScalingConfig
     from ray.train.tensorflow import TensorflowTrainer
 
+    reports = os.path.join(OUT, "reports.jsonl")
     trainer = TensorflowTrainer(
         loop,
-        train_loop_config={"flavor": flavor, "out": OUT},
+        train_loop_config={"flavors": list(flavors), "out": OUT},
         scaling_config=ScalingConfig(num_workers=2),
-        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name=flavor),
+        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="flavors", callbacks=[Reports(reports)]),
     )
     result = trainer.fit()
-    workers = [json.loads(Path(OUT, f"{flavor}-{rank}.json").read_text()) for rank in (0, 1)]
-    files = sorted(p.name for p in Path(result.checkpoint.path).iterdir()) if result.checkpoint else []
-    return {"workers": workers, "reference": reference(flavor), "metrics": dict(result.metrics or {}), "checkpoint_files": files, "error": repr(result.error) if result.error else None}
+    received = [json.loads(line) for line in Path(reports).read_text().splitlines()]
+    found = {}
+    for index, flavor in enumerate(flavors):
+        workers = [json.loads(Path(OUT, f"{flavor}-{rank}.json").read_text()) for rank in (0, 1)]
+        found[flavor] = {"workers": workers, "reference": reference(flavor), "reports": received[index * EPOCHS : (index + 1) * EPOCHS]}
+    found["error"] = repr(result.error) if result.error else None
+    return found
 
 
 def doc_case() -> dict:
@@ -139,12 +163,18 @@ def main() -> None:
 
     ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False)
     results = {}
+    started = time.monotonic()
     try:
+        flavors = tuple(case for case in sys.argv[1:] if case in ("keras3", "tf_keras"))
+        if flavors:
+            results.update(trainer_case(flavors))
         for case in sys.argv[1:]:
-            results[case] = {"doc": doc_case, "example": example_case}.get(case, lambda: trainer_case(case))()
+            if case in ("doc", "example"):
+                results[case] = {"doc": doc_case, "example": example_case}[case]()
         results["network"] = network()
     finally:
         ray.shutdown()
+    results["seconds"] = round(time.monotonic() - started, 1)
     print("RESULT " + json.dumps(results), flush=True)
 
 
