@@ -116,10 +116,8 @@ def render_inspect(data: dict[str, Any]) -> str:
     lines = ["== autodist inspect =="] + snapshot_text(snap)
     lines.append(f"detection took {data['detect_seconds']} s")
     worker = data.get("ray_train")
-    lines.append(
-        f"Ray Train: worker {worker['world_rank']} of {worker['world_size']} (local rank {worker['local_rank']})"
-        if worker else "Ray Train: not a Ray Train worker (asked in this process: call autodist.cli.main(['inspect']) inside train_loop_per_worker)"
-    )
+    if worker:  # asked of this process's Ray context: inspect called inside train_loop_per_worker
+        lines.append(f"Ray Train: worker {worker['world_rank']} of {worker['world_size']} (local rank {worker['local_rank']})")
     lines.append("")
     lines.append(_plan_text(data["plan"]))
     lines += _tuned_text(data.get("tuned") or [])

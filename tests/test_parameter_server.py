@@ -221,12 +221,13 @@ def test_per_worker_input_from_batched_and_unbatched_datasets():
     import numpy as np
     import tensorflow as tf
 
-    from autodist.run.parameter_server import _num_samples, dataset_fn_for
+    from autodist.run.parameter_server import dataset_fn_for
+    from autodist.run.ps_input import pass_samples
 
     x = np.arange(40, dtype="float32").reshape(20, 2)
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
     for dataset in (tf.data.Dataset.from_tensor_slices(x), tf.data.Dataset.from_tensor_slices(x).batch(7)):
-        assert _num_samples(dataset) == 20
+        assert pass_samples(dataset) == 20
         batch = next(iter(dataset_fn_for(dataset, None, None, global_batch_size=4, shuffle=False)(context)))
         assert batch.shape == (4, 2)
         assert batch.numpy()[:, 0].tolist() == [2.0, 6.0, 10.0, 14.0]  # shard 1 of 2: samples 1, 3, 5, 7

@@ -18,7 +18,9 @@ RAY_TF_CONFIG = json.dumps({"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:
 
 
 def test_without_ray_imported_no_process_is_a_ray_worker():
-    assert ray_train.ray_train_worker() is None
+    import sys
+
+    assert "ray.train" not in sys.modules and ray_train.ray_train_worker() is None
     assert cluster.detect_cluster({"TF_CONFIG": RAY_TF_CONFIG}).source == "TF_CONFIG"
 
 
@@ -52,6 +54,8 @@ def test_autodist_fit_of_a_ray_trainer_is_its_fit_and_refuses_data():
     assert autodist.fit(TensorflowTrainer()) == "the Result"
     with pytest.raises(autodist.AutodistError, match=r"got a Ray Train TensorflowTrainer with x, batch_size\. Expected the trainer alone"):
         autodist.fit(TensorflowTrainer(), [1, 2], batch_size=4)
+    with pytest.raises(autodist.AutodistError, match=r"with epochs, ray_report, verbose\. Expected the trainer alone"):
+        autodist.fit(TensorflowTrainer(), epochs=3, ray_report=False, verbose=0)
 
 
 def test_unjoined_jax_workers_under_ray_are_refused_with_the_ways_that_work():
@@ -59,6 +63,6 @@ def test_unjoined_jax_workers_under_ray_are_refused_with_the_ways_that_work():
 
     refuse_unjoined_ray_workers(None)
     refuse_unjoined_ray_workers(ray_train.RayTrainWorker(0, 1, 0))
-    refuse_unjoined_ray_workers(ray_train.RayTrainWorker(1, 2, 1, jax_joined=True))
-    with pytest.raises(autodist.AutodistError, match=r"worker 1 of 2 in a Ray Train run.*use_gpu=True.*KERAS_BACKEND=tensorflow"):
-        refuse_unjoined_ray_workers(ray_train.RayTrainWorker(1, 2, 1))
+    for joined in (False, True):  # Ray joined them on GPUs or TPUs: autodist still plans no cluster for them
+        with pytest.raises(autodist.AutodistError, match=r"worker 1 of 2 in a Ray Train run.*KERAS_BACKEND=tensorflow.*num_workers=1"):
+            refuse_unjoined_ray_workers(ray_train.RayTrainWorker(1, 2, 1, jax_joined=joined))

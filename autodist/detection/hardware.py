@@ -26,7 +26,7 @@ import sys
 from collections.abc import Mapping
 
 from autodist.detection.cluster import detect_cluster
-from autodist.detection.jax_devices import jax_local_devices, keras_backend
+from autodist.detection.jax_devices import jax_local_devices, keras_flavor, training_backend
 from autodist.detection.snapshot import GpuInfo, HardwareSnapshot, TpuInfo
 from autodist.settings import CPU_DEVICES_ENV, positive_int_setting
 
@@ -51,14 +51,6 @@ def tensorflow_version() -> str | None:
         if version:
             return version
     return None
-
-
-def keras_flavor(environ: Mapping[str, str]) -> str:
-    """``tf_keras`` when ``TF_USE_LEGACY_KERAS`` is on and tf_keras is installed, else ``keras3``."""
-    legacy = environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
-    if legacy and importlib.util.find_spec("tf_keras") is not None:
-        return "tf_keras"
-    return "keras3"
 
 
 def num_cpus() -> int:
@@ -253,7 +245,7 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
     flavor = keras_flavor(env)
     driver = nvml_gpus()
     visible_driver = _visible(driver, env) if driver is not None else None
-    backend = keras_backend(env) if flavor == "keras3" else "tensorflow"
+    backend = training_backend(env)
     fast = fast or backend != "tensorflow"
     tf_gpus = None if fast else tensorflow_gpus()
     cuda_build = None if fast else tensorflow_cuda_build()

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -27,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BACKENDS", "JaxDevice", "jax_local_devices", "keras_backend"]
+__all__ = ["BACKENDS", "JaxDevice", "jax_local_devices", "keras_backend", "keras_flavor", "training_backend"]
 
 #: The Keras 3 backends autodist knows, and what it does on each.
 BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
@@ -50,6 +51,25 @@ class JaxDevice:
     def describe(self) -> str:
         memory = "memory unknown" if self.memory_bytes is None else f"{self.memory_bytes / 2**30:.1f} GiB"
         return f"{self.platform} ({self.kind}), {memory}"
+
+
+def keras_flavor(environ: Mapping[str, str]) -> str:
+    """``tf_keras`` when ``TF_USE_LEGACY_KERAS`` is on and tf_keras is installed, else ``keras3``."""
+    legacy = environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
+    if legacy and importlib.util.find_spec("tf_keras") is not None:
+        return "tf_keras"
+    return "keras3"
+
+
+def training_backend(environ: Mapping[str, str]) -> str:
+    """The backend autodist trains on: Keras 3's backend (:func:`keras_backend`), or TensorFlow
+    for tf_keras (``TF_USE_LEGACY_KERAS``). The one rule detection and the backend choice share.
+
+    Example:
+        >>> training_backend({"KERAS_BACKEND": "tensorflow"})
+        'tensorflow'
+    """
+    return keras_backend(environ) if keras_flavor(environ) == "keras3" else "tensorflow"
 
 
 def keras_backend(environ: Mapping[str, str], imported: Any = "sys") -> str:

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from autodist.detection.jax_devices import keras_backend
+from autodist.detection.jax_devices import training_backend
 from autodist.run.backend import Backend
 
 __all__ = ["backend_for"]
 
 
 def backend_for(environ: Mapping[str, str]) -> Backend:
-    """The backend Keras runs on here (``KERAS_BACKEND``, or the Keras already imported)."""
-    if keras_backend(environ) == "jax":
+    """The backend autodist trains on here: Keras 3's (``KERAS_BACKEND``, or the Keras already
+    imported), or TensorFlow for tf_keras; the same rule as detection's (``training_backend``)."""
+    if training_backend(environ) == "jax":
         from autodist.jax.backend import JAX
 
         return JAX

@@ -96,7 +96,11 @@ def fit(
         True
     """
     if _is_ray_trainer(model):
-        return _fit_ray_trainer(model, x, y, batch_size, fit_kwargs)
+        given = {"x": x, "y": y, "batch_size": batch_size, "epochs": epochs != 1 or None, "strategy": strategy != "auto" or None,
+                 "num_params": num_params, "gpu_memory_fraction": gpu_memory_fraction, "backup_dir": backup_dir,
+                 "peer_timeout_seconds": peer_timeout_seconds, "mixed_precision": mixed_precision or None,
+                 "ray_report": (not ray_report) or None, "ray_checkpoint": (not ray_checkpoint) or None, **fit_kwargs}  # fmt: skip
+        return _fit_ray_trainer(model, [name for name, value in given.items() if value is not None])
     fit_kwargs = _read_only(fit_kwargs)
     call = FitCall(
         model=model, builder=_builder_of(model), x=x, y=y, batch_size=batch_size, epochs=epochs,
@@ -142,10 +146,10 @@ def _is_ray_trainer(model: Any) -> bool:
     return type(model).__module__.startswith("ray.train.") and hasattr(model, "fit") and not is_model(model)
 
 
-def _fit_ray_trainer(trainer: Any, x: Any, y: Any, batch_size: Any, fit_kwargs: Mapping[str, Any]) -> Any:
+def _fit_ray_trainer(trainer: Any, given: list[str]) -> Any:
     """``autodist.fit(trainer)``, where a script had ``trainer.fit()``: Ray Train runs the loop,
-    whose own ``autodist.fit(model, ...)`` calls distribute the training; the ``Result`` back."""
-    given = [name for name, value in (("x", x), ("y", y), ("batch_size", batch_size)) if value is not None] + sorted(fit_kwargs)
+    whose own ``autodist.fit(model, ...)`` calls distribute the training; the ``Result`` back.
+    ``given``: the arguments the call set, all refused (they belong to the loop's calls)."""
     if given:
         raise AutodistError(
             f"autodist.fit got a Ray Train {type(trainer).__name__} with {', '.join(given)}. Expected the "

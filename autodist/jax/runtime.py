@@ -112,6 +112,7 @@ def init_on_jax(environ: Mapping[str, str], *, make_global: bool = True, **plan_
     """``autodist.init`` on JAX: join, plan, and make the plan's distribution the global one
     (``keras.distribution.set_distribution``), so every model built afterwards is on the mesh
     (``@distributed`` sets it only while its function runs: ``make_global=False``)."""
+    refuse_unjoined_ray_workers(ray_train.ray_train_worker())
     join_processes(detect_cluster(environ))
     the_plan = plan_here(environ, **plan_kwargs)
     distribution = build_distribution(the_plan)
@@ -222,7 +223,7 @@ def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
 
     Raises:
         AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet), and
-            in a Ray Train worker group whose JAX processes are not joined.
+            in a Ray Train worker group of 2 or more (not built yet).
     """
     _refuse_backups(call.backup_dir)
     refuse_unjoined_ray_workers(ray_train.ray_train_worker())
@@ -281,17 +282,17 @@ def _on_the_host() -> Iterator[None]:
 
 
 def refuse_unjoined_ray_workers(worker: Any) -> None:
-    """Ray's ``JaxTrainer`` joins its processes into one JAX runtime on TPUs and GPUs only; autodist
-    does not join them yet (docs/ray.md). Training each worker alone would look like distributed
-    training and not be it, so it is refused with the ways that work."""
-    if worker is None or worker.world_size < 2 or worker.jax_joined:
+    """Keras on JAX across a Ray Train worker group is not built yet (docs/ray.md): Ray's
+    ``JaxTrainer`` joins the processes on TPUs and GPUs only, sets no cluster autodist could plan
+    for, and autodist does not join them itself. Training each worker alone would look like
+    distributed training and not be it, so it is refused with the ways that work."""
+    if worker is None or worker.world_size < 2:
         return
     raise AutodistError(
-        f"This process is worker {worker.world_rank} of {worker.world_size} in a Ray Train run, and "
-        "their JAX processes are not joined into one runtime (Ray's JaxTrainer joins them on TPUs "
-        "and GPUs only), so each worker would train its own model. Expected one JAX runtime across "
-        "the workers. Run with ScalingConfig(use_gpu=True) or use_tpu=True (Ray joins them), train "
-        "with KERAS_BACKEND=tensorflow under TensorflowTrainer, or use one worker (num_workers=1)."
+        f"This process is worker {worker.world_rank} of {worker.world_size} in a Ray Train run with "
+        "Keras on JAX, and autodist does not plan one JAX runtime across Ray's workers yet: each "
+        "worker would train its own model. Expected one worker, or TensorFlow. Train with "
+        "KERAS_BACKEND=tensorflow under TensorflowTrainer, or use ScalingConfig(num_workers=1)."
     )
 
 

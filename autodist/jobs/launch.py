@@ -26,7 +26,7 @@ in a private folder (mode 700). With ``--hosts``, autodist only prints the per-h
 never starts processes on other machines.
 
 Example:
-    >>> from autodist.jobs.launch import local_cluster
+    >>> from autodist.jobs.job_layout import local_cluster
     >>> spec = local_cluster(num_workers=2, num_ps=0, ports=[2222, 2223])
     >>> spec
     {'worker': ['127.0.0.1:2222', '127.0.0.1:2223']}

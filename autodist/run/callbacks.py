@@ -206,6 +206,6 @@ def final_callbacks(
     epoch's ``ray.train.Checkpoint`` (``ray_checkpoint``). Not when a callback of Ray's own
     (``ReportCheckpointCallback``) reports already: two reports an epoch would be two checkpoints."""
     beat = heartbeat(keras_module, per_batch=per_batch, environ=environ)
-    reports_itself = any(type(cb).__module__.startswith("ray.") for cb in callbacks or [])
+    reports_itself = any(type(cb).__module__.startswith(("ray.train.", "ray.air.")) for cb in callbacks or [])
     report = ray_reporter(keras_module, checkpoint=ray_checkpoint) if ray_report and not reports_itself else None
     return list(callbacks or []) + [cb for cb in (beat, report) if cb is not None]

@@ -29,11 +29,11 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from autodist.detection.hardware import detect
+from autodist.detection.hardware import detect, package_version
 from autodist.detection.model_info import describe_model, keras_flavor_of, keras_module
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, warn_all
-from autodist.planning.choosers import FitFacts
+from autodist.planning.choosers import FitFacts, choose_workarounds
 from autodist.planning.here import plan_here
 from autodist.planning.planner import plan_for_built_model
 from autodist.planning.plans import Plan, StrategyKind
@@ -49,7 +49,7 @@ from autodist.run.inputs import TrainingInput, input_notes, is_array_like, lengt
 from autodist.run.keras_patches import apply_workarounds, build_from_generator
 from autodist.run.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
 from autodist.run.record import current as current_activation
-from autodist.run.resume import fit_resuming, guard_for
+from autodist.run.resume import fit_resuming, guard_for, ray_owns_backups
 from autodist.run.strategies import describe_strategy, start
 from autodist.run.tuning import tuned_plan
 from autodist.settings import strategy_setting
@@ -64,6 +64,11 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)
     the_plan, distribution = _plan_and_build(call, facts)
+    if call.builder is not None and the_plan.keras_flavor == "tf_keras":
+        # TF_USE_LEGACY_KERAS=1 (Ray Train sets it) says tf_keras, and a builder may build with
+        # Keras 3 all the same: Keras 3's creation-time workarounds (BatchNormalization's
+        # statistics, random layers' seeds) must be in before it builds. They touch Keras 3 only.
+        apply_workarounds(choose_workarounds(the_plan.strategy, "keras3", package_version("keras"), environ).value)
     with mixed_precision_while_building(mixed_precision, call.builder, the_plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name
         placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
@@ -77,8 +82,6 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     with _copy_back_on_interrupt(model, placed):
         history = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
     return _finish(history, model, placed, the_plan)
-
-
 
 
 def _fit_facts(call: FitCall) -> FitFacts:
@@ -196,7 +199,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
     guard = guard_for(call.backup_dir, the_plan, ready.fit_kwargs.get("callbacks"), keras, distribution)
-    duties = ChiefDuties(cluster, keras, False if guard is not None else call.backup_dir)
+    duties = ChiefDuties(cluster, keras, False if guard is not None or ray_owns_backups(call.backup_dir) else call.backup_dir)
     restore_compiled = apply_compile_settings(trained, the_plan)
     succeeded = False
     try:

@@ -210,8 +210,6 @@ def apply_workarounds(names: Iterable[str]) -> list[str]:
     return wanted
 
 
-
-
 def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
     """Apply the trainer workarounds active for ``keras_version`` (tests and scripts that patch
     by hand; autodist itself applies a plan's with :func:`apply_workarounds`). Idempotent.

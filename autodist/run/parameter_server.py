@@ -38,7 +38,7 @@ from autodist.run.callbacks import needs_each_step, uses_batch_hooks
 from autodist.run.inputs import batches_itself, pandas_to_numpy
 from autodist.run.ps_input import dataset_fn_for, gather, index_batches, steps_per_epoch, whole_arrays_fn
 from autodist.run.ps_input import first_batch as _first_batch
-from autodist.run.ps_input import num_samples as _num_samples  # noqa: F401 (tests read it here)
+from autodist.run.ps_input import pass_samples
 from autodist.run.ps_input import steps as _steps
 
 __all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "serve_if_this_task_serves", "steps_per_epoch", "train", "watch_chief"]
@@ -275,7 +275,7 @@ def _scheduled_step(
         return step_on_shard, lambda: (iterator,)
     dataset_fn = whole_arrays_fn(x, y, sample_weight)
     iterator = iter(coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn)))
-    num_samples = _num_samples(x) or 0
+    num_samples = pass_samples(x) or 0
     if num_samples == 0:
         raise AutodistError("autodist.fit got arrays with 0 samples. Expected at least one sample to train on. Pass the training data.")
     batches = index_batches(num_samples, global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed())

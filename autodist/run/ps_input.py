@@ -21,7 +21,7 @@ from typing import Any
 from autodist.detection.dataset_graph import is_batched, samples_per_pass
 from autodist.errors import AutodistError
 
-__all__ = ["dataset_fn_for", "first_batch", "gather", "index_batches", "num_samples", "steps", "steps_per_epoch", "whole_arrays_fn"]
+__all__ = ["dataset_fn_for", "first_batch", "gather", "index_batches", "pass_samples", "steps", "steps_per_epoch", "whole_arrays_fn"]
 
 
 def steps_per_epoch(num_samples: int, global_batch_size: int) -> int:
@@ -147,7 +147,7 @@ def first_batch(x: Any, y: Any, sample_weight: Any, size: int) -> tuple[Any, Any
     return head(x), head(y), head(sample_weight)
 
 
-def num_samples(x: Any) -> int | None:
+def pass_samples(x: Any) -> int | None:
     """Samples in one pass of ``x``, from its shape or its graph (never by reading it); ``None``
     when unknown (infinite, ``filter``, a batched dataset whose batch step's input size is unknown)."""
     import tensorflow as tf
@@ -160,7 +160,7 @@ def num_samples(x: Any) -> int | None:
 def steps(x: Any, global_batch_size: int, given: int | None) -> int:
     if given is not None:
         return int(given)
-    count = num_samples(x)
+    count = pass_samples(x)
     if count is None:
         raise AutodistError(
             "Parameter-server training needs the number of steps per epoch, and the dataset's size "

@@ -20,7 +20,7 @@ import tempfile
 from typing import Any
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
-from autodist.jobs.private import private_root
+from autodist.jobs.private import private_root, release_private_root
 
 __all__ = ["RAY_MODEL_FILE", "RAY_STATE_FILE", "ray_reporter"]
 
@@ -65,5 +65,6 @@ def ray_reporter(keras_module: Any, *, checkpoint: bool = True) -> Any:
                 ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder) if chief else None)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)  # Ray copied worker 0's into its storage
+                release_private_root()
 
     return RayReport()

@@ -48,7 +48,7 @@ from autodist.planning.plans import StrategyKind
 from autodist.run.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
 from autodist.settings import backup_dir_setting
 
-__all__ = ["Armed", "Phase", "Phases", "fit_resuming", "guard_for", "phased_callbacks", "phases", "restore_finished", "run_phases"]
+__all__ = ["Armed", "Phase", "Phases", "fit_resuming", "guard_for", "phased_callbacks", "phases", "ray_owns_backups", "restore_finished", "run_phases"]
 
 
 @dataclass(frozen=True)
@@ -397,6 +397,13 @@ class Armed:
     last: Any
 
 
+def ray_owns_backups(backup_dir: Any) -> bool:
+    """In a Ray Train worker not given a folder, Ray's checkpoints and restarts take the place of
+    autodist's backups and of Keras's ``BackupAndRestore`` (docs/ray.md): Ray's ports change at each
+    restart, and SIGTERM cannot be caught in its training thread."""
+    return ray_train.ray_train_worker() is not None and not isinstance(backup_dir, str)
+
+
 def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any) -> Armed | None:
     """The preemption guard for this ``fit``, or ``None``: without a backup folder (a single-host
     run given neither ``backup_dir`` nor ``AUTODIST_BACKUP_DIR``; ``backup_dir=False``), with the
@@ -410,8 +417,8 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
     own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
     if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         return None
-    if ray_train.ray_train_worker() is not None and not isinstance(backup_dir, str):
-        return None  # Ray Train's checkpoints and restarts, not autodist's backups (docs/ray.md)
+    if ray_owns_backups(backup_dir):
+        return None
     if isinstance(backup_dir, str):
         root = backup_dir
     elif multi_worker or backup_dir_setting(os.environ):

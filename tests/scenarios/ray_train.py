@@ -72,6 +72,7 @@ def loop(config: dict) -> None:
             "reasons": list(history.plan.reasons),
             "flavor": history.plan.keras_flavor,
         }
+        record["network"] = network()  # while this worker's TensorFlow server still listens
         Path(config["out"], f"{flavor}-{rank}.json").write_text(json.dumps(record))
 
 
