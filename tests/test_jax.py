@@ -52,7 +52,7 @@ def test_in_a_cluster_the_devices_come_from_the_environment_until_jax_starts():
 def test_a_jax_snapshot_round_trips_and_detect_does_not_import_tensorflow(monkeypatch):
     snap = jax_snapshot(2, 2**30)
     assert HardwareSnapshot.from_dict(json.loads(json.dumps(snap.to_dict()))) == snap
-    monkeypatch.setattr("autodist.detection.hardware.keras_backend", lambda env: "jax")
+    monkeypatch.setattr("autodist.detection.jax_devices.keras_backend", lambda env: "jax")  # the probe, in its own module
     monkeypatch.setattr("autodist.detection.hardware.jax_local_devices", lambda *args: (CPU, CPU))
     monkeypatch.setattr("autodist.detection.hardware.tensorflow_gpus", lambda: pytest.fail("TensorFlow probed on JAX"))
     found = detect({}, fast=False)

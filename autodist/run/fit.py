@@ -12,13 +12,7 @@ caller's model. Each step returns new values: the caller's ``fit`` keywords are 
 what ``model.fit`` itself would change (the model's weights, a generator it reads, a compile
 setting the strategy cannot run with) changes as it would.
 
-Example:
-    >>> import numpy as np, keras, autodist
-    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> history = autodist.fit(model, np.ones((64, 4)), np.ones((64, 1)), batch_size=16, verbose=0)
-    >>> len(history.history["loss"])
-    1
+The public entry, with its example, is :func:`autodist.entry.fit.fit`.
 """
 
 from __future__ import annotations
