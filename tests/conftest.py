@@ -165,7 +165,7 @@ def listening(ports: list[int]) -> dict[int, list[str]]:
 #: The Ray Train scenario (tests/test_ray.py), started when the session's collection holds its
 #: tests: Ray spends most of its minutes waiting (actors starting, polling), so it runs beside the
 #: rest of the suite. It runs inside a private network with only loopback, as the launcher's jobs.
-RAY_CASES = ("keras3", "tf_keras", "doc", "example")
+RAY_CASES = ("keras3", "tf_keras", "doc", "example", "data", "jax", "restart")  # restart last: its worker errors are expected
 _RAY: dict[str, Any] = {}
 
 

@@ -1,5 +1,6 @@
 """Ray Train without a Ray cluster: the probe, the cluster it reads, the Keras flavor a built model
-brings, and ``autodist.fit(trainer)`` (tests/test_ray.py runs the real cluster)."""
+brings, ``autodist.fit(trainer)``, JAX's join when Ray joined already, and a Ray Data shard's
+columns and batch (tests/test_ray.py runs the real cluster)."""
 
 from __future__ import annotations
 
@@ -58,11 +59,94 @@ def test_autodist_fit_of_a_ray_trainer_is_its_fit_and_refuses_data():
         autodist.fit(TensorflowTrainer(), epochs=3, ray_report=False, verbose=0)
 
 
-def test_unjoined_jax_workers_under_ray_are_refused_with_the_ways_that_work():
-    from autodist.jax.runtime import refuse_unjoined_ray_workers
+def test_jax_joins_nothing_outside_a_ray_group_of_two_or_more():
+    from autodist.jax.runtime import join_ray_workers
 
-    refuse_unjoined_ray_workers(None)
-    refuse_unjoined_ray_workers(ray_train.RayTrainWorker(0, 1, 0))
-    for joined in (False, True):  # Ray joined them on GPUs or TPUs: autodist still plans no cluster for them
-        with pytest.raises(autodist.AutodistError, match=r"worker 1 of 2 in a Ray Train run.*KERAS_BACKEND=tensorflow.*num_workers=1"):
-            refuse_unjoined_ray_workers(ray_train.RayTrainWorker(1, 2, 1, jax_joined=joined))
+    assert join_ray_workers(None) is None and join_ray_workers(ray_train.RayTrainWorker(0, 1, 0)) is None
+    joined = join_ray_workers(ray_train.RayTrainWorker(1, 2, 0, jax_joined=True))  # Ray joined them (TPU, GPU): not twice
+    assert (joined.source, joined.num_workers, joined.task_index, joined.is_chief) == ("Ray Train", 2, 1, False)
+
+
+class DataIterator:
+    """What autodist reads of a Ray Data shard: its class, ``schema()`` and ``to_tf``."""
+
+    __module__ = "ray.data.iterator"
+
+    def __init__(self, *names):
+        self.names, self.to_tf_calls = list(names), []
+
+    def schema(self):
+        return type("Schema", (), {"names": self.names})()
+
+    def to_tf(self, **kwargs):
+        self.to_tf_calls.append(kwargs)
+        return "the worker's dataset"
+
+
+def _call(x, y, batch):
+    from autodist.run.backend import FitCall
+
+    return FitCall(model=None, builder=None, x=x, y=y, batch_size=batch, epochs=1, strategy="auto", num_params=None, gpu_memory_fraction=None,
+                   backup_dir=None, peer_timeout_seconds=None, mixed_precision=False, fit_kwargs={}, requested_batch=batch)  # fmt: skip
+
+
+def test_a_ray_data_shard_is_read_as_to_tf_reads_it_with_the_global_batch():
+    from autodist.run.ray_data import from_ray_data
+
+    shard = DataIterator("a", "b", "label")
+    call = from_ray_data(_call(shard, "label", 64))
+    assert (call.x, call.y, call.batch_size, call.requested_batch) == ("the worker's dataset", None, 64, 64)
+    assert shard.to_tf_calls == [{"feature_columns": ["a", "b"], "label_columns": "label", "batch_size": 64}]
+    single = DataIterator("x", "y")
+    assert from_ray_data(_call(single, ["y"], None)).batch_size == 32  # Keras's default, as model.fit takes it
+    assert single.to_tf_calls == [{"feature_columns": "x", "label_columns": "y", "batch_size": 32}]
+    arrays = _call([1, 2], [3, 4], 8)
+    assert from_ray_data(arrays) is arrays  # anything else as it is
+
+
+@pytest.mark.parametrize(
+    ("y", "message"),
+    [
+        (None, r"got a Ray Data shard as x, with y=None\. Expected y= the name of its label column.*its columns: x, y.*y='y'"),
+        ("target", r"y=\['target'\] for a Ray Data shard whose columns are x, y: target is not one of them"),
+        (["x", "y"], r"every column of the Ray Data shard: no column is left for the features"),
+    ],
+)
+def test_a_ray_data_shard_without_its_label_column_is_refused_with_the_columns(y, message):
+    from autodist.run.ray_data import from_ray_data
+
+    with pytest.raises(autodist.AutodistError, match=message):
+        from_ray_data(_call(DataIterator("x", "y"), y, 64))
+
+
+def test_a_ray_data_shard_on_jax_is_refused_with_the_ways_that_work():
+    from autodist.jax.runtime import _refuse_ray_data
+
+    with pytest.raises(autodist.AutodistError, match=r"Ray Data shard.*JAX.*shard\.to_tf\(.*KERAS_BACKEND=tensorflow"):
+        _refuse_ray_data(DataIterator("x", "y"))
+    _refuse_ray_data([1, 2])
+
+
+def test_in_a_ray_worker_the_backups_go_into_the_runs_folder_and_sigterm_is_noticed_at_exit(monkeypatch, tmp_path):
+    import threading
+
+    import keras
+
+    from autodist.planning.plans import Plan, StrategyKind
+    from autodist.run import backups
+
+    the_plan = Plan(StrategyKind.DEFAULT, 1)
+    monkeypatch.setattr(ray_train, "ray_train_worker", lambda: ray_train.RayTrainWorker(0, 1, 0, run_folder=str(tmp_path)))
+    armed = backups.guard_for(None, the_plan, [], keras, None)
+    state = armed.state
+    assert state.folder.startswith(str(tmp_path / backups.RAY_BACKUPS)) and state.notice_at_exit and state.tf_task is None
+    state.install()  # outside the main thread's signal handling: an exit handler
+    exiting = threading.Thread(target=state._at_exit)  # what the interpreter's exit runs (Ray's SIGTERM handler ends it)
+    exiting.start()
+    assert state.received.wait(5) and exiting.is_alive()  # the flag is up, the exit waits for the save
+    state.close(finished=True)
+    exiting.join(5)
+    assert not exiting.is_alive() and not state.installed
+    monkeypatch.setattr(ray_train, "ray_train_worker", lambda: ray_train.RayTrainWorker(0, 1, 0, run_folder=None))
+    assert backups.guard_for(None, the_plan, [], keras, None) is None  # cloud storage: Ray's checkpoints alone
+    assert backups.guard_for(str(tmp_path / "mine"), the_plan, [], keras, None).state.folder.startswith(str(tmp_path / "mine"))

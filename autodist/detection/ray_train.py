@@ -8,9 +8,14 @@ on TPUs and GPUs. Ray sets no variable that names the worker, so the one probe,
 :func:`ray_train_worker`, asks Ray's own context, and only when Ray is imported already: autodist
 never imports Ray.
 
+A Ray Data shard (``ray.train.get_dataset_shard(...)``, a ``DataIterator``) is recognised by its
+class alone (:func:`is_data_iterator`), again without importing Ray.
+
 Example:
     >>> ray_train_worker() is None  # Ray is not imported here: not a Ray Train worker
     True
+    >>> is_data_iterator([1, 2, 3])
+    False
 """
 
 from __future__ import annotations
@@ -19,7 +24,12 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["RayTrainWorker", "ray_train_worker"]
+from autodist.detection.cluster_spec import ClusterInfo
+
+__all__ = ["RAY_JAX_SOURCE", "RayTrainWorker", "is_data_iterator", "jax_cluster", "ray_train_worker"]
+
+#: The cluster source of a Ray Train worker group joined into one JAX runtime (the plan's reasons say it).
+RAY_JAX_SOURCE = "Ray Train"
 
 
 @dataclass(frozen=True)
@@ -31,12 +41,16 @@ class RayTrainWorker:
         world_size: the number of workers.
         local_rank: the worker's rank on its node.
         jax_joined: JAX's processes are joined already (``JaxTrainer`` on TPUs and GPUs does it).
+        run_folder: the run's folder in Ray's storage (``RunConfig(storage_path=..., name=...)``)
+            when it is a folder of this machine's file system (local, or a mounted shared one);
+            ``None`` for cloud storage (``s3://``, ``gs://``), which only Ray's checkpoints reach.
     """
 
     world_rank: int
     world_size: int
     local_rank: int
     jax_joined: bool = False
+    run_folder: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,7 +67,16 @@ def ray_train_worker() -> RayTrainWorker | None:
         rank, size, local = int(context.get_world_rank()), int(context.get_world_size()), int(context.get_local_rank())
     except Exception:  # outside a worker, Ray says so with its own errors
         return None
-    return RayTrainWorker(rank, size, local, jax_joined=_jax_joined())
+    return RayTrainWorker(rank, size, local, jax_joined=_jax_joined(), run_folder=_run_folder(context))
+
+
+def _run_folder(context: Any) -> str | None:
+    try:
+        storage = context.get_storage()
+        local = getattr(storage.storage_filesystem, "type_name", "") == "local"
+        return str(storage.experiment_fs_path) if local else None
+    except Exception:  # a Ray without it (a developer API): Ray's checkpoints alone
+        return None
 
 
 def _jax_joined() -> bool:
@@ -66,3 +89,24 @@ def _jax_joined() -> bool:
         return distributed.global_state.client is not None
     except Exception:  # another JAX: it says nothing
         return False
+
+
+def is_data_iterator(x: Any) -> bool:
+    """Whether ``x`` is a Ray Data iterator: the shard ``ray.train.get_dataset_shard(...)`` gives
+    each worker (``ray.data.DataIterator`` and its subclasses)."""
+    return any(cls.__name__ == "DataIterator" and cls.__module__.startswith("ray.data") for cls in type(x).__mro__)
+
+
+def jax_cluster(worker: RayTrainWorker, coordinator: str) -> ClusterInfo:
+    """The cluster a Ray Train worker group forms as one JAX runtime: ``world_size`` workers,
+    this one at ``world_rank``, worker 0 the coordinator (at ``coordinator``) and the chief.
+    Ray does not tell a worker its peers' addresses, nor does JAX need them: the other entries
+    name the workers by rank.
+
+    Example:
+        >>> c = jax_cluster(RayTrainWorker(1, 2, 0), "127.0.0.1:1234")
+        >>> c.cluster_spec["worker"], c.task_index, c.is_chief
+        (['127.0.0.1:1234', 'ray-train-worker-1'], 1, False)
+    """
+    names = [coordinator] + [f"ray-train-worker-{rank}" for rank in range(1, worker.world_size)]
+    return ClusterInfo(source=RAY_JAX_SOURCE, task_type="worker", task_index=worker.world_rank, cluster_spec={"worker": names})

@@ -55,6 +55,8 @@ def fit(
         model: a compiled Keras model (Keras 3 or tf_keras), built anywhere; or a zero-argument
             function that builds and compiles one, which autodist calls inside the scope.
         x, y: input data and targets, as for ``model.fit`` (arrays, a ``tf.data.Dataset``, ...).
+            In a Ray Train worker ``x`` may be a Ray Data shard (``ray.train.get_dataset_shard``),
+            with ``y`` the name of its label column(s) (:mod:`autodist.run.ray_data`).
         batch_size: the **global** batch. Moved to the nearest multiple of the replica count,
             with a warning. For a batched dataset, the dataset is re-batched to it.
         epochs: as for ``model.fit``.
@@ -65,7 +67,8 @@ def fit(
             its step, then exits 75: the next start resumes there (:mod:`autodist.jobs.preemption`).
             Multi-worker runs save by default (one folder per worker under
             ``AUTODIST_BACKUP_DIR``, which the launcher sets, else a private folder); single-host
-            runs given a folder here or ``AUTODIST_BACKUP_DIR``. ``False`` turns it off.
+            runs given a folder here or ``AUTODIST_BACKUP_DIR``; a Ray Train worker in the run's
+            folder in Ray's storage (:mod:`autodist.run.backups`). ``False`` turns it off.
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
         mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model (TPU).

@@ -1,5 +1,7 @@
 """Act, Keras 3 on JAX: the plan's ``keras.distribution``, the processes joined, the model trained.
 
+- :func:`join_ray_workers`: a Ray Train worker group, joined by Ray (TPUs, GPUs) or here, from
+  Ray's rank and world size and a coordinator address worker 0 publishes.
 - :func:`join_processes`: in a cluster, ``keras.distribution.initialize`` with the coordinator
   (the chief, else worker 0: the first address the cluster manager gives), the process count and
   this process's id, once, before JAX's runtime starts (``import autodist`` arranges it for the
@@ -23,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,7 +41,7 @@ from autodist.run.backend import FitCall
 from autodist.run.callbacks import ChiefDuties, final_callbacks
 from autodist.run.compile_settings import mixed_precision_while_building
 
-__all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "place", "refuse_unjoined_ray_workers", "train"]
+__all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "join_ray_workers", "place", "train"]
 
 
 def coordinates(cluster: Any) -> tuple[str, int, int]:
@@ -112,8 +115,9 @@ def init_on_jax(environ: Mapping[str, str], *, make_global: bool = True, **plan_
     """``autodist.init`` on JAX: join, plan, and make the plan's distribution the global one
     (``keras.distribution.set_distribution``), so every model built afterwards is on the mesh
     (``@distributed`` sets it only while its function runs: ``make_global=False``)."""
-    refuse_unjoined_ray_workers(ray_train.ray_train_worker())
-    join_processes(detect_cluster(environ))
+    snapshot, ray_cluster = _here(environ)
+    if ray_cluster is not None and plan_kwargs.get("snapshot") is None:
+        plan_kwargs = {**plan_kwargs, "snapshot": snapshot}
     the_plan = plan_here(environ, **plan_kwargs)
     distribution = build_distribution(the_plan)
     if distribution is not None and make_global:
@@ -223,12 +227,12 @@ def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
 
     Raises:
         AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet), and
-            in a Ray Train worker group of 2 or more (not built yet).
+            for a Ray Data shard as input (read it with ``shard.iter_jax_batches`` or train on
+            TensorFlow).
     """
     _refuse_backups(call.backup_dir)
-    refuse_unjoined_ray_workers(ray_train.ray_train_worker())
-    join_processes(detect_cluster(environ))
-    snapshot = detect(environ)
+    _refuse_ray_data(call.x)
+    snapshot, _ = _here(environ)
     batch_size = call.requested_batch
 
     def plan_for(model: Any) -> Plan:
@@ -281,19 +285,74 @@ def _on_the_host() -> Iterator[None]:
         kd.set_distribution(previous)
 
 
-def refuse_unjoined_ray_workers(worker: Any) -> None:
-    """Keras on JAX across a Ray Train worker group is not built yet (docs/ray.md): Ray's
-    ``JaxTrainer`` joins the processes on TPUs and GPUs only, sets no cluster autodist could plan
-    for, and autodist does not join them itself. Training each worker alone would look like
-    distributed training and not be it, so it is refused with the ways that work."""
+def join_ray_workers(worker: Any) -> Any:
+    """A Ray Train worker group as one JAX runtime: the cluster to plan for, or ``None`` (not a
+    Ray Train worker, or a group of one). Ray's ``JaxTrainer`` joins the processes itself on TPUs
+    and GPUs (``use_tpu``, ``use_gpu``); then they are not joined twice. Otherwise (CPUs) worker 0
+    picks a free port on its node and publishes ``host:port`` to the others
+    (``ray.train.collective.broadcast_from_rank_zero``, a barrier every worker reaches in the same
+    ``fit`` or ``init``), and every worker calls ``keras.distribution.initialize`` with it, Ray's
+    world size and its rank.
+
+    Raises:
+        RuntimeAlreadyStartedError: JAX computed something before the processes could be joined
+            (a model built before ``autodist.fit``): the fix says what to move.
+    """
     if worker is None or worker.world_size < 2:
-        return
-    raise AutodistError(
-        f"This process is worker {worker.world_rank} of {worker.world_size} in a Ray Train run with "
-        "Keras on JAX, and autodist does not plan one JAX runtime across Ray's workers yet: each "
-        "worker would train its own model. Expected one worker, or TensorFlow. Train with "
-        "KERAS_BACKEND=tensorflow under TensorflowTrainer, or use ScalingConfig(num_workers=1)."
-    )
+        return None
+    import jax
+    from jax._src import xla_bridge
+
+    if worker.jax_joined or (xla_bridge.backends_are_initialized() and jax.process_count() == worker.world_size):
+        return ray_train.jax_cluster(worker, "joined by Ray Train")
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeAlreadyStartedError(
+            f"This process is worker {worker.world_rank} of {worker.world_size} in a Ray Train run, "
+            "and JAX's runtime started before autodist could join the workers into one "
+            "(keras.distribution.initialize must come before any JAX computation: building a model "
+            "is one). Fix: pass autodist.fit a function that builds and compiles the model, or call "
+            "autodist.init() at the top of train_loop_per_worker, before building anything."
+        )
+    import keras
+    from ray.train.collective import broadcast_from_rank_zero  # Ray is imported already: a Ray Train worker
+
+    address = broadcast_from_rank_zero(_free_address() if worker.world_rank == 0 else None)
+    keras.distribution.initialize(job_addresses=address, num_processes=worker.world_size, process_id=worker.world_rank)
+    return ray_train.jax_cluster(worker, address)
+
+
+def _free_address() -> str:
+    """``host:port`` for JAX's coordinator on worker 0: this node's address as Ray knows it
+    (loopback when Ray runs on it), and a port free now."""
+    import socket
+
+    import ray.util
+
+    host = ray.util.get_node_ip_address()
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host, 0))
+        port = probe.getsockname()[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _here(environ: Mapping[str, str]) -> tuple[Any, Any]:
+    """Join this process's job (a Ray Train worker group, else the cluster the environment
+    describes) and detect: ``(snapshot, cluster)``, the snapshot with the cluster it trains in."""
+    ray_cluster = join_ray_workers(ray_train.ray_train_worker())
+    if ray_cluster is None:
+        join_processes(detect_cluster(environ))
+        return detect(environ), None
+    return dataclasses.replace(detect(environ), cluster=ray_cluster), ray_cluster
+
+
+def _refuse_ray_data(x: Any) -> None:
+    if ray_train.is_data_iterator(x):
+        raise AutodistError(
+            "autodist.fit got a Ray Data shard (ray.train.get_dataset_shard) as x, and Keras runs on "
+            "JAX here: autodist reads Ray Data shards on TensorFlow only. Expected arrays or a "
+            "tf.data.Dataset on JAX. Pass shard.to_tf(feature_columns=..., label_columns=..., "
+            "batch_size=...) or numpy arrays, or train with KERAS_BACKEND=tensorflow."
+        )
 
 
 def _refuse_backups(backup_dir: Any) -> None:

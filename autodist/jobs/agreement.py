@@ -45,7 +45,13 @@ from autodist.jobs.train_state import Save
 from autodist.log import get_logger
 from autodist.settings import grace_setting
 
-__all__ = ["ABANDON_DELAY_S", "ACK_TIMEOUT_S", "ClusterAgreement", "LocalAgreement", "ack_timeout", "next_fit_id"]
+__all__ = ["ABANDON_DELAY_S", "ACK_TIMEOUT_S", "TF_NOTICE_KEY", "ClusterAgreement", "LocalAgreement", "ack_timeout", "next_fit_id", "watch_tf_notice"]
+
+#: Where TensorFlow's own SIGTERM handler (its ``PreemptionNotifier``, installed with the
+#: coordination service) writes, in the coordination service, the task that got SIGTERM:
+#: ``/job:worker/task:1``. A process whose SIGTERM autodist cannot catch (fit outside the main
+#: thread, as in Ray Train) learns of it here.
+TF_NOTICE_KEY = "TF_DEFAULT_PREEMPTION_NOTICE_KEY"
 
 #: The longest wait for the other workers to acknowledge a proposed step, all together, in seconds.
 ACK_TIMEOUT_S = 10.0
@@ -106,6 +112,29 @@ class LocalAgreement:
 
     def close(self) -> None:
         pass
+
+
+def watch_tf_notice(task: str, on_notice: Callable[[], Any], stop: threading.Event) -> None:
+    """Call ``on_notice`` (in a watcher thread) when TensorFlow's SIGTERM handler says that
+    ``task`` (``/job:worker/task:1``) got SIGTERM (:data:`TF_NOTICE_KEY`); asked once a second,
+    until ``stop`` is set (the ``fit`` is over)."""
+
+    def watch() -> None:
+        from tensorflow.python.eager import context
+        from tensorflow.python.framework import errors
+
+        while not stop.is_set():
+            try:
+                value = context.context().get_config_key_value(TF_NOTICE_KEY, timeout_in_ms=1000)
+            except errors.DeadlineExceededError:  # not set within the second: ask again
+                continue
+            except Exception:  # no coordination service, or the cluster is going away
+                return
+            if value.strip() == task:
+                on_notice()
+            return
+
+    threading.Thread(target=watch, name="autodist-tf-notice", daemon=True).start()
 
 
 @dataclass

@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
@@ -43,12 +44,17 @@ from typing import Any
 
 from autodist.errors import AutodistError
 from autodist.jobs import callback_state, train_state
+from autodist.jobs.agreement import watch_tf_notice
 from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
 from autodist.jobs.private import release_private_root
 from autodist.jobs.train_state import Position, Save
 from autodist.log import get_logger
 
-__all__ = ["PREEMPTED_EXIT_CODE", "Guard", "guard", "restore_state"]
+__all__ = ["EXIT_WAIT_S", "PREEMPTED_EXIT_CODE", "Guard", "guard", "restore_state"]
+
+#: With the notice at the interpreter's exit (Ray Train): the longest the exit waits for the save,
+#: in seconds (the step in flight, the agreement and the save; within Kubernetes' 30 s grace).
+EXIT_WAIT_S = 25.0
 
 
 @dataclass
@@ -68,10 +74,27 @@ class Guard:
     received: threading.Event = field(default_factory=threading.Event)
     previous_handler: Any = None
     installed: bool = False
+    #: SIGTERM arrives as the interpreter's exit (Ray Train: Ray's handler in the main thread turns
+    #: it into ``SystemExit`` there, while ``fit`` runs in Ray's training thread).
+    notice_at_exit: bool = False
+    tf_task: str | None = None  # this task as TensorFlow names it (/job:worker/task:1), in a multi-worker job
+    acted: threading.Event = field(default_factory=threading.Event)  # saved (or gave up) after a notice
 
     def install(self) -> None:
         """Catch SIGTERM (only a flag: the step that is running finishes). A handler of the
-        caller's own, or SIGTERM ignored, is left as it is (and then nothing is saved on SIGTERM)."""
+        caller's own, or SIGTERM ignored, is left as it is (and then nothing is saved on SIGTERM).
+        With ``notice_at_exit`` (``fit`` outside the main thread, in Ray Train), SIGTERM reaches
+        either Ray's handler, which ends the interpreter from the main thread (an exit handler
+        sets the flag and holds the exit until the save is made, at most :data:`EXIT_WAIT_S`:
+        the training thread goes on while exit handlers run), or, in a multi-worker job
+        (``tf_task``), TensorFlow's own handler, which names the task in the coordination
+        service (:func:`autodist.jobs.agreement.watch_tf_notice` sets the flag)."""
+        if self.notice_at_exit:
+            atexit.register(self._at_exit)
+            self.installed = True
+            if self.tf_task is not None:  # TensorFlow's own handler took SIGTERM: it says so in the coordination service
+                watch_tf_notice(self.tf_task, self.received.set, stop=self.acted)
+            return
         if threading.current_thread() is not threading.main_thread():
             get_logger().warning("autodist: fit runs outside the main thread; SIGTERM cannot be caught to save the step")
             return
@@ -81,6 +104,11 @@ class Guard:
             return
         self.previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: self.received.set())
         self.installed = True
+
+    def _at_exit(self) -> None:
+        self.received.set()
+        if not self.acted.wait(EXIT_WAIT_S):
+            get_logger().warning(f"autodist: the process exits, and no step was saved within {EXIT_WAIT_S:g} s; the next start resumes at the newest save")
 
     def save(self, model: Any, kind: str, position: Position, *, metrics: bool = True, extra: dict | None = None) -> Save:
         """Save the model's state with the callbacks' carried state and the epoch orders' seed."""
@@ -120,6 +148,10 @@ class Guard:
         """Give SIGTERM back; after a finished fit, remove the saves and any folder they leave
         empty."""
         self.agreement.close()
+        self.acted.set()  # an exit that waits goes on
+        if self.installed and self.notice_at_exit:
+            atexit.unregister(self._at_exit)
+            self.installed = False
         if self.installed:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if self.previous_handler is None else self.previous_handler)
             self.installed = False
@@ -127,7 +159,7 @@ class Guard:
             train_state.clear(self.folder)
             for folder in (os.path.dirname(self.folder), self.root if self.own_root else None):
                 _remove_if_empty(folder)
-        if self.received.is_set():  # came after the fit's end was agreed: as without autodist
+        if self.received.is_set() and not self.notice_at_exit:  # came after the fit's end was agreed: as without autodist
             self.received.clear()
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -282,11 +314,13 @@ def _abandon(state: Guard) -> None:
     worker has stays)."""
     state.received.clear()
     state.agreement.say_abandoned()
+    state.acted.set()
     raise SystemExit(PREEMPTED_EXIT_CODE)
 
 
 def _exit(state: Guard, position: Position, *, finished: bool = False) -> None:
     state.received.clear()  # acted on
+    state.acted.set()
     where = "the finished fit" if finished else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
     print(
         f"autodist: preempted (SIGTERM): saved {where} to {state.folder}; exiting with code "

@@ -219,7 +219,8 @@ def _mesh(kind: K, replicas: int, model_axis: int) -> tuple[tuple[int, ...], tup
 
 def _why_devices(snapshot: HardwareSnapshot, processes: int, total: int, kind: K) -> str:
     kinds = sorted({d.kind for d in snapshot.jax_devices}) or ["cpu"]
-    where = f"{total} JAX device(s) ({', '.join(kinds)})" + (f", {total // processes} in each of {processes} processes" if processes > 1 else "")
+    source = f" ({snapshot.cluster.source})" if snapshot.cluster is not None else ""
+    where = f"{total} JAX device(s) ({', '.join(kinds)})" + (f", {total // processes} in each of {processes} processes{source}" if processes > 1 else "")
     if kind == K.DEFAULT:
         return f"{where}: no keras.distribution needed" if total == 1 else f"{where}: no distribution (strategy='default' was forced)"
     return f"{where}: keras.distribution.{'ModelParallel' if kind == K.MODEL_PARALLEL else 'DataParallel'} over them"

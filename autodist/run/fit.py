@@ -42,8 +42,10 @@ from autodist.run.compile_settings import apply_compile_settings, mixed_precisio
 from autodist.run.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
 from autodist.run.keras_patches import apply_workarounds, build_from_generator
 from autodist.run.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
+from autodist.run.ray_data import from_ray_data
 from autodist.run.record import current as current_activation
-from autodist.run.resume import fit_resuming, guard_for, ray_owns_backups
+from autodist.run.backups import guard_for, ray_owns_backups
+from autodist.run.resume import fit_resuming
 from autodist.run.strategies import describe_strategy, start
 from autodist.run.tuning import tuned_plan
 from autodist.settings import strategy_setting
@@ -54,6 +56,7 @@ __all__ = ["fit_on_tensorflow"]
 def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     """``autodist.fit`` on TensorFlow, for the frozen call: plan, build the strategy and apply
     the plan's Keras workarounds, place the model, make the input ready, train, copy back."""
+    call = from_ray_data(call)  # a Ray Data shard: this worker's tf.data.Dataset
     model, x, mixed_precision = call.model, call.x, call.mixed_precision
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)

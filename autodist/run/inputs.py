@@ -101,7 +101,7 @@ def prepare_input(
         warnings_ = [_drop_warning(count, batch)] if drop else []
         if batch_given and own is not None and own != the_plan.requested_batch_size:
             warnings_.append(_rebatched_note(own, the_plan))
-        if the_plan.num_replicas > 1 and int(x.cardinality()) == -2:
+        if the_plan.num_replicas > 1 and int(x.cardinality()) == -2 and not own_shard(x):  # a worker's own shard (Ray Data): its size is not the user's to give
             warnings_.append(_UNKNOWN_SIZE_NOTE)
         kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
         return TrainingInput(prepared, y, kwargs, tuple(w for w in warnings_ if w))

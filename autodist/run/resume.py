@@ -32,23 +32,17 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.detection.dataset_graph import finite_cardinality, shuffles
-from autodist.jobs.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
-from autodist.jobs.preemption import Guard, guard, restore_state
-from autodist.jobs.private import backup_folder, command_line, default_backup_root, digest
+from autodist.jobs.preemption import Guard, restore_state
 from autodist.jobs.train_state import Save, clear, discard_after, readable, record, saves
 from autodist.log import warn_all
-from autodist.planning.plans import StrategyKind
 from autodist.run.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
-from autodist.settings import backup_dir_setting
 
-__all__ = ["Armed", "Phase", "Phases", "fit_resuming", "guard_for", "phased_callbacks", "phases", "ray_owns_backups", "restore_finished", "run_phases"]
+__all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "restore_finished", "run_phases"]
 
 
 @dataclass(frozen=True)
@@ -380,60 +374,3 @@ def restore_finished(model: Any, state: Guard, keras_module: Any) -> Any:
     history.params = {"epochs": found.position.epoch, "steps": found.position.batches}
     model.history = history
     return history
-
-
-def _single(backup_dir: Any) -> str:
-    """A single process's folder: under ``AUTODIST_BACKUP_DIR``, which other scripts may share,
-    named after the command line too."""
-    return "single" if isinstance(backup_dir, str) else f"single-{digest(command_line())}"
-
-
-@dataclass(frozen=True)
-class Armed:
-    """A guard ready for one ``fit``: its state and its two callbacks (see :func:`guard`)."""
-
-    state: Guard
-    first: Any
-    last: Any
-
-
-def ray_owns_backups(backup_dir: Any) -> bool:
-    """In a Ray Train worker not given a folder, Ray's checkpoints and restarts take the place of
-    autodist's backups and of Keras's ``BackupAndRestore`` (docs/ray.md): Ray's ports change at each
-    restart, and SIGTERM cannot be caught in its training thread."""
-    return ray_train.ray_train_worker() is not None and not isinstance(backup_dir, str)
-
-
-def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any) -> Armed | None:
-    """The preemption guard for this ``fit``, or ``None``: without a backup folder (a single-host
-    run given neither ``backup_dir`` nor ``AUTODIST_BACKUP_DIR``; ``backup_dir=False``), with the
-    caller's own ``BackupAndRestore``, under parameter-server training (asynchronous: no step
-    that every worker shares), or in a Ray Train worker not given a folder (Ray's checkpoints
-    serve: its ports change at each restart, and it runs the loop outside the main thread)."""
-
-    fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
-    cluster = the_plan.cluster
-    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and cluster is not None and cluster.num_workers >= 2
-    own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
-    if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
-        return None
-    if ray_owns_backups(backup_dir):
-        return None
-    if isinstance(backup_dir, str):
-        root = backup_dir
-    elif multi_worker or backup_dir_setting(os.environ):
-        root = default_backup_root(cluster, os.environ) if cluster is not None else str(backup_dir_setting(os.environ))
-    else:
-        return None
-    task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
-    folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
-    if multi_worker:
-        assert cluster is not None
-        worker = 0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
-        chief = ["chief 0"] if "chief" in cluster.cluster_spec else []
-        names = tuple(chief + [f"worker {index}" for index in range(cluster.num_workers - len(chief))])
-        agreement: Any = ClusterAgreement(worker, cluster.num_workers, fit_id, names, ack_timeout(os.environ)).start()
-    else:
-        agreement = LocalAgreement()
-    state = Guard(folder, agreement, strategy, root=root, own_root=not isinstance(backup_dir, str) and not backup_dir_setting(os.environ))
-    return Armed(state, *guard(keras_module, state))

@@ -31,16 +31,17 @@ OUT = tempfile.mkdtemp(prefix="autodist-ray-")
 EPOCHS, BATCH = 3, 64
 
 
-def data() -> tuple[np.ndarray, np.ndarray]:
+def data(rows: int = 256) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 4)).astype("float32")
-    y = (x @ np.array([1.0, -2.0, 3.0, 0.5], dtype="float32"))[:, None] + 0.1 * rng.normal(size=(256, 1)).astype("float32")
+    x = rng.normal(size=(rows, 4)).astype("float32")
+    y = (x @ np.array([1.0, -2.0, 3.0, 0.5], dtype="float32"))[:, None] + 0.1 * rng.normal(size=(rows, 1)).astype("float32")
     return x, y
 
 
-def build(keras):
+def build(keras, batch_norm: bool = False):
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    middle = [keras.layers.BatchNormalization()] if batch_norm else []
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), *middle, keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
     return model
 
@@ -122,6 +123,175 @@ def trainer_case(flavors: tuple[str, ...]) -> dict:
     return found
 
 
+class StepsPerEpoch:
+    """A Keras callback that counts each epoch's steps (made in the worker, for its flavor)."""
+
+    def __new__(cls, keras):
+        class Counter(keras.callbacks.Callback):
+            def __init__(self):
+                super().__init__()
+                self.steps = []
+
+            def on_epoch_begin(self, epoch, logs=None):
+                self.steps.append(0)
+
+            def on_train_batch_end(self, batch, logs=None):
+                self.steps[-1] += 1
+
+        return Counter()
+
+
+def data_loop(config: dict) -> None:
+    """A Ray Data shard as the input: ``y`` names the label column, ``batch_size`` is global. The
+    model, built by a function with Keras 3 under Ray's ``TF_USE_LEGACY_KERAS=1``, has a
+    BatchNormalization layer: its moving statistics must stay the same on every worker."""
+    import autodist
+
+    import keras
+    import ray.train
+
+    import warnings
+
+    shard = ray.train.get_dataset_shard("train")
+    counter = StepsPerEpoch(keras)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = autodist.fit(lambda: build(keras, batch_norm=True), shard, y="y", batch_size=BATCH, epochs=2, verbose=0, callbacks=[counter])
+    rank = ray.train.get_context().get_world_rank()
+    record = {"weights": [w.tolist() for w in history.model.get_weights()], "loss": [float(v) for v in history.history["loss"]],
+              "steps": counter.steps, "strategy": history.plan.strategy.value, "global_batch": history.plan.global_batch_size,
+              "keras": history.model.__class__.__module__.split(".")[0], "flavor": history.plan.keras_flavor,
+              "batch_norm": [layer.name for layer in history.model.layers if "BatchNormalization" in type(layer).__name__],
+              "warnings": [str(w.message) for w in caught if type(w.message).__name__ == "AutodistWarning"]}
+    Path(config["out"], f"data-{rank}.json").write_text(json.dumps(record))
+
+
+def data_case() -> dict:
+    """TensorflowTrainer with a Ray Dataset of 256 rows (columns x: 4 floats, y: 1 float)."""
+    import ray.data
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.tensorflow import TensorflowTrainer
+
+    x, y = data()
+    dataset = ray.data.from_items([{"x": x[i], "y": y[i]} for i in range(len(x))])
+    trainer = TensorflowTrainer(
+        data_loop,
+        train_loop_config={"out": OUT},
+        scaling_config=ScalingConfig(num_workers=2),
+        datasets={"train": dataset},
+        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="data"),
+    )
+    result = trainer.fit()
+    workers = [json.loads(Path(OUT, f"data-{rank}.json").read_text()) for rank in (0, 1)]
+    return {"workers": workers, "rows": len(x), "error": repr(result.error) if result.error else None}
+
+
+def jax_loop(config: dict) -> None:
+    """Keras on JAX in each of JaxTrainer's workers (KERAS_BACKEND=jax in their environment)."""
+    import autodist
+
+    import keras
+    import ray.train
+
+    x, y = data()
+    history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+    rank = ray.train.get_context().get_world_rank()
+    record = {"weights": [w.tolist() for w in history.model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
+              "strategy": history.plan.strategy.value, "backend": keras.backend.backend(), "mesh": list(history.plan.mesh_shape),
+              "workers": history.plan.num_workers, "reasons": list(history.plan.reasons)}
+    Path(config["out"], f"jax-{rank}.json").write_text(json.dumps(record))
+
+
+def jax_reference() -> dict:
+    """Plain ``model.fit`` on JAX in one process (a Ray task in a fresh process, KERAS_BACKEND=jax)."""
+    import keras
+
+    x, y = data()
+    model = build(keras)
+    history = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+    return {"backend": keras.backend.backend(), "weights": [w.tolist() for w in model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()}}
+
+
+def jax_case() -> dict:
+    import ray
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.v2.jax import JaxTrainer
+
+    on_jax = {"env_vars": {"KERAS_BACKEND": "jax", "TF_USE_LEGACY_KERAS": "0"}}
+    trainer = JaxTrainer(
+        jax_loop,
+        train_loop_config={"out": OUT},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="jax", worker_runtime_env=on_jax),
+    )
+    result = trainer.fit()
+    workers = [json.loads(Path(OUT, f"jax-{rank}.json").read_text()) for rank in (0, 1)]
+    reference = ray.get(ray.remote(jax_reference).options(runtime_env=on_jax).remote(), timeout=300)
+    return {"workers": workers, "reference": reference, "error": repr(result.error) if result.error else None}
+
+
+#: The restart case: 512 rows, batch 64 (8 steps an epoch), 3 epochs; worker 1 gets SIGTERM in
+#: epoch 2 after its 2nd step, once.
+RESTART_ROWS, SIGTERM_AT = 512, (1, 1)
+
+
+def restart_loop(config: dict) -> None:
+    """``autodist.fit`` as a user writes it; a callback of the test's own counts the steps this
+    start trains and, on the first start, sends worker 1 SIGTERM mid-epoch (a preemption)."""
+    import signal
+
+    import autodist
+
+    import keras
+    import ray.train
+
+    rank = ray.train.get_context().get_world_rank()
+    start = "again" if Path(config["out"], "sigterm-sent").exists() else "first"
+    steps_file = Path(config["out"], f"restart-{rank}-{start}.steps")
+
+    class Preempt(keras.callbacks.Callback):
+        trained = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.trained += 1
+            steps_file.write_text(str(self.trained))
+            if rank == 1 and start == "first" and (self.epoch, batch) == SIGTERM_AT:
+                Path(config["out"], "sigterm-sent").write_text("")
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
+    x, y = data(RESTART_ROWS)
+    had_checkpoint = ray.train.get_checkpoint() is not None
+    history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=[Preempt()])
+    record = {"weights": [w.tolist() for w in history.model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
+              "epochs": list(history.epoch), "iterations": int(history.model.optimizer.iterations.numpy()), "had_checkpoint": had_checkpoint}
+    Path(config["out"], f"restart-{rank}.json").write_text(json.dumps(record))
+
+
+def restart_case() -> dict:
+    from ray.train import FailureConfig, RunConfig, ScalingConfig
+    from ray.train.tensorflow import TensorflowTrainer
+
+    trainer = TensorflowTrainer(
+        restart_loop,
+        train_loop_config={"out": OUT},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="restart", failure_config=FailureConfig(max_failures=1)),
+    )
+    result = trainer.fit()
+    workers = [json.loads(Path(OUT, f"restart-{rank}.json").read_text()) for rank in (0, 1)]
+    steps = {f"{rank}-{start}": int(Path(OUT, f"restart-{rank}-{start}.steps").read_text()) for rank in (0, 1) for start in ("first", "again")}
+    x, y = data(RESTART_ROWS)
+    keras = keras_of("keras3")
+    model = build(keras)
+    history = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+    reference = {"weights": [w.tolist() for w in model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()}, "steps": int(model.optimizer.iterations.numpy())}
+    left = sorted(str(p.relative_to(OUT)) for p in Path(OUT, "runs", "restart").rglob("*") if "autodist-backups" in str(p))
+    return {"workers": workers, "steps": steps, "reference": reference, "backups_left": left, "error": repr(result.error) if result.error else None}
+
+
 def doc_case() -> dict:
     from tests.adoption import adopt
 
@@ -162,7 +332,7 @@ def main() -> None:
     os.environ["TF_USE_LEGACY_KERAS"] = "1"  # what Ray sets in its workers, and its example files at their top
     import ray
 
-    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False)
+    ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False)
     results = {}
     started = time.monotonic()
     try:
@@ -170,8 +340,9 @@ def main() -> None:
         if flavors:
             results.update(trainer_case(flavors))
         for case in sys.argv[1:]:
-            if case in ("doc", "example"):
-                results[case] = {"doc": doc_case, "example": example_case}[case]()
+            if case in ("doc", "example", "data", "jax", "restart"):
+                print(f"CASE {case}", flush=True)  # the restart's expected errors come after its mark
+                results[case] = {"doc": doc_case, "example": example_case, "data": data_case, "jax": jax_case, "restart": restart_case}[case]()
         results["network"] = network()
     finally:
         ray.shutdown()
