@@ -127,7 +127,7 @@ def test_a_ray_data_shard_on_jax_is_refused_with_the_ways_that_work():
     _refuse_ray_data([1, 2])
 
 
-def test_in_a_ray_worker_the_backups_go_into_the_runs_folder_and_sigterm_is_noticed_at_exit(monkeypatch, tmp_path):
+def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_noticed_at_exit(monkeypatch, tmp_path):
     import threading
 
     import keras
@@ -136,17 +136,46 @@ def test_in_a_ray_worker_the_backups_go_into_the_runs_folder_and_sigterm_is_noti
     from autodist.run import backups
 
     the_plan = Plan(StrategyKind.DEFAULT, 1)
-    monkeypatch.setattr(ray_train, "ray_train_worker", lambda: ray_train.RayTrainWorker(0, 1, 0, run_folder=str(tmp_path)))
+    seeded = []
+    monkeypatch.setattr(backups, "saves_from_checkpoint", seeded.append)  # what a restarted group takes from Ray
+    monkeypatch.setattr(ray_train, "ray_train_worker", lambda: ray_train.RayTrainWorker(0, 1, 0))
     armed = backups.guard_for(None, the_plan, [], keras, None)
-    state = armed.state
-    assert state.folder.startswith(str(tmp_path / backups.RAY_BACKUPS)) and state.notice_at_exit and state.tf_task is None
+    state, saves = armed.state, armed.ray_saves
+    assert seeded == [saves] and saves.folder == state.folder and state.before_exit is not None and state.staging
+    assert saves.inside.startswith("autodist/single-") and saves.inside.endswith(state.folder[-len("/fit-0"):]) and state.notice_at_exit
     state.install()  # outside the main thread's signal handling: an exit handler
     exiting = threading.Thread(target=state._at_exit)  # what the interpreter's exit runs (Ray's SIGTERM handler ends it)
     exiting.start()
     assert state.received.wait(5) and exiting.is_alive()  # the flag is up, the exit waits for the save
     state.close(finished=True)
     exiting.join(5)
-    assert not exiting.is_alive() and not state.installed
-    monkeypatch.setattr(ray_train, "ray_train_worker", lambda: ray_train.RayTrainWorker(0, 1, 0, run_folder=None))
-    assert backups.guard_for(None, the_plan, [], keras, None) is None  # cloud storage: Ray's checkpoints alone
-    assert backups.guard_for(str(tmp_path / "mine"), the_plan, [], keras, None).state.folder.startswith(str(tmp_path / "mine"))
+    assert not exiting.is_alive() and not state.installed and state.exiting  # at exit, nothing can reach Ray any more
+    assert backups.guard_for(None, the_plan, [], keras, None, ray_checkpoints=False) is None  # opted out: nothing carries them
+    mine = backups.guard_for(str(tmp_path / "mine"), the_plan, [], keras, None)
+    assert mine.state.folder.startswith(str(tmp_path / "mine")) and mine.ray_saves is None
+
+
+def test_a_restarted_worker_takes_its_own_saves_out_of_rays_checkpoint(monkeypatch, tmp_path):
+    """What autodist reads of Ray here: ``ray.train.get_checkpoint()`` and its ``as_directory()``
+    (Ray itself stays unimported in this process; tests/test_ray.py restarts a real group)."""
+    import contextlib
+    import sys
+    import types
+
+    from autodist.run.ray_reports import RaySaves, saves_from_checkpoint
+
+    reported = tmp_path / "reported"
+    for worker in ("worker-0", "worker-1"):  # Ray puts every worker's files into one checkpoint folder
+        (reported / "autodist" / worker / "fit-0").mkdir(parents=True)
+        (reported / "autodist" / worker / "fit-0" / "step-000001-00000003.json").write_text(worker)
+    checkpoint = types.SimpleNamespace(as_directory=lambda: contextlib.nullcontext(str(reported)))
+    ray_module = types.ModuleType("ray")
+    ray_module.train = types.SimpleNamespace(get_checkpoint=lambda: checkpoint)
+    monkeypatch.setitem(sys.modules, "ray", ray_module)
+    monkeypatch.setitem(sys.modules, "ray.train", ray_module.train)
+    mine = RaySaves(str(tmp_path / "local" / "worker-1" / "fit-0"), "autodist/worker-1/fit-0")
+    assert saves_from_checkpoint(mine)
+    assert (tmp_path / "local" / "worker-1" / "fit-0" / "step-000001-00000003.json").read_text() == "worker-1"
+    assert not saves_from_checkpoint(RaySaves(str(tmp_path / "other"), "autodist/worker-0/fit-1"))  # another fit: none
+    ray_module.train.get_checkpoint = lambda: None
+    assert not saves_from_checkpoint(mine)

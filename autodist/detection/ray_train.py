@@ -41,16 +41,12 @@ class RayTrainWorker:
         world_size: the number of workers.
         local_rank: the worker's rank on its node.
         jax_joined: JAX's processes are joined already (``JaxTrainer`` on TPUs and GPUs does it).
-        run_folder: the run's folder in Ray's storage (``RunConfig(storage_path=..., name=...)``)
-            when it is a folder of this machine's file system (local, or a mounted shared one);
-            ``None`` for cloud storage (``s3://``, ``gs://``), which only Ray's checkpoints reach.
     """
 
     world_rank: int
     world_size: int
     local_rank: int
     jax_joined: bool = False
-    run_folder: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,16 +63,7 @@ def ray_train_worker() -> RayTrainWorker | None:
         rank, size, local = int(context.get_world_rank()), int(context.get_world_size()), int(context.get_local_rank())
     except Exception:  # outside a worker, Ray says so with its own errors
         return None
-    return RayTrainWorker(rank, size, local, jax_joined=_jax_joined(), run_folder=_run_folder(context))
-
-
-def _run_folder(context: Any) -> str | None:
-    try:
-        storage = context.get_storage()
-        local = getattr(storage.storage_filesystem, "type_name", "") == "local"
-        return str(storage.experiment_fs_path) if local else None
-    except Exception:  # a Ray without it (a developer API): Ray's checkpoints alone
-        return None
+    return RayTrainWorker(rank, size, local, jax_joined=_jax_joined())
 
 
 def _jax_joined() -> bool:

@@ -67,8 +67,8 @@ def fit(
             its step, then exits 75: the next start resumes there (:mod:`autodist.jobs.preemption`).
             Multi-worker runs save by default (one folder per worker under
             ``AUTODIST_BACKUP_DIR``, which the launcher sets, else a private folder); single-host
-            runs given a folder here or ``AUTODIST_BACKUP_DIR``; a Ray Train worker in the run's
-            folder in Ray's storage (:mod:`autodist.run.backups`). ``False`` turns it off.
+            runs given a folder here or ``AUTODIST_BACKUP_DIR``; a Ray Train worker in the
+            checkpoints it reports to Ray (:mod:`autodist.run.backups`). ``False`` turns it off.
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
         mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model (TPU).

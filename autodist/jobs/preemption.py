@@ -39,6 +39,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,14 @@ class Guard:
     #: it into ``SystemExit`` there, while ``fit`` runs in Ray's training thread).
     notice_at_exit: bool = False
     tf_task: str | None = None  # this task as TensorFlow names it (/job:worker/task:1), in a multi-worker job
+    #: Called in every worker after the save it exits with, before it exits, with the model, the
+    #: position and the step's logs (Ray Train: the save goes to Ray as the newest checkpoint).
+    before_exit: Callable[[Any, Position, Any], None] | None = None
+    #: Where the save goes on exit, for the message (``before_exit``'s destination), and whether
+    #: the folder is only a staging place, removed when the fit ends however it ends.
+    destination: str | None = None
+    staging: bool = False
+    exiting: bool = False  # the interpreter is exiting (nothing can reach Ray any more)
     acted: threading.Event = field(default_factory=threading.Event)  # saved (or gave up) after a notice
 
     def install(self) -> None:
@@ -106,6 +115,7 @@ class Guard:
         self.installed = True
 
     def _at_exit(self) -> None:
+        self.exiting = True
         self.received.set()
         if not self.acted.wait(EXIT_WAIT_S):
             get_logger().warning(f"autodist: the process exits, and no step was saved within {EXIT_WAIT_S:g} s; the next start resumes at the newest save")
@@ -142,11 +152,12 @@ class Guard:
         epochs = int(getattr(history, "params", {}).get("epochs") or 0)
         position = Position(epochs, 0, getattr(history, "params", {}).get("steps"))
         self.save(model, "done", position, metrics=False, extra=record)
-        _exit(self, position, finished=True)
+        last = {key: values[-1] for key, values in record["history"].items() if values}
+        _exit(self, position, finished=True, model=model, logs=last)
 
     def close(self, *, finished: bool) -> None:
-        """Give SIGTERM back; after a finished fit, remove the saves and any folder they leave
-        empty."""
+        """Give SIGTERM back; after a finished fit (or always, for a staging folder), remove the
+        saves and any folder they leave empty."""
         self.agreement.close()
         self.acted.set()  # an exit that waits goes on
         if self.installed and self.notice_at_exit:
@@ -155,7 +166,7 @@ class Guard:
         if self.installed:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if self.previous_handler is None else self.previous_handler)
             self.installed = False
-        if finished:
+        if finished or self.staging:
             train_state.clear(self.folder)
             for folder in (os.path.dirname(self.folder), self.root if self.own_root else None):
                 _remove_if_empty(folder)
@@ -237,7 +248,7 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
             if batches and self.step >= batches:
                 self.exit_at_epoch_end = True  # saved; its validation and epoch-end callbacks first
                 return
-            _exit(state, position)
+            _exit(state, position, model=self.model, logs=logs)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             position = Position(epoch + 1, 0, self.params.get("steps"))
@@ -246,7 +257,7 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
                 _save_epoch(self.model, state, position)
             last = epoch + 1 >= int(self.params.get("epochs") or 0) or self.model.stop_training
             if self.exit_at_epoch_end and not last:  # the last epoch: fit ends, and Guard.finish saves it
-                _exit(state, position)
+                _exit(state, position, model=self.model, logs=logs)
 
     return RestoreSave(), SaveOnPreemption()
 
@@ -318,12 +329,15 @@ def _abandon(state: Guard) -> None:
     raise SystemExit(PREEMPTED_EXIT_CODE)
 
 
-def _exit(state: Guard, position: Position, *, finished: bool = False) -> None:
+def _exit(state: Guard, position: Position, *, finished: bool = False, model: Any = None, logs: Any = None) -> None:
     state.received.clear()  # acted on
+    if state.before_exit is not None and model is not None and not state.exiting:
+        state.before_exit(model, position, logs)
     state.acted.set()
     where = "the finished fit" if finished else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
+    reported = state.before_exit is not None and model is not None and not state.exiting
     print(
-        f"autodist: preempted (SIGTERM): saved {where} to {state.folder}; exiting with code "
+        f"autodist: preempted (SIGTERM): saved {where} to {state.destination if reported else state.folder}; exiting with code "
         f"{PREEMPTED_EXIT_CODE}. The next start resumes {'with that History' if finished else 'at that step'}.",
         file=sys.stderr,
         flush=True,

@@ -34,7 +34,7 @@ from autodist.jobs.heartbeat import heartbeat
 from autodist.jobs.private import backup_folder, default_backup_root, private_root, release_private_root
 from autodist.run.ray_reports import ray_reporter
 
-__all__ = ["BATCH_HOOKS", "ChiefDuties", "FILE_ATTRIBUTES", "final_callbacks", "needs_each_step", "uses_batch_hooks"]
+__all__ = ["BATCH_HOOKS", "ChiefDuties", "FILE_ATTRIBUTES", "final_callbacks", "needs_each_step", "ray_reports_itself", "uses_batch_hooks"]
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
 
@@ -194,9 +194,14 @@ def needs_each_step(callback: Any) -> bool:
     return True
 
 
+def ray_reports_itself(callbacks: Any) -> bool:
+    """Whether a callback of Ray's own (``ReportCheckpointCallback``) reports to Ray Train."""
+    return any(type(cb).__module__.startswith(("ray.train.", "ray.air.")) for cb in callbacks or [])
+
+
 def final_callbacks(
     keras_module: Any, callbacks: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None,
-    ray_report: bool = True, ray_checkpoint: bool = True,
+    ray_report: bool = True, ray_checkpoint: bool = True, ray_saves: Any = None,
 ) -> list[Any]:
     """The final callback list of every ``fit`` (TensorFlow, parameter servers, JAX): the caller's
     callbacks (as :class:`ChiefDuties` prepared them for this worker's role), then the launcher's
@@ -204,8 +209,8 @@ def final_callbacks(
     parameter-server loop, whose steps run on the workers), then, in a Ray Train worker and with
     ``ray_report``, each epoch's metrics to ``ray.train.report``, with worker 0's model as the
     epoch's ``ray.train.Checkpoint`` (``ray_checkpoint``). Not when a callback of Ray's own
-    (``ReportCheckpointCallback``) reports already: two reports an epoch would be two checkpoints."""
+    (``ReportCheckpointCallback``) reports already: two reports an epoch would be two checkpoints.
+    ``ray_saves``: the preemption guard's saves, which travel in those checkpoints."""
     beat = heartbeat(keras_module, per_batch=per_batch, environ=environ)
-    reports_itself = any(type(cb).__module__.startswith(("ray.train.", "ray.air.")) for cb in callbacks or [])
-    report = ray_reporter(keras_module, checkpoint=ray_checkpoint) if ray_report and not reports_itself else None
+    report = ray_reporter(keras_module, checkpoint=ray_checkpoint, saves=ray_saves) if ray_report and not ray_reports_itself(callbacks) else None
     return list(callbacks or []) + [cb for cb in (beat, report) if cb is not None]

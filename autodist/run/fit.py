@@ -36,7 +36,7 @@ from autodist.run import parameter_server
 from autodist.run.activation import complete as complete_activation
 from autodist.run.backend import FitCall
 from autodist.run.batching import own_shard, shared_shuffle_seed
-from autodist.run.callbacks import ChiefDuties, final_callbacks, needs_each_step
+from autodist.run.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
 from autodist.run.comm_check import check_communication
 from autodist.run.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.run.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
@@ -195,12 +195,15 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
         return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
-    guard = guard_for(call.backup_dir, the_plan, ready.fit_kwargs.get("callbacks"), keras, distribution)
+    given = ready.fit_kwargs.get("callbacks")
+    ray_checkpoints = call.ray_report and call.ray_checkpoint and not ray_reports_itself(given)  # what can carry autodist's saves in Ray
+    guard = guard_for(call.backup_dir, the_plan, given, keras, distribution, ray_checkpoints=ray_checkpoints)
     duties = ChiefDuties(cluster, keras, False if guard is not None or ray_owns_backups(call.backup_dir) else call.backup_dir)
     restore_compiled = apply_compile_settings(trained, the_plan)
     succeeded = False
     try:
-        callbacks = final_callbacks(keras, duties.prepare(ready.fit_kwargs.get("callbacks")), ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint)
+        saves = guard.ray_saves if guard is not None else None
+        callbacks = final_callbacks(keras, duties.prepare(given), ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint, ray_saves=saves)
         with distribution.scope():
             if guard is None:
                 history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})

@@ -5,6 +5,12 @@ own ``ReportCheckpointCallback`` does. ``autodist.fit(..., ray_report=False)`` a
 ``ray_checkpoint=False`` opt out (docs/ray.md). Ray is imported here only inside a Ray Train
 worker, where it is imported already.
 
+autodist's own saves (:mod:`autodist.run.backups`) travel in the same checkpoints: each worker
+adds its newest save under ``autodist/<worker>/fit-<n>/`` (Ray puts every worker's files into one
+checkpoint folder), at each epoch's end and, on preemption, at the step every worker saved after
+(:func:`report_saves`). A worker group that Ray restarts finds them in
+``ray.train.get_checkpoint()`` (:func:`saves_from_checkpoint`).
+
 Example:
     >>> import keras
     >>> ray_reporter(keras) is None  # not a Ray Train worker
@@ -13,58 +19,130 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
-from autodist.jobs.private import private_root, release_private_root
+from autodist.jobs.private import private_folder, private_root, release_private_root
+from autodist.jobs.train_state import saves
 
-__all__ = ["RAY_MODEL_FILE", "RAY_STATE_FILE", "ray_reporter"]
+__all__ = ["RAY_MODEL_FILE", "RAY_SAVES_FOLDER", "RAY_STATE_FILE", "RaySaves", "ray_reporter", "report_saves", "saves_from_checkpoint"]
 
 
 #: What a checkpoint autodist reports to Ray holds: the model as Keras saves it, and the epoch.
 RAY_MODEL_FILE, RAY_STATE_FILE = "model.keras", "autodist.json"
+#: ... and, under this folder, each worker's own saves (the whole training state).
+RAY_SAVES_FOLDER = "autodist"
 
 
-def ray_reporter(keras_module: Any, *, checkpoint: bool = True) -> Any:
+class RaySaves:
+    """Where one worker's saves are (``folder``, on this machine) and where they go in a Ray
+    checkpoint (``inside``: ``autodist/<worker>/fit-<n>``)."""
+
+    def __init__(self, folder: str, inside: str):
+        self.folder, self.inside = folder, inside
+
+    def copy_into(self, checkpoint_folder: str) -> None:
+        """The newest save's files (every worker reports the same one in a checkpoint)."""
+        found = saves(self.folder) if os.path.isdir(self.folder) else []
+        if not found:
+            return
+        target = os.path.join(checkpoint_folder, self.inside)
+        os.makedirs(target, exist_ok=True)
+        for name in os.listdir(self.folder):
+            if os.path.splitext(name)[0] == found[-1].name:
+                shutil.copy2(os.path.join(self.folder, name), target)
+
+
+def saves_from_checkpoint(saves: RaySaves) -> bool:
+    """Copy this worker's saves out of ``ray.train.get_checkpoint()`` (the checkpoint a restarted
+    worker group gets) into its save folder; ``False`` when it holds none of them."""
+    import ray.train  # imported already: this process is a Ray Train worker
+
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is None:
+        return False
+    with checkpoint.as_directory() as found:
+        source = os.path.join(found, saves.inside)
+        if not os.path.isdir(source):
+            return False
+        private_folder(saves.folder)
+        shutil.copytree(source, saves.folder, dirs_exist_ok=True)
+    return True
+
+
+def _metrics(epoch: int, logs: Mapping[str, Any] | None, **more: Any) -> dict[str, Any]:
+    metrics: dict[str, Any] = {"epoch": epoch, **more}
+    for name, value in (logs or {}).items():
+        try:
+            metrics[name] = float(value)
+        except (TypeError, ValueError):
+            pass  # not a number: Ray's metrics are numbers
+    return metrics
+
+
+@contextlib.contextmanager
+def _checkpoint_folder() -> Iterator[str]:
+    folder = tempfile.mkdtemp(prefix="ray-checkpoint-", dir=private_root())
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # Ray copied it into its storage
+        release_private_root()
+
+
+def _report(model: Any, metrics: dict[str, Any], state: dict[str, Any], saves: RaySaves | None, *, chief: bool) -> None:
+    """Every worker reports (a barrier); worker 0 with its model, every worker with its saves."""
+    import ray.train  # imported already: this process is a Ray Train worker
+
+    with _checkpoint_folder() as folder:
+        model.save(os.path.join(folder, RAY_MODEL_FILE))  # on every worker: saving may run collectives
+        if chief:
+            with open(os.path.join(folder, RAY_STATE_FILE), "w", encoding="utf-8") as handle:
+                json.dump(state, handle)
+        else:
+            os.remove(os.path.join(folder, RAY_MODEL_FILE))
+        if saves is not None:
+            saves.copy_into(folder)
+        carries = chief or saves is not None
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder) if carries else None)
+
+
+def report_saves(model: Any, saves: RaySaves, epoch: int, step: int, logs: Mapping[str, Any] | None = None) -> None:
+    """On preemption, in every worker after the save at the agreed step: that save to Ray, as the
+    run's newest checkpoint (worker 0's model with it)."""
+    worker = ray_train.ray_train_worker()
+    chief = worker is None or worker.world_rank == 0
+    _report(model, _metrics(epoch, logs, step=step), {"epoch": epoch, "step": step}, saves, chief=chief)
+
+
+def ray_reporter(keras_module: Any, *, checkpoint: bool = True, saves: RaySaves | None = None) -> Any:
     """A callback that reports each epoch's metrics to Ray Train, or ``None`` outside a Ray Train
     worker (:func:`autodist.detection.ray_train.ray_train_worker`). Every worker calls
     ``ray.train.report`` once an epoch (it is a barrier; Ray keeps worker 0's metrics). With
     ``checkpoint``, every worker saves the model (saving may run collectives, as with
     ``ModelCheckpoint``) in a private folder, and worker 0's save is the epoch's
     ``ray.train.Checkpoint`` (``model.keras``, and ``autodist.json`` with the epoch): what Ray's
-    own ``ReportCheckpointCallback`` reports."""
+    own ``ReportCheckpointCallback`` reports; with ``saves``, each worker's saves go with it."""
     worker = ray_train.ray_train_worker()
     if worker is None:
         return None
 
     class RayReport(keras_module.callbacks.Callback):  # type: ignore[misc, name-defined]
         autodist_coarse_hooks = True  # not a reason to run batch hooks at every step
+        autodist_after_guard = True  # after the preemption guard's last save of the epoch
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             import ray.train  # imported already: this process is a Ray Train worker
 
-            metrics = {"epoch": epoch}
-            for name, value in (logs or {}).items():
-                try:
-                    metrics[name] = float(value)
-                except (TypeError, ValueError):
-                    pass  # not a number: Ray's metrics are numbers
             if not checkpoint:
-                ray.train.report(metrics)
+                ray.train.report(_metrics(epoch, logs))
                 return
-            folder = tempfile.mkdtemp(prefix="ray-checkpoint-", dir=private_root())
-            try:
-                self.model.save(os.path.join(folder, RAY_MODEL_FILE))
-                with open(os.path.join(folder, RAY_STATE_FILE), "w", encoding="utf-8") as handle:
-                    json.dump({"epoch": epoch}, handle)
-                chief = worker.world_rank == 0
-                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder) if chief else None)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)  # Ray copied worker 0's into its storage
-                release_private_root()
+            _report(self.model, _metrics(epoch, logs), {"epoch": epoch}, saves, chief=worker.world_rank == 0)
 
     return RayReport()

@@ -299,7 +299,8 @@ def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], arme
     a fresh start), so a restart trains the rest of the epoch in the uninterrupted run's order."""
     state = armed.state
     state.callbacks = list(callbacks)
-    callbacks = [armed.first, *callbacks, armed.last]
+    late = [cb for cb in callbacks if getattr(cb, "autodist_after_guard", False)]  # Ray's report: after the epoch's last save
+    callbacks = [armed.first, *[cb for cb in callbacks if cb not in late], armed.last, *late]
     kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
     common = state.agreement.common([found for found in saves(state.folder) if readable(state.folder, found.name)])
     if common:

@@ -86,7 +86,7 @@ class Reports:
 
         class Recorder(UserCallback):
             def after_report(self, run_context, metrics, checkpoint):
-                files = sorted(p.name for p in Path(checkpoint.path).iterdir()) if checkpoint is not None else []
+                files = sorted(str(p.relative_to(checkpoint.path)) for p in Path(checkpoint.path).rglob("*") if p.is_file()) if checkpoint is not None else []
                 with open(path, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps({"metrics": metrics[0], "checkpoint_files": files}) + "\n")
 
@@ -263,10 +263,14 @@ def restart_loop(config: dict) -> None:
             self.epoch = epoch
 
     x, y = data(RESTART_ROWS)
-    had_checkpoint = ray.train.get_checkpoint() is not None
+    checkpoint = ray.train.get_checkpoint()
+    given = []  # what Ray's checkpoint handed this start: autodist's saves of this worker
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            given = sorted(p.name for p in Path(folder, "autodist", f"worker-{rank}").rglob("*.json"))
     history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=[Preempt()])
     record = {"weights": [w.tolist() for w in history.model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
-              "epochs": list(history.epoch), "iterations": int(history.model.optimizer.iterations.numpy()), "had_checkpoint": had_checkpoint}
+              "epochs": list(history.epoch), "iterations": int(history.model.optimizer.iterations.numpy()), "given": given}
     Path(config["out"], f"restart-{rank}.json").write_text(json.dumps(record))
 
 
@@ -274,11 +278,16 @@ def restart_case() -> dict:
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.tensorflow import TensorflowTrainer
 
+    from autodist.jobs.private import private_root_path
+
+    staged = lambda: {p.name for p in Path(private_root_path()).glob("ray-saves-*")}  # noqa: E731  the workers' staging folders
+    before = staged()
+    reports = os.path.join(OUT, "restart-reports.jsonl")
     trainer = TensorflowTrainer(
         restart_loop,
         train_loop_config={"out": OUT},
         scaling_config=ScalingConfig(num_workers=2),
-        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="restart", failure_config=FailureConfig(max_failures=1)),
+        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="restart", failure_config=FailureConfig(max_failures=1), callbacks=[Reports(reports)]),
     )
     result = trainer.fit()
     workers = [json.loads(Path(OUT, f"restart-{rank}.json").read_text()) for rank in (0, 1)]
@@ -288,8 +297,8 @@ def restart_case() -> dict:
     model = build(keras)
     history = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
     reference = {"weights": [w.tolist() for w in model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()}, "steps": int(model.optimizer.iterations.numpy())}
-    left = sorted(str(p.relative_to(OUT)) for p in Path(OUT, "runs", "restart").rglob("*") if "autodist-backups" in str(p))
-    return {"workers": workers, "steps": steps, "reference": reference, "backups_left": left, "error": repr(result.error) if result.error else None}
+    received = [json.loads(line) for line in Path(reports).read_text().splitlines()]
+    return {"workers": workers, "steps": steps, "reference": reference, "reports": received, "staging_left": sorted(staged() - before), "error": repr(result.error) if result.error else None}
 
 
 def doc_case() -> dict:
@@ -311,7 +320,7 @@ def example_case() -> dict:
         result = runpy.run_path(str(ROOT / "examples" / "ray_train.py"), run_name="not_main")["main"]()
     finally:
         sys.argv = saved
-    files = sorted(p.name for p in Path(result.checkpoint.path).iterdir())
+    files = sorted(str(p.relative_to(result.checkpoint.path)) for p in Path(result.checkpoint.path).rglob("*") if p.is_file())
     return {"metrics": {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}, "checkpoint_files": files, "error": repr(result.error) if result.error else None}
 
 
