@@ -64,8 +64,8 @@ def test_each_epoch_reaches_ray_with_worker_0s_model_as_the_checkpoint(ray_run, 
     assert max(abs(report["metrics"]["loss"] - loss) for report, loss in zip(case["reports"], losses, strict=True)) <= 1e-6
     fit = ("keras3", "tf_keras").index(flavor)  # one worker group trains both, keras3 first
     for epoch, report in enumerate(case["reports"]):
-        saves = [f"autodist/worker-{rank}/fit-{fit}/epoch-{epoch + 1:06d}-00000000.{ext}" for rank in (0, 1) for ext in ("json", "npz")]
-        assert {"autodist.json", "model.keras", *saves} <= set(report["checkpoint_files"]), report["checkpoint_files"]  # every worker's save travels
+        saves = [f"autodist/fit-{fit}/epoch-{epoch + 1:06d}-00000000.{ext}" for ext in ("json", "npz")] if epoch + 1 < len(losses) else []
+        assert sorted(report["checkpoint_files"]) == sorted(["autodist.json", "model.keras", *saves])  # the fit's last epoch: no save to resume
 
 
 def test_rays_documented_example_runs_adopted(ray_run):
@@ -132,10 +132,10 @@ def test_a_worker_sigtermed_mid_epoch_restarts_with_no_step_redone(ray_run, repo
     assert case["error"] is None
     assert steps["0-first"] == steps["1-first"] and steps["0-again"] == steps["1-again"]
     saved, total = steps["0-first"], case["reference"]["steps"]
-    assert 0 < saved < total and saved % 8 != 0  # mid-epoch (8 steps an epoch)
-    epoch, batch = divmod(saved, 8)
+    assert 10 < saved < total  # after the step of the SIGTERM (the 10th), before the end
     step_reports = [r for r in case["reports"] if "step" in r["metrics"]]
-    assert [(r["metrics"]["epoch"], r["metrics"]["step"]) for r in step_reports] == [(epoch, batch)]  # the save went to Ray
+    assert [(r["metrics"]["epoch"], r["metrics"]["step"]) for r in step_reports] == [divmod(saved, 8)]  # the save went to Ray (8 steps an epoch)
+    epoch, batch = (saved - 1) // 8, (saved - 1) % 8 + 1  # the save's own name: the epoch it ended, its batches
     name = f"step-{epoch:06d}-{batch:08d}.json"
     assert name in first["given"] and name in second["given"]  # ray.train.get_checkpoint() handed it to the new group
     redone = steps["0-first"] + steps["0-again"] - total
@@ -144,8 +144,8 @@ def test_a_worker_sigtermed_mid_epoch_restarts_with_no_step_redone(ray_run, repo
     gap = _gap(first["weights"], case["reference"]["weights"])
     assert gap <= EQUAL, gap
     assert case["staging_left"] == []  # each worker's local copy is gone, preempted or finished
-    report(f"Ray Train restart (max_failures=1): worker 1 SIGTERMed in epoch 2, both saved after step {saved} of {total} "
-           f"(epoch {saved // 8 + 1}, batch {saved % 8}); steps redone {redone}; weights {gap:.1e} from one uninterrupted process")
+    report(f"Ray Train restart (max_failures=1): worker 1 SIGTERMed in epoch 2 after step 10, both saved after step {saved} of {total} "
+           f"(epoch {epoch + 1}, batch {batch}) and reported it to Ray; steps redone {redone}; weights {gap:.1e} from one uninterrupted process")
 
 
 def test_nothing_listens_beyond_loopback(ray_run, report):
@@ -156,4 +156,4 @@ def test_nothing_listens_beyond_loopback(ray_run, report):
     assert all(sample["interfaces"] == ["lo"] for sample in samples), samples
     listening = sorted({address for sample in samples for address in sample["listening"]})
     assert listening and set(listening) <= {"127.0.0.1", "::ffff:127.0.0.1", "::1", "0.0.0.0", "::"}, listening
-    report(f"Ray Train scenario (6 trainer runs on one local cluster, one of them restarted, beside the suite): {ray_run['result']['seconds']:.0f} s from ray.init to ray.shutdown; listening inside its private network: {', '.join(listening)}")
+    report(f"Ray Train scenario (5 trainer runs on one local cluster, one of them restarted, beside the suite): {ray_run['result']['seconds']:.0f} s from ray.init to ray.shutdown; listening inside its private network: {', '.join(listening)}")

@@ -128,6 +128,7 @@ def test_a_ray_data_shard_on_jax_is_refused_with_the_ways_that_work():
 
 
 def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_noticed_at_exit(monkeypatch, tmp_path):
+    import os
     import threading
 
     import keras
@@ -142,17 +143,20 @@ def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_not
     armed = backups.guard_for(None, the_plan, [], keras, None)
     state, saves = armed.state, armed.ray_saves
     assert seeded == [saves] and saves.folder == state.folder and state.before_exit is not None and state.staging
-    assert saves.inside.startswith("autodist/single-") and saves.inside.endswith(state.folder[-len("/fit-0"):]) and state.notice_at_exit
-    state.install()  # outside the main thread's signal handling: an exit handler
-    exiting = threading.Thread(target=state._at_exit)  # what the interpreter's exit runs (Ray's SIGTERM handler ends it)
-    exiting.start()
-    assert state.received.wait(5) and exiting.is_alive()  # the flag is up, the exit waits for the save
+    assert saves.inside == "autodist/" + os.path.basename(state.folder) and state.notice_at_exit
+    state.install()
+    assert not state.installed  # its folder only stages what goes to Ray: no exit is held for it
     state.close(finished=True)
-    exiting.join(5)
-    assert not exiting.is_alive() and not state.installed and state.exiting  # at exit, nothing can reach Ray any more
     assert backups.guard_for(None, the_plan, [], keras, None, ray_checkpoints=False) is None  # opted out: nothing carries them
-    mine = backups.guard_for(str(tmp_path / "mine"), the_plan, [], keras, None)
-    assert mine.state.folder.startswith(str(tmp_path / "mine")) and mine.ray_saves is None
+    mine = backups.guard_for(str(tmp_path / "mine"), the_plan, [], keras, None).state  # a folder of the caller's: kept
+    assert mine.folder.startswith(str(tmp_path / "mine")) and mine.notice_at_exit and not mine.staging
+    mine.install()  # outside the main thread's signal handling: an exit handler
+    exiting = threading.Thread(target=mine._at_exit)  # what the interpreter's exit runs (Ray's SIGTERM handler ends it)
+    exiting.start()
+    assert mine.received.wait(5) and exiting.is_alive()  # the flag is up, the exit waits for the save
+    mine.close(finished=True)
+    exiting.join(5)
+    assert not exiting.is_alive() and not mine.installed and mine.exiting  # at exit, nothing can reach Ray any more
 
 
 def test_a_restarted_worker_takes_its_own_saves_out_of_rays_checkpoint(monkeypatch, tmp_path):
@@ -162,20 +166,24 @@ def test_a_restarted_worker_takes_its_own_saves_out_of_rays_checkpoint(monkeypat
     import sys
     import types
 
+    from autodist.run import ray_reports
     from autodist.run.ray_reports import RaySaves, saves_from_checkpoint
 
     reported = tmp_path / "reported"
-    for worker in ("worker-0", "worker-1"):  # Ray puts every worker's files into one checkpoint folder
-        (reported / "autodist" / worker / "fit-0").mkdir(parents=True)
-        (reported / "autodist" / worker / "fit-0" / "step-000001-00000003.json").write_text(worker)
+    for fit in ("fit-0", "fit-1"):  # worker 0's saves of two fits in one loop
+        (reported / "autodist" / fit).mkdir(parents=True)
+        (reported / "autodist" / fit / "step-000001-00000003.json").write_text(fit)
     checkpoint = types.SimpleNamespace(as_directory=lambda: contextlib.nullcontext(str(reported)))
     ray_module = types.ModuleType("ray")
     ray_module.train = types.SimpleNamespace(get_checkpoint=lambda: checkpoint)
     monkeypatch.setitem(sys.modules, "ray", ray_module)
     monkeypatch.setitem(sys.modules, "ray.train", ray_module.train)
-    mine = RaySaves(str(tmp_path / "local" / "worker-1" / "fit-0"), "autodist/worker-1/fit-0")
-    assert saves_from_checkpoint(mine)
-    assert (tmp_path / "local" / "worker-1" / "fit-0" / "step-000001-00000003.json").read_text() == "worker-1"
-    assert not saves_from_checkpoint(RaySaves(str(tmp_path / "other"), "autodist/worker-0/fit-1"))  # another fit: none
-    ray_module.train.get_checkpoint = lambda: None
-    assert not saves_from_checkpoint(mine)
+    monkeypatch.setattr(ray_reports, "_STARTED_WITH", [])  # a new process: it reads the checkpoint once
+    second = RaySaves(str(tmp_path / "local" / "worker-1" / "fit-1"), "autodist/fit-1")
+    assert saves_from_checkpoint(second)
+    assert (tmp_path / "local" / "worker-1" / "fit-1" / "step-000001-00000003.json").read_text() == "fit-1"
+    assert not saves_from_checkpoint(RaySaves(str(tmp_path / "other"), "autodist/fit-2"))  # a fit it has none of
+    ray_module.train.get_checkpoint = lambda: None  # what later reports of this start leave there does not count
+    assert saves_from_checkpoint(RaySaves(str(tmp_path / "again"), "autodist/fit-0"))
+    monkeypatch.setattr(ray_reports, "_STARTED_WITH", [])
+    assert not saves_from_checkpoint(second)  # a start without a checkpoint

@@ -74,8 +74,8 @@ def fit(
         mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model (TPU).
         ray_report: in a Ray Train worker, each epoch's metrics go to ``ray.train.report``
             (docs/ray.md); ``False`` leaves reporting to your own callbacks.
-        ray_checkpoint: with ``ray_report``, worker 0's model goes with each epoch's report as a
-            ``ray.train.Checkpoint``; ``False`` reports the metrics alone.
+        ray_checkpoint: with ``ray_report``, worker 0's model and autodist's saves (what a restarted
+            group resumes from) go with each epoch's report; ``False``: the metrics alone.
         **fit_kwargs: passed to ``model.fit`` as they are (``validation_data``, ``callbacks``,
             ``class_weight``, ``sample_weight``, ``initial_epoch``, ``steps_per_epoch``, ...).
 

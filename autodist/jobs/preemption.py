@@ -95,12 +95,14 @@ class Guard:
         With ``notice_at_exit`` (``fit`` outside the main thread, in Ray Train), SIGTERM reaches
         either Ray's handler, which ends the interpreter from the main thread (an exit handler
         sets the flag and holds the exit until the save is made, at most :data:`EXIT_WAIT_S`:
-        the training thread goes on while exit handlers run), or, in a multi-worker job
+        the training thread goes on while exit handlers run; not for a ``staging`` folder, which
+        the exit would lose), or, in a multi-worker job
         (``tf_task``), TensorFlow's own handler, which names the task in the coordination
         service (:func:`autodist.jobs.agreement.watch_tf_notice` sets the flag)."""
         if self.notice_at_exit:
-            atexit.register(self._at_exit)
-            self.installed = True
+            if not self.staging:  # a folder that outlives the process: worth holding the exit for
+                atexit.register(self._at_exit)
+                self.installed = True
             if self.tf_task is not None:  # TensorFlow's own handler took SIGTERM: it says so in the coordination service
                 watch_tf_notice(self.tf_task, self.received.set, stop=self.acted)
             return

@@ -84,7 +84,7 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
         return None
     task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
     folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
-    ray_saves = RaySaves(folder, "/".join((RAY_SAVES_FOLDER, os.path.basename(task), f"fit-{fit_id}"))) if in_ray else None
+    ray_saves = RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}") if in_ray else None  # worker 0's, the same on every worker
     if ray_saves is not None:
         saves_from_checkpoint(ray_saves)  # a restarted worker group: the saves its predecessor reported
     if multi_worker:

@@ -5,9 +5,9 @@ own ``ReportCheckpointCallback`` does. ``autodist.fit(..., ray_report=False)`` a
 ``ray_checkpoint=False`` opt out (docs/ray.md). Ray is imported here only inside a Ray Train
 worker, where it is imported already.
 
-autodist's own saves (:mod:`autodist.run.backups`) travel in the same checkpoints: each worker
-adds its newest save under ``autodist/<worker>/fit-<n>/`` (Ray puts every worker's files into one
-checkpoint folder), at each epoch's end and, on preemption, at the step every worker saved after
+autodist's own saves (:mod:`autodist.run.backups`) travel in the same checkpoints: worker 0
+adds its newest save under ``autodist/fit-<n>/`` (the same on every worker), at each epoch's end
+but the fit's last and, on preemption, at the step every worker saved after
 (:func:`report_saves`). A worker group that Ray restarts finds them in
 ``ray.train.get_checkpoint()`` (:func:`saves_from_checkpoint`).
 
@@ -36,35 +36,47 @@ __all__ = ["RAY_MODEL_FILE", "RAY_SAVES_FOLDER", "RAY_STATE_FILE", "RaySaves", "
 
 #: What a checkpoint autodist reports to Ray holds: the model as Keras saves it, and the epoch.
 RAY_MODEL_FILE, RAY_STATE_FILE = "model.keras", "autodist.json"
-#: ... and, under this folder, each worker's own saves (the whole training state).
+#: ... and, under this folder, worker 0's saves (the whole training state, the same on every
+#: worker under MultiWorkerMirroredStrategy: one copy serves them all).
 RAY_SAVES_FOLDER = "autodist"
 
 
 class RaySaves:
-    """Where one worker's saves are (``folder``, on this machine) and where they go in a Ray
-    checkpoint (``inside``: ``autodist/<worker>/fit-<n>``)."""
+    """Where this worker's saves of one ``fit`` are (``folder``, on this machine) and where they go
+    in a Ray checkpoint (``inside``: ``autodist/fit-<n>``)."""
 
     def __init__(self, folder: str, inside: str):
         self.folder, self.inside = folder, inside
 
     def copy_into(self, checkpoint_folder: str) -> None:
-        """The newest save's files (every worker reports the same one in a checkpoint)."""
+        """The newest save's files and, when that is a step's, the newest epoch save's (an input
+        that cannot skip batches resumes at its epoch's start)."""
         found = saves(self.folder) if os.path.isdir(self.folder) else []
         if not found:
             return
+        names = {found[-1].name} | {next((s.name for s in reversed(found) if s.kind == "epoch"), found[-1].name)}
         target = os.path.join(checkpoint_folder, self.inside)
         os.makedirs(target, exist_ok=True)
         for name in os.listdir(self.folder):
-            if os.path.splitext(name)[0] == found[-1].name:
+            if os.path.splitext(name)[0] in names:
                 shutil.copy2(os.path.join(self.folder, name), target)
 
 
+#: The checkpoint this process started with (``ray.train.get_checkpoint()`` at its first ``fit``):
+#: each ``fit`` of a restarted loop takes its saves from it, not from what an earlier ``fit`` of the
+#: same start has reported since.
+_STARTED_WITH: list[Any] = []
+
+
 def saves_from_checkpoint(saves: RaySaves) -> bool:
-    """Copy this worker's saves out of ``ray.train.get_checkpoint()`` (the checkpoint a restarted
-    worker group gets) into its save folder; ``False`` when it holds none of them."""
+    """Copy this ``fit``'s saves out of the checkpoint this process started with (what a restarted
+    worker group gets from ``ray.train.get_checkpoint()``) into its save folder; ``False`` when
+    it holds none of them."""
     import ray.train  # imported already: this process is a Ray Train worker
 
-    checkpoint = ray.train.get_checkpoint()
+    if not _STARTED_WITH:
+        _STARTED_WITH.append(ray.train.get_checkpoint())
+    checkpoint = _STARTED_WITH[0]
     if checkpoint is None:
         return False
     with checkpoint.as_directory() as found:
@@ -97,20 +109,21 @@ def _checkpoint_folder() -> Iterator[str]:
 
 
 def _report(model: Any, metrics: dict[str, Any], state: dict[str, Any], saves: RaySaves | None, *, chief: bool) -> None:
-    """Every worker reports (a barrier); worker 0 with its model, every worker with its saves."""
+    """Every worker reports (a barrier); worker 0 with its model and its saves."""
     import ray.train  # imported already: this process is a Ray Train worker
 
+    if not chief:
+        with _checkpoint_folder() as folder:
+            model.save(os.path.join(folder, RAY_MODEL_FILE))  # saving may run collectives: every worker saves
+        ray.train.report(metrics)
+        return
     with _checkpoint_folder() as folder:
-        model.save(os.path.join(folder, RAY_MODEL_FILE))  # on every worker: saving may run collectives
-        if chief:
-            with open(os.path.join(folder, RAY_STATE_FILE), "w", encoding="utf-8") as handle:
-                json.dump(state, handle)
-        else:
-            os.remove(os.path.join(folder, RAY_MODEL_FILE))
+        model.save(os.path.join(folder, RAY_MODEL_FILE))
+        with open(os.path.join(folder, RAY_STATE_FILE), "w", encoding="utf-8") as handle:
+            json.dump(state, handle)
         if saves is not None:
             saves.copy_into(folder)
-        carries = chief or saves is not None
-        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder) if carries else None)
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
 
 
 def report_saves(model: Any, saves: RaySaves, epoch: int, step: int, logs: Mapping[str, Any] | None = None) -> None:
@@ -143,6 +156,9 @@ def ray_reporter(keras_module: Any, *, checkpoint: bool = True, saves: RaySaves 
             if not checkpoint:
                 ray.train.report(_metrics(epoch, logs))
                 return
-            _report(self.model, _metrics(epoch, logs), {"epoch": epoch}, saves, chief=worker.world_rank == 0)
+            # The fit's last epoch carries no save: a restart after the fit ended trains it again,
+            # as after the launcher's restart (its saves are removed when it ends).
+            last = epoch + 1 >= int(self.params.get("epochs") or 0) or bool(self.model.stop_training)
+            _report(self.model, _metrics(epoch, logs), {"epoch": epoch}, None if last else saves, chief=worker.world_rank == 0)
 
     return RayReport()

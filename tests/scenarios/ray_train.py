@@ -3,9 +3,11 @@ private network with only loopback, as the launcher runs its jobs).
 
 Cases (argv): ``keras3`` and ``tf_keras``: one ``TensorflowTrainer`` with 2 workers whose loop does
 ``import autodist`` and ``autodist.fit(build, x, y, batch_size=64, ...)`` for each flavor in turn
-(one Ray start for both); each worker writes its weights, History and plan, a Ray callback records
-every report Ray receives, and the driver trains the same model with plain ``model.fit`` in one
-process for the reference. ``doc``: Ray's documented example (tests/as_written/ray_tf_starter.py)
+(one Ray start for both) and, with ``data``, then reads a Ray Data shard; each worker writes its
+weights, History and plan, a Ray callback records every report Ray receives, and the driver
+trains the same model with plain ``model.fit`` in one process for the reference. ``jax``:
+``JaxTrainer`` with 2 workers on Keras's JAX backend (worker 0 also trains the one-process
+reference). ``restart``: a worker SIGTERMed mid-epoch under ``FailureConfig(max_failures=1)``. ``doc``: Ray's documented example (tests/as_written/ray_tf_starter.py)
 adopted as a user adopts it. ``example``: examples/ray_train.py. Ray sets ``TF_USE_LEGACY_KERAS=1`` in its workers; this driver sets
 it too, as Ray's own example files do, so the example's ``tf.keras`` is tf_keras on both sides
 (as written under Keras 3 it fails before any ``fit``: Keras 3's ``tf.keras`` has no
@@ -75,6 +77,8 @@ def loop(config: dict) -> None:
         }
         record["network"] = network()  # while this worker's TensorFlow server still listens
         Path(config["out"], f"{flavor}-{rank}.json").write_text(json.dumps(record))
+    if config.get("data"):  # the same worker group goes on with a Ray Data shard (one group start less)
+        data_loop(config)
 
 
 class Reports:
@@ -102,15 +106,21 @@ def reference(flavor: str) -> dict:
     return {"weights": [w.tolist() for w in model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()}}
 
 
-def trainer_case(flavors: tuple[str, ...]) -> dict:
+def trainer_case(flavors: tuple[str, ...], with_data: bool) -> dict:
+    """One TensorflowTrainer: each flavor in turn, then (``with_data``) a Ray Dataset of 256 rows
+    (columns x: 4 floats, y: 1 float) read from each worker's shard."""
+    import ray.data
     from ray.train import RunConfig, ScalingConfig
     from ray.train.tensorflow import TensorflowTrainer
 
     reports = os.path.join(OUT, "reports.jsonl")
+    x, y = data()
+    datasets = {"train": ray.data.from_items([{"x": x[i], "y": y[i]} for i in range(len(x))])} if with_data else None
     trainer = TensorflowTrainer(
         loop,
-        train_loop_config={"flavors": list(flavors), "out": OUT},
+        train_loop_config={"flavors": list(flavors), "data": with_data, "out": OUT},
         scaling_config=ScalingConfig(num_workers=2),
+        datasets=datasets,
         run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="flavors", callbacks=[Reports(reports)]),
     )
     result = trainer.fit()
@@ -120,6 +130,8 @@ def trainer_case(flavors: tuple[str, ...]) -> dict:
         workers = [json.loads(Path(OUT, f"{flavor}-{rank}.json").read_text()) for rank in (0, 1)]
         found[flavor] = {"workers": workers, "reference": reference(flavor), "reports": received[index * EPOCHS : (index + 1) * EPOCHS]}
     found["error"] = repr(result.error) if result.error else None
+    if with_data:
+        found["data"] = {"workers": [json.loads(Path(OUT, f"data-{rank}.json").read_text()) for rank in (0, 1)], "rows": len(x), "error": found["error"]}
     return found
 
 
@@ -166,26 +178,6 @@ def data_loop(config: dict) -> None:
     Path(config["out"], f"data-{rank}.json").write_text(json.dumps(record))
 
 
-def data_case() -> dict:
-    """TensorflowTrainer with a Ray Dataset of 256 rows (columns x: 4 floats, y: 1 float)."""
-    import ray.data
-    from ray.train import RunConfig, ScalingConfig
-    from ray.train.tensorflow import TensorflowTrainer
-
-    x, y = data()
-    dataset = ray.data.from_items([{"x": x[i], "y": y[i]} for i in range(len(x))])
-    trainer = TensorflowTrainer(
-        data_loop,
-        train_loop_config={"out": OUT},
-        scaling_config=ScalingConfig(num_workers=2),
-        datasets={"train": dataset},
-        run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="data"),
-    )
-    result = trainer.fit()
-    workers = [json.loads(Path(OUT, f"data-{rank}.json").read_text()) for rank in (0, 1)]
-    return {"workers": workers, "rows": len(x), "error": repr(result.error) if result.error else None}
-
-
 def jax_loop(config: dict) -> None:
     """Keras on JAX in each of JaxTrainer's workers (KERAS_BACKEND=jax in their environment)."""
     import autodist
@@ -199,21 +191,15 @@ def jax_loop(config: dict) -> None:
     record = {"weights": [w.tolist() for w in history.model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
               "strategy": history.plan.strategy.value, "backend": keras.backend.backend(), "mesh": list(history.plan.mesh_shape),
               "workers": history.plan.num_workers, "reasons": list(history.plan.reasons)}
+    if rank == 0:  # the reference: plain model.fit on JAX, in this one process (its own device only)
+        model = build(keras)
+        plain = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+        record["reference"] = {"backend": keras.backend.backend(), "weights": [w.tolist() for w in model.get_weights()],
+                               "history": {k: [float(v) for v in vs] for k, vs in plain.history.items()}}  # fmt: skip
     Path(config["out"], f"jax-{rank}.json").write_text(json.dumps(record))
 
 
-def jax_reference() -> dict:
-    """Plain ``model.fit`` on JAX in one process (a Ray task in a fresh process, KERAS_BACKEND=jax)."""
-    import keras
-
-    x, y = data()
-    model = build(keras)
-    history = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
-    return {"backend": keras.backend.backend(), "weights": [w.tolist() for w in model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()}}
-
-
 def jax_case() -> dict:
-    import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
@@ -226,12 +212,11 @@ def jax_case() -> dict:
     )
     result = trainer.fit()
     workers = [json.loads(Path(OUT, f"jax-{rank}.json").read_text()) for rank in (0, 1)]
-    reference = ray.get(ray.remote(jax_reference).options(runtime_env=on_jax).remote(), timeout=300)
-    return {"workers": workers, "reference": reference, "error": repr(result.error) if result.error else None}
+    return {"workers": workers, "reference": workers[0].pop("reference"), "error": repr(result.error) if result.error else None}
 
 
 #: The restart case: 512 rows, batch 64 (8 steps an epoch), 3 epochs; worker 1 gets SIGTERM in
-#: epoch 2 after its 2nd step, once.
+#: epoch 2 after its 2nd step, once (the workers then agree to save two steps later).
 RESTART_ROWS, SIGTERM_AT = 512, (1, 1)
 
 
@@ -258,16 +243,17 @@ def restart_loop(config: dict) -> None:
             if rank == 1 and start == "first" and (self.epoch, batch) == SIGTERM_AT:
                 Path(config["out"], "sigterm-sent").write_text("")
                 os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(3)  # a slow step: TensorFlow's handler passes the notice on within a second
 
         def on_epoch_begin(self, epoch, logs=None):
             self.epoch = epoch
 
     x, y = data(RESTART_ROWS)
     checkpoint = ray.train.get_checkpoint()
-    given = []  # what Ray's checkpoint handed this start: autodist's saves of this worker
+    given = []  # what Ray's checkpoint handed this start: autodist's saves
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
-            given = sorted(p.name for p in Path(folder, "autodist", f"worker-{rank}").rglob("*.json"))
+            given = sorted(p.name for p in Path(folder, "autodist").rglob("*.json"))
     history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=[Preempt()])
     record = {"weights": [w.tolist() for w in history.model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
               "epochs": list(history.epoch), "iterations": int(history.model.optimizer.iterations.numpy()), "given": given}
@@ -346,12 +332,12 @@ def main() -> None:
     started = time.monotonic()
     try:
         flavors = tuple(case for case in sys.argv[1:] if case in ("keras3", "tf_keras"))
-        if flavors:
-            results.update(trainer_case(flavors))
+        if flavors or "data" in sys.argv[1:]:
+            results.update(trainer_case(flavors, with_data="data" in sys.argv[1:]))
         for case in sys.argv[1:]:
-            if case in ("doc", "example", "data", "jax", "restart"):
+            if case in ("doc", "example", "jax", "restart"):
                 print(f"CASE {case}", flush=True)  # the restart's expected errors come after its mark
-                results[case] = {"doc": doc_case, "example": example_case, "data": data_case, "jax": jax_case, "restart": restart_case}[case]()
+                results[case] = {"doc": doc_case, "example": example_case, "jax": jax_case, "restart": restart_case}[case]()
         results["network"] = network()
     finally:
         ray.shutdown()
