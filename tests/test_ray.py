@@ -41,6 +41,16 @@ def _gap(a: list, b: list) -> float:
     return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(a, b, strict=True))
 
 
+def _equal_workers_equal_to_one_process(first: dict, second: dict, one: dict) -> tuple[float, float]:
+    """The two workers' weights identical, and both within EQUAL of one process's weights and
+    History: ``(weight gap, History gap)``."""
+    assert _gap(first["weights"], second["weights"]) == 0.0
+    gap = _gap(first["weights"], one["weights"])
+    history = max(abs(a - b) for a, b in zip(first["history"]["loss"], one["history"]["loss"], strict=True))
+    assert gap <= EQUAL and history <= EQUAL, (gap, history)
+    return gap, history
+
+
 @pytest.mark.parametrize("flavor", ["keras3", "tf_keras"])
 def test_tensorflow_trainer_workers_end_identical_and_equal_to_one_process(ray_run, flavor, report):
     case = ray_run["result"][flavor]
@@ -48,11 +58,7 @@ def test_tensorflow_trainer_workers_end_identical_and_equal_to_one_process(ray_r
     assert ray_run["result"]["error"] is None
     assert (first["strategy"], first["flavor"]) == ("multi_worker_mirrored", flavor)
     assert any("TF_CONFIG from Ray Train" in reason for reason in first["reasons"]), first["reasons"]
-    assert _gap(first["weights"], second["weights"]) == 0.0
-    one = case["reference"]
-    gap = _gap(first["weights"], one["weights"])
-    history = max(abs(a - b) for a, b in zip(first["history"]["loss"], one["history"]["loss"], strict=True))
-    assert gap <= EQUAL and history <= EQUAL, (gap, history)
+    gap, history = _equal_workers_equal_to_one_process(first, second, case["reference"])
     report(f"Ray Train {flavor}, 2 workers vs model.fit in one process: weights {gap:.1e}, History {history:.1e}; the workers 0 apart")
 
 
@@ -104,11 +110,7 @@ def test_jax_trainer_joins_2_processes_into_one_runtime_equal_to_one_process(ray
     assert case["error"] is None and case["reference"]["backend"] == first["backend"] == "jax"
     assert (first["strategy"], first["mesh"], first["workers"]) == ("data_parallel", [2], 2)
     assert any("in each of 2 processes (Ray Train)" in reason for reason in first["reasons"]), first["reasons"]
-    assert _gap(first["weights"], second["weights"]) == 0.0
-    one = case["reference"]
-    gap = _gap(first["weights"], one["weights"])
-    history = max(abs(a - b) for a, b in zip(first["history"]["loss"], one["history"]["loss"], strict=True))
-    assert gap <= EQUAL and history <= EQUAL, (gap, history)
+    gap, history = _equal_workers_equal_to_one_process(first, second, case["reference"])
     report(f"JaxTrainer, 2 CPU processes joined by autodist vs model.fit on JAX in one process: weights {gap:.1e}, History {history:.1e}")
 
 

@@ -156,7 +156,7 @@ def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_not
     assert mine.received.wait(5) and exiting.is_alive()  # the flag is up, the exit waits for the save
     mine.close(finished=True)
     exiting.join(5)
-    assert not exiting.is_alive() and not mine.installed and mine.exiting  # at exit, nothing can reach Ray any more
+    assert not exiting.is_alive() and not mine.installed
 
 
 def test_a_restarted_worker_takes_its_own_saves_out_of_rays_checkpoint(monkeypatch, tmp_path):

@@ -86,7 +86,6 @@ class Guard:
     #: the folder is only a staging place, removed when the fit ends however it ends.
     destination: str | None = None
     staging: bool = False
-    exiting: bool = False  # the interpreter is exiting (nothing can reach Ray any more)
     acted: threading.Event = field(default_factory=threading.Event)  # saved (or gave up) after a notice
 
     def install(self) -> None:
@@ -117,7 +116,6 @@ class Guard:
         self.installed = True
 
     def _at_exit(self) -> None:
-        self.exiting = True
         self.received.set()
         if not self.acted.wait(EXIT_WAIT_S):
             get_logger().warning(f"autodist: the process exits, and no step was saved within {EXIT_WAIT_S:g} s; the next start resumes at the newest save")
@@ -333,11 +331,11 @@ def _abandon(state: Guard) -> None:
 
 def _exit(state: Guard, position: Position, *, finished: bool = False, model: Any = None, logs: Any = None) -> None:
     state.received.clear()  # acted on
-    if state.before_exit is not None and model is not None and not state.exiting:
+    reported = state.before_exit is not None and model is not None
+    if reported:
         state.before_exit(model, position, logs)
     state.acted.set()
     where = "the finished fit" if finished else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
-    reported = state.before_exit is not None and model is not None and not state.exiting
     print(
         f"autodist: preempted (SIGTERM): saved {where} to {state.destination if reported else state.folder}; exiting with code "
         f"{PREEMPTED_EXIT_CODE}. The next start resumes {'with that History' if finished else 'at that step'}.",
