@@ -36,6 +36,7 @@ from autodist.errors import (
     PeerError,
     RuntimeAlreadyStartedError,
     StrategyUnavailableError,
+    UnsupportedVersionError,
 )
 
 if TYPE_CHECKING:  # the names as the lazy table below gives them
@@ -124,6 +125,7 @@ __all__ = [
     "RuntimeAlreadyStartedError",
     "StrategyKind",
     "StrategyUnavailableError",
+    "UnsupportedVersionError",
     "TpuInfo",
     "beat",
     "compute_average_loss",

@@ -29,6 +29,8 @@ from autodist.jobs.tune_cache import cached_decisions
 from autodist.planning.planner import check_strategy_setting, plan
 from autodist.planning.plans import Plan, StrategyKind, format_gib
 from autodist.settings import check_settings
+from autodist.upstream.surface import status as upstream_status
+from autodist.upstream.versions import check_versions, installed
 
 __all__ = ["main"]
 
@@ -102,6 +104,9 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
     the_plan = plan(snap)
     worker = ray_train_worker()
     return {
+        "versions": _versions(),
+        # probing imports TensorFlow and Keras's TensorFlow side: not with --fast, nor on JAX
+        "upstream": None if args.fast or snap.keras_backend == "jax" else upstream_status(),
         "ray_train": worker.to_dict() if worker is not None else None,
         "snapshot": snap.to_dict(),
         "plan": the_plan.to_dict(),
@@ -110,11 +115,43 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _versions() -> dict[str, Any]:
+    """The installed TensorFlow, Keras and tf_keras, and what autodist says of them."""
+    found = installed()
+    try:
+        notes, error = check_versions(found), None
+    except AutodistError as err:
+        notes, error = [], str(err)
+    return {"installed": found, "notes": notes, "error": error}
+
+
+def _versions_text(data: dict[str, Any] | None) -> list[str]:
+    if not data:
+        return []
+    named = ", ".join(f"{name} {version}" for name, version in data["installed"].items() if version) or "none installed"
+    verdict = "unsupported" if data["error"] else ("newer than tested" if data["notes"] else "supported (docs/support-matrix.md)")
+    return [f"versions: {named}: {verdict}", *(f"  {line}" for line in ([data["error"]] if data["error"] else data["notes"]))]
+
+
+def _upstream_text(rows: list[dict[str, str]] | None) -> list[str]:
+    if rows is None:
+        return ["upstream surface: not probed (--fast, or Keras on JAX: TensorFlow is not imported)"]
+    counts = {state: sum(row["state"] == state for row in rows) for state in ("on", "not needed", "off")}
+    lines = [f"upstream surface (touches of private code, docs/upstream.md): {counts['on']} on, {counts['not needed']} not needed, {counts['off']} off"]
+    for row in rows:
+        if row["state"] != "on":
+            lines.append(f"  {row['state']}: {row['touch']}: missing {row['missing']}" + (f"; {row['off']}" if row["state"] == "off" else ""))
+    return lines
+
+
 def render_inspect(data: dict[str, Any]) -> str:
     """``inspect``'s data as the text report that bug reports quote."""
     snap = HardwareSnapshot.from_dict(data["snapshot"])
     lines = ["== autodist inspect =="] + snapshot_text(snap)
     lines.append(f"detection took {data['detect_seconds']} s")
+    lines += _versions_text(data.get("versions"))
+    if "upstream" in data:
+        lines += _upstream_text(data["upstream"])
     worker = data.get("ray_train")
     if worker:  # asked of this process's Ray context: inspect called inside train_loop_per_worker
         lines.append(f"Ray Train: worker {worker['world_rank']} of {worker['world_size']} (local rank {worker['local_rank']})")

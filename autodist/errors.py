@@ -23,6 +23,7 @@ __all__ = [
     "PeerError",
     "RuntimeAlreadyStartedError",
     "StrategyUnavailableError",
+    "UnsupportedVersionError",
 ]
 
 
@@ -48,6 +49,10 @@ class ModelPlacementError(AutodistError):
 
 class RuntimeAlreadyStartedError(AutodistError, RuntimeError):
     """The TensorFlow runtime started before autodist could configure it."""
+
+
+class UnsupportedVersionError(AutodistError):
+    """The installed TensorFlow, Keras or tf_keras is older than the releases autodist supports."""
 
 
 class AutodistWarning(UserWarning):

@@ -3,7 +3,7 @@ imports and the imports made inside functions. ``tests/test_layers.py`` checks i
 ``python -m tests.import_graph`` prints the figures (``--list`` adds every function-level import).
 
 A module's layer is its folder's: the basics (``errors``, ``log``, ``settings``, ``fields``) →
-``detection`` → ``planning`` → ``jobs`` → ``run`` → ``jax`` → ``entry`` → the edge (the public
+``upstream`` (the touches of private TensorFlow, Keras and JAX code) → ``detection`` → ``planning`` → ``jobs`` → ``run`` → ``jax`` → ``entry`` → the edge (the public
 names in ``__init__``, ``__main__``, ``cli``, ``demo``). A module imports its own layer and the
 ones before it, never one after.
 """
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autodist"
-FOLDERS = ("detection", "planning", "jobs", "run", "jax", "entry")
+FOLDERS = ("upstream", "detection", "planning", "jobs", "run", "jax", "entry")
 BASICS = ("errors", "log", "settings", "fields")
 EDGE = ("__init__", "__main__", "cli", "demo")
 FRAMEWORKS = {"tensorflow", "keras", "tf_keras", "jax", "jaxlib"}
 
 
 def layer_of(module: str) -> int:
-    """0 the basics, 1 to 6 the folders in order, 7 the edge. ``module`` is dotted below the package."""
+    """0 the basics, 1 to 7 the folders in order, 8 the edge. ``module`` is dotted below the package."""
     parts = module.split(".")
     if len(parts) > 1 or parts[0] in FOLDERS:
         return 1 + FOLDERS.index(parts[0])

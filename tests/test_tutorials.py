@@ -489,3 +489,31 @@ def test_parameter_server_tutorial_custom_loop_and_evaluation(parameter_server):
     assert math.isfinite(result["final_loss"])
     # "avenger in the features" is learnt: both evaluations (inline and distributed) agree on it.
     assert result["inline_eval_accuracy"] >= 0.75 and result["distributed_eval_accuracy"] >= 0.75, result
+
+
+# --- parameter_server_training.ipynb, the custom loop as the tutorial writes it ----------------------
+
+
+@pytest.fixture(scope="module")
+def parameter_server_custom_loop(tmp_path_factory) -> Run:
+    # The tutorial's 2 ps (its partitioner splits the embedding in 2), its scopes kept; tf_keras.
+    return launch(
+        "parameter_server_custom_loop", tmp_path_factory.mktemp("parameter_server_custom_loop"), "--workers", "2", "--ps", "2",
+        TF_USE_LEGACY_KERAS="1",
+    )
+
+
+@pytest.mark.tensorflow
+def test_parameter_server_custom_loop_trains_with_the_tutorials_scopes(parameter_server_custom_loop, report):
+    run = parameter_server_custom_loop
+    run.assert_ok()
+    result = run.result("chief-0")
+    assert (result["plan"], result["strategy"]) == ("parameter_server", "ParameterServerStrategyV2")
+    shards = result["embedding_shards"]
+    assert [shape for shape, _ in shards] == [[4, 16384], [4, 16384]], shards  # the tutorial's assertion
+    assert sorted(device.split("/device")[0] for _, device in shards) == ["/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"]
+    accuracy = result["accuracy"]
+    assert len(accuracy) == 4 and accuracy[-1] >= 0.9 and accuracy[-1] >= accuracy[0], accuracy
+    assert result["inline_eval_accuracy"] >= 0.75 and result["distributed_eval_accuracy"] >= 0.75, result
+    report(f"tutorial parameter_server_training, custom loop (chief + 2 workers + 2 ps, tf_keras, scopes kept): pass, "
+           f"{run.seconds:.1f} s, accuracy {accuracy[0]:.2f} -> {accuracy[-1]:.2f}")

@@ -26,6 +26,7 @@ from autodist.detection import ray_train  # ray_train.ray_train_worker: the one 
 from autodist.detection.cluster_spec import KNOWN_TASK_TYPES, ClusterInfo, parse_tf_config, shorten, validate_cluster
 from autodist.errors import ClusterConfigError
 from autodist.settings import PORT_ENV, SLURM_PORT_BASE_ENV, port_setting
+from autodist.upstream.tf_runtime import slurm_hostlist
 
 __all__ = [
     "CLUSTER_ENVIRONMENTS",
@@ -194,24 +195,21 @@ class SlurmEnvironment:
 
     @staticmethod
     def read(environ: Mapping[str, str]) -> ClusterInfo | None:
-        from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import (
-            expand_hostlist,
-            expand_tasks_per_node,
-        )
-
         received = ", ".join(
             f"{k}={environ.get(k)!r}"
             for k in ("SLURM_PROCID", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NUM_TASKS")
         )
         try:
-            hosts = expand_hostlist(environ["SLURM_STEP_NODELIST"])
-            per_node = expand_tasks_per_node(environ.get("SLURM_STEP_TASKS_PER_NODE", "1"))
+            expanded = slurm_hostlist(environ["SLURM_STEP_NODELIST"], environ.get("SLURM_STEP_TASKS_PER_NODE", "1"))
             rank = int(environ["SLURM_PROCID"])
         except (ValueError, KeyError, IndexError) as err:
             raise ClusterConfigError(
                 f"The SLURM variables could not be read: {err} (Received: {received}). Expected "
                 "the variables srun sets. Start each task with srun."
             ) from None
+        if expanded is None:
+            return None  # the touch is off (warned once): not read as a SLURM job
+        hosts, per_node = expanded
         if len(per_node) == 1 and len(hosts) > 1:
             per_node = per_node * len(hosts)
         if len(per_node) != len(hosts):

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from autodist.upstream.jax_runtime import backends_started
+
 __all__ = ["BACKENDS", "JaxDevice", "jax_local_devices", "keras_backend", "keras_flavor", "training_backend"]
 
 #: The Keras 3 backends autodist knows, and what it does on each.
@@ -108,10 +110,9 @@ def jax_local_devices(environ: Mapping[str, str], in_cluster: bool, nvml_memory:
     """
     try:
         import jax
-        from jax._src import xla_bridge
     except ImportError:
         return ()
-    if in_cluster and not xla_bridge.backends_are_initialized():
+    if in_cluster and not backends_started():
         return _from_environment(environ, nvml_memory)
     devices = []
     for index, device in enumerate(jax.local_devices()):

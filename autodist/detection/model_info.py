@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from autodist.upstream.keras_models import all_layers, jit_compile_as_compiled
+
 __all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "activation_elements", "describe_model", "is_compiled", "is_model", "keras_flavor_of", "keras_module", "multiply_adds"]
 
 #: Per-variable slots each optimizer keeps (Keras names, lower case). Unknown ones count 2.
@@ -94,7 +96,7 @@ def describe_model(model: Any) -> ModelInfo:
         bytes_per_param=bytes_per_param,
         keras_flavor=flavor,
         keras_version=getattr(package, "__version__", None),
-        jit_compile=getattr(model, "_jit_compile", None),
+        jit_compile=jit_compile_as_compiled(model),
         steps_per_execution=getattr(model, "steps_per_execution", 1),
         run_eagerly=bool(getattr(model, "run_eagerly", False)),
         activation_elements=activation_elements(model),
@@ -132,7 +134,7 @@ def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
     """The names of the layers whose training numbers depend on the per-replica batch
     (BatchNormalization without ``synchronized``) or on randomness."""
     try:
-        layers = list(model._flatten_layers()) if hasattr(model, "_flatten_layers") else [layer for layer, _ in _leaf_layers(model)]
+        layers = all_layers(model) if hasattr(model, "_flatten_layers") else [layer for layer, _ in _leaf_layers(model)]
     except Exception:  # an unusual model: no layer facts
         return {}
     names = [(type(layer).__name__, getattr(layer, "name", "?"), layer) for layer in layers]

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from autodist.detection.cluster_spec import ClusterInfo
+from autodist.upstream.jax_runtime import joined_jax_cluster
 
 __all__ = ["RAY_JAX_SOURCE", "RayTrainWorker", "is_data_iterator", "jax_cluster", "ray_train_worker"]
 
@@ -67,15 +68,7 @@ def ray_train_worker() -> RayTrainWorker | None:
 
 
 def _jax_joined() -> bool:
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return False
-    try:
-        from jax._src import distributed
-
-        return distributed.global_state.client is not None
-    except Exception:  # another JAX: it says nothing
-        return False
+    return joined_jax_cluster()
 
 
 def is_data_iterator(x: Any) -> bool:

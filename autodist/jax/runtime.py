@@ -40,6 +40,7 @@ from autodist.planning.plans import Plan, StrategyKind
 from autodist.run.backend import FitCall
 from autodist.run.callbacks import ChiefDuties, final_callbacks
 from autodist.run.compile_settings import mixed_precision_while_building
+from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
 
 __all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "join_ray_workers", "place", "train"]
 
@@ -79,11 +80,10 @@ def join_processes(cluster: Any) -> bool:
             "launch --workers N), or train with KERAS_BACKEND=tensorflow for parameter servers."
         )
     import jax
-    from jax._src import xla_bridge
 
-    if xla_bridge.backends_are_initialized() and jax.process_count() > 1:
+    if backends_started() and jax.process_count() > 1:
         return False  # joined already
-    if xla_bridge.backends_are_initialized():
+    if backends_started():
         raise RuntimeAlreadyStartedError(
             f"This process is {cluster.task_type} {cluster.task_index} of a {cluster.num_workers}-process "
             "job, and JAX's runtime started before autodist could join the processes "
@@ -168,7 +168,7 @@ def place(model: Any, distribution: Any) -> int:
         return 0
     optimizer = getattr(model, "optimizer", None)
     variables = list(model.variables) + list(getattr(optimizer, "variables", None) or []) + list(getattr(model, "metrics_variables", []))
-    missing = [v for v in variables if not hasattr(v, "_layout")]
+    missing = takes_layouts(variables)
     if missing:
         raise AutodistError(
             f"The variable {missing[0].path} has no layout attribute, so autodist cannot move the "
@@ -177,11 +177,10 @@ def place(model: Any, distribution: Any) -> int:
             "@autodist.distributed, so its variables are created on the mesh."
         )
     for variable in variables:  # a layout set before (another distribution's) would win: dropped
-        variable._layout = None  # noqa: SLF001 - JaxVariable keeps its layout here
+        set_layout(variable, None)
     weights = {id(v): distribution.get_variable_layout(v) for v in model.trainable_variables + model.non_trainable_variables}
     for variable in variables:
-        variable._layout = weights.get(id(variable)) or _slot_layout(variable, model, weights, distribution)
-        variable.assign(variable.value)  # re-placed by JaxVariable._direct_assign with the layout
+        set_layout(variable, weights.get(id(variable)) or _slot_layout(variable, model, weights, distribution))
     return len(variables)
 
 
@@ -301,11 +300,10 @@ def join_ray_workers(worker: Any) -> Any:
     if worker is None or worker.world_size < 2:
         return None
     import jax
-    from jax._src import xla_bridge
 
-    if worker.jax_joined or (xla_bridge.backends_are_initialized() and jax.process_count() == worker.world_size):
+    if worker.jax_joined or (backends_started() and jax.process_count() == worker.world_size):
         return ray_train.jax_cluster(worker, "joined by Ray Train")
-    if xla_bridge.backends_are_initialized():
+    if backends_started():
         raise RuntimeAlreadyStartedError(
             f"This process is worker {worker.world_rank} of {worker.world_size} in a Ray Train run, "
             "and JAX's runtime started before autodist could join the workers into one "

@@ -44,6 +44,7 @@ from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
 from autodist.jobs.train_state import Save
 from autodist.log import get_logger
 from autodist.settings import grace_setting
+from autodist.upstream.tf_runtime import get_key_value, set_key_value
 
 __all__ = ["ABANDON_DELAY_S", "ACK_TIMEOUT_S", "TF_NOTICE_KEY", "ClusterAgreement", "LocalAgreement", "ack_timeout", "next_fit_id", "watch_tf_notice"]
 
@@ -120,13 +121,12 @@ def watch_tf_notice(task: str, on_notice: Callable[[], Any], stop: threading.Eve
     until ``stop`` is set (the ``fit`` is over)."""
 
     def watch() -> None:
-        from tensorflow.python.eager import context
-        from tensorflow.python.framework import errors
+        import tensorflow as tf
 
         while not stop.is_set():
             try:
-                value = context.context().get_config_key_value(TF_NOTICE_KEY, timeout_in_ms=1000)
-            except errors.DeadlineExceededError:  # not set within the second: ask again
+                value = get_key_value(TF_NOTICE_KEY, timeout_ms=1000)
+            except tf.errors.DeadlineExceededError:  # not set within the second: ask again
                 continue
             except Exception:  # no coordination service, or the cluster is going away
                 return
@@ -166,14 +166,13 @@ class ClusterAgreement:
     def common(self, available: list[Save]) -> list[Save]:
         """The saves every worker has (a worker that died may have missed its peers' last one):
         each worker posts the names of its own, and reads every other worker's."""
-        from tensorflow.python.eager import context
 
         key = f"autodist/resume/{self.fit_id}"
-        context.context().set_config_key_value(f"{key}/{self.task_index}", json.dumps([found.name for found in available]))
+        set_key_value(f"{key}/{self.task_index}", json.dumps([found.name for found in available]))
         names = {found.name for found in available}
         for index in range(self.num_workers):
             try:
-                names &= set(json.loads(context.context().get_config_key_value(f"{key}/{index}", timeout_in_ms=int(RESUME_TIMEOUT_S * 1000))))
+                names &= set(json.loads(get_key_value(f"{key}/{index}", timeout_ms=int(RESUME_TIMEOUT_S * 1000))))
             except Exception as err:
                 raise PeerError(
                     f"{self.name(index)} did not say which saves it has in {RESUME_TIMEOUT_S:g} s ({type(err).__name__}). "
@@ -184,15 +183,14 @@ class ClusterAgreement:
     def any_preempted(self, mine: bool) -> bool:
         """At the end of ``fit``: whether any worker got SIGTERM (after the last step, none can
         propose one), so that all save the finished fit, or none does."""
-        from tensorflow.python.eager import context
 
         key = f"autodist/end/{self.fit_id}"
-        context.context().set_config_key_value(f"{key}/{self.task_index}", "1" if mine else "0")
+        set_key_value(f"{key}/{self.task_index}", "1" if mine else "0")
         deadline = time.monotonic() + END_TIMEOUT_S
         for index in range(self.num_workers):
             try:
                 left_ms = max(1, int((deadline - time.monotonic()) * 1000))
-                mine = mine or context.context().get_config_key_value(f"{key}/{index}", timeout_in_ms=left_ms) == "1"
+                mine = mine or get_key_value(f"{key}/{index}", timeout_ms=left_ms) == "1"
             except Exception:
                 get_logger().warning(f"autodist: {self.name(index)} did not say how its fit ended in {END_TIMEOUT_S:g} s")
         return mine
@@ -207,10 +205,9 @@ class ClusterAgreement:
     def _watch(self) -> None:
         """Take the proposal, acknowledge it, take the decision; after ``abandon``, end the
         process if its main thread has not (it may be blocked in an all-reduce)."""
-        from tensorflow.python.eager import context
 
         try:
-            value = context.context().get_config_key_value(self.key)  # blocks until some worker sets it
+            value = get_key_value(self.key)  # blocks until some worker sets it
         except Exception:  # the cluster is going away
             return
         self._value = value
@@ -218,8 +215,8 @@ class ClusterAgreement:
         if value == "done":
             return
         try:
-            context.context().set_config_key_value(f"{self.key}/ack/{self.task_index}", "1")
-            decision = context.context().get_config_key_value(f"{self.key}/decision", timeout_in_ms=int((2 * self.ack_timeout + 1) * 1000))
+            set_key_value(f"{self.key}/ack/{self.task_index}", "1")
+            decision = get_key_value(f"{self.key}/decision", timeout_ms=int((2 * self.ack_timeout + 1) * 1000))
         except Exception:  # the proposer is gone before deciding: nobody can save the step
             decision = json.dumps({"missing": [], "proposer_gone": True})
         self._decide(decision)
@@ -236,10 +233,9 @@ class ClusterAgreement:
     def propose(self, finished: int) -> None:
         """Propose the step, wait for every worker's acknowledgement and write the decision;
         when another worker proposed first, wait for its proposal instead."""
-        from tensorflow.python.eager import context
 
         try:
-            context.context().set_config_key_value(self.key, str(self.proposal(finished)))
+            set_key_value(self.key, str(self.proposal(finished)))
         except Exception:  # already set, by another worker's proposal (or the end of fit)
             self._received.wait(self.ack_timeout)
             return
@@ -248,12 +244,12 @@ class ClusterAgreement:
         for index in range(self.num_workers):
             left_ms = max(1, int((deadline - time.monotonic()) * 1000))
             try:
-                context.context().get_config_key_value(f"{self.key}/ack/{index}", timeout_in_ms=left_ms)
+                get_key_value(f"{self.key}/ack/{index}", timeout_ms=left_ms)
             except Exception:
                 missing.append(index)
         decision = COMMIT if not missing else json.dumps({"missing": missing})
         try:
-            context.context().set_config_key_value(f"{self.key}/decision", decision)
+            set_key_value(f"{self.key}/decision", decision)
         except Exception:
             pass  # the coordination service is going away: this worker decides for itself
         self._decide(decision)
@@ -293,9 +289,8 @@ class ClusterAgreement:
 
     def close(self) -> None:
         """Wake every watcher: the fit is over."""
-        from tensorflow.python.eager import context
 
         try:
-            context.context().set_config_key_value(self.key, "done")
+            set_key_value(self.key, "done")
         except Exception:
             pass  # a proposal, or another worker's "done", is there already

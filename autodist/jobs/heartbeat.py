@@ -19,6 +19,7 @@ from typing import Any
 from autodist.jobs.private import is_private_folder, private_root, private_root_path
 from autodist.log import warn_all
 from autodist.settings import HEARTBEAT_FILE_ENV
+from autodist.upstream.keras_models import SupportsTensorLogs
 
 __all__ = ["beat", "heartbeat", "heartbeat_path", "launcher_heartbeat"]
 
@@ -114,9 +115,8 @@ def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str
     if launcher_heartbeat(os.environ if environ is None else environ) is None:
         return None
 
-    class Heartbeat(keras_module.callbacks.Callback):  # type: ignore[misc, name-defined]
+    class Heartbeat(SupportsTensorLogs, keras_module.callbacks.Callback):  # type: ignore[misc, name-defined]
         autodist_coarse_hooks = True  # not a reason to run batch hooks at every step
-        _supports_tf_logs = True  # it reads no logs: tf_keras need not copy them to the host
         last = 0.0
 
         def _beat(self, *args: Any, **kwargs: Any) -> None:

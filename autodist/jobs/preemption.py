@@ -50,6 +50,7 @@ from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
 from autodist.jobs.private import release_private_root
 from autodist.jobs.train_state import Position, Save
 from autodist.log import get_logger
+from autodist.upstream.keras_models import SupportsTensorLogs
 
 __all__ = ["EXIT_WAIT_S", "PREEMPTED_EXIT_CODE", "Guard", "guard", "restore_state"]
 
@@ -196,9 +197,8 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
     step once every other callback has seen it, then exits with :data:`PREEMPTED_EXIT_CODE`."""
     base = keras_module.callbacks.Callback
 
-    class RestoreSave(base):  # type: ignore[misc, valid-type]
+    class RestoreSave(SupportsTensorLogs, base):  # type: ignore[misc, valid-type]
         autodist_coarse_hooks = True  # at each execution's end is enough: no reason for steps_per_execution 1
-        _supports_tf_logs = True  # reads no logs: tf_keras need not copy them to the host each step
         metrics_pending: list[Any] | None = None
 
         def on_train_begin(self, logs: Any = None) -> None:
@@ -219,9 +219,8 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
             # first in the list: saved before any other callback of the epoch can end the task
             state.epoch_scalars = _save_epoch(self.model, state, Position(epoch + 1, 0, self.params.get("steps")))
 
-    class SaveOnPreemption(base):  # type: ignore[misc, valid-type]
+    class SaveOnPreemption(SupportsTensorLogs, base):  # type: ignore[misc, valid-type]
         autodist_coarse_hooks = True
-        _supports_tf_logs = True
         finished_steps = epoch = step = 0
         exit_at_epoch_end = False
 

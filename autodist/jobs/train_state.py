@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from autodist.jobs.private import private_folder, write_privately
+from autodist.upstream.keras_models import optimizer_slots_ready
 
 __all__ = [
     "build_optimizer",
@@ -83,12 +84,7 @@ def build_optimizer(optimizer: Any, variables: list[Any]) -> None:
     """Create an optimizer's slots for ``variables`` now, if it has none yet (tf_keras creates
     them at its first step): ``build`` for Keras 3 and tf_keras optimizers,
     ``_create_all_weights`` for tf_keras's legacy ``OptimizerV2`` ones, which have no ``build``."""
-    built = getattr(optimizer, "built", None)
-    if built is None:
-        built = getattr(optimizer, "_built", False)
-    create = getattr(optimizer, "build", None) or getattr(optimizer, "_create_all_weights", None)
-    if optimizer is not None and not built and create is not None:
-        create(variables)
+    optimizer_slots_ready(optimizer, variables)
 
 
 def _optimizer_variables(model: Any) -> list[Any]:

@@ -376,7 +376,7 @@ def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:
 
 
 def choose_steps_per_execution(
-    kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts = FitFacts()
+    kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts = FitFacts(), *, keras_version: str | None = None
 ) -> Choice[int | None]:
     """autodist's ``steps_per_execution`` default, or ``None`` (leave the model's own).
 
@@ -399,6 +399,14 @@ def choose_steps_per_execution(
     value = steps_per_execution_setting(environ, DEFAULT_STEPS_PER_EXECUTION)
     if value == 1:
         return Choice(None, (f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)",))
+    version = keras_version or info.keras_version
+    if WORKAROUNDS["short_epoch_steps_per_execution"].is_active(version, environ):
+        return Choice(None, (
+            f"steps_per_execution stays 1: Keras {version} runs every call's steps whatever is left "
+            "of the epoch, so an epoch shorter than one call fails ('NoneType' object is not "
+            "iterable) or ends with empty logs, and a call that runs out of data loses its logs "
+            "(keras-team/keras#20390, fixed in 3.7.0)",
+        ))  # fmt: skip
     why = _why_steps_stay(info, facts)
     if why is not None:
         return Choice(None, (f"steps_per_execution stays as compiled: {why}",))
@@ -411,7 +419,9 @@ def choose_steps_per_execution(
     ))  # fmt: skip
 
 
-def choose_data_parallel_notes(kind: StrategyKind, num_replicas: int, per_replica: int | None, info: ModelInfo) -> Choice[None]:
+def choose_data_parallel_notes(
+    kind: StrategyKind, num_replicas: int, per_replica: int | None, info: ModelInfo, keras_version: str | None = None
+) -> Choice[None]:
     """What splitting each batch over replicas changes for this model, once per plan (so once
     per ``fit``): :func:`autodist.planning.global_batch.split_notes`.
 
@@ -422,7 +432,9 @@ def choose_data_parallel_notes(kind: StrategyKind, num_replicas: int, per_replic
     """
     if kind == K.PARAMETER_SERVER:
         return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
+    summed = info.keras_flavor == "keras3" and WORKAROUNDS["distributed_gradients"].affects(keras_version or info.keras_version)
     reasons, warnings = split_notes(
-        num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, info.own_train_step
+        num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, info.own_train_step,
+        summed_steps=(keras_version or info.keras_version) if summed else None,
     )
     return Choice(None, reasons, warnings)

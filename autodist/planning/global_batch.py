@@ -112,13 +112,14 @@ def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | No
 
 def split_notes(
     num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None,
-    own_train_step: bool = False,
+    own_train_step: bool = False, summed_steps: str | None = None,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
     opt-in); Keras 3's random layers draw one mask for every replica (a warning; tf_keras: a
     note); a Keras 3 ``train_step`` of the caller's own gets a loss divided by the replicas (a
-    warning). Nothing on one replica.
+    warning), or, on a Keras that divides no loss by the replicas (``summed_steps``: its version,
+    3.3-3.7), steps N times one device's (a warning). Nothing on one replica.
 
     Example:
         >>> "16 samples, not the global 32" in split_notes(2, 16, ("bn",), (), "keras3")[1][0]
@@ -143,7 +144,8 @@ def split_notes(
     elif random_layers:
         warned += (SAME_MASKS.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)
     if own_train_step and keras_flavor == "keras3":
-        warned += (SCALED_LOSS.format(num_replicas=num_replicas),)
+        template = SUMMED_STEPS if summed_steps else SCALED_LOSS
+        warned += (template.format(num_replicas=num_replicas, keras_version=summed_steps),)
     return noted, warned
 
 
@@ -162,6 +164,18 @@ SCALED_LOSS = (
     "(metric.update_state(loss), as Keras's guide writes it) reads 1/{num_replicas} of model.fit's on "
     "one device. Record loss * self.distribute_strategy.num_replicas_in_sync instead, or train on "
     "one replica (strategy='default')"
+)
+
+#: Keras 3.3-3.7 under tf.distribute: the replicas' gradients are summed and no loss is divided by
+#: the replicas. autodist divides fit's own loss (workaround distributed_gradients); a train_step of
+#: the model's own takes its gradients itself (tests/test_upstream.py measures it on each pair).
+SUMMED_STEPS = (
+    "This model's own train_step runs on {num_replicas} replicas, where Keras {keras_version} sums the "
+    "replicas' gradients of losses that are each a mean over the replica's share: every optimizer "
+    "step is {num_replicas} times one device's (autodist divides the loss of Keras's own train_step "
+    "by the replicas, as Keras 3.8 does; yours takes its gradients itself). Divide the loss you take "
+    "gradients of by self.distribute_strategy.num_replicas_in_sync, upgrade Keras to 3.8 or later, "
+    "or train on one replica (strategy='default')"
 )
 
 #: Keras 3 under tf.distribute: a random layer's seed state is a mirrored variable, so every

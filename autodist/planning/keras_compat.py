@@ -1,11 +1,15 @@
-"""Workarounds for Keras 3 bugs under ``tf.distribute``, each gated on the versions tested.
+"""Workarounds for Keras 3 bugs under ``tf.distribute``, each gated on the releases it affects.
 
-Every workaround here names its upstream bug, the Keras versions it was tested on, and a test in
-``tests/test_keras_compat.py`` that reproduces the bug with plain Keras. That test fails the day
-the bug is fixed upstream, which is the signal to delete the workaround.
+Every workaround here names its upstream bug, the Keras releases that have it (measured on each
+release of the support matrix, docs/support-matrix.md), the touches of private code it needs
+(:mod:`autodist.upstream.surface`), and a test in ``tests/test_keras_compat.py`` that reproduces
+the bug with plain Keras where the table says it is, and finds it absent where the table says it
+is not. That test fails the day a release behaves otherwise, which is the signal to change the
+table (or delete the workaround).
 
-Gating: a workaround is active for Keras ``>= first_affected`` up to the newest *minor* release
-it was tested on (``last_tested``). On a newer Keras, where the bug may or may not be fixed, it
+Gating: a workaround is active on the releases of its ``affected`` ranges (``(first, fixed_in)``,
+``fixed_in`` excluded; ``None``: not fixed in the newest release tested). On a Keras newer than
+every release it was tested on (``last_tested``), where the bug may or may not be fixed, it
 fails safe: each workaround here is harmless where its bug is fixed (``if_fixed`` says why), so
 it stays applied, and autodist warns once (an ``AutodistWarning``) that names the untested
 version. Switching them off there would silently bring back the wrong numbers they exist to
@@ -25,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import os
-import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,30 +36,35 @@ from typing import Any
 
 from autodist.errors import AutodistWarning
 from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
+from autodist.upstream.versions import NEWEST_TESTED, version_tuple
 
-__all__ = ["PATCHES", "TRAINER_PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "version_tuple", "warn_untested"]
+__all__ = [
+    "DEFAULT_CHOICES", "PATCHES", "TRAINER_PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "refused_strategy",
+    "version_tuple", "warn_untested",
+]  # fmt: skip
 
 _UNTESTED_WARNED: set[str] = set()
-
-
-def version_tuple(version: str | None) -> tuple[int, ...]:
-    """``"3.15.1"`` → ``(3, 15, 1)``; pre-release suffixes are ignored."""
-    if not version:
-        return ()
-    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+_NEWEST = NEWEST_TESTED["keras"]
 
 
 @dataclass(frozen=True)
 class Workaround:
-    """One upstream bug that autodist works around."""
+    """One upstream bug that autodist works around, and the Keras releases that have it."""
 
     name: str
     upstream: str
     summary: str
-    first_affected: str
-    last_tested: str
-
+    affected: tuple[tuple[str, str | None], ...]  # (first release, first release fixed or None)
+    touches: tuple[str, ...] = ()  # the touches of autodist.upstream.surface it needs
+    last_tested: str = _NEWEST
     if_fixed: str = ""
+
+    def affects(self, keras_version: str | None) -> bool:
+        """Whether this Keras release has the bug, by the measured table (no setting read)."""
+        version = version_tuple(keras_version)
+        return bool(version) and any(
+            version_tuple(first) <= version and (fixed is None or version < version_tuple(fixed)) for first, fixed in self.affected
+        )
 
     def is_active(self, keras_version: str | None, environ: Mapping[str, str] | None = None) -> bool:
         """Whether to apply it for this Keras 3 version (see the module docstring)."""
@@ -67,7 +75,7 @@ class Workaround:
         if mode == "force":
             return True
         version = version_tuple(keras_version)
-        if not version or version < version_tuple(self.first_affected):
+        if not self.affects(keras_version):
             return False
         if version[:2] > version_tuple(self.last_tested)[:2]:
             warn_untested(str(keras_version))
@@ -94,12 +102,48 @@ def warn_untested(keras_version: str) -> None:
     )
 
 
+_ALL = (("3.3.0", None),)
+_NO_SYMBOLIC_BUILD = "3.5.0"  # Keras 3.3 and 3.4 build a model while its first step is traced
+_AGGREGATION_PASSED = "3.7.0"  # Keras 3.3-3.6 pass no aggregation to tf.Variable
+
 WORKAROUNDS: dict[str, Workaround] = {
     w.name: w
     for w in (
         Workaround(
+            name="variable_aggregation",
+            upstream="keras-team/keras#19891 (fixed by #20541 in 3.7.0; metrics on-read from #21072, 3.10.0)",
+            summary=(
+                "Keras 3.3-3.6 pass no aggregation to tf.Variable: under any replicated strategy every "
+                "variable is NONE. Metrics count one replica's share (495 of 990 samples on 2 "
+                "replicas), a counter with aggregation='sum' adds one replica's steps, "
+                "BatchNormalization's replicas keep their own statistics, and under CentralStorage "
+                "every metric update fails ('You must specify an aggregation method'). autodist "
+                "passes what Keras 3.10 passes: metrics' state summed on read, optimizer counters "
+                "from the first replica, BatchNormalization's statistics averaged, random layers' "
+                "seeds from the first replica under CentralStorage and parameter servers."
+            ),
+            affected=(("3.3.0", _AGGREGATION_PASSED),),
+            touches=("keras.variable_aggregation",),
+            if_fixed="it acts only on a Keras that maps no aggregation itself",
+        ),
+        Workaround(
+            name="distributed_gradients",
+            upstream="Keras 3.3-3.7 under tf.distribute (fixed by scale_loss_for_distribution in 3.8.0)",
+            summary=(
+                "Keras 3.3 and 3.4 reduce no gradient over the replicas under MirroredStrategy (the "
+                "reduction runs where there is no replica context): each replica applies its own "
+                "share's gradient and the replicas drift apart (0.09 after 2 epochs of a small MLP). "
+                "Keras 3.5-3.7 sum the replicas' gradients of per-share mean losses: each step is N "
+                "times one device's. autodist sums them on 3.3-3.4 too, and divides fit's loss by the "
+                "replicas, as Keras 3.8 does."
+            ),
+            affected=(("3.3.0", "3.8.0"),),
+            touches=("keras.distributed_gradients",),
+            if_fixed="it acts only where the gradients are unreduced, and on releases before 3.8",
+        ),
+        Workaround(
             name="aggregating_variable_updates",
-            upstream="Keras 3 Variable.assign_add is assign(self + value)",
+            upstream="Keras 3 Variable.assign_add is assign(self + value) (keras-team/keras#21054)",
             summary=(
                 "Under CentralStorageStrategy (and ParameterServerStrategy) metric state lives in "
                 "AggregatingVariables with SUM aggregation. Keras 3 implements assign_add as "
@@ -108,11 +152,12 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "read-modify-write on CachingVariables races between workers and loses updates "
                 "(per-epoch metrics vary from run to run). Under MirroredStrategy and "
                 "MultiWorkerMirroredStrategy a variable created with aggregation='sum' (a counter "
-                "in a custom layer) doubles its old value at every update on 2 replicas. autodist "
-                "routes assign_add/assign_sub on all three to TensorFlow's own delta updates."
+                "in a custom layer; every metric on Keras 3.7-3.9) doubles its old value at every "
+                "update on 2 replicas. autodist routes assign_add/assign_sub on all three to "
+                "TensorFlow's own delta updates."
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=_ALL,
+            touches=("keras.variable_updates",),
             if_fixed="a delta update is TensorFlow's own assign_add: right whether or not Keras's is",
         ),
         Workaround(
@@ -120,10 +165,10 @@ WORKAROUNDS: dict[str, Workaround] = {
             upstream="keras-team/keras#19246",
             summary=(
                 "Under MirroredStrategy, steps_per_execution > 1 fails with 'You must feed a value "
-                "for placeholder tensor'. autodist runs with steps_per_execution=1 there."
+                "for placeholder tensor' (from Keras 3.7, whose steps run in a tf.while_loop). "
+                "autodist runs with steps_per_execution=1 there."
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=(("3.7.0", None),),
             if_fixed="steps_per_execution=1 trains the same steps, only with more calls (warned)",
         ),
         Workaround(
@@ -134,8 +179,7 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "... located in device CPU:1 from device CPU:0'. autodist runs with "
                 "jit_compile=False there."
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=_ALL,
             if_fixed="without XLA the same model trains, only without compilation (warned)",
         ),
         Workaround(
@@ -147,10 +191,11 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "MultiWorkerMirroredStrategy that fails ('Attempt to convert a value (PerReplica...) "
                 "to a Tensor'); under MirroredStrategy a first batch that does not split evenly "
                 "(validation data, a data set smaller than the batch) fails with 'AddN must have "
-                "the same size and shape'. autodist builds from the first local replica's batch."
+                "the same size and shape'. autodist builds from the first local replica's batch. "
+                "Keras 3.3 and 3.4 have no symbolic build, hence no such bug."
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=((_NO_SYMBOLIC_BUILD, None),),
+            touches=("keras.symbolic_build",),
             if_fixed="the build only needs the batch's shapes, which one replica's batch has; an "
             "epoch iterator of another shape falls back to Keras's own build",
         ),
@@ -166,8 +211,8 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "replicas, batch 16). autodist builds the model from the generator's first batch, "
                 "puts that batch back, and skips the read when nothing needs building."
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=((_NO_SYMBOLIC_BUILD, None),),
+            touches=("keras.symbolic_build",),
             if_fixed="skipping the read when nothing needs building changes nothing Keras uses",
         ),
         Workaround(
@@ -179,25 +224,29 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "each replica assigns its own batch's statistics, the replicas end with "
                 "different copies, evaluate and predict normalise each share with its own, and "
                 "save keeps the first replica's. tf.keras made them mean-aggregated. autodist "
-                "creates them with aggregation='mean': each update is averaged over the replicas."
+                "creates them with aggregation='mean': each update is averaged over the replicas. "
+                "(Keras 3.7.0 made every variable mean-aggregated; on 3.3-3.6 the workaround "
+                "variable_aggregation passes it.)"
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=(("3.3.0", _AGGREGATION_PASSED), ("3.8.0", None)),
+            touches=("keras.batchnorm_statistics",),
             if_fixed="mean aggregation is how tf.keras kept them, and what a fixed Keras would do",
         ),
         Workaround(
             name="seed_state_aggregation",
-            upstream="Keras 3 SeedGenerator state under CentralStorageStrategy",
+            upstream="Keras 3 SeedGenerator state under tf.distribute (keras-team/keras#20700 on 3.7.0)",
             summary=(
                 "Keras 3 creates a random layer's seed state (Dropout, noise layers) with "
                 "aggregation='none'. Under CentralStorageStrategy that is an AggregatingVariable, "
                 "and Keras's update of it in each replica fails: 'You must specify an aggregation "
-                "method to update a AggregatingVariable in Replica Context'. autodist creates it "
-                "with aggregation='only_first_replica' there (and under ParameterServerStrategy): "
-                "every replica computes the same next seed, and the first one's is kept."
+                "method to update a AggregatingVariable in Replica Context'. Keras 3.7.0 made it "
+                "'mean', which TensorFlow refuses for an integer under any replicated strategy. "
+                "autodist creates it with aggregation='only_first_replica' under CentralStorage "
+                "and ParameterServer (every replica computes the same next seed, and the first "
+                "one's is kept), and with none elsewhere."
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=_ALL,
+            touches=("keras.variable_aggregation",),
             if_fixed="keeping the first replica's seed keeps the one seed every replica computes",
         ),
         Workaround(
@@ -209,12 +258,26 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "'Invalid reduction dimension 0 for input with 0 dimensions'. autodist reduces "
                 "rank-0 values with axis=None; other values keep Keras's path."
             ),
-            first_affected="3.0.0",
-            last_tested="3.15.1",
+            affected=_ALL,
+            touches=("keras.reduce_per_replica",),
             if_fixed="a scalar's mean over workers with axis=None is the mean Keras means to take",
+        ),
+        Workaround(
+            name="short_epoch_steps_per_execution",
+            upstream="keras-team/keras#20390, #20344 (fixed by #20396 in 3.7.0)",
+            summary=(
+                "Keras 3.3-3.6 run every call's steps_per_execution steps whatever is left of the "
+                "epoch: an epoch shorter than one call fails ('NoneType' object is not iterable, "
+                "3.3-3.4) or ends with empty logs (3.5-3.6), and a call that runs out of data loses "
+                "its logs. autodist's default steps_per_execution stays 1 there (a model compiled "
+                "with more keeps it), and the plan says why."
+            ),
+            affected=(("3.3.0", _AGGREGATION_PASSED),),
+            if_fixed="steps_per_execution=1 trains the same steps, only with more calls",
         ),
     )
 }
+
 
 #: Strategies under which Keras 3's compiled step breaks with the settings above.
 _MIRRORED_KINDS = ("mirrored", "multi_worker_mirrored")
@@ -264,10 +327,46 @@ def compile_overrides(
     return overrides, warnings
 
 
-#: The workarounds applied by patching Keras (the others change compile settings).
+#: The workarounds applied by patching Keras (the others change compile settings or defaults).
 PATCHES = (
-    "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce",
-    "batchnorm_moving_statistics", "seed_state_aggregation",
+    "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input",
+    "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
 )  # fmt: skip
 #: Those applied by replacing parts of Keras 3's TensorFlow trainer.
-TRAINER_PATCHES = PATCHES[1:4]
+TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
+#: Those that change a default of autodist's (not Keras's code) where the release needs it.
+DEFAULT_CHOICES = ("short_epoch_steps_per_execution",)
+
+
+#: What a Keras that passes no aggregation to TensorFlow (3.3-3.6) cannot train under, and why.
+_REFUSED = {
+    "central_storage": (
+        "CentralStorageStrategy: its metrics update their state with assign(total + value), which "
+        "that strategy turns into N*total + value on N replicas (History and evaluate would be wrong)"
+    ),
+    "multi_worker_mirrored": (
+        "MultiWorkerMirroredStrategy: measured on 2 workers, Keras 3.3-3.4 end with the workers' "
+        "weights apart (0.09), and 3.5-3.6 with steps off one process (0.02)"
+    ),
+}
+
+
+def refused_strategy(strategy: str, keras_flavor: str, keras_version: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why this Keras cannot train under ``strategy`` at all (``None``: it can), for the planner's
+    refusal: Keras 3.3-3.6 under CentralStorage and MultiWorkerMirrored (:data:`_REFUSED`).
+
+    Example:
+        >>> refused_strategy("central_storage", "keras3", "3.4.1", {}) is not None
+        True
+        >>> refused_strategy("central_storage", "keras3", "3.8.0", {}), refused_strategy("mirrored", "keras3", "3.4.1", {})
+        (None, None)
+    """
+    if keras_flavor != "keras3" or str(strategy) not in _REFUSED:
+        return None
+    if not WORKAROUNDS["variable_aggregation"].is_active(keras_version, environ):
+        return None
+    return (
+        f"Keras {keras_version} cannot train under {_REFUSED[str(strategy)]}. Keras 3.7 and later "
+        "can, and so does tf_keras. Upgrade Keras (pip install 'keras>=3.8'), train with tf_keras "
+        "(pip install tf-keras, TF_USE_LEGACY_KERAS=1), or use strategy='mirrored' on one machine"
+    )

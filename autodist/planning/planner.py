@@ -37,10 +37,11 @@ from typing import Any
 
 from autodist.detection.model_info import ModelInfo, describe_model
 from autodist.detection.snapshot import HardwareSnapshot
-from autodist.errors import AutodistError
+from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.planning import choosers
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
+from autodist.planning.keras_compat import refused_strategy
 from autodist.planning.plans import (
     DEFAULT_ACTIVATION_FRACTION,
     DEFAULT_GPU_MEMORY_FRACTION,
@@ -111,17 +112,17 @@ def plan(
     memory = _memory_facts(info, params, optimizer_slots, batch_size, activation_fraction, refuse_when_nothing_fits)
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
-    env = environ if environ is not None else {}
-    unbuilt = _opening(strategy, model is not None and params is None)
+    env, unbuilt = (environ if environ is not None else {}), _opening(strategy, model is not None and params is None)
     kind, layout = _keep(snapshot, kept, memory, gpu_memory_fraction) if kept else _choose(snapshot, forced, memory, gpu_memory_fraction)
+    _refuse_for_keras(kind.value, flavor, version, env, kept)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     per_replica = batch.value.per_replica_batch_size
     estimates = choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept))
     threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
-    steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, info, env, fit_facts)
-    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps, choosers.choose_data_parallel_notes(kind.value, layout.value.num_replicas, per_replica, info))
+    steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, version, info, env, fit_facts)
+    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps, choosers.choose_data_parallel_notes(kind.value, layout.value.num_replicas, per_replica, info, version))
     return Plan(
         strategy=kind.value,
         **dataclasses.asdict(layout.value),
@@ -168,11 +169,19 @@ def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, strategy: tuple[Any, St
 
 
 def _steps_per_execution(
-    cluster: Any, kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: choosers.FitFacts | None
+    cluster: Any, kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str], facts: choosers.FitFacts | None
 ) -> choosers.Choice[int | None]:
     if cluster is not None and cluster.task_type == "evaluator":
         return choosers.Choice(None)  # the evaluator trains nothing
-    return choosers.choose_steps_per_execution(kind, flavor, info, environ, facts or choosers.FitFacts())
+    return choosers.choose_steps_per_execution(kind, flavor, info, environ, facts or choosers.FitFacts(), keras_version=version)
+
+
+def _refuse_for_keras(kind: StrategyKind, flavor: str, version: str | None, environ: Mapping[str, str], kept: ScriptStrategy | None) -> None:
+    """A strategy this Keras release cannot train under (:func:`autodist.planning.keras_compat.refused_strategy`)."""
+    why = refused_strategy(kind.value, flavor, version, environ)
+    if why is not None:
+        whose = f"the script's own {kept.class_name}" if kept else f"the plan's {kind.value}"
+        raise StrategyUnavailableError(f"{why} (Received: {whose}, Keras {version}).")
 
 
 def _memory_facts(
@@ -295,8 +304,9 @@ def plan_for_built_model(
     version = info.keras_version or the_plan.keras_version
     overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
     workarounds = choosers.choose_workarounds(the_plan.strategy, flavor, version, environ)
-    steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, info, environ, fit_facts)
-    notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info)
+    _refuse_for_keras(the_plan.strategy, flavor, version, environ, None)
+    steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, version, info, environ, fit_facts)
+    notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info, version)
     kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
     return dataclasses.replace(
         the_plan,

@@ -34,7 +34,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,7 +42,6 @@ from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
 from autodist.planning.here import plan_here
 from autodist.planning.plans import StrategyKind
-from autodist.run import coexistence
 from autodist.run.record import Activation, current, record, set_record
 from autodist.run.strategies import (
     building,
@@ -55,8 +53,12 @@ from autodist.run.strategies import (
     strategy_key,
 )
 from autodist.settings import CPU_DEVICES_ENV, activation_enabled
+from autodist.upstream import tf_scopes
+from autodist.upstream.surface import available
+from autodist.upstream.tf_hooks import Hooks, hook_triggers, hook_variable_creation, made_by_tf_distribute, watch_strategy_construction
+from autodist.upstream.versions import check_versions, installed
 
-__all__ = ["ASSUMED_FITS", "activate", "complete", "on_script_strategy", "shared_multi_worker", "step_aside", "watch_script_strategies"]
+__all__ = ["ASSUMED_FITS", "activate", "complete", "on_script_strategy", "shared_multi_worker", "step_aside"]
 
 #: The reason added to a plan made at import, before any model exists.
 ASSUMED_FITS = (
@@ -97,6 +99,8 @@ def activate(environ: Mapping[str, str]) -> Activation:
         return done
     started = runtime_started()
     try:
+        for note in check_versions(installed()):
+            get_logger().warning("autodist: %s", note)
         _split_cpu(environ, configure_cpu_devices)
         if started:
             outcome = Activation(ops_before_import=True)
@@ -105,10 +109,9 @@ def activate(environ: Mapping[str, str]) -> Activation:
         else:
             the_plan = plan_here(environ)
             the_plan = dataclasses.replace(the_plan, reasons=the_plan.reasons + (ASSUMED_FITS,))
-            outcome = Activation(plan=the_plan, pending=_makes_current(the_plan))
-    except Exception as err:  # recorded; fit raises it with its own fix when it gets there
-        if not isinstance(err, AutodistError):
-            get_logger().warning("autodist: activation failed: %s: %s", type(err).__name__, err)
+            outcome = Activation(plan=the_plan, pending=_makes_current(the_plan) and _hooks_available())
+    except Exception as err:  # recorded; fit raises it again; said now, as model.fit may be all that follows
+        _say_at_import(err)
         outcome = Activation(error=err, ops_before_import=started)
     set_record(outcome)
     if outcome.pending:
@@ -116,9 +119,28 @@ def activate(environ: Mapping[str, str]) -> Activation:
         # thread (Ray Train runs the loop in one) leaves its scope open, to be closed at exit in the
         # main thread, where TensorFlow's thread-local creator stack does not exist.
         _MAIN[0] = threading.get_ident() if threading.current_thread() is threading.main_thread() else None
-        _TRIGGERS.install()
-        watch_script_strategies()
+        hook_triggers(_TRIGGERS, complete, _complete_then_count)
+        watch_strategy_construction(_on_constructed, shared_multi_worker, building)
     return outcome
+
+
+def _hooks_available() -> bool:
+    """Whether the activation's touches of TensorFlow are all there (each missing one is warned
+    about once; without them the strategy waits for fit or init, as with AUTODIST_ACTIVATE=0)."""
+    return all([available("tf.activation_hooks"), available("tf.strategy_scopes")])
+
+
+def _say_at_import(err: BaseException) -> None:
+    """A setting or plan error found at TensorFlow's import, logged once as a warning: the script
+    may never call autodist.fit (model.fit trains under TensorFlow's default strategy then)."""
+    if isinstance(err, AutodistError):
+        get_logger().warning(
+            "autodist: nothing was made current when TensorFlow was imported, and model.fit trains "
+            "under TensorFlow's default strategy: %s (autodist.fit and autodist.init raise this error.)",
+            err,
+        )
+    else:
+        get_logger().warning("autodist: activation failed: %s: %s", type(err).__name__, err)
 
 
 def complete() -> None:
@@ -135,7 +157,7 @@ def complete() -> None:
     if done is None or not done.pending or building() or not _BUSY.acquire(blocking=False):
         return  # building(): autodist is creating a strategy, whose constructor fired a trigger
     try:
-        from tensorflow.python.distribute import distribute_lib
+        import tensorflow as tf
 
         if done.strategy is None:
             try:
@@ -150,22 +172,23 @@ def complete() -> None:
             _TRIGGERS.remove()
             get_logger().info(OUTSIDE_MAIN_THREAD, done.plan.strategy.value)
             return
-        if threading.get_ident() != _MAIN[0] or distribute_lib.has_strategy() or not current().pending:  # type: ignore[union-attr]
-            return
-        coexistence.install(done.strategy)
-        distribute_lib.experimental_set_strategy(done.strategy)
+        if threading.get_ident() != _MAIN[0] or tf.inside_function() or tf.distribute.has_strategy() or not current().pending:  # type: ignore[union-attr]
+            return  # made current at a later trigger: not inside a scope, nor while a function is traced
+        tf_scopes.install(done.strategy)
+        tf.distribute.experimental_set_strategy(done.strategy)
         record(pending=False)
         _TRIGGERS.remove()
-        _UNUSED.install()
+        if not _UNUSED.used:
+            hook_variable_creation(_UNUSED.hooks, _UNUSED.before)
         get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
     finally:
         _BUSY.release()
 
 
 def step_aside() -> bool:
-    """The script created a strategy of its own (:mod:`autodist.run.coexistence`): stop making
+    """The script created a strategy of its own (:mod:`autodist.upstream.tf_scopes`): stop making
     autodist's current, and unset it, unless it holds variables or its scope was entered."""
-    from tensorflow.python.distribute import distribute_lib
+    import tensorflow as tf
 
     with _BUSY:
         done = current()
@@ -175,91 +198,31 @@ def step_aside() -> bool:
             _TRIGGERS.remove()
         elif done.strategy is None or _UNUSED.used or threading.get_ident() != _MAIN[0]:
             return False
-        elif coexistence.stepping_aside() is done.strategy:  # current through activation alone, no scope entered
-            distribute_lib.experimental_set_strategy(None)
+        elif tf_scopes.stepping_aside() is done.strategy:  # current through activation alone, no scope entered
+            tf.distribute.experimental_set_strategy(None)
         else:
             return False
-        _UNUSED.remove()
+        _UNUSED.hooks.remove()
         record(pending=False)
         return True
 
 
-class _Wrappers:
-    """Wrappers around TensorFlow functions that call ``before`` first, until :meth:`remove`."""
-
-    def __init__(self) -> None:
-        self.saved: list[tuple[Any, str, Any]] = []
-
-    def before(self) -> None:
-        raise NotImplementedError
-
-    def _wrap(self, owner: Any, name: str, before: Callable[[], None] | None = None) -> None:
-        original = getattr(owner, name)
-        call_first = before or self.before
-
-        def first_complete(*args: Any, **kwargs: Any) -> Any:
-            call_first()
-            return original(*args, **kwargs)
-
-        self.saved.append((owner, name, original))
-        setattr(owner, name, first_complete)
-
-    def remove(self) -> None:
-        while self.saved:
-            owner, name, original = self.saved.pop()
-            setattr(owner, name, original)
-
-
-class _Triggers(_Wrappers):
-    """:func:`complete` first, until the strategy is current: at the runtime's start, variable
-    creation, ``tf.distribute.get_strategy`` / ``has_strategy`` (Keras models' constructors)."""
-
-    def before(self) -> None:
-        complete()
-
-    def install(self) -> None:
-        from tensorflow.python.distribute import distribute_lib
-        from tensorflow.python.eager import context
-        from tensorflow.python.ops import variables
-
-        if self.saved:
-            return
-        self._wrap(context.Context, "ensure_initialized")
-        self._wrap(variables.VariableMetaclass, "__call__", _complete_then_count)
-        for name, module in list(sys.modules.items()):
-            if name.startswith("tensorflow._api.") and name.endswith(".distribute"):
-                for function in ("get_strategy", "has_strategy"):
-                    if getattr(module, function, None) is getattr(distribute_lib, function):
-                        self._wrap(module, function)
-
-
-class _Unused(_Wrappers):
+class _Unused:
     """Watches variable creation until a first variable is created under autodist's strategy
     (until then, a strategy the script creates replaces it: :func:`step_aside`)."""
 
     used = False
 
+    def __init__(self) -> None:
+        self.hooks = Hooks()
+
     def before(self) -> None:
-        from tensorflow.python.distribute.distribute_lib import get_strategy
+        import tensorflow as tf
 
         done = current()
-        if done is not None and done.strategy is not None and get_strategy() is done.strategy and not _made_by_tf_distribute():
+        if done is not None and done.strategy is not None and tf.distribute.get_strategy() is done.strategy and not made_by_tf_distribute():
             type(self).used = True
-            self.remove()
-
-    def install(self) -> None:
-        from tensorflow.python.ops import variables
-
-        if not self.saved and not self.used:
-            self._wrap(variables.VariableMetaclass, "__call__")
-
-
-def _made_by_tf_distribute() -> bool:
-    """Whether tf.distribute creates the variable (a strategy's constructor: an ordering token)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-    return frame is not None and "tensorflow/python/distribute/" in frame.f_code.co_filename.replace("\\", "/")
+            self.hooks.remove()
 
 
 def _complete_then_count() -> None:
@@ -269,7 +232,7 @@ def _complete_then_count() -> None:
     _UNUSED.before()
 
 
-_TRIGGERS = _Triggers()
+_TRIGGERS = Hooks()
 _UNUSED = _Unused()
 
 
@@ -291,7 +254,7 @@ def on_script_strategy(strategy_class: type) -> None:
     trains a model built in the script's scope under that strategy. Later, it steps aside only
     inside the script's scopes (:func:`stepping_aside`)."""
     done = current()
-    if done is None or done.plan is None or done.shared or coexistence.reentered():
+    if done is None or done.plan is None or done.shared or tf_scopes.reentered():
         return
     if step_aside():
         record(script_strategy=strategy_class.__name__)
@@ -323,48 +286,8 @@ def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any
     return done.strategy
 
 
-_COPYING = threading.local()
-
-
-def watch_script_strategies() -> None:
-    """Make the strategies the script constructs known to autodist: a wrapped ``__init__`` on
-    TensorFlow's strategy base class calls :func:`on_script_strategy` once a strategy is built,
-    and ``MultiWorkerMirroredStrategy()`` gets autodist's own object
-    (:func:`shared_multi_worker`, a ``__new__``; not while TensorFlow deep-copies a strategy).
-    Autodist's own strategies and TensorFlow's default one are not the script's. Idempotent."""
-    from tensorflow.python.distribute import (
-        collective_all_reduce_strategy,
-        distribute_lib,
-    )
-
-    base = distribute_lib.StrategyBase
-    if getattr(base, "_autodist_watched", False):
-        return
-    collective = collective_all_reduce_strategy.CollectiveAllReduceStrategy
-    base_init, base_copy, collective_init = base.__init__, base.__deepcopy__, collective.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        base_init(self, *args, **kwargs)
-        if not building() and not getattr(_COPYING, "on", False) and kind_of_class(type(self)) is not None:
-            on_script_strategy(type(self))
-
-    def __deepcopy__(self: Any, memo: Any) -> Any:
-        _COPYING.on = True
-        try:
-            return base_copy(self, memo)
-        finally:
-            _COPYING.on = False
-
-    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
-        shared = None if building() or getattr(_COPYING, "on", False) else shared_multi_worker(args, kwargs)
-        return shared if shared is not None else object.__new__(cls)
-
-    def collective_once(self: Any, *args: Any, **kwargs: Any) -> None:
-        if getattr(self, "_autodist_shared_init", False):
-            return  # autodist's own, given to the script's constructor: built already
-        collective_init(self, *args, **kwargs)
-
-    base.__init__, base.__deepcopy__ = __init__, __deepcopy__  # type: ignore[method-assign]
-    collective.__new__ = staticmethod(__new__)  # type: ignore[method-assign]
-    collective.__init__ = collective_once  # type: ignore[method-assign]
-    base._autodist_watched = True
+def _on_constructed(strategy: Any) -> None:
+    """A ``tf.distribute`` strategy was constructed (not by autodist): the script's own, unless it
+    is TensorFlow's default one or a class autodist does not know."""
+    if kind_of_class(type(strategy)) is not None:
+        on_script_strategy(type(strategy))

@@ -25,6 +25,7 @@ from autodist.jobs.private import backup_folder, command_line, default_backup_ro
 from autodist.planning.plans import StrategyKind
 from autodist.run.ray_reports import RAY_SAVES_FOLDER, RaySaves, report_saves, saves_from_checkpoint
 from autodist.settings import backup_dir_setting
+from autodist.upstream.surface import available
 
 __all__ = ["Armed", "guard_for", "ray_owns_backups"]
 
@@ -70,6 +71,8 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
     own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
     if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         return None
+    if multi_worker and not available("tf.coordination_key_value"):
+        return None  # the workers could not agree on a save: none is made (warned once)
     ray_worker = ray_train.ray_train_worker()
     in_ray = ray_worker is not None and not isinstance(backup_dir, str)
     if isinstance(backup_dir, str):

@@ -1,7 +1,7 @@
 """Act: datasets brought to the global batch, sharded, and read the same way on every worker.
 
 The batch arithmetic is :mod:`autodist.planning.global_batch` (plan layer) and what a dataset's graph says
-is :mod:`autodist.detection.dataset_graph` (detect layer); both are re-exported here. This module builds
+is :mod:`autodist.upstream.tf_data` (detect layer); both are re-exported here. This module builds
 ``tf.data`` pipelines: :func:`prepare_dataset` re-batches a dataset to the global batch,
 :func:`arrays_to_dataset` turns arrays into one every worker reads in the same order, and
 :func:`shared_shuffle_seed` agrees on a seed across workers.
@@ -18,7 +18,15 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from autodist.detection.dataset_graph import (
+from autodist.errors import BatchSizeError
+from autodist.planning.global_batch import (
+    KERAS_DEFAULT_BATCH_SIZE,
+    BatchDecision,
+    adjust_global_batch,
+    dropped_samples,
+    validate_batch_size,
+)
+from autodist.upstream.tf_data import (
     Batching,
     dataset_batch_size,
     describe_batching,
@@ -28,14 +36,7 @@ from autodist.detection.dataset_graph import (
     samples_per_pass,
     variable_length_parts,
 )
-from autodist.errors import BatchSizeError
-from autodist.planning.global_batch import (
-    KERAS_DEFAULT_BATCH_SIZE,
-    BatchDecision,
-    adjust_global_batch,
-    dropped_samples,
-    validate_batch_size,
-)
+from autodist.upstream.tf_runtime import global_seed
 
 __all__ = [
     "KERAS_DEFAULT_BATCH_SIZE",
@@ -250,10 +251,9 @@ def shared_shuffle_seed(strategy: Any = None) -> int:
     import secrets
 
     import tensorflow as tf
-    from tensorflow.python.eager import context
 
-    global_seed, draw = context.global_seed(), next(_DRAWS)  # each fit of a run draws anew
-    mine = 1 + (secrets.randbits(30) if global_seed is None else (int(global_seed) * 2654435761 + draw * 40503) % (2**30))
+    seed, draw = global_seed(), next(_DRAWS)  # each fit of a run draws anew
+    mine = 1 + (secrets.randbits(30) if seed is None else (int(seed) * 2654435761 + draw * 40503) % (2**30))
     if strategy is None:
         return mine
 

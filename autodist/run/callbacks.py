@@ -33,6 +33,7 @@ from autodist.detection.cluster import ClusterInfo
 from autodist.jobs.heartbeat import heartbeat
 from autodist.jobs.private import backup_folder, default_backup_root, private_root, release_private_root
 from autodist.run.ray_reports import ray_reporter
+from autodist.upstream.keras_models import backup_paths_under, profiles_batches
 
 __all__ = ["BATCH_HOOKS", "ChiefDuties", "FILE_ATTRIBUTES", "final_callbacks", "needs_each_step", "ray_reports_itself", "uses_batch_hooks"]
 
@@ -121,16 +122,7 @@ class ChiefDuties:
 
 def _refresh_backup_paths(callback: Any) -> None:
     """Keras derives file names from ``backup_dir`` in ``__init__``; keep them in step."""
-    root = callback.backup_dir
-    names = (
-        ("_weights_path", "latest.weights.h5"),
-        ("_training_metadata_path", "training_metadata.json"),
-        ("_prev_weights_path", "latest.weights.h5.bkp"),
-        ("_prev_training_metadata_path", "training_metadata.json.bkp"),
-    )
-    for attribute, name in names:
-        if hasattr(callback, attribute):  # Keras 3; tf_keras derives its paths at train time
-            setattr(callback, attribute, os.path.join(root, name))
+    backup_paths_under(callback, callback.backup_dir)
 
 
 #: Batch hooks that run during ``fit`` (validation runs the test ones).
@@ -190,7 +182,7 @@ def needs_each_step(callback: Any) -> bool:
     if cls.__name__ in ("ModelCheckpoint", "BackupAndRestore"):
         return getattr(callback, "save_freq", None) != "epoch"
     if cls.__name__ == "TensorBoard":
-        return getattr(callback, "update_freq", None) != "epoch" or getattr(callback, "_start_batch", 0) > 0
+        return getattr(callback, "update_freq", None) != "epoch" or profiles_batches(callback)
     return True
 
 

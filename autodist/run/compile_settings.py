@@ -24,6 +24,7 @@ from typing import Any
 
 from autodist.detection.model_info import keras_module
 from autodist.planning.plans import Plan
+from autodist.upstream.keras_models import set_jit_compile
 
 __all__ = ["apply_compile_overrides", "apply_compile_settings", "apply_steps_per_execution", "mixed_precision_while_building"]
 
@@ -56,7 +57,7 @@ def apply_compile_overrides(model: Any, overrides: Mapping[str, Any]) -> None:
     if not overrides:
         return
     if "jit_compile" in overrides:
-        model._jit_compile = overrides["jit_compile"]
+        set_jit_compile(model, overrides["jit_compile"])
     if "steps_per_execution" in overrides:
         model.steps_per_execution = overrides["steps_per_execution"]
     model.train_function = model.test_function = model.predict_function = None

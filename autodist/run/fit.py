@@ -49,6 +49,7 @@ from autodist.run.resume import fit_resuming
 from autodist.run.strategies import describe_strategy, start
 from autodist.run.tuning import tuned_plan
 from autodist.settings import strategy_setting
+from autodist.upstream.tf_runtime import global_seed
 
 __all__ = ["fit_on_tensorflow"]
 
@@ -229,10 +230,8 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
 def _order_note(call: FitCall, ready: TrainingInput) -> str:
     """Why a resumed run cannot read the rest of an epoch in the uninterrupted run's order: arrays
     that autodist shuffles as a dataset, with no global seed (a new seed each run)."""
-    from tensorflow.python.eager import context
-
     autodist_shuffles = ready.x is not call.x and call.fit_kwargs.get("shuffle", True) and is_array_like(call.x)
-    if autodist_shuffles and context.global_seed() is None:
+    if autodist_shuffles and global_seed() is None:
         return "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new order after a restart"
     return ""
 

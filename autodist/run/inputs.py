@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.detection.dataset_graph import is_dataset
+from autodist.upstream.tf_data import is_dataset
 from autodist.errors import BatchSizeError
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.run.batching import (

@@ -40,6 +40,7 @@ from autodist.run.ps_input import dataset_fn_for, gather, index_batches, steps_p
 from autodist.run.ps_input import first_batch as _first_batch
 from autodist.run.ps_input import pass_samples
 from autodist.run.ps_input import steps as _steps
+from autodist.upstream.keras_models import remote_value_finished, symbolic_build, takes_tensor_logs
 
 __all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "serve_if_this_task_serves", "steps_per_epoch", "train", "watch_chief"]
 
@@ -201,7 +202,13 @@ def fit_keras3(
     with strategy.scope():
         # Build the model, its metrics and the optimizer's slots here, on the chief: variables
         # created inside a scheduled step would be created on a worker.
-        model._symbolic_build(data_batch=_first_batch(x, y, sample_weight, min(global_batch_size, 8)))
+        if not symbolic_build(model, _first_batch(x, y, sample_weight, min(global_batch_size, 8))):
+            raise AutodistError(
+                "Keras 3 parameter-server training builds the model on the chief from one batch, and "
+                "this Keras has no Trainer._symbolic_build (the warning above names what is missing). "
+                "Expected Keras 3.3 to 3.15. Use tf_keras for parameter-server training "
+                "(TF_USE_LEGACY_KERAS=1), or strategy='multi_worker_mirrored'."
+            )
         model.optimizer.build(model.trainable_variables)
     train_step, step_args = _scheduled_step(model, strategy, coordinator, x, y, sample_weight, global_batch_size, shuffle)
 
@@ -329,10 +336,7 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callabl
 def _finished_steps(results: list[Any]) -> int | None:
     """How many scheduled steps have finished (``None`` where TensorFlow's RemoteValue does not
     tell: then every poll counts as progress)."""
-    statuses = [getattr(result, "_status", None) for result in results]
-    if any(status is None for status in statuses):
-        return None
-    return sum(getattr(status, "name", "") in ("READY", "ABORTED") for status in statuses)
+    return remote_value_finished(results)
 
 
 def fit_tf_keras(
@@ -345,7 +349,7 @@ def fit_tf_keras(
     refused = [
         type(callback).__name__
         for callback in fit_kwargs.get("callbacks") or []
-        if uses_batch_hooks(callback) and not getattr(callback, "_supports_tf_logs", False)
+        if uses_batch_hooks(callback) and not takes_tensor_logs(callback)
     ]
     if refused:
         raise AutodistError(

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.detection.dataset_graph import is_batched
+from autodist.upstream.tf_data import is_batched
 from autodist.detection.model_info import is_compiled, is_model, keras_flavor_of, keras_module
 from autodist.errors import AutodistError, ModelPlacementError
 from autodist.jobs.train_state import build_optimizer
@@ -37,6 +37,8 @@ from autodist.planning.plans import Plan, StrategyKind
 from autodist.run.record import current
 from autodist.run.strategies import is_autodists
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
+from autodist.upstream.keras_models import all_layers
+from autodist.upstream.keras_models import model_strategy as strategy_of_model  # this module's model_strategy reads the flavor
 
 __all__ = [
     "build_from_first_batch",
@@ -64,9 +66,7 @@ def is_built(model: Any) -> bool:
 
 def model_strategy(model: Any) -> Any:
     """The strategy a model's variables were created under (``None``: no scope)."""
-    if keras_flavor_of(model) == "tf_keras":
-        return getattr(model, "_distribution_strategy", None)
-    return getattr(model, "_distribute_strategy", None)
+    return strategy_of_model(model, keras_flavor_of(model))
 
 
 def script_strategy(model: Any) -> Any:
@@ -89,8 +89,7 @@ def needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
 def _custom_objects(model: Any) -> dict[str, Any]:
     """Classes and functions of the live model, so ``load_model`` finds unregistered ones."""
     objects: dict[str, Any] = {type(model).__name__: type(model)}
-    layers = model._flatten_layers() if hasattr(model, "_flatten_layers") else getattr(model, "layers", [])
-    for layer in layers:
+    for layer in all_layers(model):
         objects.setdefault(type(layer).__name__, type(layer))
     loss = getattr(model, "loss", None)
     for item in loss.values() if isinstance(loss, Mapping) else (loss if isinstance(loss, (list, tuple)) else [loss]):

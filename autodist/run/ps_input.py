@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from autodist.detection.dataset_graph import is_batched, samples_per_pass
+from autodist.upstream.tf_data import deserialize, is_batched, samples_per_pass, serialize
 from autodist.errors import AutodistError
 
 __all__ = ["dataset_fn_for", "first_batch", "gather", "index_batches", "pass_samples", "steps", "steps_per_epoch", "whole_arrays_fn"]
@@ -48,13 +48,11 @@ def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int
         # The workers run this function, so it must not capture the chief's dataset (workers
         # then fail with "Failed copying input tensor from /job:chief"): the pipeline travels as
         # its serialised graph, the way ClusterCoordinator.create_per_worker_dataset sends one.
-        from tensorflow.python.distribute.coordinator import values
-
         samples = _samples(x)
-        graph, spec = _serialised(samples), samples.element_spec
+        graph, spec = serialize(samples), samples.element_spec
 
         def from_dataset(context: Any) -> Any:
-            dataset = values.deserialize_dataset_from_graph(graph, spec)
+            dataset = deserialize(graph, spec)
             shard = dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
             return shard.repeat().batch(global_batch_size).prefetch(2)
 
@@ -109,31 +107,6 @@ def index_batches(num_samples: int, batch_size: int, *, shuffle: bool, seed: int
         order = rng.permutation(num_samples) if shuffle else np.arange(num_samples)
         for start in range(0, num_samples, batch_size):
             yield order[start : start + batch_size]
-
-
-def _serialised(dataset: Any) -> Any:
-    """The dataset's graph, to rebuild it on the workers.
-
-    Raises:
-        AutodistError: when the pipeline holds state a graph cannot carry (``py_function``,
-            ``from_generator``, a lookup table built in Python), which would fail on the workers.
-    """
-    import tensorflow as tf
-    from tensorflow.python.data.ops.options import ExternalStatePolicy
-    from tensorflow.python.ops import gen_dataset_ops
-
-    try:
-        return gen_dataset_ops.dataset_to_graph_v2(
-            dataset._variant_tensor, external_state_policy=ExternalStatePolicy.FAIL.value, strip_device_assignment=True
-        )
-    except (tf.errors.FailedPreconditionError, tf.errors.InvalidArgumentError) as err:
-        raise AutodistError(
-            "Parameter-server training rebuilds the input pipeline on every worker from its graph, "
-            f"and this tf.data.Dataset holds state that cannot travel ({str(err).strip().splitlines()[0][:200]}): "
-            "py_function, from_generator or Python-side state. Expected a pipeline of TensorFlow "
-            "ops. Pass the data as arrays, or build the pipeline from files or tensors with "
-            "TensorFlow ops only."
-        ) from err
 
 
 def first_batch(x: Any, y: Any, sample_weight: Any, size: int) -> tuple[Any, Any, Any]:

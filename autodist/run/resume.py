@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autodist.detection.dataset_graph import finite_cardinality, shuffles
+from autodist.upstream.tf_data import finite_cardinality, shuffles
 from autodist.jobs.preemption import Guard, restore_state
 from autodist.jobs.train_state import Save, clear, discard_after, readable, record, saves
 from autodist.log import warn_all

@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
@@ -25,6 +24,15 @@ from autodist.planning.plans import Plan, ScriptStrategy, StrategyKind
 from autodist.run.keras_patches import apply_workarounds
 from autodist.run.record import current as current_activation
 from autodist.run.record import runtime_started_message
+from autodist.upstream.tf_runtime import (
+    configure_coordination_service,
+    default_strategy,
+    runtime_started,
+    strategy_class_names,
+    strategy_parameter_device,
+    strategy_workers,
+)
+from autodist.upstream.versions import check_versions, installed
 
 __all__ = ["build_strategy", "building", "start", "configure_cpu_devices", "describe_strategy", "is_autodists", "runtime_started", "strategy_key"]
 
@@ -42,15 +50,6 @@ def building() -> bool:
 def is_autodists(strategy: Any) -> bool:
     """Whether ``strategy`` is one autodist created (and not one the script created itself)."""
     return any(strategy is ours for ours in _STRATEGIES.values())
-
-
-def runtime_started() -> bool:
-    """Whether the TensorFlow runtime (its device context) is already initialised."""
-    if "tensorflow" not in sys.modules:
-        return False
-    from tensorflow.python.eager import context
-
-    return context.context()._context_handle is not None
 
 
 def configure_cpu_devices(num_devices: int) -> None:
@@ -76,38 +75,6 @@ def configure_cpu_devices(num_devices: int) -> None:
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)]
     )
-
-
-def _bound_peer_waits(cluster: Any, timeout: float) -> None:
-    """Make the strategy constructor raise, not hang, when a peer never connects.
-
-    MultiWorkerMirroredStrategy keeps a coordination service that is already configured. We
-    configure it first with a registration deadline. TensorFlow's Python API has no parameter for
-    the barrier that turns the deadline into an error on the leader (without it the leader waits
-    for ever, and ignores SIGTERM), so that one field is set on the config proto (TF 2.16-2.21).
-    """
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    if ctx.coordination_service is not None:
-        return
-    from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
-
-    leader = "chief" if "chief" in cluster.cluster_spec else "worker"
-    jobs = [
-        coordination_config_pb2.CoordinatedJob(name=name, num_tasks=len(cluster.cluster_spec[name]))
-        for name in ("chief", "worker")
-        if name in cluster.cluster_spec
-    ]
-    ctx.configure_coordination_service(
-        service_type="standalone",
-        service_leader=f"/job:{leader}/replica:0/task:0",
-        cluster_register_timeout_in_ms=int(timeout * 1000),
-        coordinated_jobs=jobs,
-    )
-    config = getattr(ctx, "_coordination_service_config", None)
-    if config is not None and hasattr(config, "cluster_register_with_barrier"):
-        config.cluster_register_with_barrier = True
 
 
 def _cross_device_ops(name: str | None) -> Any:
@@ -159,11 +126,15 @@ def start(plan: Plan) -> Any:
     the activation at import, ``init``, ``@distributed``, ``fit`` and tuning all take on
     TensorFlow (both are cached and idempotent, so a second call costs nothing).
 
+    Raises:
+        UnsupportedVersionError: TensorFlow, Keras or tf_keras is older than autodist supports.
+
     Example:
         >>> import autodist
         >>> type(start(autodist.plan(autodist.HardwareSnapshot.cpu_only()))).__name__
         '_DefaultDistributionStrategy'
     """
+    check_versions(installed())  # an older TensorFlow or Keras than supported: refused, with the fix
     strategy = build_strategy(plan)
     apply_workarounds(plan.keras_workarounds)
     return strategy
@@ -178,9 +149,7 @@ def _create(plan: Plan) -> Any:
         if existing:  # collectives are configured once per process: one MultiWorkerMirrored
             return existing[0]
     if kind == StrategyKind.DEFAULT:
-        from tensorflow.python.distribute import distribute_lib
-
-        strategy = distribute_lib._get_default_strategy()  # get_strategy() is the current one
+        strategy = default_strategy()
     elif kind == StrategyKind.ONE_DEVICE:
         strategy = tf.distribute.OneDeviceStrategy(plan.devices[0])
     elif kind == StrategyKind.MIRRORED:
@@ -235,7 +204,7 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
     # peers that wait on a long chief-only step. Dead peers are caught by the coordination
     # service's heartbeats instead (PeerError about 10 s after the loss).
     options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
-    _bound_peer_waits(cluster, plan.peer_timeout_seconds)
+    configure_coordination_service(cluster.cluster_spec, plan.peer_timeout_seconds)
     try:
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
             cluster_resolver=resolver, communication_options=options
@@ -357,8 +326,7 @@ _KINDS = (
 def kind_of_class(cls: type) -> StrategyKind | None:
     """The kind of a ``tf.distribute`` strategy class (by its class and bases), ``None`` for
     TensorFlow's default strategy and classes autodist does not know."""
-    # TensorFlow's own classes only (not DTensor's experimental MirroredStrategy of the same name)
-    names = [k.__name__ for k in cls.__mro__ if k.__module__.startswith("tensorflow.python.") and ".experimental." not in k.__module__]
+    names = strategy_class_names(cls)
     return next((kind for name, kind in _KINDS if name in names), None)
 
 
@@ -421,12 +389,8 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
             f"it without a device list ({shown}() picks the local GPUs, else the CPU), or "
             "remove the script's strategy and its `with strategy.scope():` so autodist chooses."
         )
-    num_workers = int(getattr(extended, "_num_workers", 1) or 1)
-    parameter = getattr(extended, "_variable_device", None) if kind == StrategyKind.CENTRAL_STORAGE else None
-    return ScriptStrategy(
-        shown, kind, devices, int(strategy.num_replicas_in_sync), num_workers,
-        str(parameter) if parameter is not None else None,
-    )  # fmt: skip
+    parameter = strategy_parameter_device(strategy) if kind == StrategyKind.CENTRAL_STORAGE else None
+    return ScriptStrategy(shown, kind, devices, int(strategy.num_replicas_in_sync), strategy_workers(strategy), parameter)
 
 
 def _kind_and_index(device: str) -> tuple[str, int]:

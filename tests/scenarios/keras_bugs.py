@@ -1,5 +1,10 @@
 """Plain Keras 3 reproductions of the upstream bugs autodist works around (no autodist here,
-except where a case applies autodist's patch to show that it fixes the bug).
+except where a case applies autodist's patches to show that they fix the bug).
+
+Every case runs on every Keras release of the support matrix: each records its value, or the
+error it raised, and ``tests/test_keras_compat.py`` compares them with the releases the table of
+:mod:`autodist.planning.keras_compat` says have each bug. The patched cases run after the
+workarounds this release needs are applied (``patched_with``).
 
 Run with 2 logical CPUs in a fresh process; prints ``RESULT <json>``.
 """
@@ -147,33 +152,99 @@ def central_storage_dropout_error() -> str | None:
     try:
         model.fit(np.ones((32, 4), "float32"), np.ones((32, 1), "float32"), batch_size=16, epochs=1, verbose=0)
     except Exception as err:  # the upstream bug
-        return f"{type(err).__name__}: {str(err)[:300]}"
+        return said(err)
     return None
+
+
+def said(err: Exception) -> str:
+    """An error's type and message (its start and its end: TensorFlow puts the cause last)."""
+    text = str(err)
+    return f"{type(err).__name__}: {text if len(text) <= 1200 else text[:400] + ' ... ' + text[-700:]}"
+
+
+def case(function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except Exception as err:
+        return {"raised": said(err)}
+
+
+def short_epoch_steps_per_execution() -> dict:
+    """One device, steps_per_execution=8, epochs of 5 steps: the epoch losses History keeps (2)."""
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse", steps_per_execution=8)
+    history = model.fit(np.ones((40, 4), "float32"), np.ones((40, 2), "float32"), batch_size=8, epochs=2, verbose=0)
+    return {"losses": len(history.history.get("loss", []))}
+
+
+def mirrored_sample_count() -> float:
+    """A metric that counts the samples it sees (990), under Mirrored model.fit."""
+    class Count(keras.metrics.Sum):
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            return super().update_state(keras.ops.ones_like(y_true[:, 0]))
+
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse", metrics=[Count(name="count")])
+    history = model.fit(np.ones((990, 4), "float32"), np.ones((990, 2), "float32"), batch_size=66, verbose=0)
+    return float(history.history["count"][-1])
+
+
+def mirrored_gradient_gaps() -> dict:
+    """A small MLP, SGD, 2 epochs under Mirrored and on one device from the same weights: how far
+    the replicas end apart, and how far the first replica ends from one device."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(64, 4)).astype("float32"), rng.normal(size=(64, 1)).astype("float32")
+
+    def build():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        return model
+
+    with strategy.scope():
+        model = build()
+    one = build()
+    one.set_weights(model.get_weights())
+    model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    one.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    replicas = max(
+        float(np.max(np.abs(local[0] - local[1])))
+        for local in ([t.numpy() for t in strategy.experimental_local_results(v.value)] for v in model.trainable_variables)
+    )
+    return {"replicas": replicas, "one_device": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights()))}
 
 
 def main() -> None:
     results = {
-        "mirrored_uneven_first_batch_error": mirrored_uneven_validation_error(),
+        "mirrored_uneven_first_batch_error": case(mirrored_uneven_validation_error),
         "keras_version": keras.__version__,
-        "central_storage_mean_unpatched": central_storage_mean(),
-        "mirrored_sum_counter_unpatched": mirrored_sum_counter(),
-        "mirrored_steps_per_execution_error": mirrored_fit_error(steps_per_execution=4),
-        "mirrored_jit_compile_error": mirrored_fit_error(jit_compile=True),
-        "generator_batches_read_plain": generator_batches_read(),
-        "generator_batches_read_mirrored": generator_batches_read(tf.distribute.MirroredStrategy(DEVICES)),
+        "central_storage_mean_unpatched": case(central_storage_mean),
+        "mirrored_sum_counter_unpatched": case(mirrored_sum_counter),
+        "mirrored_steps_per_execution_error": case(mirrored_fit_error, steps_per_execution=4),
+        "mirrored_jit_compile_error": case(mirrored_fit_error, jit_compile=True),
+        "generator_batches_read_plain": case(generator_batches_read),
+        "generator_batches_read_mirrored": case(generator_batches_read, tf.distribute.MirroredStrategy(DEVICES)),
+        "short_epoch_steps_per_execution": case(short_epoch_steps_per_execution),
+        "mirrored_sample_count_unpatched": case(mirrored_sample_count),
+        "batchnorm_unpatched": case(batchnorm_moving_gap),
+        "dropout_masks_equal_across_replicas": case(dropout_masks_equal_across_replicas),
+        "central_storage_dropout_unpatched": case(central_storage_dropout_error),
+        "gradient_gaps_unpatched": case(mirrored_gradient_gaps),
     }
-    results["batchnorm_unpatched"] = batchnorm_moving_gap()
-    results["dropout_masks_equal_across_replicas"] = dropout_masks_equal_across_replicas()
-    results["central_storage_dropout_unpatched"] = central_storage_dropout_error()
-    from autodist.run.keras_patches import patch_aggregating_variable_updates, patch_batchnorm_moving_statistics, patch_seed_state_aggregation
+    from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
+    from autodist.run.keras_patches import apply_workarounds
 
-    patch_aggregating_variable_updates()
-    patch_batchnorm_moving_statistics()
-    patch_seed_state_aggregation()
-    results["central_storage_dropout_patched"] = central_storage_dropout_error()
-    results["batchnorm_patched"] = batchnorm_moving_gap()
-    results["central_storage_mean_patched"] = central_storage_mean()
-    results["mirrored_sum_counter_patched"] = mirrored_sum_counter()
+    results["patched_with"] = apply_workarounds([name for name in PATCHES if WORKAROUNDS[name].is_active(keras.__version__, {})])
+    results["central_storage_dropout_patched"] = case(central_storage_dropout_error)
+    results["batchnorm_patched"] = case(batchnorm_moving_gap)
+    results["central_storage_mean_patched"] = case(central_storage_mean)
+    results["mirrored_sum_counter_patched"] = case(mirrored_sum_counter)
+    results["mirrored_sample_count_patched"] = case(mirrored_sample_count)
+    results["dropout_masks_patched"] = case(dropout_masks_equal_across_replicas)
+    results["gradient_gaps_patched"] = case(mirrored_gradient_gaps)
     print("RESULT " + json.dumps(results))
 
 

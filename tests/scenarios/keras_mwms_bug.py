@@ -18,15 +18,10 @@ import tensorflow as tf  # noqa: E402
 
 MODE = sys.argv[1]
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
-if MODE == "symbolic_build":
-    from autodist.planning import keras_compat
-    from autodist.run import keras_patches
+if MODE == "symbolic_build":  # only the symbolic-build fix (where this Keras has a symbolic build)
+    from autodist.upstream.keras_trainer import patch_trainer
 
-    original = keras_compat.WORKAROUNDS["multi_worker_scalar_reduce"]
-    keras_compat.WORKAROUNDS["multi_worker_scalar_reduce"] = type(original)(
-        original.name, original.upstream, original.summary, "99.0.0", "99.0.0"
-    )  # switched off: only the symbolic-build fix applies
-    keras_patches.patch_multi_worker_trainer(keras.__version__)
+    patch_trainer(["first_batch_symbolic_build"])
 
 with strategy.scope():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
@@ -39,4 +34,4 @@ try:
     error = None
 except Exception as err:  # the upstream failure is what we record
     error = f"{type(err).__name__}: {err}"
-print("RESULT " + json.dumps({"error": error}), flush=True)
+print("RESULT " + json.dumps({"error": error, "keras_version": keras.__version__}), flush=True)

@@ -1,8 +1,11 @@
-"""What a ``tf.data.Dataset``'s graph says about its batching, size, files and element shapes,
-read without iterating it.
+"""A ``tf.data.Dataset``'s graph: what it says about the pipeline's batching, size, files and
+element shapes, read without iterating it (touch ``tf.dataset_graph``: the transformations'
+private ``_input_dataset`` links, their class names and attributes), and the pipeline serialised
+to rebuild it on parameter-server workers (touch ``tf.dataset_serialization``).
 
 Detection, of a live pipeline: :mod:`autodist.run.batching` decides from these facts how to bring a
-dataset to the global batch; nothing here changes a dataset or reads an element of it.
+dataset to the global batch; nothing here changes a dataset or reads an element of it. Where the
+graph touch is off, a dataset's batching is read from its element spec alone (public).
 
 Example:
     >>> import tensorflow as tf
@@ -18,8 +21,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from autodist.errors import AutodistError
+from autodist.upstream.surface import available
+
 __all__ = [
     "Batching",
+    "deserialize",
     "dataset_batch_size",
     "describe_batching",
     "file_source_count",
@@ -27,6 +34,7 @@ __all__ = [
     "is_batched",
     "is_dataset",
     "samples_per_pass",
+    "serialize",
     "shuffles",
     "variable_length_parts",
 ]
@@ -84,6 +92,8 @@ def describe_batching(dataset: Any) -> Batching:
         >>> describe_batching(samples.batch(4).unbatch()).batched
         False
     """
+    if not available("tf.dataset_graph"):
+        return _batching_from_spec(dataset, type(dataset).__name__.strip("_"))
     node = dataset
     for _ in range(64):
         name = type(node).__name__
@@ -162,8 +172,9 @@ def is_dataset(x: Any) -> bool:
         >>> is_dataset([1, 2, 3])
         False
     """
-    dataset_ops = sys.modules.get("tensorflow.python.data.ops.dataset_ops")
-    return dataset_ops is not None and isinstance(x, dataset_ops.DatasetV2)
+    tf = sys.modules.get("tensorflow")
+    dataset_class = getattr(getattr(tf, "data", None), "Dataset", None) if tf is not None else None
+    return dataset_class is not None and isinstance(x, dataset_class)
 
 
 def dataset_batch_size(dataset: Any) -> int | None:
@@ -260,3 +271,45 @@ def shuffles(dataset: Any) -> bool:
 def is_batched(dataset: Any) -> bool:
     """Whether each element of ``dataset`` is a batch (see :func:`describe_batching`)."""
     return describe_batching(dataset).batched
+
+
+def serialize(dataset: Any) -> Any:
+    """The dataset's graph, to rebuild it on the workers (:func:`deserialize`); touch
+    ``tf.dataset_serialization``.
+
+    Raises:
+        AutodistError: when the touch is off, or the pipeline holds state a graph cannot carry
+            (``py_function``, ``from_generator``, a lookup table built in Python), which would
+            fail on the workers.
+    """
+    import tensorflow as tf
+
+    if not available("tf.dataset_serialization"):
+        raise AutodistError(
+            "Keras 3 parameter-server training rebuilds a tf.data pipeline on every worker from its "
+            "graph, and this TensorFlow lacks what autodist uses for that (the warning above names "
+            "it). Expected arrays here. Pass the data as arrays, or use tf_keras "
+            "(TF_USE_LEGACY_KERAS=1) with a DatasetCreator."
+        )
+    from tensorflow.python.data.ops.options import ExternalStatePolicy
+    from tensorflow.python.ops import gen_dataset_ops
+
+    try:
+        return gen_dataset_ops.dataset_to_graph_v2(
+            dataset._variant_tensor, external_state_policy=ExternalStatePolicy.FAIL.value, strip_device_assignment=True
+        )
+    except (tf.errors.FailedPreconditionError, tf.errors.InvalidArgumentError) as err:
+        raise AutodistError(
+            "Parameter-server training rebuilds the input pipeline on every worker from its graph, "
+            f"and this tf.data.Dataset holds state that cannot travel ({str(err).strip().splitlines()[0][:200]}): "
+            "py_function, from_generator or Python-side state. Expected a pipeline of TensorFlow "
+            "ops. Pass the data as arrays, or build the pipeline from files or tensors with "
+            "TensorFlow ops only."
+        ) from err
+
+
+def deserialize(graph: Any, element_spec: Any) -> Any:
+    """The dataset :func:`serialize` made a graph of, rebuilt (on a worker)."""
+    from tensorflow.python.distribute.coordinator import values
+
+    return values.deserialize_dataset_from_graph(graph, element_spec)

@@ -1,4 +1,5 @@
-"""Act: what a script does with strategies keeps working with autodist imported: other scopes.
+"""Other strategies' scopes and plain SavedModel loads while autodist's strategy is current
+(touches ``tf.strategy_scopes`` and ``tf.saved_model_load``).
 
 One strategy per process. When the script constructs a strategy of its own, autodist's gives way
 (:func:`autodist.run.activation.on_script_strategy`). Once :mod:`autodist.run.activation` has made its strategy current and it holds variables, two
@@ -14,8 +15,12 @@ For those, autodist's strategy steps aside for the block and is current again af
 steps aside only when it is current through activation alone: not when the script re-entered
 its scope, nor inside any other scope, where TensorFlow's own rules apply.
 
+The wrappers go in when autodist makes its strategy current (:func:`install`), and only where
+the probes find what they read; on anything they did not expect, they fall through to
+TensorFlow's own ``scope``, ``enter_or_assert_strategy`` and ``load``.
+
 Example:
-    >>> from autodist.run.coexistence import stepping_aside
+    >>> from autodist.upstream.tf_scopes import stepping_aside
     >>> stepping_aside() is None  # nothing was made current in this process
     True
 """
@@ -28,9 +33,13 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from autodist.upstream.surface import available
+
 __all__ = ["install", "reentered", "stepping_aside"]
 
 _LOCAL = threading.local()
+#: What a wrapper falls through on: its own reads of TensorFlow's private state failing.
+_UNEXPECTED = (AttributeError, LookupError, TypeError)
 #: The strategy autodist made current (``install`` sets it); ``None`` before.
 _OURS: list[Any] = [None]
 
@@ -116,11 +125,14 @@ class _Aside:
 def _wrapped_scope(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def scope(self: Any) -> Any:
         inner = original(self)
-        if _global_scope() is None:
-            return inner  # nothing is current globally (or experimental_set_strategy sets it)
-        if self is _OURS[0]:
-            return _counted(inner)
-        aside = stepping_aside(self)
+        try:
+            if _global_scope() is None:
+                return inner  # nothing is current globally (or experimental_set_strategy sets it)
+            if self is _OURS[0]:
+                return _counted(inner)
+            aside = stepping_aside(self)
+        except _UNEXPECTED:
+            return inner  # TensorFlow's own scope
         return inner if aside is None else _Aside(inner, aside)
 
     scope.autodist_wrapped = True  # type: ignore[attr-defined]
@@ -134,7 +146,10 @@ def _wrapped_enter_or_assert(original: Callable[[Any], Any]) -> Callable[[Any], 
 
     @contextlib.contextmanager
     def enter_or_assert_strategy(strategy: Any) -> Iterator[None]:
-        aside = stepping_aside(strategy)
+        try:
+            aside = stepping_aside(strategy)
+        except _UNEXPECTED:
+            aside = None  # TensorFlow's own behaviour
         if aside is None:
             with original(strategy):
                 yield
@@ -147,7 +162,10 @@ def _wrapped_enter_or_assert(original: Callable[[Any], Any]) -> Callable[[Any], 
 
 def _wrapped_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(*args: Any, **kwargs: Any) -> Any:
-        aside = stepping_aside()
+        try:
+            aside = stepping_aside()
+        except _UNEXPECTED:
+            aside = None  # TensorFlow's own behaviour
         if aside is None:
             return original(*args, **kwargs)
         with _Aside(contextlib.nullcontext(), aside):
@@ -157,17 +175,27 @@ def _wrapped_load(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install(strategy: Any) -> None:
-    """Let other scopes and plain SavedModel loads in while ``strategy`` is current. Idempotent."""
-    from tensorflow.python.distribute import distribute_lib
+    """Let other scopes and plain SavedModel loads in while ``strategy`` is current (each where
+    its touch is on). Idempotent."""
+    _OURS[0] = strategy
+    if available("tf.strategy_scopes"):
+        from tensorflow.python.distribute import distribute_lib
+
+        if not getattr(distribute_lib.StrategyBase.scope, "autodist_wrapped", False):
+            distribute_lib.StrategyBase.scope = _wrapped_scope(distribute_lib.StrategyBase.scope)
+            distribute_lib.enter_or_assert_strategy = _wrapped_enter_or_assert(distribute_lib.enter_or_assert_strategy)
+    if available("tf.saved_model_load"):
+        _wrap_loads()
+
+
+def _wrap_loads() -> None:
     from tensorflow.python.saved_model import load as saved_model_load
 
-    _OURS[0] = strategy
-    if getattr(distribute_lib.StrategyBase.scope, "autodist_wrapped", False):
+    if getattr(saved_model_load.load, "autodist_wrapped", False):
         return
-    distribute_lib.StrategyBase.scope = _wrapped_scope(distribute_lib.StrategyBase.scope)
-    distribute_lib.enter_or_assert_strategy = _wrapped_enter_or_assert(distribute_lib.enter_or_assert_strategy)
     original_load = saved_model_load.load
     load = _wrapped_load(original_load)
+    load.autodist_wrapped = True  # type: ignore[attr-defined]
     for name, module in list(sys.modules.items()):
         if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(module, "load", None) is original_load:
             module.load = load

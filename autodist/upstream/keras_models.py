@@ -1,0 +1,130 @@
+"""What autodist reads of a Keras model, its callbacks and its optimizer that Keras does not
+publish (touches ``keras.model_internals``, ``keras.callback_internals`` and
+``tf_keras.internals``). Each read has a default for a model that lacks the attribute.
+
+Example:
+    >>> class Bare:  # no Keras internals at all
+    ...     layers = ["a"]
+    >>> all_layers(Bare()), jit_compile_as_compiled(Bare()), model_strategy(Bare(), "keras3")
+    (['a'], None, None)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from autodist.upstream.surface import available
+
+__all__ = [
+    "SupportsTensorLogs",
+    "all_layers",
+    "backup_paths_under",
+    "jit_compile_as_compiled",
+    "model_strategy",
+    "optimizer_slots_ready",
+    "profiles_batches",
+    "remote_value_finished",
+    "set_jit_compile",
+    "symbolic_build",
+    "takes_tensor_logs",
+]
+
+
+def all_layers(model: Any) -> list[Any]:
+    """Every layer of a model, nested ones included (``model.layers`` lists the top ones)."""
+    flatten = getattr(model, "_flatten_layers", None)
+    if callable(flatten):
+        return list(flatten())
+    return list(getattr(model, "layers", []) or [])
+
+
+def jit_compile_as_compiled(model: Any) -> Any:
+    """``jit_compile`` as the model was compiled with (``"auto"``/``None`` unresolved; Keras's
+    public property resolves it, which changes the model)."""
+    return getattr(model, "_jit_compile", None)
+
+
+def set_jit_compile(model: Any, value: bool) -> None:
+    """Turn XLA on or off for a compiled model, through Keras's public setter where it has one."""
+    if isinstance(getattr(type(model), "jit_compile", None), property) and type(model).jit_compile.fset is not None:
+        model.jit_compile = value
+    else:
+        model._jit_compile = value
+
+
+def model_strategy(model: Any, flavor: str) -> Any:
+    """The strategy a model's variables were created under (``None``: no scope); ``flavor`` is
+    ``"keras3"`` or ``"tf_keras"``."""
+    return getattr(model, "_distribution_strategy" if flavor == "tf_keras" else "_distribute_strategy", None)
+
+
+def symbolic_build(model: Any, data_batch: Any) -> bool:
+    """Build a Keras 3 model, its loss, metrics and optimizer from one batch ``(x, y,
+    sample_weight)`` (or a batch Keras unpacks), as ``fit`` would. ``False`` where the touch is off."""
+    if not available("keras.model_internals"):
+        return False
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    if not (isinstance(data_batch, tuple) and len(data_batch) == 3):
+        data_batch = data_adapter_utils.unpack_x_y_sample_weight(data_batch)
+    model._symbolic_build(data_batch=data_batch)
+    return True
+
+
+#: A Keras 3 BackupAndRestore's file paths, by attribute, and their names under its folder
+#: (the ``_prev_`` ones from Keras 3.7).
+_BACKUP_PATHS = (
+    ("_weights_path", "latest.weights.h5"),
+    ("_training_metadata_path", "training_metadata.json"),
+    ("_prev_weights_path", "latest.weights.h5.bkp"),
+    ("_prev_training_metadata_path", "training_metadata.json.bkp"),
+)
+
+
+def backup_paths_under(callback: Any, root: str) -> None:
+    """Point a Keras 3 ``BackupAndRestore``'s files (set when it is constructed) into ``root``;
+    tf_keras derives its paths at train time, and has none of these."""
+    for attribute, name in _BACKUP_PATHS:
+        if hasattr(callback, attribute):
+            setattr(callback, attribute, os.path.join(root, name))
+
+
+def profiles_batches(tensorboard: Any) -> bool:
+    """Whether a TensorBoard callback profiles a range of batches."""
+    return getattr(tensorboard, "_start_batch", 0) > 0
+
+
+class SupportsTensorLogs:
+    """A callback that reads no logs: tf_keras then need not copy them to the host each step
+    (and accepts it under parameter-server training)."""
+
+    _supports_tf_logs = True
+
+
+def takes_tensor_logs(callback: Any) -> bool:
+    """Whether tf_keras may pass this callback tensor logs (it refuses the others under
+    parameter-server training)."""
+    return bool(getattr(callback, "_supports_tf_logs", False))
+
+
+def optimizer_slots_ready(optimizer: Any, variables: list[Any]) -> None:
+    """Create an optimizer's slots for ``variables`` now, if it has none yet: ``build`` for Keras 3
+    and tf_keras optimizers, ``_create_all_weights`` for tf_keras's legacy ``OptimizerV2``."""
+    if optimizer is None:
+        return
+    built = getattr(optimizer, "built", None)
+    if built is None:
+        built = getattr(optimizer, "_built", False)
+    create = getattr(optimizer, "build", None) or getattr(optimizer, "_create_all_weights", None)
+    if not built and create is not None:
+        create(variables)
+
+
+def remote_value_finished(results: list[Any]) -> int | None:
+    """How many of a ``ClusterCoordinator``'s scheduled results have finished (``None`` where the
+    ``RemoteValue`` does not tell)."""
+    statuses = [getattr(result, "_status", None) for result in results]
+    if any(status is None for status in statuses):
+        return None
+    return sum(getattr(status, "name", "") in ("READY", "ABORTED") for status in statuses)

@@ -1,0 +1,87 @@
+"""Keras 3's optimizer under ``tf.distribute`` (touch ``keras.distributed_gradients``): the patches
+behind the workaround ``distributed_gradients`` of :mod:`autodist.planning.keras_compat`.
+
+Keras 3.3 and 3.4 reduce no gradient over the replicas (``_all_reduce_sum_gradients`` runs in
+the merge call, where there is no replica context, and returns them as they are): each replica
+applies its own, and the replicas drift apart. Keras 3.5 to 3.7 sum them, but ``fit`` computes
+each replica's loss as the mean over its own share, so the step is N times one device's. Keras
+3.8 divides ``fit``'s loss by the replicas (``scale_loss_for_distribution``), which makes the sum
+the mean.
+
+The patches make 3.3-3.7 do what 3.8 does for ``fit``: gradients summed over the replicas (in the
+merge call, where 3.3-3.4 leave them unreduced; with collective cross-device ops there is no merge
+call, and Keras sums them in the replica context), and
+``fit``'s loss divided by them (through ``scale_loss``, which ``fit``'s ``train_step`` calls before
+taking gradients; a custom training loop does not, and gets TensorFlow's sum, as its loss is
+divided by the global batch).
+
+Example:
+    >>> sorted(_PATCHED)  # nothing is patched until a plan asks for it
+    []
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autodist.upstream.surface import available
+
+__all__ = ["patch_distributed_gradients"]
+
+_PATCHED: dict[str, Any] = {}
+
+
+def _replicas() -> int:
+    import tensorflow as tf
+
+    if tf.distribute.in_cross_replica_context() or not tf.distribute.has_strategy():
+        return 1
+    return int(tf.distribute.get_strategy().num_replicas_in_sync)
+
+
+def patch_distributed_gradients() -> bool:
+    """Sum the gradients over the replicas in the merge call (where Keras 3.3-3.4 leave them
+    unreduced), and divide ``fit``'s loss by the replicas (``scale_loss``) on 3.3-3.7. Idempotent; ``False`` where the
+    touch is off."""
+    if "scale_loss" in _PATCHED:
+        return True
+    if not available("keras.distributed_gradients"):
+        return False
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import optimizer as tf_optimizer
+    from keras.src.optimizers import base_optimizer, loss_scale_optimizer
+
+    original_reduce = tf_optimizer.TFOptimizer._all_reduce_sum_gradients
+
+    def _all_reduce_sum_gradients(self: Any, grads_and_vars: Any) -> Any:
+        # In a merge call (cross-device ops that merge: ReductionToOneDevice, HierarchicalCopy),
+        # Keras 3.3-3.4 find no replica context and return the gradients unreduced: sum them there.
+        if tf.distribute.get_replica_context() is not None or not tf.distribute.in_cross_replica_context():
+            return original_reduce(self, grads_and_vars)
+        grads_and_vars = list(grads_and_vars)
+        strategy = tf.distribute.get_strategy()
+        present = [(grad, var) for grad, var in grads_and_vars if grad is not None]
+        if strategy.num_replicas_in_sync < 2 or not present or not isinstance(present[0][0], tf.distribute.DistributedValues):
+            return grads_and_vars
+        # On one machine through one device: the strategy's collective ops fail there under Adam ("You
+        # must feed a value for placeholder tensor"); across workers, only the strategy's own reach them.
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            reduced = iter(strategy.extended.batch_reduce_to(tf.distribute.ReduceOp.SUM, present))
+        else:
+            reduced = iter(tf.distribute.ReductionToOneDevice().batch_reduce(tf.distribute.ReduceOp.SUM, present))
+        return [(None if grad is None else next(reduced), var) for grad, var in grads_and_vars]
+
+    def scaled(original: Any) -> Any:
+        def scale_loss(self: Any, loss: Any) -> Any:
+            loss = original(self, loss)
+            replicas = _replicas()
+            return loss if replicas < 2 else loss * tf.cast(1.0 / replicas, loss.dtype)
+
+        return scale_loss
+
+    tf_optimizer.TFOptimizer._all_reduce_sum_gradients = _all_reduce_sum_gradients
+    originals = (base_optimizer.BaseOptimizer.scale_loss, loss_scale_optimizer.LossScaleOptimizer.scale_loss)
+    base_optimizer.BaseOptimizer.scale_loss = scaled(originals[0])
+    loss_scale_optimizer.LossScaleOptimizer.scale_loss = scaled(originals[1])
+    _PATCHED.update(reduce=original_reduce, scale_loss=originals)
+    return True

@@ -1,0 +1,141 @@
+"""Keras 3's TensorFlow trainer under ``tf.distribute`` (touches ``keras.symbolic_build`` and
+``keras.reduce_per_replica``): the patches behind the workarounds ``first_batch_symbolic_build``,
+``symbolic_build_reads_input`` and ``multi_worker_scalar_reduce`` of
+:mod:`autodist.planning.keras_compat`, which decides when each is needed.
+
+Keras 3.3 and 3.4 have no symbolic build: a model builds while its first step is traced, so the
+first batch is never averaged over replicas there, and the symbolic-build patches are not
+needed (their touch's probe says so, without a warning).
+
+Example:
+    >>> _first_batch([(0, 0, iter(["new"]))]), _first_batch([(0, iter(["old"]))])
+    ('new', 'old')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autodist.upstream.surface import available
+
+__all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_trainer"]
+
+#: The workarounds applied by replacing parts of Keras 3's TensorFlow trainer.
+TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
+#: Those of them that live in the replaced ``_maybe_symbolic_build``.
+SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:2]
+_PATCHED: dict[str, Any] = {}
+
+
+def _multi_worker(strategy: Any) -> bool:
+    from keras.src.backend.tensorflow import trainer
+
+    return bool(trainer._collective_all_reduce_multi_worker(strategy))
+
+
+def _mirrored(strategy: Any) -> bool:
+    import tensorflow as tf
+
+    return isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
+
+
+_SYMBOLIC_BUILD: set[str] = set()  # the behaviours of the patched _maybe_symbolic_build in force
+
+
+def _fully_built(model: Any) -> bool:
+    """Whether a compiled Keras 3 model's layers, loss, metrics and optimizer are all built."""
+    parts = (getattr(model, "_compile_metrics", None), getattr(model, "_compile_loss", None), model.optimizer)
+    return all(layer.built for layer in model._flatten_layers()) and all(
+        part is None or part.built for part in parts
+    )
+
+
+def _first_batch(epoch_iterator: Any) -> Any:
+    """The first batch of a Keras 3 TF epoch iterator, whatever the shape of its items.
+
+    Recent Keras 3 releases iterate the epoch iterator itself and yield ``(begin_step,
+    end_step, data_iterator)``; earlier ones yield ``(step, data_iterator)`` from
+    ``enumerate_epoch()``: the data iterator is the item's last part in both.
+    """
+    items = epoch_iterator if hasattr(epoch_iterator, "__iter__") else epoch_iterator.enumerate_epoch()
+    item = next(iter(items))
+    source = item[-1] if isinstance(item, tuple) else item
+    return next(source) if hasattr(source, "__next__") else source
+
+
+def _install_symbolic_build() -> None:
+    """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``_SYMBOLIC_BUILD``."""
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer
+
+    if "symbolic_build" in _PATCHED:
+        return
+    original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
+
+    def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
+        if iterator is None or getattr(self, "_distribute_strategy", None) is None:
+            return original_build(self, iterator=iterator, data_batch=data_batch)
+        if "symbolic_build_reads_input" in _SYMBOLIC_BUILD and _fully_built(self):
+            return None  # nothing to build: read nothing from the input
+        if "first_batch_symbolic_build" not in _SYMBOLIC_BUILD or not _mirrored(self.distribute_strategy):
+            return original_build(self, iterator=iterator, data_batch=data_batch)
+        import tensorflow as tf
+
+        strategy = self.distribute_strategy
+        if not (hasattr(iterator, "__iter__") or hasattr(iterator, "enumerate_epoch")):
+            return original_build(self, iterator=iterator, data_batch=data_batch)  # a shape we do not know
+        data_batch = tree.map_structure(
+            lambda v: strategy.experimental_local_results(v)[0]
+            if isinstance(v, tf.distribute.DistributedValues)
+            else v,
+            _first_batch(iterator),
+        )
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
+    _PATCHED["symbolic_build"] = original_build
+
+
+def patch_trainer(names: Any) -> list[str]:
+    """Apply the named trainer workarounds (of :data:`TRAINER_PATCHES`), each where its touch is
+    on. Idempotent; returns those in place.
+
+    Under any strategy, a model with nothing left to build reads nothing for its symbolic build;
+    the first-batch build acts under (MultiWorker)MirroredStrategy; the scalar reduce only in
+    multi-worker mode. Everything else keeps Keras's own code.
+    """
+    names = set(names)
+    applied = [name for name in SYMBOLIC_BUILD_PATCHES if name in names]
+    if applied and available("keras.symbolic_build"):
+        _install_symbolic_build()
+        _SYMBOLIC_BUILD.update(applied)
+    else:
+        applied = []
+    if "multi_worker_scalar_reduce" in names and available("keras.reduce_per_replica"):
+        from keras.src import tree
+        from keras.src.backend.tensorflow import trainer
+
+        if "reduce_per_replica" not in _PATCHED:
+            original_reduce = trainer.reduce_per_replica
+
+            def _rank(value: Any) -> int | None:
+                sample = value.values[0] if hasattr(value, "values") else value
+                shape = getattr(sample, "shape", None)
+                return None if shape is None else shape.rank
+
+            def reduce_per_replica(values: Any, strategy: Any, reduction: str) -> Any:
+                if reduction not in ("auto", "mean") or not _multi_worker(strategy):
+                    return original_reduce(values, strategy, reduction)
+
+                def reduce_one(value: Any) -> Any:
+                    if _rank(value) == 0:
+                        return strategy.reduce("MEAN", value, axis=None)
+                    return original_reduce(value, strategy, reduction)
+
+                return tree.map_structure(reduce_one, values)
+
+            trainer.reduce_per_replica = reduce_per_replica
+            _PATCHED["reduce_per_replica"] = original_reduce
+        applied.append("multi_worker_scalar_reduce")
+    return applied

@@ -1,0 +1,215 @@
+"""Keras 3's variables under ``tf.distribute`` (touches ``keras.variable_updates``,
+``keras.variable_aggregation`` and ``keras.batchnorm_statistics``): the patches behind the
+workarounds ``aggregating_variable_updates``, ``variable_aggregation``,
+``batchnorm_moving_statistics`` and ``seed_state_aggregation`` of
+:mod:`autodist.planning.keras_compat`, which decides when each is needed.
+
+Each ``patch_*`` function applies its patch once per process and returns whether it is in place
+(``False`` where its touch is off: Keras's own code then runs).
+
+Example:
+    >>> MOVING_STATISTICS[:2]
+    ('moving_mean', 'moving_variance')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autodist.upstream.surface import available
+
+__all__ = [
+    "MOVING_STATISTICS",
+    "maps_aggregation",
+    "patch_aggregating_variable_updates",
+    "patch_batchnorm_moving_statistics",
+    "patch_seed_state_aggregation",
+    "patch_variable_aggregation",
+]
+
+_PATCHED: dict[str, Any] = {}
+
+#: BatchNormalization's non-trainable statistics (renorm's too).
+MOVING_STATISTICS = ("moving_mean", "moving_variance", "moving_stddev", "renorm_mean", "renorm_stddev")
+_SEED_STATE = "seed_generator_state"
+
+
+def maps_aggregation() -> bool:
+    """Whether this Keras passes a variable's aggregation to ``tf.Variable`` (3.7 and later);
+    3.3-3.6 pass none, and every variable is ``NONE`` under a strategy there."""
+    try:
+        from keras.src.backend.tensorflow import core
+    except ImportError:
+        return False
+    return hasattr(core.Variable, "_map_aggregation")
+
+
+def patch_aggregating_variable_updates() -> bool:
+    """Make Keras 3 ``assign_add``/``assign_sub`` on SUM-aggregated distributed variables
+    (AggregatingVariable, CachingVariable, MirroredVariable) a true delta update. Other variables
+    keep Keras's own code path."""
+    if "assign_add" in _PATCHED:
+        return True
+    if not available("keras.variable_updates"):
+        return False
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import core
+    from tensorflow.python.distribute import ps_values, values
+
+    original_add = core.Variable.assign_add
+    original_sub = core.Variable.assign_sub
+
+    def _delta(self: Any, value: Any) -> Any:
+        value = self._convert_to_tensor(value, dtype=self._dtype)
+        return tf.cast(value, self._value.dtype)
+
+    # AggregatingVariable: CentralStorage (and PS) SUM-aggregated state. CachingVariable: every
+    # variable on a ps task, where Keras's read-modify-write races between workers.
+    # MirroredVariable with SUM aggregation: Mirrored and MultiWorkerMirrored counters.
+    shared = (ps_values.AggregatingVariable, ps_values.CachingVariable)
+
+    def summed(variable: Any) -> bool:
+        inner = getattr(variable, "_value", None)
+        if isinstance(inner, shared):
+            return True
+        return isinstance(inner, values.MirroredVariable) and inner.aggregation == tf.VariableAggregation.SUM
+
+    def assign_add(self: Any, value: Any) -> Any:
+        if summed(self):
+            return self._value.assign_add(_delta(self, value))
+        return original_add(self, value)
+
+    def assign_sub(self: Any, value: Any) -> Any:
+        if summed(self):
+            return self._value.assign_sub(_delta(self, value))
+        return original_sub(self, value)
+
+    core.Variable.assign_add = assign_add
+    core.Variable.assign_sub = assign_sub
+    _PATCHED.update(assign_add=original_add, assign_sub=original_sub)
+    return True
+
+
+def patch_batchnorm_moving_statistics() -> bool:
+    """Create Keras 3 BatchNormalization's moving statistics with ``aggregation="mean"`` (the
+    layers built from now on); other weights keep Keras's own settings."""
+    if "batchnorm" in _PATCHED:
+        return True
+    if not available("keras.batchnorm_statistics"):
+        return False
+    from keras.src.layers.normalization.batch_normalization import BatchNormalization
+
+    original = BatchNormalization.add_weight
+
+    def add_weight(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("name") in MOVING_STATISTICS and kwargs.get("aggregation") in (None, "none"):
+            kwargs["aggregation"] = "mean"
+        return original(self, *args, **kwargs)
+
+    BatchNormalization.add_weight = add_weight  # type: ignore[method-assign]
+    _PATCHED["batchnorm"] = original
+    return True
+
+
+def _aggregating_strategy() -> bool:
+    import tensorflow as tf
+
+    aggregating = (tf.distribute.experimental.CentralStorageStrategy, tf.distribute.experimental.ParameterServerStrategy)
+    return isinstance(tf.distribute.get_strategy(), aggregating)
+
+
+def patch_seed_state_aggregation() -> bool:
+    """Create Keras 3 random layers' seed state (an integer) with ``"only_first_replica"``
+    aggregation under CentralStorageStrategy and ParameterServerStrategy, whose
+    AggregatingVariables refuse Keras's update in each replica, and with none elsewhere (Keras
+    3.7.0 made it ``"mean"``, which TensorFlow refuses for integers). Every replica computes the
+    same next seed; the first one's is kept. On Keras 3.3-3.6 :func:`patch_variable_aggregation`
+    does this."""
+    if "seed_state" in _PATCHED:
+        return True
+    if not maps_aggregation():
+        return patch_variable_aggregation()
+    from keras.src.backend.tensorflow import core
+
+    original = core.Variable._map_aggregation
+
+    def _map_aggregation(self: Any, aggregation: Any) -> Any:
+        if self.name == _SEED_STATE and aggregation in ("none", "mean"):
+            aggregation = "only_first_replica" if _aggregating_strategy() else "none"
+        return original(self, aggregation)
+
+    core.Variable._map_aggregation = _map_aggregation
+    _PATCHED["seed_state"] = original
+    return True
+
+
+def _distribution_settings(variable: Any) -> tuple[str, str]:
+    """The aggregation and synchronization Keras 3.10 gives ``variable`` under a strategy, for a
+    Keras that gives none (3.3-3.6): metrics' state summed and read across replicas, optimizer
+    counters from the first replica, BatchNormalization's statistics averaged, random layers'
+    seeds kept from the first replica under CentralStorage and parameter servers, nothing for
+    the rest (as Keras 3.8 and later)."""
+    aggregation = getattr(variable, "aggregation", "none")
+    floating = "float" in str(getattr(variable, "dtype", ""))
+    if variable.name == _SEED_STATE:
+        return ("only_first_replica" if _aggregating_strategy() else "none"), "auto"
+    if aggregation == "sum" and not variable.trainable:
+        return "sum", "on_read"
+    if aggregation == "only_first_replica":
+        return "only_first_replica", "auto"
+    if aggregation == "mean" and floating and variable.name in MOVING_STATISTICS:
+        return "mean", "auto"
+    return "none", "auto"
+
+
+def patch_variable_aggregation() -> bool:
+    """On a Keras that passes no aggregation to ``tf.Variable`` (3.3-3.6), pass what Keras 3.10
+    passes (:func:`_distribution_settings`). Idempotent; ``False`` where this Keras maps the
+    aggregation itself (then nothing is needed) or the touch is off."""
+    if "initialize" in _PATCHED:
+        return True
+    if maps_aggregation() or not available("keras.variable_aggregation"):
+        return False
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import core
+
+    synchronizations = {"auto": tf.VariableSynchronization.AUTO, "on_read": tf.VariableSynchronization.ON_READ}
+    aggregations = {
+        "none": tf.VariableAggregation.NONE,
+        "sum": tf.VariableAggregation.SUM,
+        "mean": tf.VariableAggregation.MEAN,
+        "only_first_replica": tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    }
+
+    def create(self: Any, value: Any) -> None:
+        aggregation, synchronization = _distribution_settings(self)
+        self._value = tf.Variable(
+            value,
+            dtype=self._dtype,
+            trainable=self.trainable,
+            name=self.name,
+            aggregation=aggregations[aggregation],
+            synchronization=synchronizations[synchronization],
+        )
+
+    original = core.Variable._initialize
+
+    def _initialize(self: Any, value: Any) -> None:
+        if not tf.distribute.has_strategy() or isinstance(value, tf.Variable):
+            return original(self, value)
+        return create(self, value)
+
+    core.Variable._initialize = _initialize
+    with_initializer = getattr(core.Variable, "_initialize_with_initializer", None)  # Keras 3.5-3.6 create through it too
+    if with_initializer is not None:
+
+        def _initialize_with_initializer(self: Any, initializer: Any) -> None:
+            if not tf.distribute.has_strategy():
+                return with_initializer(self, initializer)
+            return create(self, lambda: initializer(self._shape, dtype=self._dtype))
+
+        core.Variable._initialize_with_initializer = _initialize_with_initializer
+        _PATCHED["initialize_with_initializer"] = with_initializer
+    _PATCHED["initialize"] = original
+    _PATCHED["seed_state"] = original  # the seeds' aggregation is part of it here
+    return True

@@ -1,0 +1,125 @@
+"""How a touch of :mod:`autodist.upstream.surface` checks that what it needs exists: a
+:class:`Touch` and its probe, and the probes the table is built of.
+
+Example:
+    >>> resolve("os.path.join").__name__
+    'join'
+    >>> _present("os.path.no_such_thing")()
+    Absence(what='os.path.no_such_thing', expected=False)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Absence", "Probe", "Touch", "resolve"]
+
+_CONTEXT = "tensorflow.python.eager.context"
+
+
+@dataclass(frozen=True)
+class Absence:
+    """What a probe did not find. ``expected``: this release has neither the code nor the bug the
+    touch is for, so the touch is not needed here (off without a warning)."""
+
+    what: str
+    expected: bool = False
+
+
+Probe = Callable[[], "Absence | None"]
+
+
+@dataclass(frozen=True)
+class Touch:
+    """One touch of private upstream code."""
+
+    name: str
+    package: str  # "tensorflow", "keras", "tf_keras" or "jax"
+    touches: tuple[str, ...]
+    why: str
+    measured: str
+    off: str  # what changes for the user where the probe finds it missing
+    still_needed: str  # the test that fails the day upstream makes the touch unnecessary
+    probe: Probe = dataclasses.field(repr=False, compare=False, default=lambda: None)
+
+
+def resolve(dotted: str) -> Any:
+    """The object a dotted name names (``package.module.Class.attribute``), importing the longest
+    module prefix. Raises :class:`LookupError` naming the part that is missing."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module_name = ".".join(parts[:cut])
+        try:
+            found: Any = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for index, part in enumerate(parts[cut:]):
+            try:
+                found = getattr(found, part)
+            except AttributeError:
+                raise LookupError(".".join(parts[: cut + index + 1])) from None
+        return found
+    raise LookupError(parts[0])
+
+
+def _present(*names: str, when_absent_expected: str | None = None) -> Probe:
+    """A probe that every dotted name resolves. With ``when_absent_expected``, the absence of the
+    first name is expected (the release has no such code and no bug for it)."""
+
+    def probe() -> Absence | None:
+        for index, name in enumerate(names):
+            try:
+                resolve(name)
+            except LookupError as missing:
+                expected = index == 0 and when_absent_expected is not None
+                return Absence(f"{missing.args[0]}" + (f" ({when_absent_expected})" if expected else ""), expected)
+            except Exception as err:  # a module that fails to import: the touch is off
+                return Absence(f"{name} ({type(err).__name__}: {err})")
+        return None
+
+    return probe
+
+
+def _one_of(*alternatives: str) -> Probe:
+    def probe() -> Absence | None:
+        for name in alternatives:
+            try:
+                resolve(name)
+                return None
+            except Exception:
+                continue
+        return Absence(" and ".join(alternatives))
+
+    return probe
+
+
+def _coordination_key_value() -> Absence | None:
+    import inspect
+
+    try:
+        context = resolve("tensorflow.python.eager.context.Context")
+        getter, setter = context.get_config_key_value, context.set_config_key_value
+        if "timeout_in_ms" not in inspect.signature(getter).parameters:
+            return Absence("the timeout_in_ms parameter of tensorflow.python.eager.context.Context.get_config_key_value")
+        del setter
+    except LookupError as missing:
+        return Absence(str(missing.args[0]))
+    return None
+
+
+def _runtime_handle() -> Absence | None:
+    context = resolve("tensorflow.python.eager.context.context")()  # the context object; the runtime stays unstarted
+    return None if hasattr(context, "_context_handle") else Absence(f"{_CONTEXT}.context()._context_handle")
+
+
+def _slurm() -> Absence | None:
+    return _present(
+        "tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver.expand_hostlist",
+        "tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver.expand_tasks_per_node",
+    )()
+
+

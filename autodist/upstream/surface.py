@@ -1,0 +1,412 @@
+"""The table of autodist's upstream surface: each touch of TensorFlow's, Keras's or JAX's private
+code, what it touches and why, the releases it was measured on, its probe, what changes when it
+is off, and the test that shows when it stops being needed.
+
+A touch is used only after :func:`available` says what it needs exists. The probe runs once per
+process. Where it finds something missing, the touch is off: the code that uses it falls back to
+the framework's own behaviour, and one :class:`~autodist.errors.AutodistWarning` names the piece
+and what changes for the user. Some absences are expected: Keras 3.3 and 3.4 have no symbolic
+build, so they have neither the code autodist patches nor the bug it works around; such a touch
+is off without a warning (``python -m autodist inspect`` lists it).
+
+``docs/upstream.md`` shows the same table (``tests/test_upstream.py`` checks that it does).
+
+Example:
+    >>> sorted(TOUCHES)[:2]
+    ['jax.backend_state', 'keras.batchnorm_statistics']
+    >>> TOUCHES["tf.coordination_service"].package
+    'tensorflow'
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import warnings
+
+from autodist.errors import AutodistWarning
+from autodist.upstream.probes import (
+    Absence,
+    Touch,
+    _coordination_key_value,
+    _one_of,
+    _present,
+    _runtime_handle,
+    _slurm,
+    resolve,
+)
+
+__all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "resolve", "status"]
+
+
+_K3 = "Keras 3.3.3, 3.4.1, 3.6.0, 3.7.0, 3.8.0, 3.10.0, 3.12.0, 3.15.1 (read in every 3.3-3.15 release)"
+_TF = "TensorFlow 2.16.2, 2.17.1, 2.18.1, 2.19.1, 2.20.0, 2.21.0"
+_TEST = "tests/test_upstream.py::"
+_KC = "tests/test_keras_compat.py::"
+_TRAINER = "keras.src.backend.tensorflow.trainer"
+_CORE = "keras.src.backend.tensorflow.core"
+_CONTEXT = "tensorflow.python.eager.context"
+_DISTRIBUTE = "tensorflow.python.distribute"
+
+TOUCHES: dict[str, Touch] = {
+    t.name: t
+    for t in (
+        # --- TensorFlow -------------------------------------------------------------------------
+        Touch(
+            "tf.runtime_started", "tensorflow", (f"{_CONTEXT}.context()._context_handle",),
+            "whether TensorFlow's runtime has started: logical devices and MultiWorkerMirroredStrategy "
+            "must be set up before it does, and autodist says so (RuntimeAlreadyStartedError) "
+            "instead of TensorFlow's later 'Collective ops must be configured at program startup'",
+            _TF,
+            "autodist cannot tell whether the runtime started: it tries, and TensorFlow's own error "
+            "comes instead of autodist's advice",
+            _TEST + "test_still_needed_runtime_started",
+            _runtime_handle,
+        ),
+        Touch(
+            "tf.default_strategy", "tensorflow", (f"{_DISTRIBUTE}.distribute_lib._get_default_strategy",),
+            "the plan 'default' names TensorFlow's default strategy object, whatever strategy is "
+            "current in the caller (tf.distribute.get_strategy() answers the current one)",
+            _TF,
+            "the plan 'default' uses tf.distribute.get_strategy() where no strategy is current",
+            _TEST + "test_still_needed_default_strategy",
+            _present(f"{_DISTRIBUTE}.distribute_lib._get_default_strategy"),
+        ),
+        Touch(
+            "tf.coordination_service", "tensorflow",
+            (f"{_CONTEXT}.coordination_config_pb2.CoordinatedJob", f"{_CONTEXT}.Context.configure_coordination_service",
+             f"{_CONTEXT}.Context._coordination_service_config.cluster_register_with_barrier"),
+            "configures MultiWorkerMirroredStrategy's coordination service first, with a registration "
+            "deadline, so a worker whose peer never starts raises PeerError instead of waiting for "
+            "ever (the barrier field, from TensorFlow 2.19, makes the leader raise too)",
+            _TF + " (the protobuf module moved: tensorflow.tsl.protobuf before 2.19, "
+            "tensorflow.compiler.xla.tsl.protobuf from 2.19; the eager context module names it in all)",
+            "a worker whose peer never connects waits as long as TensorFlow lets it (for ever on the "
+            "leader): the launcher's --timeout, or your cluster manager's, ends it",
+            _TEST + "test_still_needed_coordination_service_deadline",
+            _present(f"{_CONTEXT}.coordination_config_pb2.CoordinatedJob", f"{_CONTEXT}.Context.configure_coordination_service"),
+        ),
+        Touch(
+            "tf.coordination_key_value", "tensorflow",
+            (f"{_CONTEXT}.Context.get_config_key_value", f"{_CONTEXT}.Context.set_config_key_value"),
+            "the workers of a multi-worker job agree, through the coordination service's key-value "
+            "store, on the step to save after SIGTERM, and on the saves every worker has",
+            _TF,
+            "a multi-worker job makes no autodist saves: SIGTERM ends it as TensorFlow does, and a "
+            "restart starts over (a BackupAndRestore callback of your own still saves each epoch)",
+            _TEST + "test_still_needed_coordination_key_value",
+            _coordination_key_value,
+        ),
+        Touch(
+            "tf.global_seed", "tensorflow", (f"{_CONTEXT}.global_seed",),
+            "reads whether the script set a global seed (keras.utils.set_random_seed) without drawing "
+            "from TensorFlow's op-seed counter, which tf.compat.v1.get_seed would advance",
+            _TF,
+            "autodist treats the run as unseeded: shuffled arrays get a fresh order on every run",
+            _TEST + "test_still_needed_global_seed",
+            _present(f"{_CONTEXT}.global_seed"),
+        ),
+        Touch(
+            "tf.activation_hooks", "tensorflow",
+            (f"{_CONTEXT}.Context.ensure_initialized", "tensorflow.python.ops.variables.VariableMetaclass.__call__",
+             f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
+             f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
+             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__"),
+            "the activation at import: the strategy is created at the first trigger (the runtime "
+            "starting, a variable created, the current strategy asked for), and a strategy the "
+            "script constructs itself is noticed, so autodist's steps aside",
+            _TF,
+            "nothing is made current at import (as with AUTODIST_ACTIVATE=0): autodist.fit and "
+            "autodist.init create the strategy, and a model built before is moved into it with a warning",
+            _TEST + "test_still_needed_activation_hooks",
+            _present(f"{_CONTEXT}.Context.ensure_initialized", "tensorflow.python.ops.variables.VariableMetaclass.__call__",
+                     f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
+                     f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
+                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__"),
+        ),
+        Touch(
+            "tf.strategy_scopes", "tensorflow",
+            (f"{_DISTRIBUTE}.distribute_lib.StrategyBase.scope", f"{_DISTRIBUTE}.distribute_lib.enter_or_assert_strategy",
+             "tensorflow.python.framework.ops.Graph._global_distribute_strategy_scope",
+             "tensorflow.python.framework.ops.Graph._distribution_strategy_stack"),
+            "while autodist's strategy is current, another strategy's scope (the save-and-load "
+            "tutorial's OneDeviceStrategy) makes TensorFlow fail with 'Mixing different "
+            "tf.distribute.Strategy objects': autodist's steps aside for the block",
+            _TF,
+            "autodist's strategy does not step aside: a scope of another strategy the script creates "
+            "after autodist's holds variables fails as TensorFlow makes it fail",
+            _TEST + "test_still_needed_strategy_scopes",
+            _present(f"{_DISTRIBUTE}.distribute_lib.StrategyBase.scope", f"{_DISTRIBUTE}.distribute_lib.enter_or_assert_strategy",
+                     "tensorflow.python.framework.ops.Graph._global_distribute_strategy_scope",
+                     "tensorflow.python.framework.ops.Graph._distribution_strategy_stack"),
+        ),
+        Touch(
+            "tf.saved_model_load", "tensorflow", ("tensorflow.python.saved_model.load.load",),
+            "tf.saved_model.load outside any scope means 'without a strategy'; with autodist's current, "
+            "its signatures fail when called directly ('Trying to access a placeholder'): autodist's "
+            "steps aside for the load",
+            _TF,
+            "a SavedModel loaded outside any scope while autodist's strategy is current is loaded "
+            "under it, as TensorFlow does with a current strategy",
+            _TEST + "test_still_needed_saved_model_load",
+            _present("tensorflow.python.saved_model.load.load"),
+        ),
+        Touch(
+            "tf.strategy_internals", "tensorflow",
+            ("StrategyExtended._num_workers", "CentralStorageStrategy.extended._variable_device",
+             "the strategy classes' modules under tensorflow.python."),
+            "describes a strategy the script created itself (its workers, its parameter device, its "
+            "kind by class), which has no public accessor",
+            _TF,
+            "a script's own strategy counts as one worker, with no parameter device",
+            _TEST + "test_still_needed_strategy_internals",
+            _present(f"{_DISTRIBUTE}.mirrored_strategy.MirroredStrategy"),
+        ),
+        Touch(
+            "tf.dataset_graph", "tensorflow",
+            ("tensorflow.python.data.ops.dataset_ops.DatasetV2", "DatasetV2._input_dataset", "._datasets", "._input_datasets",
+             "the dataset classes' names (_BatchDataset, _RebatchDataset, ...)"),
+            "reads how a tf.data pipeline is batched (its batch size, its samples) without iterating "
+            "it, to bring it to the global batch",
+            _TF,
+            "a dataset's batching is unknown: pass batch_size= (the global batch) and autodist "
+            "re-batches it",
+            _TEST + "test_still_needed_dataset_graph",
+            _present("tensorflow.python.data.ops.dataset_ops.DatasetV2"),
+        ),
+        Touch(
+            "tf.dataset_serialization", "tensorflow",
+            ("tensorflow.python.ops.gen_dataset_ops.dataset_to_graph_v2", "DatasetV2._variant_tensor",
+             "tensorflow.python.data.ops.options.ExternalStatePolicy",
+             f"{_DISTRIBUTE}.coordinator.values.deserialize_dataset_from_graph"),
+            "Keras 3 parameter-server training rebuilds the chief's tf.data pipeline on every worker "
+            "from its graph (a function capturing the dataset fails there)",
+            _TF,
+            "Keras 3 parameter-server training takes arrays only; a tf.data.Dataset is refused",
+            _TEST + "test_still_needed_dataset_serialization",
+            _present("tensorflow.python.ops.gen_dataset_ops.dataset_to_graph_v2",
+                     "tensorflow.python.data.ops.options.ExternalStatePolicy",
+                     f"{_DISTRIBUTE}.coordinator.values.deserialize_dataset_from_graph"),
+        ),
+        Touch(
+            "tf.remote_value_status", "tensorflow", (f"{_DISTRIBUTE}.coordinator.remote_value.RemoteValue._status",),
+            "counts the parameter-server steps that finished, for the progress a stalled job is told by",
+            _TF,
+            "every poll of the chief's loop counts as progress",
+            _TEST + "test_still_needed_remote_value_status",
+            lambda: None,  # read with getattr; a missing status means "unknown", said where it is read
+        ),
+        Touch(
+            "tf.slurm_hostlist", "tensorflow",
+            (f"{_DISTRIBUTE}.cluster_resolver.slurm_cluster_resolver.expand_hostlist",
+             f"{_DISTRIBUTE}.cluster_resolver.slurm_cluster_resolver.expand_tasks_per_node"),
+            "reads SLURM's compressed host lists as TensorFlow's SlurmClusterResolver does (the "
+            "resolver itself pairs tasks with GPUs and returns no tasks on CPU-only nodes)",
+            _TF,
+            "a SLURM job is not detected: set TF_CONFIG, or run python -m autodist launch",
+            _TEST + "test_still_needed_slurm_hostlist",
+            _slurm,
+        ),
+        # --- Keras 3 ----------------------------------------------------------------------------
+        Touch(
+            "keras.symbolic_build", "keras",
+            (f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build", "keras.src.trainers.trainer.Trainer._symbolic_build",
+             "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight"),
+            "the workarounds first_batch_symbolic_build and symbolic_build_reads_input (keras#20585: "
+            "the first batch averaged over replicas)",
+            _K3 + "; Keras 3.3 and 3.4 have no symbolic build (a model builds while its first step "
+            "is traced), hence neither bug",
+            "the first batch is averaged over replicas as Keras does: MultiWorkerMirrored fit fails "
+            "('unsupported type PerReplica'), and an uneven first batch fails under Mirrored",
+            _KC + "test_still_needed_first_batch_symbolic_build",
+            _present(f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build", "keras.src.trainers.trainer.Trainer._symbolic_build",
+                     "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
+                     when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug"),
+        ),
+        Touch(
+            "keras.reduce_per_replica", "keras",
+            (f"{_TRAINER}.reduce_per_replica", f"{_TRAINER}._collective_all_reduce_multi_worker"),
+            "the workaround multi_worker_scalar_reduce (tensorflow#72388: 'Invalid reduction "
+            "dimension 0' on every step's logs under MultiWorkerMirrored)",
+            _K3,
+            "Keras 3 fit under MultiWorkerMirroredStrategy fails as it does upstream; tf_keras trains",
+            "tests/test_multi_worker.py::test_still_needed_multi_worker_scalar_reduce",
+            _present(f"{_TRAINER}.reduce_per_replica", f"{_TRAINER}._collective_all_reduce_multi_worker"),
+        ),
+        Touch(
+            "keras.variable_updates", "keras",
+            (f"{_CORE}.Variable.assign_add", f"{_CORE}.Variable.assign_sub", f"{_CORE}.Variable._convert_to_tensor",
+             "Variable._value", f"{_DISTRIBUTE}.ps_values.AggregatingVariable", f"{_DISTRIBUTE}.ps_values.CachingVariable",
+             f"{_DISTRIBUTE}.values.MirroredVariable"),
+            "the workaround aggregating_variable_updates: Keras's assign_add is assign(old + delta), "
+            "which SUM-aggregated distributed variables turn into N*old + sum(deltas)",
+            _K3,
+            "CentralStorage reports wrong loss and metrics, as Keras does; parameter-server metrics race",
+            _KC + "test_still_needed_aggregating_variable_updates",
+            _present(f"{_CORE}.Variable.assign_add", f"{_CORE}.Variable.assign_sub", f"{_CORE}.Variable._convert_to_tensor",
+                     f"{_DISTRIBUTE}.ps_values.AggregatingVariable", f"{_DISTRIBUTE}.ps_values.CachingVariable",
+                     f"{_DISTRIBUTE}.values.MirroredVariable"),
+        ),
+        Touch(
+            "keras.variable_aggregation", "keras",
+            (f"{_CORE}.Variable._map_aggregation (Keras 3.7 and later)", f"{_CORE}.Variable._initialize (Keras 3.3-3.6)"),
+            "Keras 3.3-3.6 pass no aggregation to tf.Variable, so every variable is NONE under a "
+            "strategy (a metric counts 495 of 990 samples on 2 replicas, CentralStorage metrics fail): "
+            "autodist passes what Keras 3.10 passes. From 3.7 it maps the seed state of random layers "
+            "(workaround seed_state_aggregation; Keras 3.7.0 made it an integer MEAN, which TensorFlow refuses)",
+            _K3,
+            "on Keras 3.3-3.6 metrics under a replicated strategy count one replica's share, and "
+            "random layers fail under CentralStorage",
+            _KC + "test_still_needed_variable_aggregation",
+            _one_of(f"{_CORE}.Variable._map_aggregation", f"{_CORE}.Variable._initialize"),
+        ),
+        Touch(
+            "keras.distributed_gradients", "keras",
+            ("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
+             "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+             "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss"),
+            "the workaround distributed_gradients: Keras 3.3-3.4 reduce no gradient over the replicas "
+            "(they drift apart), and 3.5-3.7 sum them with each replica's loss a mean over its share "
+            "(a step N times one device's); 3.8 divides fit's loss by the replicas",
+            _K3,
+            "on Keras 3.3-3.7 a replicated fit trains as Keras makes it: replicas apart (3.3-3.4) or "
+            "steps N times one device's (3.5-3.7)",
+            _KC + "test_still_needed_distributed_gradients",
+            _present("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
+                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+                     "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss"),
+        ),
+        Touch(
+            "keras.batchnorm_statistics", "keras",
+            ("keras.src.layers.normalization.batch_normalization.BatchNormalization.add_weight",),
+            "the workaround batchnorm_moving_statistics: moving mean and variance created "
+            "mean-aggregated, so replicas keep one set of statistics",
+            _K3,
+            "each replica keeps its own moving statistics, as Keras does",
+            _KC + "test_still_needed_batchnorm_moving_statistics",
+            _present("keras.src.layers.normalization.batch_normalization.BatchNormalization.add_weight"),
+        ),
+        Touch(
+            "keras.model_internals", "keras",
+            ("keras.src.layers.layer.Layer._flatten_layers", "keras.src.trainers.trainer.Trainer._symbolic_build",
+             "Trainer._jit_compile", "Trainer._compile_metrics", "Trainer._compile_loss", "TensorFlowTrainer._distribute_strategy"),
+            "what a model tells that Keras does not publish: every nested layer (model.layers lists "
+            "the top ones), jit_compile as compiled (the public property resolves 'auto'), the "
+            "strategy its variables were created under, and a build from one batch (parameter-server "
+            "training builds on the chief)",
+            _K3,
+            "nested layers are not seen (BatchNormalization inside a sub-model is not warned about), "
+            "and Keras 3 parameter-server training is refused",
+            _TEST + "test_still_needed_model_internals",
+            _present("keras.src.layers.layer.Layer._flatten_layers", "keras.src.trainers.trainer.Trainer._symbolic_build"),
+        ),
+        Touch(
+            "keras.callback_internals", "keras",
+            ("BackupAndRestore._weights_path", "._training_metadata_path", "._prev_weights_path (3.7+)",
+             "TensorBoard._start_batch"),
+            "moves a BackupAndRestore to one folder per worker (Keras 3 fails with one shared folder), "
+            "and tells whether a TensorBoard callback profiles batches",
+            _K3,
+            "a Keras 3 BackupAndRestore shared by the workers fails as it does upstream",
+            _TEST + "test_still_needed_callback_internals",
+            lambda: None,  # set only where present (hasattr); each release's set of paths is read as it is
+        ),
+        # --- tf_keras ---------------------------------------------------------------------------
+        Touch(
+            "tf_keras.internals", "tf_keras",
+            ("Model._distribution_strategy", "Callback._supports_tf_logs", "OptimizerV2._create_all_weights",
+             "Optimizer._built"),
+            "the strategy a tf_keras model was built under, whether a callback takes tensor logs "
+            "(tf_keras refuses the others under parameter servers), and the slots of a legacy "
+            "optimizer made before a restore",
+            "tf_keras 2.16.0, 2.21.0 (read in every 2.16-2.21 release)",
+            "read with defaults: an unknown strategy is none, a callback takes no tensor logs",
+            _TEST + "test_still_needed_tf_keras_internals",
+            lambda: None,
+        ),
+        # --- JAX --------------------------------------------------------------------------------
+        Touch(
+            "jax.backend_state", "jax", ("jax._src.xla_bridge.backends_are_initialized", "jax._src.distributed.global_state"),
+            "whether JAX's backends started (keras.distribution.initialize must come first), and, "
+            "where JAX has no public jax.distributed.is_initialized, whether a process already joined "
+            "a JAX cluster (Ray's JaxTrainer joins TPU workers)",
+            "JAX 0.10.2",
+            "autodist cannot tell whether JAX started or joined: it joins the processes itself",
+            _TEST + "test_still_needed_jax_backend_state",
+            lambda: None,  # read with getattr where used; JAX is not imported to probe it
+        ),
+        Touch(
+            "keras.jax_variable_layout", "keras", ("keras.src.backend.jax.core.JaxVariable._layout",),
+            "places a model built before the distribution existed on its mesh (sets each variable's layout)",
+            "Keras 3.15.1 with JAX 0.10.2",
+            "a model built before keras.distribution is refused with the fix (build it in the scope)",
+            _TEST + "test_still_needed_jax_variable_layout",
+            lambda: None,  # checked per variable where used (hasattr)
+        ),
+    )
+}  # fmt: skip
+
+_PROBED: dict[str, Absence | None] = {}
+
+
+def absence(name: str) -> Absence | None:
+    """What the touch ``name`` lacks in this process (``None``: everything it needs is there).
+    Probed once per process."""
+    if name not in _PROBED:
+        touch = TOUCHES[name]
+        if touch.package not in sys.modules and importlib.util.find_spec(touch.package) is None:
+            _PROBED[name] = Absence(f"{touch.package} is not installed", expected=True)
+        else:
+            try:
+                _PROBED[name] = touch.probe()
+            except Exception as err:  # a probe never raises into the user's code
+                _PROBED[name] = Absence(f"{type(err).__name__}: {err}")
+    return _PROBED[name]
+
+
+_WARNED: set[str] = set()
+
+
+def available(name: str) -> bool:
+    """Whether the touch ``name`` can be used here. Where it cannot, and its absence is not
+    expected, one :class:`AutodistWarning` says which piece is off and what changes."""
+    missing = absence(name)
+    if missing is None:
+        return True
+    if not missing.expected and name not in _WARNED:
+        _WARNED.add(name)
+        touch = TOUCHES[name]
+        warnings.warn(
+            f"autodist: {touch.name} is off: {_versions()} has no {missing.what}, which autodist "
+            f"uses for this: {touch.why}. What changes: {touch.off}. Everything else works as "
+            "before; `python -m autodist inspect` lists every piece and its state.",
+            AutodistWarning,
+            stacklevel=3,
+        )
+    return False
+
+
+def _versions() -> str:
+    import importlib.metadata
+
+    found = []
+    for label, dists in (("TensorFlow", ("tensorflow", "tensorflow-cpu")), ("Keras", ("keras",)), ("tf_keras", ("tf-keras",))):
+        for dist in dists:
+            try:
+                found.append(f"{label} {importlib.metadata.version(dist)}")
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return " / ".join(found) or "this installation"
+
+
+def status() -> list[dict[str, str]]:
+    """Every touch and its state here (``on``, ``not needed``, ``off``), probing those not probed
+    yet: what ``python -m autodist inspect`` shows."""
+    rows = []
+    for name, touch in TOUCHES.items():
+        missing = absence(name)
+        state = "on" if missing is None else ("not needed" if missing.expected else "off")
+        rows.append({"touch": name, "state": state, "missing": "" if missing is None else missing.what, "off": touch.off})
+    return rows

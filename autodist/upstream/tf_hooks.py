@@ -1,0 +1,176 @@
+"""The wrappers the activation at import puts around TensorFlow (touch ``tf.activation_hooks``).
+
+:mod:`autodist.run.activation` decides what happens; this module only knows where in TensorFlow
+to listen:
+
+- :func:`hook_triggers`: a call first, at each of TensorFlow's *triggers*: the runtime starting
+  (``Context.ensure_initialized``), a variable being created (``VariableMetaclass.__call__``), and
+  the current strategy being asked for (``tf.distribute.get_strategy`` / ``has_strategy``, which
+  Keras models' constructors call);
+- :func:`hook_variable_creation`: a call first at each variable's creation;
+- :func:`watch_strategy_construction`: the script's own strategies, as they are constructed, and
+  ``MultiWorkerMirroredStrategy()`` answered with an existing object.
+
+Each installs nothing and returns ``False`` where the touch is off (the activation then leaves
+the strategy to ``fit`` and ``init``). A wrapper whose own work fails on something it did not
+expect (an attribute TensorFlow renamed) falls through to TensorFlow's own function.
+
+Example:
+    >>> hooks = Hooks()
+    >>> bool(hooks), hooks.remove()
+    (False, None)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from autodist.log import get_logger
+from autodist.upstream.surface import available
+
+__all__ = ["Hooks", "hook_triggers", "hook_variable_creation", "made_by_tf_distribute", "watch_strategy_construction"]
+
+#: What a wrapper lets through when its own work fails unexpectedly (autodist's errors and
+#: TensorFlow's pass: they are the user's to see).
+_UNEXPECTED = (AttributeError, LookupError, TypeError, ImportError)
+
+
+class Hooks:
+    """Functions of TensorFlow replaced by ones that call ``before`` first, until :meth:`remove`."""
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.saved)
+
+    def wrap(self, owner: Any, name: str, before: Callable[[], None]) -> None:
+        original = getattr(owner, name)
+
+        def first_before(*args: Any, **kwargs: Any) -> Any:
+            try:
+                before()
+            except _UNEXPECTED as err:
+                _fell_through(name, err)
+            return original(*args, **kwargs)
+
+        self.saved.append((owner, name, original))
+        setattr(owner, name, first_before)
+
+    def remove(self) -> None:
+        while self.saved:
+            owner, name, original = self.saved.pop()
+            setattr(owner, name, original)
+
+
+_FELL: set[str] = set()
+
+
+def _fell_through(where: str, err: BaseException) -> None:
+    if where not in _FELL:
+        _FELL.add(where)
+        get_logger().warning("autodist: its hook on TensorFlow's %s failed (%s: %s); TensorFlow's own behaviour is kept", where, type(err).__name__, err)
+
+
+def hook_triggers(hooks: Hooks, before: Callable[[], None], before_variable: Callable[[], None]) -> bool:
+    """``before`` at the runtime's start and where the current strategy is asked for,
+    ``before_variable`` at each variable's creation. Idempotent."""
+    if hooks:
+        return True
+    if not available("tf.activation_hooks"):
+        return False
+    from tensorflow.python.distribute import distribute_lib
+    from tensorflow.python.eager import context
+    from tensorflow.python.ops import variables
+
+    hooks.wrap(context.Context, "ensure_initialized", before)
+    hooks.wrap(variables.VariableMetaclass, "__call__", before_variable)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("tensorflow._api.") and name.endswith(".distribute"):
+            for function in ("get_strategy", "has_strategy"):
+                if getattr(module, function, None) is getattr(distribute_lib, function):
+                    hooks.wrap(module, function, before)
+    return True
+
+
+def hook_variable_creation(hooks: Hooks, before: Callable[[], None]) -> bool:
+    """``before`` at each variable's creation. Idempotent."""
+    if hooks:
+        return True
+    if not available("tf.activation_hooks"):
+        return False
+    from tensorflow.python.ops import variables
+
+    hooks.wrap(variables.VariableMetaclass, "__call__", before)
+    return True
+
+
+def made_by_tf_distribute() -> bool:
+    """Whether the variable being created is tf.distribute's own (a strategy's constructor makes
+    an ordering token): read from the calling frames' files."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return frame is not None and "tensorflow/python/distribute/" in frame.f_code.co_filename.replace("\\", "/")
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # autodist's own frames
+_COPYING = threading.local()
+
+
+def watch_strategy_construction(
+    on_built: Callable[[Any], None], shared_for: Callable[[tuple[Any, ...], dict[str, Any]], Any], quiet: Callable[[], bool]
+) -> bool:
+    """Call ``on_built(strategy)`` once each ``tf.distribute`` strategy is constructed, and let
+    ``shared_for(args, kwargs)`` answer ``MultiWorkerMirroredStrategy(...)`` with an existing
+    object (``None``: a new one), except while ``quiet()`` (autodist is building its own) or while
+    TensorFlow deep-copies a strategy. Idempotent; ``False`` where the touch is off.
+    """
+    if not available("tf.activation_hooks"):
+        return False
+    from tensorflow.python.distribute import collective_all_reduce_strategy, distribute_lib
+
+    base = distribute_lib.StrategyBase
+    if getattr(base, "_autodist_watched", False):
+        return True
+    collective = collective_all_reduce_strategy.CollectiveAllReduceStrategy
+    base_init, base_copy, collective_init = base.__init__, base.__deepcopy__, collective.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        base_init(self, *args, **kwargs)
+        if not quiet() and not getattr(_COPYING, "on", False):
+            try:
+                on_built(self)
+            except _UNEXPECTED as err:
+                _fell_through("StrategyBase.__init__", err)
+
+    def __deepcopy__(self: Any, memo: Any) -> Any:
+        _COPYING.on = True
+        try:
+            return base_copy(self, memo)
+        finally:
+            _COPYING.on = False
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        shared = None
+        if not quiet() and not getattr(_COPYING, "on", False):
+            try:
+                shared = shared_for(args, kwargs)
+            except _UNEXPECTED as err:
+                _fell_through("CollectiveAllReduceStrategy.__new__", err)
+        return shared if shared is not None else object.__new__(cls)
+
+    def collective_once(self: Any, *args: Any, **kwargs: Any) -> None:
+        if getattr(self, "_autodist_shared_init", False):
+            return  # an existing strategy given to the script's constructor: built already
+        collective_init(self, *args, **kwargs)
+
+    base.__init__, base.__deepcopy__ = __init__, __deepcopy__  # type: ignore[method-assign]
+    collective.__new__ = staticmethod(__new__)  # type: ignore[method-assign]
+    collective.__init__ = collective_once  # type: ignore[method-assign]
+    base._autodist_watched = True
+    return True

@@ -1,0 +1,400 @@
+"""The upstream surface (:mod:`autodist.upstream`): every touch of private TensorFlow, Keras or
+JAX code lives there, is listed with its probe and still-needed test, and turns itself off with
+one warning, not an ``AttributeError``, where what it needs is missing. And the support matrix:
+the versions autodist accepts, and the failures older pairs had (run on each pair of the matrix
+by ``noxfile.py``; see docs/support-matrix.md).
+
+The ``test_still_needed_*`` tests here are for touches that read private state where TensorFlow
+or Keras publish nothing equivalent: each fails the day a public API gives the same answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+
+import pytest
+
+from autodist.errors import AutodistWarning, UnsupportedVersionError
+from autodist.upstream import surface
+from autodist.upstream.versions import MEASURED, NEWEST_TESTED, OLDEST, check_versions, version_tuple
+from tests.conftest import ROOT, start_scenario, scenario_result
+
+PRIVATE = re.compile(r"(tensorflow\.(python|compiler|tsl|core|_api)|keras\.src|tf_keras\.src|jax\._src)\b")
+
+
+# --- one room ------------------------------------------------------------------------------------
+
+
+def test_private_modules_are_named_only_in_the_upstream_folder():
+    found = []
+    for path in sorted((ROOT / "autodist").rglob("*.py")):
+        if path.parent.name == "upstream":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if PRIVATE.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_every_touch_names_a_still_needed_test_that_exists():
+    missing = []
+    for touch in surface.TOUCHES.values():
+        file, _, name = touch.still_needed.partition("::")
+        tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+        if name not in {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}:
+            missing.append(f"{touch.name}: {touch.still_needed}")
+    assert not missing, missing
+
+
+def test_the_upstream_page_shows_every_touch_as_the_table_says():
+    page = (ROOT / "docs" / "upstream.md").read_text(encoding="utf-8")
+    for touch in surface.TOUCHES.values():
+        row = next((line for line in page.splitlines() if line.startswith(f"| `{touch.name}` |")), None)
+        assert row is not None, f"docs/upstream.md has no row for {touch.name}"
+        assert touch.still_needed.split("::")[1] in row, (touch.name, "still-needed test")
+        assert all(f"`{what}`" in row for what in touch.touches), (touch.name, "what it touches")
+
+
+def test_the_workarounds_page_lists_every_workaround_with_its_releases():
+    from autodist.planning.keras_compat import WORKAROUNDS
+
+    page = (ROOT / "docs" / "keras-workarounds.md").read_text(encoding="utf-8")
+    for workaround in WORKAROUNDS.values():
+        row = next((line for line in page.splitlines() if line.startswith(f"| `{workaround.name}` |")), None)
+        assert row is not None, f"docs/keras-workarounds.md has no row for {workaround.name}"
+        for first, fixed in workaround.affected:
+            assert f"{first[:-2] if first.endswith('.0') else first}" in row, (workaround.name, first)
+            assert fixed is None or fixed[:-2] in row, (workaround.name, fixed)
+
+
+def test_every_touch_is_on_or_not_needed_on_this_pair():
+    rows = surface.status()
+    assert {row["touch"] for row in rows} == set(surface.TOUCHES)
+    off = [row for row in rows if row["state"] == "off"]
+    assert not off, off
+
+
+# --- a probe that finds something missing -----------------------------------------------------------
+
+
+def test_a_missing_attribute_turns_its_touch_off_with_one_warning(monkeypatch):
+    monkeypatch.setattr(surface, "_PROBED", {})
+    monkeypatch.setattr(surface, "_WARNED", set())
+    touch = surface.Touch(
+        "tf.example", "tensorflow", ("tensorflow.python.eager.context.no_such_thing",), "an example", "-",
+        "nothing", "tests/test_upstream.py::test_a_missing_attribute_turns_its_touch_off_with_one_warning",
+        surface._present("tensorflow.python.eager.context.no_such_thing"),
+    )  # fmt: skip
+    monkeypatch.setitem(surface.TOUCHES, "tf.example", touch)
+    with pytest.warns(AutodistWarning, match=r"tf\.example is off: .* has no tensorflow\.python\.eager\.context\.no_such_thing"):
+        assert surface.available("tf.example") is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert surface.available("tf.example") is False  # once per process
+    assert next(row for row in surface.status() if row["touch"] == "tf.example")["state"] == "off"
+
+
+def test_an_expected_absence_is_silent(monkeypatch):
+    monkeypatch.setattr(surface, "_PROBED", {})
+    probe = surface._present("keras.src.no_such_module.thing", when_absent_expected="this release has no such code")
+    touch = surface.Touch("keras.example", "keras", ("x",), "-", "-", "-", "-", probe)
+    monkeypatch.setitem(surface.TOUCHES, "keras.example", touch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert surface.available("keras.example") is False
+    assert surface.absence("keras.example").expected
+
+
+@pytest.fixture(scope="module")
+def probes_off():
+    procs = {
+        "hooks_off": start_scenario("support_matrix.py", "hooks_off", AUTODIST_CPU_DEVICES="2"),
+        "slurm_off": start_scenario(
+            "support_matrix.py", "slurm_off", SLURM_PROCID="0", SLURM_STEP_NODELIST="node[1-2]", SLURM_STEP_TASKS_PER_NODE="1"
+        ),
+    }
+    return {case: scenario_result(proc, timeout=240) for case, proc in procs.items()}
+
+
+@pytest.mark.tensorflow
+def test_activation_hooks_off_a_warning_and_a_mirrored_fit_still_trains(probes_off):
+    result = probes_off["hooks_off"]
+    named = [w for w in result["warnings"] if "tf.activation_hooks is off" in w]
+    assert len(named) == 1, result["warnings"]
+    assert "StrategyBase.__deepcopy__" in named[0] and "nothing is made current at import" in named[0]
+    assert (result["plan"], result["replicas"], result["epochs"]) == ("mirrored", 2, 1)
+    assert result["states"]["tf.activation_hooks"] == "off"
+    assert any("moved into" in w or "into the strategy" in w for w in result["warnings"]), result["warnings"]
+
+
+@pytest.mark.tensorflow
+def test_slurm_hostlist_off_a_warning_and_the_process_trains_alone(probes_off):
+    result = probes_off["slurm_off"]
+    assert sum("tf.slurm_hostlist is off" in w for w in result["warnings"]) == 1, result["warnings"]
+    assert (result["plan"], result["epochs"]) == ("default", 1)
+
+
+# --- the failures of older pairs (each fails on the main of 2026-11-26 with its pair) -------------------
+
+
+@pytest.fixture(scope="module")
+def older_pairs():
+    procs = {
+        "replicated": start_scenario("support_matrix.py", "replicated", AUTODIST_CPU_DEVICES="2"),
+        "short_epochs": start_scenario("support_matrix.py", "short_epochs"),
+        "import_warning": start_scenario("support_matrix.py", "import_warning", AUTODIST_STRATEGY="mirored"),
+        "models": start_scenario("support_matrix.py", "models", AUTODIST_CPU_DEVICES="2"),
+    }
+    return {case: scenario_result(proc, timeout=240) for case, proc in procs.items()}
+
+
+@pytest.mark.tensorflow
+def test_replicated_fit_gives_one_devices_numbers_on_this_pair(older_pairs, report):
+    """Keras 3.3.3: AttributeError '_maybe_symbolic_build' on main; with the workarounds off, a
+    metric counted 495 of 990 samples."""
+    result = older_pairs["replicated"]
+    assert (result["plan"], result["replicas"]) == ("mirrored", 2)
+    assert result["counted"] == [990.0, 990.0], result
+    assert result["history_gap"] <= 1e-5 and result["weights_gap"] <= 1e-5 and result["evaluate_gap"] <= 1e-5, result
+    report(f"support matrix, TF {result['tensorflow']} + Keras {result['keras']}: mirrored on 2 replicas counts "
+           f"{result['counted'][-1]:.0f} of 990 samples; History, weights, evaluate within "
+           f"{max(result['history_gap'], result['weights_gap'], result['evaluate_gap']):.1e} of one device")
+
+
+@pytest.mark.tensorflow
+def test_short_epochs_train_with_autodists_defaults_on_this_pair(older_pairs):
+    """Keras 3.3.3: autodist's default steps_per_execution=8 failed on 5-step epochs on main."""
+    from autodist.planning.keras_compat import WORKAROUNDS
+
+    result = older_pairs["short_epochs"]
+    assert result["epochs"] == 2, result
+    if WORKAROUNDS["short_epoch_steps_per_execution"].affects(result["keras"]):
+        assert result["steps_per_execution"] is None and "keras-team/keras#20390" in result["reasons"][0], result
+    else:
+        assert result["steps_per_execution"] == 8, result
+
+
+@pytest.mark.tensorflow
+def test_a_bad_setting_at_import_is_said_with_model_fit_kept(older_pairs):
+    result = older_pairs["import_warning"]
+    assert result["epochs"] == 1 and result["strategy"] == "_DefaultDistributionStrategy"
+    said = [line for line in result["log"].splitlines() if "AUTODIST_STRATEGY" in line]
+    assert len(said) == 1, result["log"]
+    assert "'mirored'" in said[0] and "mirrored" in said[0].replace("'mirored'", "") and "model.fit trains under" in said[0]
+
+
+@pytest.mark.tensorflow
+def test_batchnorm_dropout_and_an_own_train_step_train_on_2_replicas_as_warned(older_pairs, report):
+    """On every pair: each model trains on 2 replicas; where it cannot match one device, the
+    warning names the cause, and the gap is the size that cause gives."""
+    from autodist.planning.keras_compat import WORKAROUNDS
+
+    result, models = older_pairs["models"], older_pairs["models"]["models"]
+    assert all(model["replicas"] == 2 for model in models.values()), models
+    bn, dropout, own = models["batchnorm"], models["dropout"], models["own_train_step"]
+    assert any("BatchNormalization (" in w and "16 samples, not the global 32" in w for w in bn["warnings"]), bn["warnings"]
+    assert bn["weights_gap"] < 0.1, bn  # each replica normalises its own 16 samples
+    assert any("draw the same random mask" in w for w in dropout["warnings"]), dropout["warnings"]
+    assert dropout["weights_gap"] < 0.1, dropout
+    if WORKAROUNDS["distributed_gradients"].affects(result["keras"]):
+        assert any("sums the replicas' gradients" in w and "2 times one device's" in w for w in own["warnings"]), own["warnings"]
+        assert own["weights_gap"] > 1e-4, own  # the warned size: the own step is not corrected
+    else:
+        assert any("own train_step runs on 2 replicas" in w and "1/2" in w for w in own["warnings"]), own["warnings"]
+        assert own["weights_gap"] <= 1e-5, own
+    report(f"support matrix, TF {result['tensorflow']} + Keras {result['keras']}: 2 replicas against one device, "
+           + ", ".join(f"{kind} w {model['weights_gap']:.1g}" for kind, model in models.items()) + " (each warned with its cause)")
+
+
+# --- versions ----------------------------------------------------------------------------------------
+
+
+def test_older_releases_are_refused_with_the_fix():
+    with pytest.raises(UnsupportedVersionError, match=r"TensorFlow 2\.15\.1 .*oldest supported is 2\.16\.0.*pip install"):
+        check_versions({"tensorflow": "2.15.1", "keras": "3.3.3"})
+    with pytest.raises(UnsupportedVersionError, match=r"Keras 3\.2\.1"):
+        check_versions({"tensorflow": "2.16.2", "keras": "3.2.1"})
+
+
+def test_newer_releases_get_a_note_naming_what_is_unverified():
+    notes = check_versions({"tensorflow": "2.22.0", "keras": "3.16.0", "tf_keras": None})
+    assert len(notes) == 2 and "TensorFlow 2.22.0 is newer" in notes[0] and "Keras 3.16.0" in notes[1]
+    assert all("inspect" in note and "private code" in note for note in notes)
+
+
+def test_every_measured_pair_is_supported_and_quiet():
+    for tf_version, keras_version, tf_keras in MEASURED:
+        assert check_versions({"tensorflow": tf_version, "keras": keras_version, "tf_keras": tf_keras}) == []
+    assert version_tuple(MEASURED[0][0]) >= version_tuple(OLDEST["tensorflow"])
+    assert MEASURED[-1][:2] == (NEWEST_TESTED["tensorflow"], NEWEST_TESTED["keras"])
+
+
+def test_pyproject_declares_the_oldest_releases():
+    import tomllib
+
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert f"tensorflow>={OLDEST['tensorflow'][:-2]}" in dependencies
+    assert f"keras>={OLDEST['keras'][:-2]}" in dependencies
+
+
+def test_the_support_matrix_page_has_a_row_per_measured_pair():
+    page = (ROOT / "docs" / "support-matrix.md").read_text(encoding="utf-8")
+    for tf_version, keras_version, _ in MEASURED:
+        assert re.search(rf"^\| {re.escape(tf_version)} \| {re.escape(keras_version)}", page, re.M), (tf_version, keras_version)
+
+
+# --- still needed: private reads with no public equivalent --------------------------------------------
+
+
+def test_still_needed_runtime_started():
+    import tensorflow as tf
+
+    from autodist.upstream.tf_runtime import runtime_started
+
+    assert not any(hasattr(tf.config.experimental, name) for name in ("is_runtime_initialized", "runtime_started")), (
+        "TensorFlow publishes whether its runtime started: use it in autodist/upstream/tf_runtime.py"
+    )
+    tf.constant(1.0) + 1  # an op: the runtime runs now, and the touch says so
+    assert runtime_started()
+
+
+def test_still_needed_default_strategy():
+    import tensorflow as tf
+
+    from autodist.upstream.tf_runtime import default_strategy
+
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():  # the public getter answers the current strategy, not the default one
+        assert tf.distribute.get_strategy() is strategy and default_strategy() is not strategy
+
+
+def test_still_needed_coordination_service_deadline():
+    import inspect
+
+    import tensorflow as tf
+
+    parameters = inspect.signature(tf.distribute.MultiWorkerMirroredStrategy.__init__).parameters
+    assert not any("timeout" in name for name in parameters), (
+        "MultiWorkerMirroredStrategy takes a registration timeout now: pass it instead of configuring the service"
+    )
+
+
+def test_still_needed_coordination_key_value():
+    import tensorflow as tf
+
+    assert not hasattr(tf.distribute.experimental, "coordination_key_value"), "a public key-value store exists now"
+    assert surface.available("tf.coordination_key_value")
+
+
+def test_still_needed_global_seed():
+    import tensorflow as tf
+
+    from autodist.upstream.tf_runtime import global_seed
+
+    assert not hasattr(tf.random, "get_global_seed"), "TensorFlow publishes the global seed now: read it there"
+    tf.random.set_seed(5)
+    first, second = tf.compat.v1.get_seed(None), tf.compat.v1.get_seed(None)
+    assert first[1] != second[1], "the public getter advances the op seeds (the script's random stream)"
+    assert global_seed() == 5
+
+
+def test_still_needed_activation_hooks():
+    import tensorflow as tf
+
+    assert not hasattr(tf.distribute, "register_strategy_creation_hook"), "TensorFlow has a public hook now"
+    assert surface.available("tf.activation_hooks")
+
+
+def test_still_needed_strategy_scopes():
+    import tensorflow as tf
+
+    assert not hasattr(tf.distribute, "allow_nested_strategies"), "TensorFlow lets scopes of two strategies nest now"
+    assert surface.available("tf.strategy_scopes")
+
+
+def test_still_needed_saved_model_load():
+    import inspect
+
+    import tensorflow as tf
+
+    assert "strategy" not in inspect.signature(tf.saved_model.load).parameters, "load takes the strategy to load under now"
+
+
+def test_still_needed_strategy_internals():
+    import tensorflow as tf
+
+    from autodist.upstream.tf_runtime import strategy_workers
+
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    assert not hasattr(strategy.extended, "num_workers"), "StrategyExtended publishes its workers now"
+    assert strategy_workers(strategy) == 1
+
+
+def test_still_needed_dataset_graph():
+    import tensorflow as tf
+
+    from autodist.upstream.tf_data import describe_batching
+
+    dataset = tf.data.Dataset.range(8).batch(4).map(lambda x: x)
+    assert not hasattr(dataset, "batch_size") and not hasattr(dataset, "input_dataset"), "tf.data publishes its batching now"
+    assert dataset.element_spec.shape.as_list() == [None]  # the public spec does not say 4
+    assert describe_batching(dataset).size == 4
+
+
+def test_still_needed_dataset_serialization():
+    import tensorflow as tf
+
+    assert not hasattr(tf.data.experimental, "to_graph"), "tf.data serialises a pipeline publicly now"
+    assert surface.available("tf.dataset_serialization")
+
+
+def test_still_needed_remote_value_status():
+    import tensorflow as tf
+
+    assert not hasattr(tf.distribute.experimental.coordinator.RemoteValue, "done"), "RemoteValue tells it is done now"
+
+
+def test_still_needed_slurm_hostlist():
+    import tensorflow as tf
+
+    assert not hasattr(tf.distribute.cluster_resolver, "expand_hostlist"), "the host-list parser is public now"
+
+
+def test_still_needed_model_internals():
+    import keras
+
+    inner = keras.Sequential([keras.Input((2,)), keras.layers.BatchNormalization()])
+    outer = keras.Sequential([keras.Input((2,)), inner, keras.layers.Dense(1)])
+    from autodist.upstream.keras_models import all_layers
+
+    assert not any(isinstance(layer, keras.layers.BatchNormalization) for layer in outer.layers)
+    assert any(isinstance(layer, keras.layers.BatchNormalization) for layer in all_layers(outer))
+
+
+def test_still_needed_callback_internals():
+    import keras
+
+    callback = keras.callbacks.BackupAndRestore("/tmp/never-written")
+    assert "backup_dir" not in __import__("inspect").signature(callback.on_train_begin).parameters
+    assert not hasattr(callback, "set_backup_dir"), "BackupAndRestore moves its folder publicly now"
+
+
+def test_still_needed_tf_keras_internals():
+    tf_keras = pytest.importorskip("tf_keras")
+    assert not hasattr(tf_keras.callbacks.Callback, "supports_tf_logs"), "tf_keras publishes the tensor-logs flag now"
+
+
+def test_still_needed_jax_backend_state():
+    jax = pytest.importorskip("jax")
+    from autodist.upstream.jax_runtime import joined_jax_cluster
+
+    assert not hasattr(jax, "backends_are_initialized"), "JAX publishes whether its backends started now"
+    if hasattr(jax.distributed, "is_initialized"):  # the public answer is used where JAX has it
+        assert joined_jax_cluster() == jax.distributed.is_initialized()
+
+
+def test_still_needed_jax_variable_layout():
+    keras = pytest.importorskip("keras")
+    assert not hasattr(keras.Variable, "set_layout"), "Keras variables take a layout publicly now"
