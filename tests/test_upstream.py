@@ -18,6 +18,7 @@ import pytest
 
 from autodist.errors import AutodistWarning, UnsupportedVersionError
 from autodist.upstream import surface
+from autodist.upstream.probes import describe
 from autodist.upstream.versions import MEASURED, NEWEST_TESTED, OLDEST, check_versions, version_tuple
 from tests.conftest import ROOT, start_scenario, scenario_result
 
@@ -55,6 +56,8 @@ def test_the_upstream_page_shows_every_touch_as_the_table_says():
         assert row is not None, f"docs/upstream.md has no row for {touch.name}"
         assert touch.still_needed.split("::")[1] in row, (touch.name, "still-needed test")
         assert all(f"`{what}`" in row for what in touch.touches), (touch.name, "what it touches")
+        assert f"| {describe(touch.probe)} | {touch.off} |" in row, (touch.name, "its probe and what changes when it is off")
+        assert describe(touch.probe) != "checks nothing: always on", touch.name
 
 
 def test_the_workarounds_page_lists_every_workaround_with_its_releases():
@@ -64,9 +67,8 @@ def test_the_workarounds_page_lists_every_workaround_with_its_releases():
     for workaround in WORKAROUNDS.values():
         row = next((line for line in page.splitlines() if line.startswith(f"| `{workaround.name}` |")), None)
         assert row is not None, f"docs/keras-workarounds.md has no row for {workaround.name}"
-        for first, fixed in workaround.affected:
-            assert f"{first[:-2] if first.endswith('.0') else first}" in row, (workaround.name, first)
-            assert fixed is None or fixed[:-2] in row, (workaround.name, fixed)
+        assert row.startswith(f"| `{workaround.name}` | {workaround.releases()} | {workaround.summary} |"), workaround.name
+        assert f"`test_still_needed_{workaround.name}`" in row
 
 
 def test_every_touch_is_on_or_not_needed_on_this_pair():
@@ -308,9 +310,17 @@ def test_still_needed_activation_hooks():
 
 
 def test_still_needed_strategy_scopes():
+    """TensorFlow without autodist's wrapper: a strategy made current, then another's scope."""
     import tensorflow as tf
 
-    assert not hasattr(tf.distribute, "allow_nested_strategies"), "TensorFlow lets scopes of two strategies nest now"
+    current, other = tf.distribute.OneDeviceStrategy("/cpu:0"), tf.distribute.OneDeviceStrategy("/cpu:0")
+    tf.distribute.experimental_set_strategy(current)
+    try:
+        with pytest.raises(RuntimeError, match="Mixing different tf.distribute.Strategy objects"):
+            with other.scope():
+                pass
+    finally:
+        tf.distribute.experimental_set_strategy(None)
     assert surface.available("tf.strategy_scopes")
 
 

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from autodist.upstream.keras_models import all_layers, jit_compile_as_compiled
+from autodist.upstream.keras_models import all_layers, compiled_flag, flattens_layers, jit_compile_as_compiled
 
 __all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "activation_elements", "describe_model", "is_compiled", "is_model", "keras_flavor_of", "keras_module", "multiply_adds"]
 
@@ -134,7 +134,7 @@ def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
     """The names of the layers whose training numbers depend on the per-replica batch
     (BatchNormalization without ``synchronized``) or on randomness."""
     try:
-        layers = all_layers(model) if hasattr(model, "_flatten_layers") else [layer for layer, _ in _leaf_layers(model)]
+        layers = all_layers(model) if flattens_layers(model) else [layer for layer, _ in _leaf_layers(model)]
     except Exception:  # an unusual model: no layer facts
         return {}
     names = [(type(layer).__name__, getattr(layer, "name", "?"), layer) for layer in layers]
@@ -239,10 +239,7 @@ def is_model(obj: Any) -> bool:
 
 def is_compiled(model: Any) -> bool:
     """Whether the model was compiled with an optimizer."""
-    compiled = getattr(model, "compiled", None)
-    if compiled is None:
-        compiled = getattr(model, "_is_compiled", None)
-    return bool(compiled) and getattr(model, "optimizer", None) is not None
+    return compiled_flag(model) and getattr(model, "optimizer", None) is not None
 
 
 def keras_module(flavor: str) -> Any:

@@ -64,11 +64,7 @@ def ray_train_worker() -> RayTrainWorker | None:
         rank, size, local = int(context.get_world_rank()), int(context.get_world_size()), int(context.get_local_rank())
     except Exception:  # outside a worker, Ray says so with its own errors
         return None
-    return RayTrainWorker(rank, size, local, jax_joined=_jax_joined())
-
-
-def _jax_joined() -> bool:
-    return joined_jax_cluster()
+    return RayTrainWorker(rank, size, local, jax_joined=joined_jax_cluster())
 
 
 def is_data_iterator(x: Any) -> bool:

@@ -39,7 +39,7 @@ from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
 from autodist.upstream.versions import NEWEST_TESTED, version_tuple
 
 __all__ = [
-    "DEFAULT_CHOICES", "PATCHES", "TRAINER_PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "refused_strategy",
+    "PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "noted_at_import", "refused_strategy",
     "version_tuple", "warn_untested",
 ]  # fmt: skip
 
@@ -58,6 +58,23 @@ class Workaround:
     touches: tuple[str, ...] = ()  # the touches of autodist.upstream.surface it needs
     last_tested: str = _NEWEST
     if_fixed: str = ""
+
+    def releases(self) -> str:
+        """The releases with the bug, as docs/keras-workarounds.md names them.
+
+        Example:
+            >>> WORKAROUNDS["variable_aggregation"].releases()
+            '3.3 to 3.6 (fixed in 3.7.0)'
+        """
+        parts = []
+        for first, fixed in self.affected:
+            start = ".".join(first.split(".")[:2])
+            if fixed is None:
+                parts.append(f"{start} and later (up to {self.last_tested} tested)")
+            else:
+                major, minor = fixed.split(".")[:2]
+                parts.append(f"{start} to {major}.{int(minor) - 1} (fixed in {fixed})")
+        return "; ".join(parts)
 
     def affects(self, keras_version: str | None) -> bool:
         """Whether this Keras release has the bug, by the measured table (no setting read)."""
@@ -83,8 +100,15 @@ class Workaround:
         return True
 
 
+def noted_at_import(keras_version: str) -> None:
+    """TensorFlow's import logged that this Keras is newer than tested (the one note a process gets
+    for it): :func:`warn_untested` says nothing more of it."""
+    _UNTESTED_WARNED.add(keras_version)
+
+
 def warn_untested(keras_version: str) -> None:
-    """Warn once per process that this Keras is newer than the workarounds were tested on."""
+    """Warn once per process that this Keras is newer than the workarounds were tested on (unless
+    TensorFlow's import noted it already)."""
     if keras_version in _UNTESTED_WARNED:
         return
     _UNTESTED_WARNED.add(keras_version)
@@ -156,7 +180,7 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "update on 2 replicas. autodist routes assign_add/assign_sub on all three to "
                 "TensorFlow's own delta updates."
             ),
-            affected=_ALL,
+            affected=(("3.7.0", None),),  # 3.3-3.6 create no SUM variable, and their metrics update with assign
             touches=("keras.variable_updates",),
             if_fixed="a delta update is TensorFlow's own assign_add: right whether or not Keras's is",
         ),
@@ -332,10 +356,6 @@ PATCHES = (
     "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input",
     "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
 )  # fmt: skip
-#: Those applied by replacing parts of Keras 3's TensorFlow trainer.
-TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
-#: Those that change a default of autodist's (not Keras's code) where the release needs it.
-DEFAULT_CHOICES = ("short_epoch_steps_per_execution",)
 
 
 #: What a Keras that passes no aggregation to TensorFlow (3.3-3.6) cannot train under, and why.
@@ -363,8 +383,8 @@ def refused_strategy(strategy: str, keras_flavor: str, keras_version: str | None
     """
     if keras_flavor != "keras3" or str(strategy) not in _REFUSED:
         return None
-    if not WORKAROUNDS["variable_aggregation"].is_active(keras_version, environ):
-        return None
+    if not WORKAROUNDS["variable_aggregation"].affects(keras_version):
+        return None  # the release's behaviour, whatever AUTODIST_KERAS_COMPAT says
     return (
         f"Keras {keras_version} cannot train under {_REFUSED[str(strategy)]}. Keras 3.7 and later "
         "can, and so does tf_keras. Upgrade Keras (pip install 'keras>=3.8'), train with tf_keras "

@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from autodist.detection.model_info import keras_flavor_of
-from autodist.planning.keras_compat import PATCHES, TRAINER_PATCHES, WORKAROUNDS
+from autodist.planning.keras_compat import PATCHES
 from autodist.upstream import keras_variables
 from autodist.upstream.keras_models import symbolic_build
 from autodist.upstream.keras_optimizer import patch_distributed_gradients
-from autodist.upstream.keras_trainer import patch_trainer
+from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_trainer
 
-__all__ = ["apply_workarounds", "build_from_generator", "patch_multi_worker_trainer"]
+__all__ = ["apply_workarounds", "build_from_generator"]
 
 #: The workarounds patched one by one (the trainer's go in together).
 _ONE_BY_ONE: dict[str, Callable[[], bool]] = {
@@ -45,12 +45,6 @@ def apply_workarounds(names: Iterable[str]) -> list[str]:
     applied = set(patch_trainer(wanted)) if set(wanted) & set(TRAINER_PATCHES) else set()
     applied |= {name for name in wanted if name in _ONE_BY_ONE and _ONE_BY_ONE[name]()}
     return [name for name in wanted if name in applied]
-
-
-def patch_multi_worker_trainer(keras_version: str | None) -> list[str]:
-    """Apply the trainer workarounds active for ``keras_version`` (tests and scripts that patch
-    by hand; autodist itself applies a plan's with :func:`apply_workarounds`). Idempotent."""
-    return patch_trainer([name for name in TRAINER_PATCHES if WORKAROUNDS[name].is_active(keras_version)])
 
 
 def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Any) -> Any:

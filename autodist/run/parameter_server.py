@@ -316,7 +316,7 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callabl
         results = [coordinator.schedule(train_step, args=step_args()) for _ in range(steps)]
         finished = 0
         while not coordinator.done():  # the launcher's stall watchdog hears of every finished step
-            now = _finished_steps(results)
+            now = remote_value_finished(results)
             if now is None or now > finished:
                 beat()
             finished = now or 0
@@ -331,12 +331,6 @@ def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callabl
         if model.stop_training:
             break
     coordinator.join()
-
-
-def _finished_steps(results: list[Any]) -> int | None:
-    """How many scheduled steps have finished (``None`` where TensorFlow's RemoteValue does not
-    tell: then every poll counts as progress)."""
-    return remote_value_finished(results)
 
 
 def fit_tf_keras(

@@ -19,6 +19,8 @@ from autodist.upstream.surface import available
 __all__ = [
     "SupportsTensorLogs",
     "all_layers",
+    "compiled_flag",
+    "flattens_layers",
     "backup_paths_under",
     "jit_compile_as_compiled",
     "model_strategy",
@@ -29,6 +31,19 @@ __all__ = [
     "symbolic_build",
     "takes_tensor_logs",
 ]
+
+
+def flattens_layers(model: Any) -> bool:
+    """Whether the model lists its nested layers itself (Keras's ``_flatten_layers``)."""
+    return callable(getattr(model, "_flatten_layers", None))
+
+
+def compiled_flag(model: Any) -> bool:
+    """Whether ``compile`` was called: Keras 3's public ``compiled``, tf_keras's ``_is_compiled``."""
+    compiled = getattr(model, "compiled", None)
+    if compiled is None:
+        compiled = getattr(model, "_is_compiled", None)
+    return bool(compiled)
 
 
 def all_layers(model: Any) -> list[Any]:

@@ -39,13 +39,22 @@ def _replicas() -> int:
     return int(tf.distribute.get_strategy().num_replicas_in_sync)
 
 
+def divides_loss_itself() -> bool:
+    """Whether this Keras divides the loss by the replicas itself (3.8 and later)."""
+    try:
+        from keras.src.losses import loss
+    except ImportError:
+        return False
+    return hasattr(loss, "scale_loss_for_distribution")
+
+
 def patch_distributed_gradients() -> bool:
     """Sum the gradients over the replicas in the merge call (where Keras 3.3-3.4 leave them
     unreduced), and divide ``fit``'s loss by the replicas (``scale_loss``) on 3.3-3.7. Idempotent; ``False`` where the
     touch is off."""
     if "scale_loss" in _PATCHED:
         return True
-    if not available("keras.distributed_gradients"):
+    if divides_loss_itself() or not available("keras.distributed_gradients"):
         return False
     import tensorflow as tf
     from keras.src.backend.tensorflow import optimizer as tf_optimizer

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from autodist.upstream.keras_models import all_layers
 from autodist.upstream.surface import available
 
 __all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_trainer"]
@@ -45,7 +46,7 @@ _SYMBOLIC_BUILD: set[str] = set()  # the behaviours of the patched _maybe_symbol
 def _fully_built(model: Any) -> bool:
     """Whether a compiled Keras 3 model's layers, loss, metrics and optimizer are all built."""
     parts = (getattr(model, "_compile_metrics", None), getattr(model, "_compile_loss", None), model.optimizer)
-    return all(layer.built for layer in model._flatten_layers()) and all(
+    return all(layer.built for layer in all_layers(model)) and all(
         part is None or part.built for part in parts
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Absence", "Probe", "Touch", "resolve"]
+__all__ = ["Absence", "Probe", "Touch", "describe", "resolve"]
 
 _CONTEXT = "tensorflow.python.eager.context"
 
@@ -81,6 +81,28 @@ def _present(*names: str, when_absent_expected: str | None = None) -> Probe:
                 return Absence(f"{name} ({type(err).__name__}: {err})")
         return None
 
+    probe.describes = "finds " + ", ".join(f"`{name}`" for name in names)  # type: ignore[attr-defined]
+    return probe
+
+
+def _mentions(dotted: str, *names: str, when_absent_expected: str | None = None) -> Probe:
+    """A probe that the source of ``dotted`` (a class or function) sets or reads each of
+    ``names``: for attributes that exist only on instances, which cannot be made here without
+    starting the runtime or writing files."""
+
+    def probe() -> Absence | None:
+        import inspect
+
+        try:
+            source = inspect.getsource(resolve(dotted))
+        except LookupError as missing:
+            return Absence(str(missing.args[0]), expected=when_absent_expected is not None)
+        except (OSError, TypeError) as err:  # no source shipped: nothing can be said
+            return Absence(f"the source of {dotted} ({type(err).__name__})")
+        lacking = [name for name in names if name not in source]
+        return Absence(f"{dotted}'s {', '.join(lacking)}") if lacking else None
+
+    probe.describes = f"finds {', '.join(f'`{name}`' for name in names)} in the source of `{dotted}`"  # type: ignore[attr-defined]
     return probe
 
 
@@ -94,6 +116,7 @@ def _one_of(*alternatives: str) -> Probe:
                 continue
         return Absence(" and ".join(alternatives))
 
+    probe.describes = "finds one of " + ", ".join(f"`{name}`" for name in alternatives)  # type: ignore[attr-defined]
     return probe
 
 
@@ -116,6 +139,9 @@ def _runtime_handle() -> Absence | None:
     return None if hasattr(context, "_context_handle") else Absence(f"{_CONTEXT}.context()._context_handle")
 
 
+_runtime_handle.describes = "finds `_context_handle` on the eager context object (created, not started)"  # type: ignore[attr-defined]
+
+
 def _slurm() -> Absence | None:
     return _present(
         "tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver.expand_hostlist",
@@ -123,3 +149,10 @@ def _slurm() -> Absence | None:
     )()
 
 
+_coordination_key_value.describes = "finds `Context.get_config_key_value` with a `timeout_in_ms` parameter, and `set_config_key_value`"  # type: ignore[attr-defined]
+_slurm.describes = "finds `slurm_cluster_resolver.expand_hostlist` and `expand_tasks_per_node`"  # type: ignore[attr-defined]
+
+
+def describe(probe: Probe) -> str:
+    """What a probe checks, in words (docs/upstream.md's probe column)."""
+    return getattr(probe, "describes", "checks nothing: always on")

@@ -30,6 +30,7 @@ from autodist.upstream.probes import (
     Absence,
     Touch,
     _coordination_key_value,
+    _mentions,
     _one_of,
     _present,
     _runtime_handle,
@@ -161,7 +162,7 @@ TOUCHES: dict[str, Touch] = {
             _TF,
             "a script's own strategy counts as one worker, with no parameter device",
             _TEST + "test_still_needed_strategy_internals",
-            _present(f"{_DISTRIBUTE}.mirrored_strategy.MirroredStrategy"),
+            _mentions(f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended", "self._num_workers"),
         ),
         Touch(
             "tf.dataset_graph", "tensorflow",
@@ -173,7 +174,7 @@ TOUCHES: dict[str, Touch] = {
             "a dataset's batching is unknown: pass batch_size= (the global batch) and autodist "
             "re-batches it",
             _TEST + "test_still_needed_dataset_graph",
-            _present("tensorflow.python.data.ops.dataset_ops.DatasetV2"),
+            _mentions("tensorflow.python.data.ops.dataset_ops.UnaryDataset", "self._input_dataset"),
         ),
         Touch(
             "tf.dataset_serialization", "tensorflow",
@@ -195,7 +196,7 @@ TOUCHES: dict[str, Touch] = {
             _TF,
             "every poll of the chief's loop counts as progress",
             _TEST + "test_still_needed_remote_value_status",
-            lambda: None,  # read with getattr; a missing status means "unknown", said where it is read
+            _mentions(f"{_DISTRIBUTE}.coordinator.values.RemoteValueImpl", "self._status"),
         ),
         Touch(
             "tf.slurm_hostlist", "tensorflow",
@@ -222,6 +223,7 @@ TOUCHES: dict[str, Touch] = {
             _KC + "test_still_needed_first_batch_symbolic_build",
             _present(f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build", "keras.src.trainers.trainer.Trainer._symbolic_build",
                      "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
+                     "keras.src.layers.layer.Layer._flatten_layers",
                      when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug"),
         ),
         Touch(
@@ -299,7 +301,8 @@ TOUCHES: dict[str, Touch] = {
             "nested layers are not seen (BatchNormalization inside a sub-model is not warned about), "
             "and Keras 3 parameter-server training is refused",
             _TEST + "test_still_needed_model_internals",
-            _present("keras.src.layers.layer.Layer._flatten_layers", "keras.src.trainers.trainer.Trainer._symbolic_build"),
+            _present("keras.src.layers.layer.Layer._flatten_layers", "keras.src.trainers.trainer.Trainer._symbolic_build",
+                     "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight"),
         ),
         Touch(
             "keras.callback_internals", "keras",
@@ -310,7 +313,7 @@ TOUCHES: dict[str, Touch] = {
             _K3,
             "a Keras 3 BackupAndRestore shared by the workers fails as it does upstream",
             _TEST + "test_still_needed_callback_internals",
-            lambda: None,  # set only where present (hasattr); each release's set of paths is read as it is
+            _mentions("keras.src.callbacks.backup_and_restore.BackupAndRestore.__init__", "self._weights_path", "self._training_metadata_path"),
         ),
         # --- tf_keras ---------------------------------------------------------------------------
         Touch(
@@ -323,7 +326,7 @@ TOUCHES: dict[str, Touch] = {
             "tf_keras 2.16.0, 2.21.0 (read in every 2.16-2.21 release)",
             "read with defaults: an unknown strategy is none, a callback takes no tensor logs",
             _TEST + "test_still_needed_tf_keras_internals",
-            lambda: None,
+            _mentions("tf_keras.src.callbacks.Callback.__init__", "self._supports_tf_logs"),
         ),
         # --- JAX --------------------------------------------------------------------------------
         Touch(
@@ -334,15 +337,15 @@ TOUCHES: dict[str, Touch] = {
             "JAX 0.10.2",
             "autodist cannot tell whether JAX started or joined: it joins the processes itself",
             _TEST + "test_still_needed_jax_backend_state",
-            lambda: None,  # read with getattr where used; JAX is not imported to probe it
+            _present("jax._src.xla_bridge.backends_are_initialized"),
         ),
         Touch(
-            "keras.jax_variable_layout", "keras", ("keras.src.backend.jax.core.JaxVariable._layout",),
+            "keras.jax_variable_layout", "jax", ("keras.src.backend.jax.core.JaxVariable._layout",),
             "places a model built before the distribution existed on its mesh (sets each variable's layout)",
             "Keras 3.15.1 with JAX 0.10.2",
             "a model built before keras.distribution is refused with the fix (build it in the scope)",
             _TEST + "test_still_needed_jax_variable_layout",
-            lambda: None,  # checked per variable where used (hasattr)
+            _mentions("keras.src.backend.jax.core.JaxVariable", "self._layout"),
         ),
     )
 }  # fmt: skip

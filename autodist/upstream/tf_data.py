@@ -101,7 +101,7 @@ def describe_batching(dataset: Any) -> Batching:
         if size is not None and "atch" in name:
             # The batch step's input is samples (for rebatch it is batches: no count).
             same_batches = finite_cardinality(dataset) == finite_cardinality(node)
-            samples = finite_cardinality(node._input_dataset) if same_batches and name != "_RebatchDataset" else None
+            samples = finite_cardinality(getattr(node, "_input_dataset", None)) if same_batches and name != "_RebatchDataset" else None
             return Batching(True, _positive_int(size), name.strip("_"), samples)
         if name in _YIELDS_SAMPLES:
             return Batching(False, None, name.strip("_"))
@@ -109,14 +109,16 @@ def describe_batching(dataset: Any) -> Batching:
             return _zipped(node)
         if name not in _KEEPS_BATCHING or getattr(node, "_input_dataset", None) is None:
             return _batching_from_spec(node, name.strip("_"))
-        node = node._input_dataset
+        node = getattr(node, "_input_dataset", None)
     return _batching_from_spec(dataset, "a long chain")
 
 
 def _zipped(node: Any) -> Batching:
     import tensorflow as tf
 
-    parts = [describe_batching(child) for child in tf.nest.flatten(node._datasets)]
+    parts = [describe_batching(child) for child in tf.nest.flatten(getattr(node, "_datasets", None) or [])]
+    if not parts:
+        return _batching_from_spec(node, "ZipDataset")
     sizes = {part.size for part in parts}
     if all(part.batched for part in parts):
         return Batching(True, sizes.pop() if len(sizes) == 1 else None, "ZipDataset of batched datasets")
@@ -246,7 +248,7 @@ def file_source_count(dataset: Any) -> int | None:
             return finite_cardinality(filenames)
         function = getattr(node, "_map_func", None)
         if "Interleave" in type(node).__name__ and function is not None and _reads_files(function):
-            return finite_cardinality(node._input_dataset)
+            return finite_cardinality(getattr(node, "_input_dataset", None))
         stack.extend(_children(node))
     return None
 

@@ -74,7 +74,7 @@ def check_versions(versions: Mapping[str, str | None]) -> list[str]:
             f"autodist does not support {', '.join(older)}. Expected TensorFlow 2.16 or newer with "
             "Keras 3.3 or newer (or tf_keras 2.16 or newer), the releases of its support matrix "
             "(docs/support-matrix.md). Upgrade them: pip install "
-            f"'{' '.join(_PINS[name] for name in versions if name in OLDEST)}'."
+            f"{' '.join(repr(_PINS[name]) for name, version in versions.items() if name in OLDEST and version)}."
         )
     notes = []
     for name, version in versions.items():

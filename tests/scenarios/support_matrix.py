@@ -43,7 +43,7 @@ logging.getLogger("autodist").setLevel(logging.INFO)
 if CASE == "hooks_off":
     from tensorflow.python.distribute import distribute_lib
 
-    del distribute_lib.StrategyBase.__deepcopy__  # noqa: the attribute a renamed TensorFlow would lack
+    del distribute_lib.StrategyBase.__deepcopy__  # the attribute a renamed TensorFlow would lack
 if CASE == "slurm_off":
     from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver
 
