@@ -39,7 +39,7 @@ from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
 from autodist.upstream.versions import NEWEST_TESTED, version_tuple
 
 __all__ = [
-    "PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "noted_at_import", "refused_strategy",
+    "PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "refused_strategy",
     "version_tuple", "warn_untested",
 ]  # fmt: skip
 
@@ -100,15 +100,9 @@ class Workaround:
         return True
 
 
-def noted_at_import(keras_version: str) -> None:
-    """TensorFlow's import logged that this Keras is newer than tested (the one note a process gets
-    for it): :func:`warn_untested` says nothing more of it."""
-    _UNTESTED_WARNED.add(keras_version)
-
-
 def warn_untested(keras_version: str) -> None:
-    """Warn once per process that this Keras is newer than the workarounds were tested on (unless
-    TensorFlow's import noted it already)."""
+    """Warn once per process that this Keras is newer than the workarounds were tested on (the one
+    note a newer Keras gets: TensorFlow's import says nothing of it)."""
     if keras_version in _UNTESTED_WARNED:
         return
     _UNTESTED_WARNED.add(keras_version)

@@ -41,7 +41,6 @@ from typing import Any
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
 from autodist.planning.here import plan_here
-from autodist.planning.keras_compat import noted_at_import
 from autodist.planning.plans import StrategyKind
 from autodist.run.record import Activation, current, record, set_record
 from autodist.run.strategies import (
@@ -100,11 +99,8 @@ def activate(environ: Mapping[str, str]) -> Activation:
         return done
     started = runtime_started()
     try:
-        versions = installed()
-        for note in check_versions(versions):
+        for note in check_versions(installed(), notes_for=("tensorflow", "tf_keras")):  # a newer Keras: said with its workarounds
             get_logger().warning("autodist: %s", note)
-        if check_versions({"keras": versions["keras"]}):
-            noted_at_import(str(versions["keras"]))  # one note for a newer Keras, not a second warning at fit
         _split_cpu(environ, configure_cpu_devices)
         if started:
             outcome = Activation(ops_before_import=True)

@@ -58,8 +58,10 @@ def version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", re.split(r"[a-z+]", version.split("+")[0], maxsplit=1)[0])[:3])
 
 
-def check_versions(versions: Mapping[str, str | None]) -> list[str]:
-    """The warnings these installed versions deserve (newer than tested), once each.
+def check_versions(versions: Mapping[str, str | None], notes_for: tuple[str, ...] = ("tensorflow", "keras", "tf_keras")) -> list[str]:
+    """The notes these installed versions deserve (newer than tested) for the packages of
+    ``notes_for`` (a newer Keras is said where the plan applies its workarounds:
+    :func:`autodist.planning.keras_compat.warn_untested`).
 
     Raises:
         UnsupportedVersionError: a release older than the oldest supported one.
@@ -78,7 +80,7 @@ def check_versions(versions: Mapping[str, str | None]) -> list[str]:
         )
     notes = []
     for name, version in versions.items():
-        if name in NEWEST_TESTED and version and version_tuple(version)[:2] > version_tuple(NEWEST_TESTED[name])[:2]:
+        if name in notes_for and version and version_tuple(version)[:2] > version_tuple(NEWEST_TESTED[name])[:2]:
             notes.append(
                 f"{_LABELS[name]} {version} is newer than the releases autodist was tested on (up to "
                 f"{NEWEST_TESTED[name]}). Unverified there: the Keras workarounds (each stays applied "
