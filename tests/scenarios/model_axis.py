@@ -37,7 +37,7 @@ with warnings.catch_warnings(record=True) as IMPORT_WARNINGS:  # autodist plans 
     import keras  # noqa: E402
     import tensorflow as tf  # noqa: E402
 import numpy as np  # noqa: E402
-from reference import plain, write_result  # noqa: E402
+from reference import guide_train_step, plain, write_result  # noqa: E402
 
 NUM, HELD, FEATURES, CLASSES, EPOCHS, BATCH = 112, 32, 6, 3, 2, 16  # 112 = 7 x 16
 WORDS = ["red", "green", "blue", "gold", "grey"]  # "grey" is out of the vocabulary
@@ -119,17 +119,7 @@ class CustomStep(keras.Model):
         return self.out(self.hidden(inputs))
 
     def train_step(self, data):
-        x, y = data
-        with tf.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-        gradients = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply(gradients, self.trainable_variables)
-        for metric in self.metrics:
-            if metric.name == "loss":
-                metric.update_state(loss)
-            else:
-                metric.update_state(y, y_pred)
+        guide_train_step(self, data)
         return self.get_metrics_result()
 
 

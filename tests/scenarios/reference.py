@@ -37,3 +37,19 @@ def write_result(results: dict, caught: list) -> None:
     task = f"{config['task']['type']}-{config['task']['index']}"
     with open(os.path.join(sys.argv[1], f"{task}.json"), "w") as handle:
         json.dump(results, handle)
+
+
+def guide_train_step(model, data) -> None:
+    """One step of a ``train_step`` as Keras 3's "customizing fit" guide writes it: the loss from
+    ``compute_loss``, its gradients applied by the optimizer, the loss and compiled metrics updated."""
+    x, y = data
+    with tf.GradientTape() as tape:
+        y_pred = model(x, training=True)
+        loss = model.compute_loss(x=x, y=y, y_pred=y_pred)
+    gradients = tape.gradient(loss, model.trainable_variables)
+    model.optimizer.apply(gradients, model.trainable_variables)
+    for metric in model.metrics:
+        if metric.name == "loss":
+            metric.update_state(loss)
+        else:
+            metric.update_state(y, y_pred)
