@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from autodist.entry.hook import install as _install_hook
 from autodist.errors import (
+    ArgumentError,
     AutodistError,
     AutodistWarning,
     BatchSizeError,
@@ -102,14 +103,18 @@ def plan(snapshot: HardwareSnapshot | None = None, **plan_kwargs: object) -> Pla
         64
     """
     from autodist.detection.hardware import detect
+    from autodist.planning.arguments import check_plan_arguments, check_snapshot
     from autodist.planning.planner import plan as pure_plan
 
-    return pure_plan(detect() if snapshot is None else snapshot, **plan_kwargs)  # type: ignore[arg-type]
+    check_snapshot("autodist.plan", snapshot, optional=True)
+    checked = check_plan_arguments("autodist.plan", plan_kwargs)  # before this machine is read
+    return pure_plan(detect() if snapshot is None else snapshot, **checked)
 
 
 _install_hook(_os.environ)
 
 __all__ = [
+    "ArgumentError",
     "AutodistError",
     "AutodistWarning",
     "BatchSizeError",

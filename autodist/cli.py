@@ -17,13 +17,13 @@ import os
 import shlex
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from autodist.detection.hardware import HardwareSnapshot, detect
 from autodist.entry.hook import uninstall as uninstall_activation
 from autodist.detection.ray_train import ray_train_worker
-from autodist.errors import AutodistError
-from autodist.fields import positive_int_argument
+from autodist.errors import ArgumentError, AutodistError
+from autodist.fields import nearest, positive_int_argument
 from autodist.jobs import job_layout
 from autodist.jobs.tune_cache import cached_decisions
 from autodist.planning.planner import check_strategy_setting, plan
@@ -187,7 +187,7 @@ def plan_parser(subparsers: Any) -> None:
     parser.add_argument("--snapshot", help="a snapshot JSON file (as `inspect --json` writes it)")
     parser.add_argument("--num-params", type=positive_int_argument, help="the model's parameter count")
     parser.add_argument("--batch-size", type=positive_int_argument, help="the global batch size")
-    parser.add_argument("--strategy", default="auto", choices=STRATEGY_CHOICES)
+    parser.add_argument("--strategy", default="auto", type=strategy_argument, help=f"one of {', '.join(STRATEGY_CHOICES)} (default auto)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.set_defaults(command=plan_command, render=lambda data: _plan_text(data))
 
@@ -199,19 +199,47 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
         AutodistError: when the snapshot file cannot be read as JSON.
     """
     if args.snapshot:
-        try:
-            with open(args.snapshot, encoding="utf-8") as handle:
-                raw = json.load(handle)
-        except (OSError, json.JSONDecodeError) as err:
-            raise AutodistError(
-                f"Could not read the snapshot {args.snapshot!r}: {err}. Expected a JSON file as "
-                "`python -m autodist inspect --json > snap.json` writes it."
-            ) from None
+        raw = read_json_file(args.snapshot, "--snapshot", "a JSON file as `python -m autodist inspect --json > snap.json` writes it")
         snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw) if isinstance(raw, dict) else raw)
     else:
         snap = detect(fast=True)
     # a dry run: a model that fits no GPU is a warning in the plan, not an error
     return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
+
+
+#: The largest JSON file a command reads: a snapshot is about 2 KB.
+MAX_JSON_BYTES = 1 << 20
+
+
+def read_json_file(path: str, flag: str, expected: str, limit: int = MAX_JSON_BYTES) -> Any:
+    """The JSON value in the file at ``path``, whatever its bytes: UTF-8 (with or without a
+    byte-order mark), or UTF-16/32 with one (what a Windows shell's ``>`` writes).
+
+    Raises:
+        ArgumentError: one line naming the file and what was expected, for a missing file, a
+            folder, a file over ``limit`` bytes, bytes in no such encoding, or text that is not
+            JSON (nested too deeply included).
+    """
+    def refuse(problem: str) -> ArgumentError:
+        return ArgumentError(f"{flag} {path!r} {problem}. Expected {expected}. Pass that file's path.")
+
+    if os.path.isdir(path):
+        raise refuse("is a folder")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as err:
+        raise refuse(f"could not be read ({err.strerror or type(err).__name__})") from None
+    if len(data) > limit:
+        raise refuse(f"is larger than {limit} bytes, the most autodist reads")
+    try:
+        return json.loads(data)  # detects UTF-8, UTF-16 and UTF-32 by their first bytes
+    except UnicodeDecodeError:
+        raise refuse("is not text in UTF-8, UTF-16 or UTF-32 (binary data?)") from None
+    except json.JSONDecodeError as err:
+        raise refuse(f"is not JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    except RecursionError:
+        raise refuse("is JSON nested too deeply to read") from None
 
 
 def _plan_text(data: dict[str, Any]) -> str:
@@ -253,26 +281,28 @@ def render_demo(data: dict[str, Any]) -> str:
 
 def launch_parser(subparsers: Any) -> None:
     """Add ``launch`` (a local multi-worker job on 127.0.0.1) to ``subparsers``."""
-    from autodist.jobs.launch import DEFAULT_GRACE, FAILURE_GRACE
     from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
+    from autodist.jobs.launch import DEFAULT_GRACE, DEFAULT_STALL_TIMEOUT, FAILURE_GRACE
 
     parser = subparsers.add_parser(
         "launch",
         help="run a training script as a local cluster on 127.0.0.1",
         description="Start the workers (and ps) of one job on 127.0.0.1, each with its own TF_CONFIG.",
     )
-    parser.add_argument("--workers", type=positive_int_argument, required=True, help="worker processes")
-    parser.add_argument("--ps", type=int, default=0, help="parameter-server processes (adds a chief)")
-    parser.add_argument("--max-restarts", type=int, default=0, help="restarts of the whole job after a failure")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds the whole job may run")
+    # The values stay text here: JobSpec and launch_flags check them all, before anything starts,
+    # each refused in one line that names it (argparse would print its usage and a second line).
+    parser.add_argument("--workers", required=True, help="worker processes (at most what this machine can run: its open-file and process limits, and memory)")
+    parser.add_argument("--ps", default=0, help="parameter-server processes (adds a chief)")
+    parser.add_argument("--max-restarts", default=0, help="restarts of the whole job after a failure, 1 s apart, then 2, 4, ... up to 30 s")
+    parser.add_argument("--timeout", default=None, help="seconds the whole job may run (at most a week)")
     parser.add_argument(
-        "--grace", type=float, default=DEFAULT_GRACE,
+        "--grace", default=DEFAULT_GRACE,
         help="seconds a task gets after SIGTERM (forwarded when the launcher is told to stop) to "
         f"finish its step and save it, before SIGKILL (default {DEFAULT_GRACE:g}; at most "
         f"{FAILURE_GRACE:g} after a task failed); saved tasks exit {PREEMPTED_EXIT_CODE} and the next start resumes",
     )  # fmt: skip
     parser.add_argument(
-        "--stall-timeout", type=float, default=1800.0,
+        "--stall-timeout", default=DEFAULT_STALL_TIMEOUT,
         help="stop the job (exit code 125) when a training task makes no progress for this many "
         "seconds (default 1800: 30 minutes; 0 turns the watchdog off)",
     )  # fmt: skip
@@ -292,18 +322,11 @@ def launch_parser(subparsers: Any) -> None:
 
 def launch_command(args: argparse.Namespace) -> dict[str, Any]:
     """Print the tasks (``--dry-run``, ``--hosts``) or run the job: ``{"tasks"}`` or
-    ``{"exit_code", "attempts", "failed_task"}``."""
+    ``{"exit_code", "attempts", "failed_task"}``. Every flag is checked first, the same way for a
+    dry run as for a launch (:class:`~autodist.jobs.launch.JobSpec`, :meth:`~autodist.jobs.launch.Launcher.check`)."""
     from autodist.jobs import launch
 
-    if args.hosts:
-        hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
-        return {"tasks": job_layout.host_plan(hosts, args.workers, args.ps, args.script, args.args)}
-    if args.dry_run:
-        cluster = job_layout.local_cluster(args.workers, args.ps)
-        hosts = [job_layout.LOOPBACK] * job_layout.num_tasks(args.workers, args.ps)
-        gpus = job_layout.local_gpu_env(args.workers, args.ps, job_layout.visible_gpus(os.environ))
-        return {"tasks": job_layout.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)}
-    launcher = launch.Launcher(
+    launcher = launch.Launcher(  # checks the counts and the limits
         args.workers,
         args.ps,
         max_restarts=args.max_restarts,
@@ -311,8 +334,17 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
         grace=args.grace,
         backup_dir=args.backup_dir,
         isolate=not args.no_isolate,
-        stall_timeout=args.stall_timeout or None,
+        stall_timeout=args.stall_timeout,
     )
+    spec = launcher.spec
+    if args.hosts is not None:  # a plan for other machines: their script, their limits
+        return {"tasks": job_layout.host_plan(args.hosts.split(","), spec.num_workers, spec.num_ps, args.script, args.args)}
+    if args.dry_run:
+        launcher.check(args.script)  # what a launch checks before it starts anything
+        cluster = job_layout.local_cluster(spec.num_workers, spec.num_ps)
+        hosts = [job_layout.LOOPBACK] * job_layout.num_tasks(spec.num_workers, spec.num_ps)
+        gpus = job_layout.local_gpu_env(spec.num_workers, spec.num_ps, job_layout.visible_gpus(os.environ))
+        return {"tasks": job_layout.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)}
     try:
         result = launcher.run(args.script, args.args)
     except launch.Terminated as stop:  # every task is stopped already
@@ -337,10 +369,32 @@ def render_launch(data: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- main
 
 
+def strategy_argument(raw: str) -> str:
+    """An ``argparse`` type: a strategy name (any case), or the error with the nearest one.
+
+    Example:
+        >>> strategy_argument("Mirrored")
+        'mirrored'
+    """
+    name = raw.strip().lower()
+    if name not in STRATEGY_CHOICES:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a strategy; expected one of {', '.join(STRATEGY_CHOICES)}.{nearest(raw, STRATEGY_CHOICES)}")
+    return name
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose refusals are one line, as autodist's own errors are: what was
+    wrong, and where the options are (the usage block is ``--help``'s)."""
+
+    def error(self, message: str) -> NoReturn:
+        end = "" if message.endswith((".", "?")) else "."
+        self.exit(2, f"{self.prog}: error: {message}{end} See `{self.prog} --help`.\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``autodist`` argument parser, with its four sub-commands."""
-    parser = argparse.ArgumentParser(prog="autodist", description=__doc__.splitlines()[0])
-    subparsers = parser.add_subparsers(dest="name", required=True)
+    parser = _Parser(prog="autodist", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="name", required=True, parser_class=_Parser)
     for add in (inspect_parser, plan_parser, demo_parser, launch_parser):
         add(subparsers)
     return parser

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
     "AutodistError",
     "AutodistWarning",
     "BatchSizeError",
@@ -39,7 +40,13 @@ class StrategyUnavailableError(AutodistError):
     """A strategy was forced, but this machine or cluster cannot run it."""
 
 
-class BatchSizeError(AutodistError, ValueError):
+class ArgumentError(AutodistError, ValueError, TypeError):
+    """An argument of autodist's API, the command line or the launcher has the wrong type or
+    value. It is a ``TypeError`` and a ``ValueError`` too, what Python and ``model.fit`` raise for
+    the same mistakes, so code that catches those still does."""
+
+
+class BatchSizeError(ArgumentError):
     """The batch size cannot be used (not a positive integer, or unknown where it is needed)."""
 
 

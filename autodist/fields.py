@@ -1,6 +1,10 @@
-"""Typed fields for the values that come from outside (a ``--snapshot`` file, the command line):
-one checker per kind of value, each returning the value or raising an ``AutodistError`` that
-says which field, what was received, what was expected and how to fix it.
+"""Typed fields for the values that come from outside (a ``--snapshot`` file, the command line,
+the arguments of the public API): one checker per kind of value, each returning the value or
+raising an ``AutodistError`` that says which field, what was received, what was expected and how
+to fix it.
+
+The API's arguments are :class:`Parameter` rows (a name, a :class:`Kind`, what it means), checked
+together by :func:`check_arguments`; the tables are in :mod:`autodist.planning.arguments`.
 
 Settings have their parsers in :mod:`autodist.settings`, cluster variables in
 :mod:`autodist.detection.cluster_spec` and :mod:`autodist.detection.cluster`; both use the same words.
@@ -16,12 +20,45 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import math
+import numbers
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from autodist.errors import AutodistError
+from autodist.errors import ArgumentError, AutodistError
 
-__all__ = ["choice", "count", "flag", "mapping", "optional", "positive_int_argument", "sequence", "text"]
+__all__ = [
+    "MAX_WAIT_SECONDS",
+    "Kind",
+    "Parameter",
+    "boolean",
+    "check_arguments",
+    "choice",
+    "count",
+    "either",
+    "a_type",
+    "flag",
+    "integer",
+    "mapping",
+    "name_of",
+    "nearest",
+    "none_or",
+    "number",
+    "optional",
+    "path",
+    "positive_int_argument",
+    "sequence",
+    "shown",
+    "text",
+    "unknown_names",
+]
+
+#: The longest wait any argument or setting may ask for: a week. Longer ones overflow the
+#: waits they bound (``threading`` refuses a timeout over about 9.2e18 ns), and are typos.
+MAX_WAIT_SECONDS = 7 * 24 * 3600.0
 
 FIX = "Fix the value, or write the snapshot again with `python -m autodist inspect --json`."
 
@@ -32,10 +69,11 @@ def _refuse(name: str, value: Any, expected: str, where: str, fix: str) -> Autod
     return AutodistError(f"{where}'s {name} is {shown}. Expected {expected}. {fix}")
 
 
-def count(name: str, value: Any, *, minimum: int = 0, where: str, fix: str = FIX) -> int:
-    """An integer of at least ``minimum`` (a bool is not one)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _refuse(name, value, f"an integer of at least {minimum}", where, fix)
+def count(name: str, value: Any, *, minimum: int = 0, maximum: int | None = None, where: str, fix: str = FIX) -> int:
+    """An integer from ``minimum`` to ``maximum`` (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (maximum is not None and value > maximum):
+        bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise _refuse(name, value, f"an integer {bound}", where, fix)
     return value
 
 
@@ -97,3 +135,198 @@ def positive_int_argument(raw: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a positive integer; pass a whole number of at least 1")
     return value
+
+
+# ----------------------------------------------------------------------------- the API's arguments
+
+
+class _Wrong(Exception):
+    """A value a :class:`Kind` does not accept; its text, when any, is a hint that ends the
+    error (``Did you mean 'mirrored'?``), the rest is written by :func:`check_arguments`."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of value: what it is called in an error (``expected``) and ``convert``, which
+    returns the value as autodist uses it, or raises ``_Wrong`` (or ``TypeError``/``ValueError``)."""
+
+    expected: str
+    convert: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One argument of the public API: its name, its kind, what it sets and how to fix a bad one
+    (``meaning``), and the error class raised for it."""
+
+    name: str
+    kind: Kind
+    meaning: str
+    error: type[AutodistError] = ArgumentError
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a huge list stays one short line)."""
+    try:
+        text = repr(value)
+    except Exception:  # a user's object whose __repr__ fails is still named
+        text = f"<{type(value).__name__} object>"
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def a_type(value: Any) -> str:
+    """``"an int"``, ``"a str"``: the type of ``value`` with its article.
+
+    Example:
+        >>> a_type(3), a_type("x")
+        ('an int', 'a str')
+    """
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def check_arguments(where: str, parameters: Mapping[str, Parameter], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every value of ``values`` checked by its row of ``parameters``, converted; the first bad
+    one raised as ``"{where}: {name} must be {expected} (Received: {name}=...). {meaning}"``.
+
+    Example:
+        >>> rows = {"epochs": Parameter("epochs", integer(0), "Pass for example epochs=10.")}
+        >>> check_arguments("autodist.fit", rows, {"epochs": 3})
+        {'epochs': 3}
+        >>> check_arguments("autodist.fit", rows, {"epochs": 2.5})
+        Traceback (most recent call last):
+        ...
+        autodist.errors.ArgumentError: autodist.fit: epochs must be an integer of at least 0 (Received: epochs=2.5, a float). Pass for example epochs=10.
+    """
+    unknown_names(where, parameters, values)
+    checked = {}
+    for name, value in values.items():
+        row = parameters[name]
+        try:
+            checked[name] = row.kind.convert(value)
+        except (_Wrong, TypeError, ValueError, OverflowError, AttributeError) as err:
+            hint = f" {err}" if isinstance(err, _Wrong) and str(err) else ""
+            raise row.error(f"{where}: {name} must be {row.kind.expected} (Received: {name}={shown(value)}, {a_type(value)}). {row.meaning}{hint}") from None
+    return checked
+
+
+def unknown_names(where: str, known: Iterable[str], given: Iterable[str]) -> None:
+    """Refuse a keyword that is none of ``known``, with the nearest known name.
+
+    Example:
+        >>> unknown_names("autodist.plan", ["num_params", "batch_size"], ["num_param"])
+        Traceback (most recent call last):
+        ...
+        autodist.errors.ArgumentError: autodist.plan got an unexpected keyword argument 'num_param' (Received: num_param=...). Expected one of: batch_size, num_params. Did you mean 'num_params'?
+    """
+    names = sorted(known)
+    for name in given:
+        if name not in names:
+            raise ArgumentError(
+                f"{where} got an unexpected keyword argument {name!r} (Received: {name}=...). Expected "
+                f"one of: {', '.join(names)}.{nearest(name, names)}"
+            )
+
+
+def nearest(name: Any, options: Iterable[str]) -> str:
+    """`` Did you mean 'x'?`` for the option closest to ``name``, or ``""`` when none is close.
+
+    Example:
+        >>> nearest("mirored", ["mirrored", "tpu"])
+        " Did you mean 'mirrored'?"
+    """
+    if not isinstance(name, str):
+        return ""
+    lowered = {option.lower(): option for option in options}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" Did you mean {lowered[close[0]]!r}?" if close else ""
+
+
+def _fail(why: str = "") -> Any:
+    raise _Wrong(why)
+
+
+def integer(minimum: int, maximum: int | None = None) -> Kind:
+    """An integer (``numpy`` ones too; a bool is not one) from ``minimum`` to ``maximum``."""
+
+    def convert(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            _fail()
+        if value < minimum or (maximum is not None and value > maximum):
+            _fail()
+        return int(value)
+
+    bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+    return Kind(f"an integer {bound}", convert)
+
+
+def number(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Kind:
+    """A finite real number (``numpy`` ones too; not a bool, not a string) in the interval."""
+
+    def convert(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            _fail()
+        value = float(value)
+        below = value <= low if low_open else value < low
+        above = value >= high if high_open else value > high
+        if not math.isfinite(value) or below or above:
+            _fail()
+        return value
+
+    return Kind(f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}", convert)
+
+
+def boolean() -> Kind:
+    """``True`` or ``False`` (not ``0``, ``1`` or a string: a typo must not read as a switch)."""
+    return Kind("True or False", lambda value: value if isinstance(value, bool) else _fail())
+
+
+def path() -> Kind:
+    """A path: a string or any ``os.PathLike`` (``pathlib.Path``), as a non-empty ``str``."""
+
+    def convert(value: Any) -> str:
+        if not isinstance(value, (str, os.PathLike)):
+            _fail()
+        text = os.fspath(value)
+        if not isinstance(text, str) or not text or "\0" in text:
+            _fail("" if isinstance(text, str) else "A bytes path is not one: pass os.fsdecode(path).")
+        return text
+
+    return Kind("a path (a str or os.PathLike, not empty)", convert)
+
+
+def either(*kinds: Kind) -> Kind:
+    """The first of ``kinds`` that accepts the value."""
+
+    def convert(value: Any) -> Any:
+        for kind in kinds:
+            try:
+                return kind.convert(value)
+            except (_Wrong, TypeError, ValueError):
+                continue
+        _fail()
+
+    return Kind(" or ".join(kind.expected for kind in kinds), convert)
+
+
+def none_or(kind: Kind) -> Kind:
+    """``None``, or what ``kind`` accepts."""
+    return Kind(f"None or {kind.expected}", lambda value: None if value is None else kind.convert(value))
+
+
+def name_of(options: Iterable[str], *, enum: type | None = None) -> Kind:
+    """One of ``options`` (any case), or a member of ``enum`` whose value is one; a close
+    misspelling is named in the error (``Did you mean``)."""
+    names = tuple(options)
+
+    def convert(value: Any) -> str:
+        if enum is not None and isinstance(value, enum):
+            value = value.value
+        if not isinstance(value, str):
+            _fail()
+        if value.strip().lower() not in names:
+            _fail(nearest(value.strip(), names).strip())  # the hint: the closest name
+        return value.strip().lower()
+
+    return Kind(f"one of {', '.join(names)}", convert)

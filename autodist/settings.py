@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autodist.errors import AutodistError, ClusterConfigError
+from autodist.fields import MAX_WAIT_SECONDS
 
 __all__ = [
     "ACTIVATE_ENV",
@@ -38,6 +39,7 @@ __all__ = [
     "activation_enabled",
     "backup_dir_setting",
     "check_settings",
+    "cpu_devices_setting",
     "grace_setting",
     "keras_compat_mode",
     "port_setting",
@@ -100,6 +102,37 @@ def positive_int_setting(environ: Mapping[str, str], name: str, default: int, me
         value = 0
     if value < 1:
         raise AutodistError(f"{name} must be a positive integer (Received: {name}={raw!r}). {meaning}")
+    return value
+
+
+#: Logical CPU devices per core ``AUTODIST_CPU_DEVICES`` may ask for (and never fewer than
+#: :data:`MIN_CPU_DEVICES_BOUND`): each device runs a replica of every step, so past a few per core
+#: the steps only queue (9999 devices kept a 32-sample fit running for minutes).
+CPU_DEVICES_PER_CORE = 4
+MIN_CPU_DEVICES_BOUND = 8
+
+
+def cpu_devices_setting(environ: Mapping[str, str], num_cpus: int) -> int:
+    """``AUTODIST_CPU_DEVICES`` (1 when unset), at most :data:`CPU_DEVICES_PER_CORE` per core of
+    the ``num_cpus`` this process runs on (and at least :data:`MIN_CPU_DEVICES_BOUND` allowed).
+
+    Raises:
+        AutodistError: naming the value and the bound.
+
+    Example:
+        >>> cpu_devices_setting({"AUTODIST_CPU_DEVICES": "4"}, num_cpus=2), cpu_devices_setting({}, num_cpus=2)
+        (4, 1)
+    """
+    meaning = f"It splits the host CPU into that many logical devices, for example {CPU_DEVICES_ENV}=2; unset it to use one CPU device."
+    value = positive_int_setting(environ, CPU_DEVICES_ENV, 1, meaning)
+    bound = max(MIN_CPU_DEVICES_BOUND, CPU_DEVICES_PER_CORE * num_cpus)
+    if value > bound:
+        raise AutodistError(
+            f"{CPU_DEVICES_ENV} asks for more logical CPU devices than this machine runs (Received: "
+            f"{CPU_DEVICES_ENV}={environ.get(CPU_DEVICES_ENV)!r}). Expected at most {bound}: {CPU_DEVICES_PER_CORE} per core "
+            f"on its {num_cpus} core(s), and never fewer than {MIN_CPU_DEVICES_BOUND}; each device runs a replica of every "
+            f"step, so more only queue. {meaning}"
+        )
     return value
 
 
@@ -240,9 +273,9 @@ def tune_budget_setting(environ: Mapping[str, str], default: float) -> float:
         value = float(raw) if raw else default
     except ValueError:
         value = -1.0
-    if not (math.isfinite(value) and value > 0):
+    if not (math.isfinite(value) and 0 < value <= MAX_WAIT_SECONDS):
         raise AutodistError(
-            f"{TUNE_BUDGET_ENV} must be a finite positive number of seconds (Received: {TUNE_BUDGET_ENV}={raw!r}). "
+            f"{TUNE_BUDGET_ENV} must be a finite positive number of seconds, at most a week (Received: {TUNE_BUDGET_ENV}={raw!r}). "
             'It bounds how long strategy="tune" times candidates; for example 60.'
         )
     return value
@@ -272,6 +305,6 @@ def _seconds(raw: Any, name: str, meaning: str) -> float:
         value = float(raw)
     except (TypeError, ValueError, OverflowError):
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise AutodistError(f"{name} must be a finite positive number of seconds (Received: {name}={raw!r}). {meaning}")
+    if not (math.isfinite(value) and 0 < value <= MAX_WAIT_SECONDS):
+        raise AutodistError(f"{name} must be a number of seconds above 0 and at most {MAX_WAIT_SECONDS:g} (a week) (Received: {name}={raw!r}). {meaning}")
     return value

@@ -24,15 +24,16 @@ TWO_WORKERS = {"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker",
 PLAN_ERRORS = [
     ("malformed-tf-config", lambda: autodist.detect({"TF_CONFIG": "{not json"}, fast=True), ClusterConfigError, ["not valid JSON", "Received: TF_CONFIG={not json"]),
     ("tf-config-index", lambda: autodist.detect({"TF_CONFIG": json.dumps({**TWO_WORKERS, "task": {"type": "worker", "index": 2}})}, fast=True), ClusterConfigError, ["out of range", "0 to 1"]),
-    ("batch-zero", lambda: autodist.plan(make_snapshot(), batch_size=0), BatchSizeError, ["at least 1", "Received: batch_size=0"]),
-    ("batch-float", lambda: autodist.plan(make_snapshot(), batch_size=12.5), BatchSizeError, ["positive integer", "12.5", "Pass an int"]),
+    ("batch-zero", lambda: autodist.plan(make_snapshot(), batch_size=0), BatchSizeError, ["an integer from 1", "Received: batch_size=0"]),
+    ("batch-float", lambda: autodist.plan(make_snapshot(), batch_size=12.5), BatchSizeError, ["an integer from 1", "12.5", "Pass an int"]),
     ("forced-tpu-missing", lambda: autodist.plan(make_snapshot(), strategy="tpu"), StrategyUnavailableError, ["no TPU was found", "strategy='auto'"]),
     ("forced-ps-missing", lambda: autodist.plan(make_snapshot(tf_config=TWO_WORKERS), strategy="parameter_server"), StrategyUnavailableError, ["no 'ps' tasks", "--ps 1"]),
     ("forced-mwms-no-cluster", lambda: autodist.plan(make_snapshot(), strategy="multi_worker_mirrored"), StrategyUnavailableError, ["no cluster is defined", "autodist launch"]),
     ("single-host-in-cluster", lambda: autodist.plan(make_snapshot(tf_config=TWO_WORKERS), strategy="mirrored"), StrategyUnavailableError, ["2-worker cluster", "unsynchronised"]),
-    ("unknown-strategy", lambda: autodist.plan(make_snapshot(), strategy="horovod"), AutodistError, ["Unknown strategy 'horovod'", "mirrored"]),
+    ("unknown-strategy", lambda: autodist.plan(make_snapshot(), strategy="horovod"), AutodistError, ["Received: strategy='horovod'", "mirrored"]),
     ("memory-fraction", lambda: autodist.plan(make_snapshot(), gpu_memory_fraction=0), AutodistError, ["gpu_memory_fraction", "0.9"]),
-    ("cpu-devices-env", lambda: autodist.detect({"AUTODIST_CPU_DEVICES": "-1"}, fast=True), AutodistError, ["AUTODIST_CPU_DEVICES='-1'", "Unset it"]),
+    ("cpu-devices-env", lambda: autodist.detect({"AUTODIST_CPU_DEVICES": "-1"}, fast=True), AutodistError, ["AUTODIST_CPU_DEVICES='-1'", "unset it"]),
+    ("cpu-devices-over-the-cores", lambda: autodist.detect({"AUTODIST_CPU_DEVICES": "9999"}, fast=True), AutodistError, ["AUTODIST_CPU_DEVICES='9999'", "Expected at most", "per core"]),
 ]
 
 
@@ -70,7 +71,7 @@ def test_fit_builder_returning_uncompiled_model():
 
 
 def test_fit_not_a_model():
-    with pytest.raises(ModelPlacementError, match="got str as the model"):
+    with pytest.raises(ModelPlacementError, match="Received: model='model.keras', a str"):
         autodist.fit("model.keras", *_data(), verbose=0)
 
 

@@ -60,6 +60,8 @@ if mode == "save":  # as autodist.fit does: on SIGTERM, finish the step and save
     time.sleep(120)
 if mode == "fail-once" and task == "worker-1" and attempt == 0:
     sys.exit(3)
+if mode == "fail-always":
+    sys.exit(3)
 if mode == "fail" and task == "worker-1":
     print("worker 1 is about to fail", flush=True)
     sys.exit(3)
@@ -124,10 +126,60 @@ def test_failure_stops_the_others_and_names_the_task(script):
 def test_restart_after_failure(script):
     result, output = run(script, "fail-once", max_restarts=1)
     assert result.exit_code == 0 and result.attempts == 2
-    assert "restarting the job: attempt 2 of 2" in output
+    assert "restarting the job in 1 s: attempt 2 of 2" in output
     assert "[worker 1] hello worker-1 attempt 1" in output
     backups = {line.split("backup ")[1] for line in output.splitlines() if "backup " in line}
     assert len(backups) == 1, "every attempt must share one backup directory"
+
+
+def test_restarts_back_off_1_2_4_seconds_up_to_30(script):
+    """A job that fails at once is not restarted in a tight loop: the launcher waits 1 s, 2 s,
+    4 s, ... at most 30 s between attempts (a recording sleep: the test takes no real seconds)."""
+    from autodist.jobs.launch import RESTART_DELAY_MAX
+
+    waits: list[float] = []
+    result, output = run(script, "fail-always", workers=1, max_restarts=6, sleep=waits.append)
+    assert result.exit_code == 3 and result.attempts == 7, output[-2000:]
+    assert waits == [1, 2, 4, 8, 16, RESTART_DELAY_MAX], waits
+    for attempt, wait in enumerate(waits, start=2):
+        assert f"[launcher] restarting the job in {wait:g} s: attempt {attempt} of 7" in output
+
+
+def test_the_wait_before_a_restart_ends_at_the_timeout(script):
+    """--timeout bounds the waits too: a wait is cut to what is left of the 2 s, and the job then
+    ends as timed out, with no attempt started past the deadline."""
+    waits: list[float] = []
+
+    def sleep(seconds):
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    result, output = run(script, "fail-always", workers=1, max_restarts=10, timeout=2.0, sleep=sleep)
+    assert result.exit_code == 124 and result.state.value == "timed_out", output[-2000:]
+    assert waits and waits[0] <= 1 and sum(waits) <= 2.0, waits  # each wait at most what is left
+    assert "ran past --timeout 2 s" in output
+    assert "attempt 11" not in output and len(waits) < 10, "the timeout ended the restarts"
+
+
+def test_a_signal_during_the_wait_before_a_restart_ends_the_launcher(script):
+    """SIGTERM while the launcher waits to restart: it ends at once (Terminated), as anywhere
+    else, and starts no further attempt."""
+    import signal
+
+    from autodist.jobs import launch
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are installed from the main thread only")
+
+    def sleep(seconds):
+        os.kill(os.getpid(), signal.SIGTERM)  # handled within the real sleep, which it ends
+        time.sleep(60)
+
+    out = io.StringIO()
+    with pytest.raises(launch.Terminated):
+        Launcher(1, out=out, grace=1.0, max_restarts=3, sleep=sleep).run(script, ["fail-always"])
+    assert "restarting the job in 1 s: attempt 2 of 4" in out.getvalue()
+    assert "hello worker-0 attempt 0" in out.getvalue() and "hello worker-0 attempt 1" not in out.getvalue(), "no second attempt"
 
 
 def test_timeout_bounds_a_hung_job(script):
@@ -147,12 +199,12 @@ def test_distinct_ports_and_a_chief_first_when_there_are_ps_tasks():
     assert [c["task"] for c in task_configs(spec)][0] == {"type": "chief", "index": 0}
 
 
-def test_dry_run_prints_copyable_tf_configs(capsys):
-    assert main(["launch", "--workers", "2", "--dry-run", "--json", "train.py", "--epochs", "3"]) == 0
+def test_dry_run_prints_copyable_tf_configs(script, capsys):
+    assert main(["launch", "--workers", "2", "--dry-run", "--json", script, "--epochs", "3"]) == 0
     tasks = json.loads(capsys.readouterr().out)["tasks"]
     assert [t["task"] for t in tasks] == ["worker 0", "worker 1"]
     assert tasks[1]["tf_config"]["task"] == {"type": "worker", "index": 1}
-    assert tasks[0]["command"].endswith("train.py --epochs 3")
+    assert tasks[0]["command"].endswith(f"{script} --epochs 3")
 
 
 def test_hosts_plan(capsys):
@@ -190,12 +242,12 @@ def test_each_local_worker_gets_its_own_gpus(script, monkeypatch, capsys):
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(hardware, "nvml_gpus", lambda: [GpuInfo("NVIDIA A100", 40 * 2**30, "8.0")] * 2)
-    assert main(["launch", "--workers", "2", "--dry-run", "--json", "train.py"]) == 0
+    assert main(["launch", "--workers", "2", "--dry-run", "--json", script]) == 0
     tasks = json.loads(capsys.readouterr().out)["tasks"]
     assert [t["env"] for t in tasks] == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]
-    assert main(["launch", "--workers", "2", "--dry-run", "train.py"]) == 0
+    assert main(["launch", "--workers", "2", "--dry-run", script]) == 0
     assert "CUDA_VISIBLE_DEVICES=1 TF_CONFIG=" in capsys.readouterr().out
-    assert main(["launch", "--workers", "3", "--dry-run", "train.py"]) == 2
+    assert main(["launch", "--workers", "3", "--dry-run", script]) == 2
     err = capsys.readouterr().err
     assert "3 workers cannot share 2 GPUs" in err and "--workers 1 or 2" in err
     result, output = run(script, "gpus", workers=2, ps=1)
@@ -368,17 +420,20 @@ def test_a_custom_loop_beats_with_autodist_beat_and_stops_being_watched():
 @pytest.mark.parametrize(
     "flag, value, expected",
     [
-        ("--timeout", "nan", ["--timeout must be a finite number of seconds, above 0 (Received: --timeout nan)"]),
+        ("--timeout", "nan", ["launch: --timeout must be a finite number of seconds, above 0 and at most 604800", "(Received: --timeout nan)"]),
         ("--timeout", "inf", ["(Received: --timeout inf)", "leave it out for no limit"]),
-        ("--timeout", "0", ["(Received: --timeout 0.0)"]),
-        ("--stall-timeout", "nan", ["--stall-timeout must be a finite number of seconds, at least 2 s (Received: --stall-timeout nan)"]),
+        ("--timeout", "1e400", ["(Received: --timeout 1e400)"]),
+        ("--timeout", "604801", ["at most 604800 (a week", "(Received: --timeout 604801)"]),
+        ("--timeout", "0", ["(Received: --timeout 0)"]),
+        ("--stall-timeout", "nan", ["--stall-timeout must be a finite number of seconds, at least 2 and at most 604800", "(Received: --stall-timeout nan)"]),
         ("--stall-timeout", "inf", ["(Received: --stall-timeout inf)", "or 0 to turn the watchdog off"]),
-        ("--stall-timeout", "-5", ["(Received: --stall-timeout -5.0)"]),
-        ("--stall-timeout", "0.5", ["at least 2 s (Received: --stall-timeout 0.5)", "Tasks beat at most once a second"]),
-        ("--grace", "-3", ["--grace must be a finite number of seconds, above 0 (Received: --grace -3.0)", "before SIGKILL"]),
-        ("--grace", "0", ["(Received: --grace 0.0)"]),
+        ("--stall-timeout", "-5", ["(Received: --stall-timeout -5)"]),
+        ("--stall-timeout", "0.5", ["at least 2 and at most", "(Received: --stall-timeout 0.5)", "Tasks beat at most once a second"]),
+        ("--grace", "-3", ["--grace must be a finite number of seconds, above 0", "(Received: --grace -3)", "before SIGKILL"]),
+        ("--grace", "0", ["(Received: --grace 0)"]),
         ("--grace", "nan", ["(Received: --grace nan)"]),
         ("--grace", "inf", ["(Received: --grace inf)"]),
+        ("--grace", "1e400", ["(Received: --grace 1e400)"]),
     ],
 )  # fmt: skip
 def test_a_limit_that_is_not_a_finite_positive_number_of_seconds_is_refused(flag, value, expected, capsys):

@@ -79,7 +79,7 @@ def test_worker_failure_with_restart_resumes_at_epoch_3(tmp_path, legacy):
     proc = launch("--workers", "2", "--max-restarts", "1", SCRIPT, str(tmp_path), "fault", TF_USE_LEGACY_KERAS=legacy)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert "worker 1 exited with code 17" in proc.stdout
-    assert "restarting the job: attempt 2 of 2" in proc.stdout
+    assert "restarting the job in 1 s: attempt 2 of 2" in proc.stdout
     for task in ("worker-0", "worker-1"):
         # epochs 1 and 2 on attempt 0; then epochs 3, 4, 5, each exactly once, on attempt 1
         assert epochs_run(tmp_path, task) == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)]

@@ -76,6 +76,37 @@ def test_hanging_resolver_times_out(monkeypatch):
     assert returned.wait(10)
 
 
+def test_a_tpu_address_nothing_listens_on_is_refused_within_the_limit():
+    """TensorFlow's connect waited forever on ``TPU_NAME=grpc://127.0.0.1:<closed port>``;
+    autodist opens a TCP connection first, bounded, and names the address."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the block ends: nothing listens there
+
+    class Resolver:
+        def master(self):
+            return f"grpc://127.0.0.1:{port}"
+
+    with pytest.raises(StrategyUnavailableError, match=rf"grpc://127.0.0.1:{port} could not be reached.*limit is 5 s.*TPU_NAME"):
+        strategies._check_reachable(Resolver(), 5.0)
+
+
+def test_a_connect_that_hangs_is_stopped_at_the_limit():
+    entered, release = threading.Event(), threading.Event()
+
+    def connect():
+        entered.set()
+        release.wait(30)  # TensorFlow's connect to an address that accepts and never answers
+
+    with pytest.raises(StrategyUnavailableError, match="Connecting to the TPU 't' did not finish in 0.5 s"):
+        strategies._bounded("Connecting to the TPU 't'", connect, 0.5)
+    assert entered.is_set()
+    release.set()
+    assert strategies._bounded("a step", lambda: 7, 5.0) == 7, "a step that finishes gives its value"
+
+
 def test_real_resolver_without_a_tpu_fails_with_its_own_error_not_the_timeout():
     with pytest.raises(StrategyUnavailableError, match="Please provide a TPU Name") as raised:
         strategies.tpu_cluster_resolver(None, timeout=60)

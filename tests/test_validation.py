@@ -1,7 +1,7 @@
 """The edges that read values from outside, checked with generated input (Hypothesis): TF_CONFIG,
 Vertex AI's CLUSTER_SPEC, SageMaker's and SLURM's variables, every ``AUTODIST_*`` setting, and a
-``--snapshot`` file, each run on through the planner. Whatever comes in, the result is a plan (or
-``None``: no cluster) or an ``AutodistError``, never another exception.
+``--snapshot`` file, each run on through the planner. Whatever comes in, the result is a plan whose
+invariants hold (:mod:`tests.plan_invariants`) or an ``AutodistError``, never another exception.
 
 The budget is fixed (``derandomize``: the same cases on every run); the count of cases goes to
 the run's figures. The bad inputs a review found are pinned as examples.
@@ -20,6 +20,7 @@ from autodist.errors import AutodistError
 from autodist.planning.planner import plan
 from autodist.settings import SETTINGS, grace_setting, keras_compat_mode, peer_timeout_setting, port_setting, steps_per_execution_setting, tune_budget_setting
 from autodist.detection.snapshot import HardwareSnapshot
+from tests.plan_invariants import check_plan_invariants
 
 BUDGET = settings(max_examples=250, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 CASES = {"TF_CONFIG": 0, "CLUSTER_SPEC": 0, "SLURM": 0, "SM_HOSTS": 0, "settings": 0, "snapshot": 0}
@@ -53,7 +54,14 @@ def plan_for(environ: dict[str, str]):
     """The cluster these variables describe, planned for (a plan needs no hardware here)."""
     cluster = detect_cluster(environ)
     snapshot = HardwareSnapshot.cpu_only(num_cpus=2, cluster=cluster)
-    return plan(snapshot, num_params=1000, environ={}, refuse_when_nothing_fits=False)
+    return checked(plan(snapshot, num_params=1000, environ={}, refuse_when_nothing_fits=False), snapshot)
+
+
+def checked(the_plan, snapshot, given=None):
+    """An accepted plan, once its invariants held (:mod:`tests.plan_invariants`): a positive
+    footprint, a batch divisible by the replicas, a strategy that exists on the snapshot."""
+    check_plan_invariants(the_plan, snapshot, given or {}, refuse_when_nothing_fits=False)
+    return the_plan
 
 
 @BUDGET
@@ -123,7 +131,9 @@ def test_every_setting_is_accepted_or_an_autodist_error(name, value):
     def run():
         if name in PARSERS:
             PARSERS[name](environ)
-        return plan(HardwareSnapshot.cpu_only(num_cpus=2), num_params=1000, environ=environ, refuse_when_nothing_fits=False)
+        snapshot = HardwareSnapshot.cpu_only(num_cpus=2)
+        strategy = value.strip().lower() if name == "AUTODIST_STRATEGY" and value.strip() else "auto"
+        return checked(plan(snapshot, num_params=1000, environ=environ, refuse_when_nothing_fits=False), snapshot, {"strategy": strategy})
 
     outcome(run, "settings")
 
@@ -137,7 +147,11 @@ SNAPSHOT = HardwareSnapshot.cpu_only(num_cpus=4, host_memory_bytes=2**34).to_dic
 @example(changes={"cluster": {"source": "TF_CONFIG", "task_type": "worker"}}, num_params=None)
 @example(changes={"jax_devices": [{"platform": 3}]}, num_params=None)
 def test_a_snapshot_file_is_a_plan_or_an_autodist_error(changes, num_params):
-    outcome(lambda: plan(HardwareSnapshot.from_dict({**SNAPSHOT, **changes}), num_params=num_params, environ={}, refuse_when_nothing_fits=False), "snapshot")
+    def run():
+        snapshot = HardwareSnapshot.from_dict({**SNAPSHOT, **changes})
+        return checked(plan(snapshot, num_params=num_params, environ={}, refuse_when_nothing_fits=False), snapshot)
+
+    outcome(run, "snapshot")
 
 
 def test_the_budget_ran_and_every_case_ended_in_a_plan_or_an_autodist_error(report):
@@ -150,7 +164,7 @@ def test_the_budget_ran_and_every_case_ended_in_a_plan_or_an_autodist_error(repo
     assert all(ACCEPTED.values()), f"a family never reached a plan, so its valid path went untested: {ACCEPTED}"
     report(
         f"validation (Hypothesis, derandomized): {total} generated cases ({', '.join(f'{k} {v}' for k, v in CASES.items())}): "
-        f"{OUTCOMES['accepted']} accepted ({', '.join(f'{k} {v}' for k, v in ACCEPTED.items())}), {OUTCOMES['AutodistError']} AutodistError, 0 other exceptions"
+        f"{OUTCOMES['accepted']} accepted with every plan invariant held ({', '.join(f'{k} {v}' for k, v in ACCEPTED.items())}), {OUTCOMES['AutodistError']} AutodistError, 0 other exceptions"
     )
 
 

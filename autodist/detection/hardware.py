@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from autodist.detection.cluster import detect_cluster
 from autodist.detection.jax_devices import jax_local_devices, keras_flavor, training_backend
 from autodist.detection.snapshot import GpuInfo, HardwareSnapshot, TpuInfo
-from autodist.settings import CPU_DEVICES_ENV, positive_int_setting
+from autodist.settings import cpu_devices_setting
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
 
@@ -151,13 +151,7 @@ def tpu_environment(environ: Mapping[str, str]) -> TpuInfo | None:
 
 
 def _cpu_devices(environ: Mapping[str, str]) -> int:
-    return positive_int_setting(
-        environ,
-        CPU_DEVICES_ENV,
-        1,
-        f"Expected the number of logical CPU devices to split the host CPU into, for example "
-        f"{CPU_DEVICES_ENV}=2. Unset it to use one CPU device.",
-    )
+    return cpu_devices_setting(environ, num_cpus())
 
 
 def _visible(gpus: list[GpuInfo], environ: Mapping[str, str]) -> list[GpuInfo]:

@@ -20,6 +20,7 @@ from autodist import fields
 from autodist.detection.cluster_spec import ClusterInfo, validate_cluster
 from autodist.detection.jax_devices import JaxDevice
 from autodist.errors import AutodistError
+from autodist.settings import CPU_DEVICES_PER_CORE, MIN_CPU_DEVICES_BOUND
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "KERAS_BACKENDS", "TpuInfo"]
 
@@ -142,30 +143,33 @@ def _snapshot_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     where = "the snapshot"
     opt = fields.optional
     gpus = [fields.mapping("gpus[]", gpu, where=where) for gpu in fields.sequence("gpus", data.get("gpus"), where=where)]
+    fields.count("len(gpus)", len(gpus), maximum=MAX_GPUS, where=where)
+    num_cpus = fields.count("num_cpus", data["num_cpus"], minimum=1, maximum=MAX_CPUS, where=where)
     tpu = opt(fields.mapping, "tpu", data.get("tpu"), where=where)
     return {
         "tensorflow_version": opt(fields.text, "tensorflow_version", data.get("tensorflow_version"), where=where),
         "keras_version": opt(fields.text, "keras_version", data.get("keras_version"), where=where),
         "keras_flavor": fields.choice("keras_flavor", data["keras_flavor"], ("keras3", "tf_keras"), where=where),
         "platform": fields.text("platform", data["platform"], where=where),
-        "num_cpus": fields.count("num_cpus", data["num_cpus"], minimum=1, where=where),
-        "host_memory_bytes": opt(fields.count, "host_memory_bytes", data.get("host_memory_bytes"), where=where),
-        "num_cpu_devices": fields.count("num_cpu_devices", data.get("num_cpu_devices", 1), minimum=1, where=where),
+        "num_cpus": num_cpus,
+        "host_memory_bytes": opt(fields.count, "host_memory_bytes", data.get("host_memory_bytes"), maximum=MAX_MEMORY_BYTES, where=where),
+        # as AUTODIST_CPU_DEVICES on the machine itself (settings.cpu_devices_setting)
+        "num_cpu_devices": fields.count("num_cpu_devices", data.get("num_cpu_devices", 1), minimum=1, maximum=max(MIN_CPU_DEVICES_BOUND, CPU_DEVICES_PER_CORE * num_cpus), where=where),
         "gpus": tuple(
             GpuInfo(
                 fields.text("gpus[].name", gpu.get("name"), where=where),
-                opt(fields.count, "gpus[].memory_bytes", gpu.get("memory_bytes"), where=where),
+                opt(fields.count, "gpus[].memory_bytes", gpu.get("memory_bytes"), maximum=MAX_MEMORY_BYTES, where=where),
                 opt(fields.text, "gpus[].compute_capability", gpu.get("compute_capability"), where=where),
             )
             for gpu in gpus
         ),
-        "num_driver_gpus": opt(fields.count, "num_driver_gpus", data.get("num_driver_gpus"), where=where),
-        "num_tensorflow_gpus": opt(fields.count, "num_tensorflow_gpus", data.get("num_tensorflow_gpus"), where=where),
+        "num_driver_gpus": opt(fields.count, "num_driver_gpus", data.get("num_driver_gpus"), maximum=MAX_GPUS, where=where),
+        "num_tensorflow_gpus": opt(fields.count, "num_tensorflow_gpus", data.get("num_tensorflow_gpus"), maximum=MAX_GPUS, where=where),
         "tensorflow_cuda_build": opt(fields.flag, "tensorflow_cuda_build", data.get("tensorflow_cuda_build"), where=where),
         "tpu": None if not tpu else TpuInfo(
             fields.text("tpu.source", tpu.get("source"), where=where),
             opt(fields.text, "tpu.name", tpu.get("name"), where=where),
-            opt(fields.count, "tpu.num_cores", tpu.get("num_cores"), minimum=1, where=where),
+            opt(fields.count, "tpu.num_cores", tpu.get("num_cores"), minimum=1, maximum=MAX_CPUS, where=where),
         ),
         "cluster": _snapshot_cluster(data.get("cluster")),
         "diagnostics": tuple(fields.text("diagnostics[]", d, where=where) for d in fields.sequence("diagnostics", data.get("diagnostics"), where=where)),
@@ -174,6 +178,13 @@ def _snapshot_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "jax_devices": tuple(_jax_device(d) for d in fields.sequence("jax_devices", data.get("jax_devices"), where=where)),
     }
 
+
+#: The most CPU cores (and TPU cores) a snapshot may say one machine has.
+MAX_CPUS = 1 << 16
+#: The most GPUs a snapshot may say one machine has.
+MAX_GPUS = 1024
+#: The most bytes of memory a snapshot may give a host or a GPU: an exbibyte.
+MAX_MEMORY_BYTES = 1 << 60
 
 #: The Keras 3 backends a snapshot may name.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from autodist.entry.backends import backend_for
 from autodist.errors import AutodistError
 from autodist.log import get_logger, warn_all
+from autodist.planning.arguments import check_distributed_arguments, check_init_arguments
 from autodist.planning.global_batch import validate_batch_size
 from autodist.planning.plans import Plan, StrategyKind
 
@@ -50,7 +51,8 @@ def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None
         >>> the_plan.strategy in list(autodist.StrategyKind)
         True
     """
-    return backend_for(os.environ).init(os.environ, strategy=strategy, batch_size=batch_size, **plan_kwargs)
+    checked = check_init_arguments("autodist.init", {"strategy": strategy, "batch_size": batch_size, **plan_kwargs})
+    return backend_for(os.environ).init(os.environ, **checked)
 
 
 def current_plan() -> Plan | None:
@@ -103,12 +105,14 @@ def distributed(
         1
     """
 
+    options = check_distributed_arguments(fn, {"strategy": strategy, "batch_size": batch_size, "num_params": num_params})
+
     def decorate(function: F) -> F:
+        check_distributed_arguments(function, {})
         parameters = inspect.signature(function).parameters
 
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            options = {"strategy": strategy, "batch_size": batch_size, "num_params": num_params}
             backend = backend_for(os.environ)  # on JAX, the distribution is set while the function runs only
             the_plan, distribution = backend.init(os.environ, make_global=False, **options)
             get_logger().info(the_plan.summary(include_warnings=False))

@@ -18,13 +18,13 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from autodist.detection.model_info import is_compiled, is_model
+from autodist.detection.model_info import is_model
 from autodist.entry.backends import backend_for
-from autodist.errors import AutodistError, ModelPlacementError
+from autodist.errors import AutodistError
+from autodist.planning.arguments import check_fit_arguments
 from autodist.planning.plans import StrategyKind
 from autodist.run.backend import FitCall
 from autodist.run.inputs import requested_batch
@@ -104,44 +104,13 @@ def fit(
                  "peer_timeout_seconds": peer_timeout_seconds, "mixed_precision": mixed_precision or None,
                  "ray_report": (not ray_report) or None, "ray_checkpoint": (not ray_checkpoint) or None, **fit_kwargs}  # fmt: skip
         return _fit_ray_trainer(model, [name for name, value in given.items() if value is not None])
-    fit_kwargs = _read_only(fit_kwargs)
-    call = FitCall(
-        model=model, builder=_builder_of(model), x=x, y=y, batch_size=batch_size, epochs=epochs,
-        strategy=strategy, num_params=num_params, gpu_memory_fraction=gpu_memory_fraction,
-        backup_dir=backup_dir, peer_timeout_seconds=peer_timeout_seconds,
-        mixed_precision=mixed_precision, fit_kwargs=fit_kwargs, ray_report=ray_report, ray_checkpoint=ray_checkpoint, requested_batch=requested_batch(x, batch_size, fit_kwargs),
-    )  # fmt: skip
+    given = {"batch_size": batch_size, "epochs": epochs, "strategy": strategy, "num_params": num_params, "gpu_memory_fraction": gpu_memory_fraction,
+             "backup_dir": backup_dir, "peer_timeout_seconds": peer_timeout_seconds, "mixed_precision": mixed_precision,
+             "ray_report": ray_report, "ray_checkpoint": ray_checkpoint}  # fmt: skip
+    builder, checked, kwargs = check_fit_arguments(model, given, fit_kwargs)  # before anything is detected or imported
+    read_only = MappingProxyType(kwargs)
+    call = FitCall(model=model, builder=builder, x=x, y=y, fit_kwargs=read_only, requested_batch=requested_batch(x, checked["batch_size"], read_only), **checked)
     return backend_for(os.environ).fit(call, os.environ)
-
-
-def _read_only(fit_kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
-    kwargs = dict(fit_kwargs)
-    if _is_callback_list(kwargs.get("callbacks")):
-        # model.fit takes a CallbackList as it is; autodist inspects and adds callbacks one by one
-        kwargs["callbacks"] = list(kwargs["callbacks"].callbacks)
-    return MappingProxyType(kwargs)
-
-
-def _is_callback_list(callbacks: Any) -> bool:
-    """Whether ``callbacks`` is a Keras ``CallbackList`` (Keras 3 or tf_keras), not a plain list."""
-    return type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list)
-
-
-def _builder_of(model: Any) -> Any:
-    """``None`` for a compiled model, the function for a model-building function; else the error."""
-    builder = None if is_model(model) else model
-    if builder is not None and not callable(builder):
-        raise ModelPlacementError(
-            f"autodist.fit got {type(model).__name__} as the model. Expected a compiled Keras model "
-            "or a zero-argument function that builds and compiles one."
-        )
-    if builder is None and not is_compiled(model):
-        raise ModelPlacementError(
-            "autodist.fit got a model that is not compiled. Expected a compiled model, as for "
-            "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
-            "that builds and compiles it."
-        )
-    return builder
 
 
 def _is_ray_trainer(model: Any) -> bool:

@@ -1,7 +1,8 @@
 """The shape of a local or multi-host job, as data: the cluster layout, each task's TF_CONFIG,
 and which GPUs each local worker gets.
 
-Used by :mod:`autodist.jobs.launch` and by ``launch --dry-run`` / ``--hosts``. The GPU split reads
+Used by :mod:`autodist.jobs.launch` and by ``launch --dry-run`` / ``--hosts`` (whose hosts are
+checked here: :func:`check_hosts`). The GPU split reads
 the machine through :func:`autodist.detection.hardware.nvml_gpus` (the one GPU probe), or
 ``CUDA_VISIBLE_DEVICES`` when it is set.
 
@@ -14,7 +15,9 @@ Example:
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -26,16 +29,19 @@ from typing import Any
 from autodist.detection import (
     hardware,  # hardware.nvml_gpus: the one GPU probe, looked up when called
 )
-from autodist.errors import AutodistError
+from autodist.errors import ArgumentError, AutodistError
+from autodist.jobs.launch_flags import PS_MEANING, WORKERS_MEANING, received, whole
 from autodist.jobs.netns import PrivateNetwork
 from autodist.jobs.private import digest, private_root, release_private_root
 
 __all__ = [
-    "LOOPBACK", "JobFiles", "cluster_layout", "default_launch_backup", "free_ports", "host_plan", "local_cluster", "local_gpu_env", "num_tasks",
+    "HOST_PORT", "LOOPBACK", "JobFiles", "check_hosts", "cluster_layout", "default_launch_backup", "free_ports", "host_plan", "local_cluster", "local_gpu_env", "num_tasks",
     "split_gpus", "task_configs", "task_table", "visible_gpus",
 ]  # fmt: skip
 
 LOOPBACK = "127.0.0.1"
+#: The port every task of a ``--hosts`` plan listens on (its TF_CONFIG names it).
+HOST_PORT = 2222
 
 
 def free_ports(count: int) -> list[int]:
@@ -75,17 +81,16 @@ def _bind_every_interface() -> socket.socket:
     return sock
 
 
-def _check_counts(num_workers: int, num_ps: int) -> None:
-    if num_workers < 1 or num_ps < 0:
-        raise AutodistError(
-            f"launch needs at least one worker and no negative ps count (Received: --workers "
-            f"{num_workers} --ps {num_ps}). Pass for example --workers 2."
-        )
-
-
 def num_tasks(num_workers: int, num_ps: int) -> int:
-    """Processes in a job: the workers, the ps tasks, and a chief when there are ps tasks."""
-    _check_counts(num_workers, num_ps)
+    """Processes in a job: the workers, the ps tasks, and a chief when there are ps tasks. The
+    counts are checked here (:func:`autodist.jobs.launch_flags.whole`), whoever asks.
+
+    Example:
+        >>> num_tasks(2, 0), num_tasks(2, 1)
+        (2, 4)
+    """
+    num_workers = whole("--workers", num_workers, 1, WORKERS_MEANING)
+    num_ps = whole("--ps", num_ps, 0, PS_MEANING)
     return num_workers + num_ps + (1 if num_ps else 0)
 
 
@@ -134,17 +139,98 @@ def task_table(
     return rows
 
 
-def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args: list[str], port: int = 2222) -> list[dict[str, Any]]:
-    """Per-host TF_CONFIG and command for a real cluster: one task per host, in order."""
+_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
+_PORT = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]*):(?P<port>[0-9]+)\Z")
+
+
+def _host(entry: str) -> str | None:
+    """``entry`` as a TF_CONFIG host (an IPv6 address in brackets), or ``None`` when it is no
+    host name (RFC 1123), IPv4 or IPv6 address."""
+    inner = entry[1:-1] if entry.startswith("[") and entry.endswith("]") else None
+    if inner is not None or ":" in entry:
+        try:
+            return f"[{ipaddress.IPv6Address(entry if inner is None else inner)}]"
+        except ValueError:
+            return None
+    try:
+        return str(ipaddress.IPv4Address(entry))
+    except ValueError:
+        pass
+    name = entry.removesuffix(".")  # a fully qualified name may end with a dot
+    labels = name.split(".")
+    if len(name) > 253 or not all(_LABEL.match(label) for label in labels) or labels[-1].isdigit():
+        return None  # an all-digit last label is a mistyped IPv4 address (RFC 3696), not a name
+    return entry
+
+
+def check_hosts(hosts: list[str]) -> list[str]:
+    """The ``--hosts`` entries, each checked: a host name (RFC 1123 labels), an IPv4 address, or
+    an IPv6 address (plain or in brackets; returned in brackets, as TF_CONFIG writes it); no empty
+    entry, no port, no host twice (every task listens on :data:`HOST_PORT`). Spaces around an
+    entry are dropped.
+
+    Example:
+        >>> check_hosts(["node-1", " 10.0.0.2", "::1", "[fe80::1]", "host.example.com."])
+        ['node-1', '10.0.0.2', '[::1]', '[fe80::1]', 'host.example.com.']
+        >>> check_hosts(["h0:22", "h1:22"])
+        Traceback (most recent call last):
+        ...
+        autodist.errors.ArgumentError: launch: --hosts must name hosts without a port (Received: --hosts h0:22,h1:22, whose entry 1, h0:22, has port 22). Every task listens on port 2222 of its host (the plan's TF_CONFIG names it). Pass --hosts h0,h1.
+    """
+    raw = ",".join(hosts)
+    checked = []
+    for index, entry in enumerate(part.strip() for part in hosts):
+        if not entry:
+            raise ArgumentError(f"launch: --hosts must be comma-separated hosts, none empty (Received: --hosts {received(raw)}, whose entry {index + 1} is empty). Pass for example --hosts host1,host2, one host per task.")
+        host = _host(entry)
+        if host is None:
+            port = _PORT.match(entry)
+            if port and _host(port["host"]):
+                fixed = ",".join((m["host"] if (m := _PORT.match(part.strip())) else part.strip()) for part in hosts)
+                raise ArgumentError(
+                    f"launch: --hosts must name hosts without a port (Received: --hosts {received(raw)}, whose entry "
+                    f"{index + 1}, {received(entry)}, has port {port['port']}). Every task listens on port {HOST_PORT} "
+                    f"of its host (the plan's TF_CONFIG names it). Pass --hosts {received(fixed)}."
+                )
+            raise ArgumentError(
+                f"launch: --hosts must be comma-separated host names (RFC 1123: letters, digits and "
+                f"hyphens, dot-separated labels), IPv4 or IPv6 addresses (Received: --hosts {received(raw)}, "
+                f"whose entry {index + 1}, {received(entry)}, is none of them). Pass for example --hosts host1,host2 or --hosts 10.0.0.1,10.0.0.2."
+            )
+        same = [index + 1 for index, other in enumerate(checked) if _same_host(other, host)]
+        if same:
+            raise ArgumentError(
+                f"launch: --hosts must name each host once (Received: --hosts {received(raw)}, whose entries {same[0]} "
+                f"and {len(checked) + 1} are both {received(host)}). Every task listens on port {HOST_PORT} of its "
+                "host, so two tasks on one host would take the same port. Name one host per task."
+            )
+        checked.append(host)
+    return checked
+
+
+def _same_host(one: str, other: str) -> bool:
+    """Whether two checked hosts are one (names are case-insensitive; a final dot changes nothing)."""
+    return one.lower().rstrip(".") == other.lower().rstrip(".")
+
+
+def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args: list[str], port: int = HOST_PORT) -> list[dict[str, Any]]:
+    """Per-host TF_CONFIG and command for a real cluster: one task per host, in order. Each
+    entry of ``hosts`` is checked (:func:`autodist.jobs.launch_flags.check_hosts`), and their count.
+
+    Example:
+        >>> [row["tf_config"]["cluster"] for row in host_plan(["h0", "::1"], 2, 0, "train.py", [])][0]
+        {'worker': ['h0:2222', '[::1]:2222']}
+    """
     total = num_tasks(num_workers, num_ps)
-    if len(hosts) != total:
-        raise AutodistError(
-            f"--hosts names {len(hosts)} host(s) but the job has {total} task(s) (Received: "
-            f"--hosts {','.join(hosts)} --workers {num_workers} --ps {num_ps}). Expected one host "
-            f"per task{' (a chief, the workers, then the ps)' if num_ps else ''}. Name {total} hosts."
+    checked = check_hosts(hosts)
+    if len(checked) != total:
+        raise ArgumentError(
+            f"launch: --hosts must name {received(total)} host(s), one per task{' (a chief, the workers, then the ps)' if num_ps else ''} "
+            f"(Received: --hosts {received(','.join(hosts))}, which names {len(checked)} host(s), with --workers "
+            f"{received(num_workers)} --ps {received(num_ps)}). Name {received(total)} hosts, or change --workers and --ps to match them."
         )
-    cluster = cluster_layout([f"{h}:{port}" for h in hosts], num_workers, num_ps)
-    return task_table(cluster, hosts, " ".join(shlex.quote(part) for part in ["python", script, *args]))
+    cluster = cluster_layout([f"{h}:{port}" for h in checked], int(num_workers), int(num_ps))
+    return task_table(cluster, checked, " ".join(shlex.quote(part) for part in ["python", script, *args]))
 
 
 def visible_gpus(environ: Mapping[str, str]) -> list[str]:

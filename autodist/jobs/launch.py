@@ -5,8 +5,11 @@ own TF_CONFIG, and runs ``sys.executable SCRIPT ARGS`` in each. It prefixes ever
 its task, stops everything when one task fails (SIGTERM, then SIGKILL after at most 5 s: the
 others wait on it) or when it is told to stop (SIGTERM forwarded; ``--grace``, 30 s, to save the
 step: :mod:`autodist.jobs.preemption`), and reports which task failed, with what exit code, and its
-last lines. ``--max-restarts K`` restarts the whole job after a failure; the backup directory
-shared between attempts (``AUTODIST_BACKUP_DIR``) lets training resume.
+last lines. ``--max-restarts K`` restarts the whole job after a failure, after a wait of 1 s, then
+2 s, 4 s, ... at most 30 s (:func:`restart_delay`); the backup directory shared between attempts
+(``AUTODIST_BACKUP_DIR``) lets training resume. Every flag is checked before anything starts
+(:mod:`autodist.jobs.launch_flags`: the counts against what this machine can run, the limits, the
+script, the backup folder, the hosts).
 
 Every task's TF_CONFIG names 127.0.0.1, but TensorFlow's gRPC server listens on every interface
 whatever TF_CONFIG names (``grpc_server_lib.cc`` binds ``0.0.0.0``), and it runs graphs for
@@ -37,26 +40,45 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-import math
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import IO, Any
 
-from autodist.errors import AutodistError
+from autodist.jobs.exit_codes import (
+    PREEMPTED_EXIT_CODE,
+    STALL_EXIT_CODE,
+    TIMEOUT_EXIT_CODE,
+)
 from autodist.jobs.heartbeat import heartbeat_path
-from autodist.jobs.job_layout import JobFiles, local_cluster, local_gpu_env, num_tasks, task_configs, task_name, visible_gpus
-from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE, STALL_EXIT_CODE, TIMEOUT_EXIT_CODE
+from autodist.jobs.job_layout import (
+    JobFiles,
+    local_cluster,
+    local_gpu_env,
+    task_configs,
+    task_name,
+    visible_gpus,
+)
+from autodist.jobs.launch_flags import (
+    DEFAULT_GRACE,
+    DEFAULT_STALL_TIMEOUT,
+    MIN_STALL_TIMEOUT,
+    JobSpec,
+    MachineLimits,
+    check_start,
+)
 from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
 from autodist.settings import GRACE_ENV, HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
-__all__ = ["STALL_EXIT_CODE", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState", "Terminated"]
+__all__ = [
+    "DEFAULT_GRACE", "DEFAULT_STALL_TIMEOUT", "MIN_STALL_TIMEOUT", "RESTART_DELAY_FIRST", "RESTART_DELAY_MAX", "STALL_EXIT_CODE", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState", "Terminated", "restart_delay",
+]  # fmt: skip
 
 ATTEMPT_ENV = LAUNCH_ATTEMPT_ENV
 TAIL_LINES = 20
@@ -79,68 +101,30 @@ class JobState(str, Enum):
     TIMED_OUT = "timed_out"
 
 
-#: ``--stall-timeout``'s default: longer than any one step, epoch end or checkpoint of a real job.
-DEFAULT_STALL_TIMEOUT = 1800.0
-#: ``--grace``'s default: time for a task to finish its step and save it after SIGTERM
-#: (Kubernetes' default termination grace period is 30 s).
-DEFAULT_GRACE = 30.0
 #: The most a task gets after a peer failed: it waits on that peer and has nothing to save.
 FAILURE_GRACE = 5.0
-MIN_STALL_TIMEOUT = 2.0
 
 
-@dataclass(frozen=True)
-class JobSpec:
-    """One local job, as data: its shape and its policies (torchrun's ``WorkerSpec``).
+#: The wait before the first restart; each next one doubles, up to :data:`RESTART_DELAY_MAX`: a
+#: failure that repeats at once (a port taken, a peer still going) is not retried in a tight loop.
+RESTART_DELAY_FIRST = 1.0
+#: The longest wait between two attempts.
+RESTART_DELAY_MAX = 30.0
 
-    Attributes:
-        num_workers: worker processes.
-        num_ps: parameter-server processes (a chief is added when there are any).
-        max_restarts: restarts of the whole job after a failure.
-        timeout: seconds the whole job may run, all attempts together; ``None`` for no limit.
-        grace: seconds between SIGTERM and SIGKILL when the launcher is told to stop (tasks
-            save their step meanwhile); after a task failed, at most :data:`FAILURE_GRACE`.
-        backup_dir: the directory shared by attempts and by later launches of the same command
-            (:func:`autodist.jobs.job_layout.default_launch_backup` if None).
-        isolate: run the tasks in a private network namespace (:mod:`autodist.jobs.netns`).
-        stall_timeout: stop the job when a task that has started training makes no progress
-            (no heartbeat) for this many seconds; ``None`` for no watchdog.
+
+def restart_delay(failed: int, remaining: float | None = None) -> float:
+    """Seconds to wait before the next attempt, after ``failed`` attempts failed: 1 s, 2 s, 4 s,
+    ... at most :data:`RESTART_DELAY_MAX`, and never past the deadline (``remaining`` seconds of
+    ``--timeout``; ``None``: no deadline).
+
+    Example:
+        >>> [restart_delay(failed) for failed in range(1, 8)]
+        [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+        >>> restart_delay(3, remaining=2.5), restart_delay(1, remaining=-1.0)
+        (2.5, 0.0)
     """
-
-    num_workers: int
-    num_ps: int = 0
-    max_restarts: int = 0
-    timeout: float | None = None
-    grace: float = DEFAULT_GRACE
-    backup_dir: str | None = None
-    isolate: bool = True
-    stall_timeout: float | None = DEFAULT_STALL_TIMEOUT
-
-    def __post_init__(self) -> None:
-        num_tasks(self.num_workers, self.num_ps)  # checks the counts
-        if self.timeout is not None:
-            why = "It bounds the whole job, all attempts together: pass for example 3600, or leave it out for no limit."
-            _check_seconds("--timeout", self.timeout, 0.0, why)
-        why = f"It is the time a task gets after SIGTERM to save its step, before SIGKILL: pass for example {DEFAULT_GRACE:g} (the default)."
-        _check_seconds("--grace", self.grace, 0.0, why)
-        if self.stall_timeout is not None:
-            why = "Tasks beat at most once a second: pass a longer limit, such as 1800 (the default), or 0 to turn the watchdog off."
-            _check_seconds("--stall-timeout", self.stall_timeout, MIN_STALL_TIMEOUT, why)
-        if self.max_restarts < 0:
-            raise AutodistError(
-                f"--max-restarts must be 0 or more (Received: {self.max_restarts}). It is how many times "
-                "the whole job restarts after a failure; pass 0 (no restart) or more."
-            )
-
-
-def _check_seconds(flag: str, value: Any, minimum: float, meaning: str) -> None:
-    """Refuse a limit that is not a finite number of seconds above ``minimum`` (or at least it,
-    when it is not 0): ``nan`` would turn every comparison off, and the limit with it."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if number and math.isfinite(value) and (value >= minimum if minimum else value > 0):
-        return
-    bound = f"at least {minimum:g} s" if minimum else "above 0"
-    raise AutodistError(f"{flag} must be a finite number of seconds, {bound} (Received: {flag} {value!r}). {meaning}")
+    delay = min(RESTART_DELAY_MAX, RESTART_DELAY_FIRST * 2 ** min(max(failed - 1, 0), 32))
+    return delay if remaining is None else max(0.0, min(delay, remaining))
 
 
 @dataclass
@@ -200,13 +184,27 @@ class Launcher:
     """Start, watch and stop the processes of one local job (a :class:`JobSpec`). Every wait is
     bounded: ``--timeout`` for the whole job, ``--stall-timeout`` for a task that stops making
     progress, ``--grace`` for stopping. The keywords are the spec's fields; ``out`` is where
-    prefixed output goes (``sys.stdout``)."""
+    prefixed output goes (``sys.stdout``); ``sleep`` waits between attempts (``time.sleep``; tests
+    pass their own); ``limits`` is what this machine can run (:func:`~autodist.jobs.launch_flags.machine_limits`
+    when ``None``)."""
 
-    def __init__(self, num_workers: int, num_ps: int = 0, *, out: IO[str] | None = None, **policies: Any) -> None:
+    def __init__(
+        self, num_workers: int, num_ps: int = 0, *, out: IO[str] | None = None, sleep: Callable[[float], Any] | None = None,
+        limits: MachineLimits | None = None, **policies: Any,
+    ) -> None:  # fmt: skip
         self.spec = JobSpec(num_workers, num_ps, **policies)
         self.out = out or sys.stdout
+        self.limits = limits
+        self._sleep = sleep or time.sleep
         self._lock = threading.Lock()
         self._signals: dict[str, Any] = {"deferred": False, "received": None}
+
+    def check(self, script: str) -> None:
+        """Refuse, before anything starts, what the spec's own checks cannot see: a script that is
+        no readable file, a backup folder that cannot be one, more tasks than this machine runs
+        (:func:`~autodist.jobs.launch_flags.check_start`). :meth:`run` calls it first; so does
+        ``launch --dry-run``, which then starts nothing."""
+        check_start(self.spec, script, self.limits)
 
     def _print(self, line: str) -> None:
         with self._lock:
@@ -336,16 +334,17 @@ class Launcher:
         return max(late, key=lambda pair: pair[0]) if late else None
 
     def run(self, script: str, args: list[str]) -> LaunchResult:
-        """Run the job to the end; never raises for a task failure, returns it."""
-        if not os.path.exists(script):
-            raise AutodistError(f"launch: the script {script!r} does not exist. Pass the path of a Python script.")
+        """Run the job to the end; never raises for a task failure, returns it. Between attempts
+        it waits :func:`restart_delay` (a signal ends the wait, and the job, as anywhere else)."""
+        self.check(script)
         gpus = local_gpu_env(self.spec.num_workers, self.spec.num_ps, visible_gpus(os.environ))
         deadline = None if self.spec.timeout is None else time.monotonic() + self.spec.timeout
         previous = _raise_on_termination(self._signals)
         job: JobFiles | None = None
+        attempts = self.spec.max_restarts + 1
         try:
             job = JobFiles.create(self.spec, gpus, self._print, [script, *args])
-            for attempt in range(self.spec.max_restarts + 1):
+            for attempt in range(attempts):
                 started = time.monotonic()
                 tasks: list[_Task] = []
                 try:
@@ -361,7 +360,13 @@ class Launcher:
                 self._print(summary)
                 if outcome.state == JobState.TIMED_OUT or attempt == self.spec.max_restarts:
                     return _failed(outcome, attempt + 1, summary)
-                self._print(f"[launcher] restarting the job: attempt {attempt + 2} of {self.spec.max_restarts + 1}")
+                delay = restart_delay(attempt + 1, None if deadline is None else deadline - time.monotonic())
+                self._print(f"[launcher] restarting the job in {delay:.3g} s: attempt {attempt + 2} of {attempts}")
+                self._sleep(delay)
+                if deadline is not None and time.monotonic() >= deadline:
+                    reason = f"the job ran past --timeout {self.spec.timeout:g} s before attempt {attempt + 2} of {attempts} could start"
+                    self._print(f"[launcher] {reason}")
+                    return LaunchResult(TIMEOUT_EXIT_CODE, attempt + 1, message=reason, state=JobState.TIMED_OUT)
             raise AssertionError("unreachable: the last attempt returns")
         finally:
             _restore_handlers(previous)

@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -39,6 +38,7 @@ from autodist.detection.model_info import ModelInfo, describe_model
 from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.planning import choosers
+from autodist.planning.arguments import check_plan_arguments, check_snapshot
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
 from autodist.planning.keras_compat import refused_strategy
@@ -95,15 +95,14 @@ def plan(
 
     Raises:
         StrategyUnavailableError: a forced strategy cannot run here, or the model fits no GPU.
-        BatchSizeError: when ``batch_size`` is not a positive integer.
-        AutodistError: for an unknown strategy name.
+        ArgumentError: for a bad argument (:mod:`autodist.planning.arguments`; ``BatchSizeError`` for the batch).
 
     Example:
         >>> p = plan(HardwareSnapshot.cpu_only(num_cpu_devices=2), batch_size=33)
         >>> (p.strategy.value, p.global_batch_size)
         ('mirrored', 34)
     """
-    _check_arguments(snapshot, peer_timeout_seconds, gpu_memory_fraction, environ)
+    _check_arguments(snapshot, dict(model=model, model_info=model_info, num_params=num_params, batch_size=batch_size, strategy=strategy, gpu_memory_fraction=gpu_memory_fraction, activation_fraction=activation_fraction, optimizer_slots=optimizer_slots, peer_timeout_seconds=peer_timeout_seconds, environ=environ, fit_facts=fit_facts, refuse_when_nothing_fits=refuse_when_nothing_fits, kept=kept))
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
     params = num_params if num_params is not None else info.num_params
     forced = _coerce_kind(strategy, snapshot.keras_backend)
@@ -117,7 +116,7 @@ def plan(
     _refuse_for_keras(kind.value, flavor, version, env, kept)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     per_replica = batch.value.per_replica_batch_size
-    estimates = choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept))
+    estimates = _positive(choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept)), params)
     threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
@@ -184,16 +183,35 @@ def _refuse_for_keras(kind: StrategyKind, flavor: str, version: str | None, envi
         raise StrategyUnavailableError(f"{why} (Received: {whose}, Keras {version}).")
 
 
+def _check_arguments(snapshot: Any, given: Mapping[str, Any]) -> None:
+    """The planner's arguments (:mod:`autodist.planning.arguments`) and every setting of its
+    ``environ``, typos included."""
+    check_snapshot("autodist.planning.planner.plan", snapshot, optional=False)
+    check_plan_arguments("autodist.planning.planner.plan", given)
+    environ = given["environ"] if given["environ"] is not None else {}
+    check_settings(environ)
+    check_strategy_setting(environ)
+
+
+def _positive(estimates: choosers.Choice[Any], params: int | None) -> choosers.Choice[Any]:
+    """``estimates``, whose every part is positive where the model has weights: anything else
+    is a bug in the facts it was given (a negative count that got through), refused rather than
+    planned."""
+    bad = [estimate for estimate in estimates.value or () if estimate.device_bytes <= 0 or min(estimate.device.values(), default=0) < 0]
+    if bad and params:
+        raise AutodistError(
+            f"The memory estimate for {params} parameters is {bad[0].device_bytes} bytes per device under {bad[0].strategy} "
+            f"(Received: {dict(bad[0].device)}). Expected a positive size of every part. Check num_params, "
+            "optimizer_slots and activation_fraction, or report it as a bug of autodist."
+        )
+    return estimates
+
+
 def _memory_facts(
     info: ModelInfo, params: int | None, optimizer_slots: int | None, batch_size: int | None, activation_fraction: float, refuse: bool
 ) -> choosers.MemoryFacts | None:
     if params is None:
         return None
-    if isinstance(params, bool) or not isinstance(params, int) or params < 0:
-        raise AutodistError(
-            f"num_params must be a whole number of parameters, 0 or more (Received: {params!r}). "
-            "Pass the model's parameter count (model.count_params()), or the model itself."
-        )
     slots = optimizer_slots if optimizer_slots is not None else info.optimizer_slots
     model = dataclasses.replace(info, num_params=params, optimizer_slots=slots)
     return choosers.MemoryFacts(model, batch_size or KERAS_DEFAULT_BATCH_SIZE, activation_fraction, refuse)
@@ -216,27 +234,6 @@ _UNBUILT = (
     "the model is not built yet (no input shape): its size is unknown until its first "
     "batch builds it, so the plan assumes it fits one device"
 )
-
-
-def _check_arguments(snapshot: Any, peer_timeout_seconds: float, gpu_memory_fraction: float, environ: Mapping[str, str] | None = None) -> None:
-    check_settings(environ if environ is not None else {})  # every setting, typos included
-    check_strategy_setting(environ if environ is not None else {})
-    if not isinstance(snapshot, HardwareSnapshot):
-        raise AutodistError(
-            f"autodist.planning.planner.plan got {type(snapshot).__name__} as the snapshot. Expected a "
-            "HardwareSnapshot: the planner reads no machine itself. Pass autodist.detect(), or call "
-            "autodist.plan(), which detects this machine when no snapshot is given."
-        )
-    if not (isinstance(peer_timeout_seconds, (int, float)) and math.isfinite(peer_timeout_seconds) and peer_timeout_seconds > 0):
-        raise AutodistError(
-            f"peer_timeout_seconds must be a finite positive number (Received: {peer_timeout_seconds!r}). It bounds "
-            "how long a worker waits for its peers, for example 300."
-        )
-    if not 0 < gpu_memory_fraction <= 1:
-        raise AutodistError(
-            f"gpu_memory_fraction must be in (0, 1] (Received: {gpu_memory_fraction!r}). It is "
-            "the share of each GPU's memory the model may use, for example 0.9."
-        )
 
 
 def check_strategy_setting(environ: Mapping[str, str]) -> None:
@@ -277,7 +274,7 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
         ) from None
     if backend == "tensorflow" and kind in (StrategyKind.DATA_PARALLEL, StrategyKind.MODEL_PARALLEL):
         equivalent = "mirrored (one machine) or multi_worker_mirrored (a cluster)" if kind == StrategyKind.DATA_PARALLEL else "central_storage"
-        raise AutodistError(
+        raise StrategyUnavailableError(
             f"strategy={kind.value!r} is a keras.distribution (JAX) plan, and Keras runs on "
             f"TensorFlow here. Expected a tf.distribute strategy: use {equivalent}, or 'auto'; or "
             "set KERAS_BACKEND=jax before Keras is imported to train on JAX."

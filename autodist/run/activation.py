@@ -38,6 +38,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from autodist.detection.hardware import num_cpus
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
 from autodist.planning.here import plan_here
@@ -52,7 +53,7 @@ from autodist.run.strategies import (
     start,
     strategy_key,
 )
-from autodist.settings import CPU_DEVICES_ENV, activation_enabled
+from autodist.settings import activation_enabled, cpu_devices_setting
 from autodist.upstream import tf_scopes
 from autodist.upstream.surface import available
 from autodist.upstream.tf_hooks import Hooks, hook_triggers, hook_variable_creation, made_by_tf_distribute, watch_strategy_construction
@@ -237,10 +238,10 @@ _UNUSED = _Unused()
 
 
 def _split_cpu(environ: Mapping[str, str], configure: Callable[[int], None]) -> None:
-    raw = environ.get(CPU_DEVICES_ENV, "").strip()
-    if raw.isdigit() and int(raw) >= 2:
+    count = cpu_devices_setting(environ, num_cpus())  # a bad or unbounded value: recorded, and raised again by fit
+    if count >= 2:
         try:
-            configure(int(raw))
+            configure(count)
         except RuntimeAlreadyStartedError:
             pass  # build_strategy raises it again, with the fix, when a plan needs the devices
 

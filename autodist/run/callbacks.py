@@ -2,7 +2,7 @@
 callbacks need their batch hooks run at every step.
 
 - File-writing callbacks (``ModelCheckpoint``, ``TensorBoard``, ``CSVLogger``, and any callback
-  with a ``filepath``, ``log_dir`` or ``filename`` string) write to the user's paths on the chief
+  with a ``filepath``, ``log_dir`` or ``filename`` string or ``os.PathLike``) write to the user's paths on the chief
   only. Every other worker writes to a private temporary directory, removed afterwards. Non-chief
   workers must still *run* the save: saving under MultiWorkerMirroredStrategy runs collective ops,
   and a worker that skips it leaves the others waiting.
@@ -80,6 +80,7 @@ class ChiefDuties:
                     continue
                 for attribute in FILE_ATTRIBUTES:
                     value = getattr(cb, attribute, None)
+                    value = os.fspath(value) if isinstance(value, os.PathLike) else value  # a pathlib.Path in a callback of the user's own
                     if isinstance(value, str) and value:
                         self._set(cb, attribute, os.path.join(self._private(), os.path.basename(value.rstrip("/")) or attribute))
         if not user_backups and self.backup_dir is not False:

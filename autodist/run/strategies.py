@@ -16,7 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
@@ -268,32 +270,16 @@ def tpu_cluster_resolver(tpu: str | None, timeout: float = TPU_RESOLVE_TIMEOUT_S
     """
     import tensorflow as tf
 
-    outcome: dict[str, Any] = {}
-
-    def resolve() -> None:
-        try:
-            outcome["resolver"] = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-        except Exception as err:  # reported below with the fix
-            outcome["error"] = err
-
-    worker = threading.Thread(target=resolve, name="autodist-tpu-resolver", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise StrategyUnavailableError(
-            f"Looking up the TPU {tpu!r} did not finish in {timeout:g} s (TPUClusterResolver makes "
-            "a network lookup with no timeout of its own). Expected the TPU to answer at once. "
-            "Check TPU_NAME / COLAB_TPU_ADDR and that this VM can reach the TPU; unset them to "
-            "train without a TPU."
-        )
-    if "error" in outcome:
-        err = outcome["error"]
+    try:
+        return _bounded(f"Looking up the TPU {tpu!r} (TPUClusterResolver makes a network lookup with no timeout of its own)", lambda: tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu), timeout)
+    except StrategyUnavailableError:
+        raise
+    except Exception as err:  # reported with the fix
         raise StrategyUnavailableError(
             f"The TPU {tpu!r} could not be resolved: {type(err).__name__}: {err}. Expected a "
             "reachable TPU (a TPU VM, Colab or Kaggle TPU runtime, or TPU_NAME of a TPU node). "
             "Fix the TPU settings, or pass strategy='auto' with them unset."
         ) from err
-    return outcome["resolver"]
 
 
 def _tpu(plan: Plan) -> Any:
@@ -306,9 +292,70 @@ def _tpu(plan: Plan) -> Any:
     if plan.tpu is not None and plan.tpu.source == "COLAB_TPU_ADDR" and name and "://" not in name:
         name = f"grpc://{name}"
     resolver = tpu_cluster_resolver(name or None)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
+    _check_reachable(resolver, TPU_CONNECT_TIMEOUT_SECONDS)
+    _bounded(f"Connecting to the TPU {name!r}", lambda: tf.config.experimental_connect_to_cluster(resolver), TPU_CONNECT_TIMEOUT_SECONDS)
+    tf.tpu.experimental.initialize_tpu_system(resolver)  # in this thread: it runs a program on the TPU, reached above
     return tf.distribute.TPUStrategy(resolver)
+
+
+#: How long connecting to a TPU's gRPC address may take: TensorFlow's connect waits forever on a
+#: port nothing listens on.
+TPU_CONNECT_TIMEOUT_SECONDS = 60.0
+
+
+def _check_reachable(resolver: Any, timeout: float) -> None:
+    """For a TPU reached over gRPC (``grpc://host:port``: a TPU node, Colab), open a TCP
+    connection to it first, within ``timeout``: TensorFlow's own connect would wait forever.
+    A TPU VM's local TPU (no address) has nothing to check.
+
+    Raises:
+        StrategyUnavailableError: naming the address, what happened and the limit.
+    """
+    try:
+        master = str(resolver.master() or "")
+    except Exception:  # a resolver that cannot say: TensorFlow's connect reports it, bounded below
+        return
+    if not master.startswith("grpc://"):
+        return
+    host, _, port = master[len("grpc://") :].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return
+    except (OSError, ValueError) as err:
+        why = "no answer" if isinstance(err, TimeoutError) else (getattr(err, "strerror", None) or str(err))
+        raise StrategyUnavailableError(
+            f"The TPU at {master} could not be reached ({why}; the limit is {timeout:g} s) (Received: the TPU address "
+            f"{master}). Expected a TPU listening there. Check TPU_NAME / COLAB_TPU_ADDR and that this VM can "
+            "reach the TPU; unset them to train without a TPU."
+        ) from None
+
+
+def _bounded(what: str, step: Callable[[], Any], timeout: float) -> Any:
+    """Run ``step`` in a thread and wait at most ``timeout`` seconds for it (TensorFlow's TPU
+    calls have no timeout of their own); its exception is raised here.
+
+    Raises:
+        StrategyUnavailableError: when it has not finished in time.
+    """
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = step()
+        except BaseException as err:  # raised again in the caller's thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=run, name="autodist-tpu", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise StrategyUnavailableError(
+            f"{what} did not finish in {timeout:g} s. Expected the TPU to answer. Check that this VM can reach "
+            "the TPU and that no other process holds it; unset TPU_NAME / COLAB_TPU_ADDR to train without a TPU."
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 #: The script's strategy classes autodist can keep, by class name (MRO), and their kind.

@@ -1,0 +1,287 @@
+"""The public API's arguments, checked in one place: every keyword of ``autodist.fit``,
+``autodist.plan`` (and the pure planner), ``autodist.init`` and ``@autodist.distributed``, with
+its type, its range and what it means.
+
+Each entry point calls its ``check_*`` first, before it detects, plans, imports TensorFlow or
+touches a file. A bad value is an :class:`~autodist.errors.ArgumentError` (a ``TypeError`` and a
+``ValueError`` too), in the words the environment parsers use: ``"autodist.fit: epochs must be
+an integer of at least 0 (Received: epochs=2.5, a float). ..."``. What ``model.fit`` accepts
+goes on with the same meaning: a single callback or a nested list of them (Keras flattens
+them), a ``CallbackList``, numpy integers, any ``os.PathLike`` path. What autodist adds is
+checked fully: memory fractions, optimizer slots, timeouts (at most a week), strategy names
+(with the nearest valid one).
+
+Deliberately stricter than ``model.fit``: ``batch_size=0`` and ``True`` (Keras reads them as 32
+and 1) and a negative ``epochs`` (Keras trains nothing) are refused.
+
+Example:
+    >>> check_plan_arguments("autodist.plan", {"num_params": 1000, "strategy": "Mirrored"})
+    {'num_params': 1000, 'strategy': 'mirrored'}
+    >>> check_plan_arguments("autodist.plan", {"gpu_memory_fraction": "0.5"})
+    Traceback (most recent call last):
+    ...
+    autodist.errors.ArgumentError: autodist.plan: gpu_memory_fraction must be a number in (0, 1] (Received: gpu_memory_fraction='0.5', a str). It is the share of each GPU's memory the model may use: pass a float such as 0.9.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from autodist.detection.model_info import ModelInfo, is_compiled, is_model
+from autodist.detection.snapshot import HardwareSnapshot
+from autodist.errors import ArgumentError, BatchSizeError, ModelPlacementError
+from autodist.fields import MAX_WAIT_SECONDS, Kind, Parameter, a_type, boolean, check_arguments, either, integer, name_of, none_or, number, path, shown, unknown_names
+from autodist.planning.plans import ScriptStrategy, StrategyKind
+from autodist.planning.tune_rules import TUNE
+
+__all__ = [
+    "FIT_PARAMETERS",
+    "INIT_PARAMETERS",
+    "MAX_BATCH_SIZE",
+    "MAX_NUM_PARAMS",
+    "MAX_OPTIMIZER_SLOTS",
+    "PLAN_PARAMETERS",
+    "STRATEGY_NAMES",
+    "check_distributed_arguments",
+    "check_fit_arguments",
+    "check_init_arguments",
+    "check_plan_arguments",
+]
+
+#: Every name ``strategy=`` takes: ``auto``, ``tune`` (``fit`` times the candidates) and the kinds.
+STRATEGY_NAMES = ("auto", TUNE, *(kind.value for kind in StrategyKind))
+#: A quadrillion parameters: far above any model, low enough that byte counts stay exact.
+MAX_NUM_PARAMS = 10**15
+#: The largest global batch: TensorFlow's shapes and Keras's step counts are 32-bit there.
+MAX_BATCH_SIZE = 2**31 - 1
+#: Optimizer slots per variable: Adam has 2, Adafactor 3; more is a typo.
+MAX_OPTIMIZER_SLOTS = 64
+#: Activations may be estimated as at most this many times the weights and gradients.
+MAX_ACTIVATION_FRACTION = 100.0
+
+
+def _instance(cls: type, expected: str) -> Kind:
+    return Kind(expected, lambda value: value if isinstance(value, cls) else _refuse())
+
+
+def _refuse() -> Any:
+    raise TypeError
+
+
+def _batch(value: Any) -> int:
+    """An integer (or a float with no fraction, as 64.0) from 1 to :data:`MAX_BATCH_SIZE`."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return integer(1, MAX_BATCH_SIZE).convert(value)
+
+
+def _environ(value: Any) -> Mapping[str, str]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        _refuse()
+    return value
+
+
+_STRATEGY = Parameter("strategy", name_of(STRATEGY_NAMES, enum=StrategyKind), "Pass strategy='auto' to let autodist choose, or name the strategy to force.")
+_BATCH = Parameter(
+    "batch_size", Kind(f"None or an integer from 1 to {MAX_BATCH_SIZE}", lambda value: None if value is None else _batch(value)),
+    "It is the global batch: the samples in one training step across all replicas. Pass an int such as batch_size=64.", BatchSizeError,
+)  # fmt: skip
+_NUM_PARAMS = Parameter(
+    "num_params", none_or(integer(1, MAX_NUM_PARAMS)),
+    "It is the model's parameter count (model.count_params()): pass it, or the model itself.",
+)  # fmt: skip
+_GPU_FRACTION = Parameter(
+    "gpu_memory_fraction", number(0.0, 1.0, low_open=True),
+    "It is the share of each GPU's memory the model may use: pass a float such as 0.9.",
+)  # fmt: skip
+_PEER_TIMEOUT = Parameter(
+    "peer_timeout_seconds", number(0.0, MAX_WAIT_SECONDS, low_open=True),
+    "It bounds how long a worker waits for its peers: pass a number of seconds such as 300 (at most a week).",
+)  # fmt: skip
+
+#: The planner's keywords (``autodist.plan`` and :func:`autodist.planning.planner.plan`).
+PLAN_PARAMETERS: dict[str, Parameter] = {
+    row.name: row
+    for row in (
+        Parameter("model", Kind("a Keras model", lambda value: value if is_model(value) else _refuse()), "Pass a built Keras model, or num_params= without a model."),
+        Parameter("model_info", _instance(ModelInfo, "a ModelInfo"), "Pass autodist.describe_model(model), or the model itself."),
+        _NUM_PARAMS,
+        _BATCH,
+        _STRATEGY,
+        _GPU_FRACTION,
+        Parameter("activation_fraction", number(0.0, MAX_ACTIVATION_FRACTION), "It is the activations' share of the weights and gradients when the layer sizes are unknown: pass for example 0.5."),
+        Parameter("optimizer_slots", none_or(integer(0, MAX_OPTIMIZER_SLOTS)), "It is how many values the optimizer keeps per weight (SGD 0, momentum 1, Adam 2): pass that count, or leave it out to read it from the model."),
+        _PEER_TIMEOUT,
+        Parameter("environ", Kind("a mapping of str to str", _environ), "Pass os.environ, or a dict of the AUTODIST_* settings."),
+        Parameter("fit_facts", Kind("a FitFacts", lambda value: value if type(value).__name__ == "FitFacts" else _refuse()), "It is made by autodist.fit; leave it out."),
+        Parameter("refuse_when_nothing_fits", boolean(), "True raises when the model fits no GPU; False (dry runs) warns instead."),
+        Parameter("kept", _instance(ScriptStrategy, "a ScriptStrategy"), "It is made by autodist.fit for a script's own strategy; leave it out."),
+    )
+}
+
+#: ``autodist.init``'s keywords: the planner's that describe the model and the job.
+INIT_PARAMETERS: dict[str, Parameter] = {name: PLAN_PARAMETERS[name] for name in ("strategy", "batch_size", "model", "num_params", "gpu_memory_fraction", "activation_fraction", "optimizer_slots", "peer_timeout_seconds")}
+
+#: ``autodist.fit``'s own keywords (``model``, ``x``, ``y`` and ``model.fit``'s are checked apart).
+FIT_PARAMETERS: dict[str, Parameter] = {
+    row.name: row
+    for row in (
+        _BATCH,
+        Parameter("epochs", integer(0), "It is how many passes over the data to train, as for model.fit: pass for example epochs=10."),
+        _STRATEGY,
+        _NUM_PARAMS,
+        Parameter("gpu_memory_fraction", none_or(_GPU_FRACTION.kind), _GPU_FRACTION.meaning),
+        Parameter("backup_dir", none_or(either(boolean(), path())), "It is the folder of the epoch-end and preemption saves (a str or pathlib.Path), False to turn them off, or None for the default."),
+        Parameter("peer_timeout_seconds", none_or(_PEER_TIMEOUT.kind), _PEER_TIMEOUT.meaning),
+        Parameter("mixed_precision", boolean(), "True builds the model under Keras's mixed_bfloat16 policy (TPU)."),
+        Parameter("ray_report", boolean(), "False leaves reporting to Ray Train to your own callbacks."),
+        Parameter("ray_checkpoint", boolean(), "False reports the metrics to Ray Train without a checkpoint."),
+    )
+}
+
+
+def check_plan_arguments(where: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The planner's keywords, checked and converted (``strategy`` in lower case, numpy numbers
+    as Python ones); one given as ``None`` is left out, so its default applies. The ``snapshot``
+    is checked apart, by :func:`check_snapshot`.
+
+    Raises:
+        ArgumentError: for an unknown keyword (with the nearest one) or a bad value.
+    """
+    return check_arguments(where, PLAN_PARAMETERS, {name: value for name, value in values.items() if value is not None})
+
+
+def check_snapshot(where: str, snapshot: Any, *, optional: bool) -> Any:
+    """``snapshot`` when it is a :class:`HardwareSnapshot` (or ``None`` when ``optional``)."""
+    if isinstance(snapshot, HardwareSnapshot) or (optional and snapshot is None):
+        return snapshot
+    raise ArgumentError(
+        f"{where}: snapshot must be a HardwareSnapshot{' or None' if optional else ''} (Received: "
+        f"snapshot={shown(snapshot)}, {a_type(snapshot)}). The planner reads no machine itself: pass "
+        "autodist.detect(), HardwareSnapshot.from_dict(...), or call autodist.plan() with no snapshot to plan for this machine."
+    )
+
+
+def check_init_arguments(where: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``autodist.init``'s keywords, checked and converted (``None``: the default, left out)."""
+    return check_arguments(where, INIT_PARAMETERS, {name: value for name, value in values.items() if value is not None})
+
+
+def check_distributed_arguments(fn: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``@autodist.distributed``'s function (``None`` when used with options) and options,
+    checked when it decorates, not when the function first runs."""
+    if fn is not None and not callable(fn):
+        raise ArgumentError(
+            f"@autodist.distributed: fn must be a function (Received: fn={shown(fn)}, {a_type(fn)}). "
+            "Use it bare (@autodist.distributed) or with keywords (@autodist.distributed(batch_size=64))."
+        )
+    return check_init_arguments("@autodist.distributed", values)
+
+
+def check_fit_arguments(model: Any, values: Mapping[str, Any], fit_kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """``autodist.fit``'s arguments: ``(builder or None, its keywords, model.fit's keywords)``.
+
+    ``model`` is a compiled Keras model or a function of no arguments that builds one. Keywords
+    for ``model.fit`` are checked against the model's own ``fit`` (a misspelling is refused with
+    the nearest name, as ``model.fit`` would refuse it with a ``TypeError``); ``callbacks`` may be
+    one callback, a list, a nested list or a ``CallbackList``, as ``model.fit`` takes them, and
+    goes on as one flat list.
+
+    Raises:
+        ModelPlacementError: for a model that is not a compiled Keras model or a builder.
+        ArgumentError: for any other bad argument.
+    """
+    builder = _builder_of(model)
+    checked = check_arguments("autodist.fit", FIT_PARAMETERS, values)
+    kwargs = dict(fit_kwargs)
+    if builder is None:
+        _known_to_fit(model, kwargs)
+    if "callbacks" in kwargs:
+        kwargs["callbacks"] = _flat_callbacks(kwargs["callbacks"])
+    for name in ("steps_per_epoch", "validation_steps", "initial_epoch", "verbose"):  # validation_freq: tf_keras also takes a list
+        if kwargs.get(name) is not None and not (name == "verbose" and kwargs[name] == "auto"):
+            kwargs[name] = _count(name, kwargs[name])
+    return builder, checked, kwargs
+
+
+def _builder_of(model: Any) -> Any:
+    """``None`` for a compiled model, the function for a model-building function; else the error."""
+    if is_model(model):
+        if not is_compiled(model):
+            raise ModelPlacementError(
+                "autodist.fit got a model that is not compiled. Expected a compiled model, as for "
+                "model.fit. Call model.compile(optimizer=..., loss=...) first, or pass a function "
+                "that builds and compiles it."
+            )
+        return None
+    if not callable(model):
+        raise ModelPlacementError(
+            f"autodist.fit: model must be a compiled Keras model or a function of no arguments that builds and "
+            f"compiles one (Received: model={shown(model)}, {a_type(model)}). Pass the model you "
+            "would call .fit on."
+        )
+    try:
+        required = [p.name for p in inspect.signature(model).parameters.values() if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (TypeError, ValueError):  # a builtin without a signature: called as it is
+        required = []
+    if required:
+        raise ModelPlacementError(
+            f"autodist.fit: a model-building function must take no arguments (Received: {shown(model)}, which "
+            f"needs {', '.join(required)}). autodist calls it inside the strategy's scope with none: give the "
+            "arguments defaults, or pass functools.partial(build, ...)."
+        )
+    return model
+
+
+def _known_to_fit(model: Any, kwargs: Mapping[str, Any]) -> None:
+    """Refuse a keyword the model's ``fit`` does not take (unless it takes ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(model.fit).parameters
+    except (TypeError, ValueError, AttributeError):
+        return
+    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        return
+    known = [name for name in parameters if name not in ("x", "y", "batch_size", "epochs")]
+    unknown_names(f"autodist.fit (for {type(model).__name__}.fit)", known + list(FIT_PARAMETERS), kwargs)
+
+
+def _flat_callbacks(callbacks: Any) -> list[Any]:
+    """``callbacks`` as ``model.fit`` reads it: ``None``, one callback, a (nested) list or tuple
+    of them, or a ``CallbackList``; each must be a Keras callback (it has ``set_model``)."""
+    if callbacks is None:
+        return []
+    if type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list):
+        callbacks = callbacks.callbacks
+    flat: list[Any] = []
+    pending = [callbacks]
+    while pending:
+        item = pending.pop(0)
+        if isinstance(item, (list, tuple)):
+            pending[:0] = list(item)
+        else:
+            flat.append(item)
+    for item in flat:
+        if not callable(getattr(item, "set_model", None)):
+            raise ArgumentError(
+                f"autodist.fit: callbacks must be Keras callbacks, one or a list of them (Received: an item "
+                f"{shown(item)}, {a_type(item)}, in callbacks={shown(callbacks)}). Pass keras.callbacks.Callback "
+                "instances, as for model.fit."
+            )
+    return flat
+
+
+def _count(name: str, value: Any) -> Any:
+    """``model.fit``'s counts (``steps_per_epoch``, ...): a numpy integer as a Python ``int``,
+    and a bool, a float with a fraction or a negative number refused (Keras fails later on them)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        integral = isinstance(value, float) and math.isfinite(value) and value.is_integer() and value >= 0
+        if not integral:
+            raise ArgumentError(
+                f"autodist.fit: {name} must be None or an integer of at least 0 (Received: {name}={shown(value)}, "
+                f"{a_type(value)}). It goes to model.fit as it is: pass an int."
+            )
+    return int(value)
