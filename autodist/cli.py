@@ -23,18 +23,22 @@ from autodist.detection.hardware import HardwareSnapshot, detect
 from autodist.entry.hook import uninstall as uninstall_activation
 from autodist.detection.ray_train import ray_train_worker
 from autodist.errors import ArgumentError, AutodistError
-from autodist.fields import nearest, positive_int_argument
+from autodist.fields import bounded, nearest
+from autodist.files import parse_json, read_regular_file
+from autodist.planning.arguments import MAX_BATCH_SIZE, MAX_NUM_PARAMS, STRATEGY_NAMES
 from autodist.jobs import job_layout
 from autodist.jobs.tune_cache import cached_decisions
 from autodist.planning.planner import check_strategy_setting, plan
-from autodist.planning.plans import Plan, StrategyKind, format_gib
+from autodist.planning.plans import Plan, format_gib
 from autodist.settings import check_settings
 from autodist.upstream.surface import status as upstream_status
 from autodist.upstream.versions import check_versions, installed
 
 __all__ = ["main"]
 
-STRATEGY_CHOICES = ["auto"] + [kind.value for kind in StrategyKind]  # "tune" times a model: fit only
+STRATEGY_CHOICES = [name for name in STRATEGY_NAMES if name != "tune"]  # "tune" times a model: fit only
+#: The demo trains a small model on 1,437 images: 20 epochs take seconds; a thousand, minutes.
+MAX_DEMO_EPOCHS = 10_000
 
 
 def _gib(num_bytes: int | None) -> str:
@@ -185,8 +189,8 @@ def plan_parser(subparsers: Any) -> None:
     """Add ``plan`` (the planner on this machine or on a ``--snapshot`` of another) to ``subparsers``."""
     parser = subparsers.add_parser("plan", help="dry-run the planner on real or simulated hardware")
     parser.add_argument("--snapshot", help="a snapshot JSON file (as `inspect --json` writes it)")
-    parser.add_argument("--num-params", type=positive_int_argument, help="the model's parameter count")
-    parser.add_argument("--batch-size", type=positive_int_argument, help="the global batch size")
+    parser.add_argument("--num-params", type=bounded(MAX_NUM_PARAMS), help="the model's parameter count")
+    parser.add_argument("--batch-size", type=bounded(MAX_BATCH_SIZE), help="the global batch size")
     parser.add_argument("--strategy", default="auto", type=strategy_argument, help=f"one of {', '.join(STRATEGY_CHOICES)} (default auto)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.set_defaults(command=plan_command, render=lambda data: _plan_text(data))
@@ -198,7 +202,7 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
     Raises:
         AutodistError: when the snapshot file cannot be read as JSON.
     """
-    if args.snapshot:
+    if args.snapshot is not None:
         raw = read_json_file(args.snapshot, "--snapshot", "a JSON file as `python -m autodist inspect --json > snap.json` writes it")
         snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw) if isinstance(raw, dict) else raw)
     else:
@@ -207,39 +211,21 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
     return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
 
 
-#: The largest JSON file a command reads: a snapshot is about 2 KB.
-MAX_JSON_BYTES = 1 << 20
-
-
-def read_json_file(path: str, flag: str, expected: str, limit: int = MAX_JSON_BYTES) -> Any:
+def read_json_file(path: str, flag: str, expected: str) -> Any:
     """The JSON value in the file at ``path``, whatever its bytes: UTF-8 (with or without a
     byte-order mark), or UTF-16/32 with one (what a Windows shell's ``>`` writes).
 
     Raises:
-        ArgumentError: one line naming the file and what was expected, for a missing file, a
-            folder, a file over ``limit`` bytes, bytes in no such encoding, or text that is not
-            JSON (nested too deeply included).
+        ArgumentError: one line naming the file and what was expected, for an empty path, a
+            missing file, a folder, a pipe or device, a file over 1 MiB, bytes in no such
+            encoding, or text that is not JSON (nested too deeply, or numbers too long, included).
     """
-    def refuse(problem: str) -> ArgumentError:
-        return ArgumentError(f"{flag} {path!r} {problem}. Expected {expected}. Pass that file's path.")
-
-    if os.path.isdir(path):
-        raise refuse("is a folder")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as err:
-        raise refuse(f"could not be read ({err.strerror or type(err).__name__})") from None
-    if len(data) > limit:
-        raise refuse(f"is larger than {limit} bytes, the most autodist reads")
-    try:
-        return json.loads(data)  # detects UTF-8, UTF-16 and UTF-32 by their first bytes
-    except UnicodeDecodeError:
-        raise refuse("is not text in UTF-8, UTF-16 or UTF-32 (binary data?)") from None
-    except json.JSONDecodeError as err:
-        raise refuse(f"is not JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
-    except RecursionError:
-        raise refuse("is JSON nested too deeply to read") from None
+        if not path:
+            raise ValueError("empty")
+        return parse_json(read_regular_file(path))
+    except ValueError as err:
+        raise ArgumentError(f"{flag} {path!r} is {err}. Expected {expected}. Pass that file's path.") from None
 
 
 def _plan_text(data: dict[str, Any]) -> str:
@@ -253,8 +239,8 @@ def _plan_text(data: dict[str, Any]) -> str:
 def demo_parser(subparsers: Any) -> None:
     """Add ``demo`` (training on the bundled digits data) to ``subparsers``."""
     parser = subparsers.add_parser("demo", help="train on the bundled digits data set")
-    parser.add_argument("--epochs", type=positive_int_argument, default=20)
-    parser.add_argument("--batch-size", type=positive_int_argument, default=64)
+    parser.add_argument("--epochs", type=bounded(MAX_DEMO_EPOCHS), default=20)
+    parser.add_argument("--batch-size", type=bounded(MAX_BATCH_SIZE), default=64)
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(command=demo_command, render=render_demo)
 
@@ -408,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         >>> main(["plan", "--num-params", "1000", "--batch-size", "64"])  # doctest: +SKIP
         0
     """
+    for stream in (sys.stdout, sys.stderr):  # a path or host in bytes of no encoding prints escaped, not as a traceback
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     if args.name in ("inspect", "plan"):
         uninstall_activation()  # they report; this process trains nothing

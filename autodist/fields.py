@@ -4,7 +4,8 @@ raising an ``AutodistError`` that says which field, what was received, what was 
 to fix it.
 
 The API's arguments are :class:`Parameter` rows (a name, a :class:`Kind`, what it means), checked
-together by :func:`check_arguments`; the tables are in :mod:`autodist.planning.arguments`.
+together by :func:`check_arguments`; the tables are in :mod:`autodist.planning.arguments`. What
+is read from files and JSON text is in :mod:`autodist.files`.
 
 Settings have their parsers in :mod:`autodist.settings`, cluster variables in
 :mod:`autodist.detection.cluster_spec` and :mod:`autodist.detection.cluster`; both use the same words.
@@ -29,18 +30,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from autodist.errors import ArgumentError, AutodistError
+from autodist.files import folder_problem
 
 __all__ = [
     "MAX_WAIT_SECONDS",
     "Kind",
     "Parameter",
     "boolean",
+    "bounded",
     "check_arguments",
+    "check_environ",
     "choice",
     "count",
     "either",
     "a_type",
     "flag",
+    "folder",
     "integer",
     "mapping",
     "name_of",
@@ -54,6 +59,7 @@ __all__ = [
     "shown",
     "text",
     "unknown_names",
+    "wrong",
 ]
 
 #: The longest wait any argument or setting may ask for: a week. Longer ones overflow the
@@ -64,9 +70,7 @@ FIX = "Fix the value, or write the snapshot again with `python -m autodist inspe
 
 
 def _refuse(name: str, value: Any, expected: str, where: str, fix: str) -> AutodistError:
-    shown = repr(value)
-    shown = shown if len(shown) <= 80 else shown[:77] + "..."
-    return AutodistError(f"{where}'s {name} is {shown}. Expected {expected}. {fix}")
+    return AutodistError(f"{where}'s {name} is {shown(value)}. Expected {expected}. {fix}")
 
 
 def count(name: str, value: Any, *, minimum: int = 0, maximum: int | None = None, where: str, fix: str = FIX) -> int:
@@ -119,8 +123,9 @@ def sequence(name: str, value: Any, *, where: str, fix: str = FIX) -> list[Any]:
     return list(value)
 
 
-def positive_int_argument(raw: str) -> int:
-    """An ``argparse`` type: a positive integer (``--num-params``, ``--batch-size``, ``--workers``).
+def positive_int_argument(raw: str, maximum: int | None = None) -> int:
+    """An ``argparse`` type: an integer from 1 to ``maximum`` (``--num-params``, ``--batch-size``,
+    ``--epochs``); :func:`bounded` makes one with its maximum.
 
     Example:
         >>> positive_int_argument("64")
@@ -130,11 +135,24 @@ def positive_int_argument(raw: str) -> int:
 
     try:
         value = int(raw)
-    except ValueError:
+    except ValueError:  # not a whole number, or one of more than 4300 digits
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a positive integer; pass a whole number of at least 1")
+    if value < 1 or (maximum is not None and value > maximum):
+        bound = "of at least 1" if maximum is None else f"from 1 to {maximum}"
+        raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not an integer {bound}; pass a whole number {bound}")
     return value
+
+
+def bounded(maximum: int) -> Callable[[str], int]:
+    """An ``argparse`` type: :func:`positive_int_argument` with ``maximum``.
+
+    Example:
+        >>> bounded(10)("11")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: '11' is not an integer from 1 to 10; pass a whole number from 1 to 10
+    """
+    return lambda raw: positive_int_argument(raw, maximum)
 
 
 # ----------------------------------------------------------------------------- the API's arguments
@@ -166,9 +184,17 @@ class Parameter:
 
 
 def shown(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters (a huge list stays one short line)."""
+    """``repr(value)``, cut to ``limit`` characters (a huge list stays one short line; an
+    integer of more digits than Python prints, as its size).
+
+    Example:
+        >>> shown(10**5000)
+        '<an int of 5001 digits>'
+    """
     try:
         text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits
+        return f"<an int of {len(str(abs(value) // 10**4000)) + 4000} digits>" if isinstance(value, int) else f"<{type(value).__name__} object>"
     except Exception:  # a user's object whose __repr__ fails is still named
         text = f"<{type(value).__name__} object>"
     text = text.replace("\n", "\\n")
@@ -211,20 +237,22 @@ def check_arguments(where: str, parameters: Mapping[str, Parameter], values: Map
     return checked
 
 
-def unknown_names(where: str, known: Iterable[str], given: Iterable[str]) -> None:
-    """Refuse a keyword that is none of ``known``, with the nearest known name.
+def unknown_names(where: str, known: Iterable[str], given: Iterable[str] | Mapping[str, Any]) -> None:
+    """Refuse a keyword that is none of ``known``, with the nearest known name (and its value,
+    when ``given`` maps names to values).
 
     Example:
-        >>> unknown_names("autodist.plan", ["num_params", "batch_size"], ["num_param"])
+        >>> unknown_names("autodist.plan", ["num_params", "batch_size"], {"num_param": 10})
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: autodist.plan got an unexpected keyword argument 'num_param' (Received: num_param=...). Expected one of: batch_size, num_params. Did you mean 'num_params'?
+        autodist.errors.ArgumentError: autodist.plan got an unexpected keyword argument 'num_param' (Received: num_param=10). Expected one of: batch_size, num_params. Did you mean 'num_params'?
     """
     names = sorted(known)
     for name in given:
         if name not in names:
+            value = f"={shown(given[name])}" if isinstance(given, Mapping) else ""
             raise ArgumentError(
-                f"{where} got an unexpected keyword argument {name!r} (Received: {name}=...). Expected "
+                f"{where} got an unexpected keyword argument {name!r} (Received: {name}{value}). Expected "
                 f"one of: {', '.join(names)}.{nearest(name, names)}"
             )
 
@@ -245,6 +273,11 @@ def nearest(name: Any, options: Iterable[str]) -> str:
 
 def _fail(why: str = "") -> Any:
     raise _Wrong(why)
+
+
+def wrong(hint: str) -> Any:
+    """Refuse the value a :class:`Kind` is converting, with ``hint`` (a sentence) ending the error."""
+    raise _Wrong(hint)
 
 
 def integer(minimum: int, maximum: int | None = None) -> Kind:
@@ -296,6 +329,34 @@ def path() -> Kind:
     return Kind("a path (a str or os.PathLike, not empty)", convert)
 
 
+def environ_mapping() -> Kind:
+    """An environment: ``None`` (``os.environ``) or a mapping of ``str`` to ``str``."""
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, Mapping):
+            _fail()
+        odd = next(((key, item) for key, item in value.items() if not isinstance(key, str) or not isinstance(item, str)), None)
+        if odd is not None:
+            _fail(f"Its entry {shown(odd[0])}: {shown(odd[1])} is not a str: str pair.")
+        return value
+
+    return Kind("None (os.environ) or a mapping of str to str", convert)
+
+
+ENVIRON = Parameter("environ", environ_mapping(), "It is the environment to read: pass os.environ, a dict of str to str, or None.")
+FAST = Parameter("fast", boolean(), "True skips importing TensorFlow.")
+DONE = Parameter("done", boolean(), "True says the training loop has ended.")
+
+
+def check_environ(where: str, environ: Any, **flags: Any) -> None:
+    """The ``environ`` (and the ``fast``/``done`` flags) of a detection call (``autodist.detect``,
+    ``is_chief``, ``beat``), checked before it reads anything."""
+    rows = {row.name: row for row in (ENVIRON, FAST, DONE)}
+    check_arguments(where, rows, {"environ": environ, **flags})
+
+
 def either(*kinds: Kind) -> Kind:
     """The first of ``kinds`` that accepts the value."""
 
@@ -330,3 +391,16 @@ def name_of(options: Iterable[str], *, enum: type | None = None) -> Kind:
         return value.strip().lower()
 
     return Kind(f"one of {', '.join(names)}", convert)
+
+
+def folder() -> Kind:
+    """A path (:func:`path`) that is, or can become, a folder this user writes in (:func:`folder_problem`)."""
+
+    def convert(value: Any) -> str:
+        text = path().convert(value)
+        problem = folder_problem(text)
+        if problem:
+            _fail(f"{text} is not one: {problem}.")
+        return text
+
+    return Kind("a folder path (a str or os.PathLike) that is, or can be created as, a folder you can write in", convert)

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from autodist.errors import AutodistError, ClusterConfigError
-from autodist.fields import MAX_WAIT_SECONDS
+from autodist.fields import MAX_WAIT_SECONDS, shown
+from autodist.files import folder_problem
 
 __all__ = [
     "ACTIVATE_ENV",
@@ -83,8 +84,12 @@ SETTINGS: dict[str, str] = {
 }
 
 
+#: The most any count setting may be (``AUTODIST_STEPS_PER_EXECUTION``, ...): a larger one is a typo.
+MAX_COUNT_SETTING = 1 << 20
+
+
 def positive_int_setting(environ: Mapping[str, str], name: str, default: int, meaning: str) -> int:
-    """The positive integer in ``environ[name]``, or ``default`` when unset or empty.
+    """The integer in ``environ[name]``, from 1 to :data:`MAX_COUNT_SETTING`, or ``default`` when unset or empty.
 
     Raises:
         AutodistError: naming the variable, the value, and ``meaning`` (what it sets and how).
@@ -98,10 +103,10 @@ def positive_int_setting(environ: Mapping[str, str], name: str, default: int, me
         return default
     try:
         value = int(raw)
-    except ValueError:
+    except ValueError:  # not a whole number, or one of more than 4300 digits
         value = 0
-    if value < 1:
-        raise AutodistError(f"{name} must be a positive integer (Received: {name}={raw!r}). {meaning}")
+    if not 1 <= value <= MAX_COUNT_SETTING:
+        raise AutodistError(f"{name} must be an integer from 1 to {MAX_COUNT_SETTING} (Received: {name}={shown(raw)}). {meaning}")
     return value
 
 
@@ -129,7 +134,7 @@ def cpu_devices_setting(environ: Mapping[str, str], num_cpus: int) -> int:
     if value > bound:
         raise AutodistError(
             f"{CPU_DEVICES_ENV} asks for more logical CPU devices than this machine runs (Received: "
-            f"{CPU_DEVICES_ENV}={environ.get(CPU_DEVICES_ENV)!r}). Expected at most {bound}: {CPU_DEVICES_PER_CORE} per core "
+            f"{CPU_DEVICES_ENV}={shown(environ.get(CPU_DEVICES_ENV))}). Expected at most {bound}: {CPU_DEVICES_PER_CORE} per core "
             f"on its {num_cpus} core(s), and never fewer than {MIN_CPU_DEVICES_BOUND}; each device runs a replica of every "
             f"step, so more only queue. {meaning}"
         )
@@ -147,7 +152,7 @@ def port_setting(environ: Mapping[str, str], name: str, default: int) -> int:
         >>> port_setting({}, PORT_ENV, 2222), port_setting({PORT_ENV: "3000"}, PORT_ENV, 2222)
         (2222, 3000)
     """
-    raw = environ.get(name, str(default))
+    raw = environ.get(name, "").strip() or str(default)  # empty is unset, as for every setting
     if not re.fullmatch(r"[0-9]{1,5}", raw) or not 0 < int(raw) < 65536:
         raise ClusterConfigError(
             f"{name} must be a port number (Received: {name}={raw!r}). Expected an integer from 1 "
@@ -231,8 +236,20 @@ def check_settings(environ: Mapping[str, str]) -> None:
 
 
 def backup_dir_setting(environ: Mapping[str, str]) -> str | None:
-    """``AUTODIST_BACKUP_DIR``, or ``None`` when unset or empty."""
-    return environ.get(BACKUP_DIR_ENV) or None
+    """``AUTODIST_BACKUP_DIR``, or ``None`` when unset or empty.
+
+    Raises:
+        AutodistError: when it is not, and cannot become, a folder this user writes in (a file,
+            a path under a file, a folder of another user's).
+    """
+    raw = environ.get(BACKUP_DIR_ENV) or None
+    problem = folder_problem(raw) if raw else None
+    if problem:
+        raise AutodistError(
+            f"{BACKUP_DIR_ENV} must be a folder, or a path a folder can be created at (Received: {BACKUP_DIR_ENV}={shown(raw)}, "
+            f"{problem}). It is where the epoch-end and preemption saves go. Set it to a folder you can write in, or unset it."
+        )
+    return raw
 
 
 def activation_enabled(environ: Mapping[str, str]) -> bool:

@@ -2,7 +2,7 @@
 imports and the imports made inside functions. ``tests/test_layers.py`` checks it;
 ``python -m tests.import_graph`` prints the figures (``--list`` adds every function-level import).
 
-A module's layer is its folder's: the basics (``errors``, ``log``, ``settings``, ``fields``) →
+A module's layer is its folder's: the basics (``errors``, ``log``, ``settings``, ``fields``, ``files``) →
 ``upstream`` (the touches of private TensorFlow, Keras and JAX code) → ``detection`` → ``planning`` → ``jobs`` → ``run`` → ``jax`` → ``entry`` → the edge (the public
 names in ``__init__``, ``__main__``, ``cli``, ``demo``). A module imports its own layer and the
 ones before it, never one after.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autodist"
 FOLDERS = ("upstream", "detection", "planning", "jobs", "run", "jax", "entry")
-BASICS = ("errors", "log", "settings", "fields")
+BASICS = ("errors", "log", "settings", "fields", "files")
 EDGE = ("__init__", "__main__", "cli", "demo")
 FRAMEWORKS = {"tensorflow", "keras", "tf_keras", "jax", "jaxlib"}
 

@@ -12,7 +12,9 @@ from autodist.settings import CPU_DEVICES_PER_CORE, MIN_CPU_DEVICES_BOUND
 
 
 def devices_of(snapshot) -> int:
-    """The devices a single-host strategy replicates over: the GPUs, else the logical CPUs."""
+    """The devices a single-host strategy replicates over: JAX's, the GPUs, else the logical CPUs."""
+    if snapshot.keras_backend == "jax":
+        return max(1, len(snapshot.jax_devices))
     return len(snapshot.gpus) or snapshot.num_cpu_devices
 
 
@@ -21,7 +23,7 @@ def check_plan_invariants(the_plan, snapshot, given: dict, *, refuse_when_nothin
     (``strategy``, ``batch_size``, ``gpu_memory_fraction``, ``peer_timeout_seconds``, ...)."""
     kind, replicas = the_plan.strategy, the_plan.num_replicas
     assert replicas >= 1 and the_plan.global_batch_size == the_plan.per_replica_batch_size * replicas, the_plan
-    assert 1 <= the_plan.global_batch_size <= MAX_BATCH_SIZE + replicas * 8, the_plan
+    assert 1 <= the_plan.global_batch_size <= MAX_BATCH_SIZE, the_plan
     if isinstance(given.get("batch_size"), (int, np.integer)) and not isinstance(given["batch_size"], bool):
         assert abs(the_plan.global_batch_size - int(given["batch_size"])) < replicas * (8 if kind == StrategyKind.TPU else 1), the_plan
     if the_plan.footprint_bytes is not None:
@@ -36,6 +38,8 @@ def check_plan_invariants(the_plan, snapshot, given: dict, *, refuse_when_nothin
         StrategyKind.MULTI_WORKER_MIRRORED: cluster is not None and cluster.num_workers >= 2,
         StrategyKind.PARAMETER_SERVER: cluster is not None and cluster.num_ps >= 1,
         StrategyKind.TPU: snapshot.tpu is not None,
+        StrategyKind.DATA_PARALLEL: snapshot.keras_backend == "jax",
+        StrategyKind.MODEL_PARALLEL: snapshot.keras_backend == "jax",
     }
     assert exists.get(kind, False), f"{kind.value} does not exist on this snapshot: {snapshot.to_dict()}"
     assert replicas <= devices_of(snapshot) * (cluster.num_workers if cluster else 1) * (8 if kind == StrategyKind.TPU else 1)

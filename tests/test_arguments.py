@@ -27,10 +27,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import autodist
-from autodist.cli import MAX_JSON_BYTES, main
+from autodist.cli import main
 from autodist.errors import ArgumentError, AutodistError, ModelPlacementError, StrategyUnavailableError
 from autodist.fields import MAX_WAIT_SECONDS, shown
+from autodist.files import MAX_JSON_BYTES
 from autodist.planning.arguments import MAX_OPTIMIZER_SLOTS, STRATEGY_NAMES, check_distributed_arguments, check_fit_arguments, check_init_arguments
+from autodist.detection.jax_devices import JaxDevice
+from autodist.detection.model_info import ModelInfo
 from autodist.planning.plans import StrategyKind
 from tests.conftest import make_snapshot
 from tests.plan_invariants import check_plan_invariants
@@ -53,15 +56,17 @@ snapshots = st.one_of(
     st.builds(lambda n, gib: make_snapshot(num_gpus=n, gpu_memory_gib=gib), st.integers(1, 8), st.sampled_from([8, 16, 40, 80])),
     st.just(make_snapshot(tpu=True)),
     st.sampled_from([make_snapshot(tf_config=TWO_WORKERS), make_snapshot(tf_config=WITH_PS)]),
+    st.builds(lambda n, platform: autodist.HardwareSnapshot.cpu_only(num_cpus=8, keras_backend="jax", jax_devices=(JaxDevice(platform, platform, 40 * 2**30 if platform == "gpu" else None),) * n), st.integers(1, 4), st.sampled_from(["cpu", "gpu"])),
 )
 VALID = {
     "num_params": st.one_of(st.integers(1, 2 * 10**10), st.integers(1, 10**6).map(np.int64)),
-    "batch_size": st.one_of(st.integers(1, 4096), st.sampled_from([64.0, np.int32(32)])),
+    "batch_size": st.one_of(st.integers(1, 4096), st.sampled_from([64.0, np.int32(32), np.float32(64.0), 2**31 - 1])),
     "strategy": st.one_of(st.sampled_from(STRATEGY_NAMES), st.sampled_from(list(StrategyKind)), st.sampled_from(["Mirrored", "AUTO", " tpu "])),
     "gpu_memory_fraction": st.one_of(st.floats(0.05, 1.0), st.just(np.float32(0.5))),
     "activation_fraction": st.floats(0.0, 3.0),
     "optimizer_slots": st.integers(0, 3),
     "peer_timeout_seconds": st.one_of(st.floats(0.5, 1e5), st.integers(1, 3600)),
+    "model_info": st.builds(ModelInfo, num_params=st.integers(1, 10**9), optimizer_slots=st.integers(0, 3), activation_elements=st.one_of(st.none(), st.integers(0, 10**6))),
 }
 BAD = {
     "num_params": st.one_of(st.integers(max_value=0), st.just(10**16), not_counts),
@@ -71,6 +76,7 @@ BAD = {
     "activation_fraction": st.one_of(st.floats(-5, -0.001), st.just(1e300), junk),
     "optimizer_slots": st.one_of(st.integers(-5, -1), st.just(MAX_OPTIMIZER_SLOTS + 1), not_counts),
     "peer_timeout_seconds": st.one_of(st.floats(-10, 0), st.just(MAX_WAIT_SECONDS * 2), st.just(1e300), junk),
+    "model_info": st.one_of(st.builds(ModelInfo, num_params=st.integers(1, 10**6), optimizer_slots=st.integers(-10, -1)), st.builds(ModelInfo, num_params=st.sampled_from(["5", -3, 10**16])), junk),
 }
 
 
@@ -127,7 +133,7 @@ def test_plan_is_a_plan_whose_invariants_hold_or_an_error_naming_the_value(snaps
 
 
 @BUDGET
-@given(case=keywords_with_one_bad(), fn=st.one_of(st.just(None), st.just(len), st.integers()))
+@given(case=keywords_with_one_bad(names=tuple(name for name in VALID if name != "model_info")), fn=st.one_of(st.just(None), st.just(len), st.integers()))
 def test_init_and_distributed_check_the_same_keywords_before_anything_starts(case, fn):
     """``init``'s and ``@distributed``'s keywords, checked (neither starts anything here: the
     checks come first, and an accepted set is planned on a snapshot, as ``init`` would plan)."""
@@ -138,8 +144,7 @@ def test_init_and_distributed_check_the_same_keywords_before_anything_starts(cas
 
     def run():
         checked = check_init_arguments("autodist.init", keywords)
-        decorator = {name: value for name, value in keywords.items() if name in ("strategy", "batch_size", "num_params")}
-        assert check_distributed_arguments(fn, decorator) == {name: checked[name] for name in decorator}
+        assert check_distributed_arguments(fn, keywords) == checked, "@distributed takes init's keywords"
         return autodist.plan(snapshot, **checked)
 
     the_plan = outcome("init", run, bad, given_values)
@@ -156,6 +161,8 @@ def compiled():
     return model
 
 
+SELF_LIST: list = []
+SELF_LIST.append(SELF_LIST)  # a list that holds itself
 FIT_VALID = {
     "epochs": st.one_of(st.integers(0, 50), st.integers(0, 5).map(np.int32)),
     "batch_size": VALID["batch_size"],
@@ -176,7 +183,7 @@ FIT_BAD = {
     "ray_report": st.sampled_from([0, "no", None.__class__]),
     "ray_checkpoint": st.sampled_from([1, "true"]),
     "verbos": st.just(0),  # a misspelled keyword of model.fit's
-    "callbacks": st.sampled_from([5, "History", object()]),
+    "callbacks": st.sampled_from([5, "History", object(), SELF_LIST]),
 }
 
 
@@ -185,7 +192,7 @@ FIT_BAD = {
 def test_fit_takes_what_model_fit_takes_and_refuses_the_rest_by_name(compiled, data):
     values = {name: data.draw(FIT_VALID[name]) for name in FIT_VALID if data.draw(st.booleans())}
     callbacks = data.draw(callbacks_given())
-    kwargs = {**data.draw(st.fixed_dictionaries({}, optional={"verbose": st.sampled_from([0, 1, 2, "auto", np.int64(1)]), "shuffle": st.booleans(), "steps_per_epoch": st.one_of(st.none(), st.integers(1, 9)), "validation_split": st.floats(0, 0.5)}))}
+    kwargs = {**data.draw(st.fixed_dictionaries({}, optional={"verbose": st.sampled_from([0, 1, 2, "auto", np.int64(1), True, False]), "shuffle": st.booleans(), "steps_per_epoch": st.one_of(st.none(), st.integers(1, 9)), "validation_split": st.floats(0, 0.5)}))}
     if callbacks is not None:
         kwargs["callbacks"] = callbacks
     bad = data.draw(st.one_of(st.none(), st.sampled_from(sorted(FIT_BAD))))
@@ -367,6 +374,60 @@ def test_the_examples_of_the_issue_are_refused_by_name(call, error, phrases):
         call()
     for phrase in phrases:
         assert phrase in str(caught.value), str(caught.value)
+
+
+def _fifo(tmp_path):
+    path = tmp_path / "snap.fifo"
+    os.mkfifo(path)
+    return path
+
+
+# The kinds a review tried after the examples above (one case each): each is refused by name,
+# never a raw exception, a hang or a silent default.
+HELD_OUT = [
+    ("detect-environ", lambda tmp: autodist.detect("fast"), ["autodist.detect: environ", "environ='fast'"]),
+    ("detect-environ-value", lambda tmp: autodist.detect({"TF_CONFIG": 5}), ["environ={'TF_CONFIG': 5}", "'TF_CONFIG': 5 is not a str: str pair"]),
+    ("detect-fast", lambda tmp: autodist.detect({}, fast="no"), ["fast='no', a str"]),
+    ("is-chief", lambda tmp: autodist.is_chief("x"), ["autodist.is_chief: environ"]),
+    ("describe-model", lambda tmp: autodist.describe_model(None), ["model=None, a NoneType"]),
+    ("beat-done", lambda tmp: autodist.beat(done=1), ["done=1, an int"]),
+    ("distributed-typo", lambda tmp: autodist.distributed(batch_sise=3), ["'batch_sise'", "Received: batch_sise=3", "Did you mean 'batch_size'?"]),
+    ("snapshot-built-with-a-str-tpu", lambda tmp: autodist.plan(autodist.HardwareSnapshot.cpu_only(tpu="yes")), ["wrong type", "TpuInfo"]),
+    ("snapshot-built-with-100000-devices", lambda tmp: autodist.plan(autodist.HardwareSnapshot.cpu_only(num_cpu_devices=100000)), ["num_cpu_devices is 100000", "from 1 to 8"]),
+    ("snapshot-gpu-memory-text", lambda tmp: autodist.plan(autodist.HardwareSnapshot.cpu_only(gpus=(autodist.GpuInfo("x", "16GB"),) * 2), num_params=10), ["memory_bytes is '16GB'"]),
+    ("snapshot-keys-not-text", lambda tmp: autodist.HardwareSnapshot.from_dict({1: 2, "a": 3}), ["missing keras_flavor", "['1', 'a']"]),
+    ("snapshot-int-of-5001-digits", lambda tmp: autodist.HardwareSnapshot.from_dict({"keras_flavor": "keras3", "platform": "linux", "num_cpus": 10**5000}), ["<an int of 5001 digits>"]),
+    ("tf-config-nested", lambda tmp: autodist.detect({"TF_CONFIG": "[" * 100_000}, fast=True), ["TF_CONFIG is not valid JSON: JSON nested too deeply"]),
+    ("tf-config-long-number", lambda tmp: autodist.detect({"TF_CONFIG": '{"a": ' + "9" * 5000 + "}"}, fast=True), ["more digits than Python reads"]),
+    ("slurm-100-million-nodes", lambda tmp: autodist.detect({"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n[1-100000000]", "SLURM_STEP_TASKS_PER_NODE": "1"}, fast=True), ["more than 65536 nodes or tasks"]),
+    ("backup-dir-setting-a-file", lambda tmp: __import__("autodist.settings").settings.backup_dir_setting({"AUTODIST_BACKUP_DIR": "/etc/passwd"}), ["AUTODIST_BACKUP_DIR='/etc/passwd'", "a file, not a folder"]),
+    ("steps-per-execution-huge", lambda tmp: autodist.plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "1" + "0" * 29}), ["AUTODIST_STEPS_PER_EXECUTION must be an integer from 1 to"]),
+    ("strategy-setting-typo", lambda tmp: autodist.plan(make_snapshot(), environ={"AUTODIST_STRATEGY": "mirored"}), ["AUTODIST_STRATEGY='mirored'", "Did you mean 'mirrored'?"]),
+    ("model-info-negative-slots", lambda tmp: autodist.plan(make_snapshot(), model_info=ModelInfo(num_params=10**6, optimizer_slots=-10)), ["optimizer_slots is -10"]),
+    ("snapshot-fifo", lambda tmp: run_cli(["plan", "--snapshot", str(_fifo(tmp))]), ["not a regular file"]),
+    ("snapshot-empty-path", lambda tmp: run_cli(["plan", "--snapshot", ""]), ["--snapshot '' is empty"]),
+    ("cli-num-params-huge", lambda tmp: run_cli(["plan", "--num-params", "9" * 30]), ["argument --num-params", "from 1 to 1000000000000000"]),
+    ("demo-epochs-huge", lambda tmp: run_cli(["demo", "--epochs", "1" + "0" * 30]), ["argument --epochs", "from 1 to 10000"]),
+]
+
+
+@pytest.mark.parametrize("call, phrases", [case[1:] for case in HELD_OUT], ids=[case[0] for case in HELD_OUT])
+def test_held_out_kinds_are_refused_by_name(tmp_path, call, phrases):
+    try:
+        result = call(tmp_path)
+    except AutodistError as err:
+        message = str(err)
+    else:  # a command line: (code, stdout, stderr)
+        code, _, err = result
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        message = err
+    for phrase in phrases:
+        assert phrase in message, message
+
+
+def test_a_self_containing_callback_list_is_refused_not_looped(compiled):
+    with pytest.raises(ArgumentError, match="a list that holds itself"):
+        check_fit_arguments(compiled, {}, {"callbacks": SELF_LIST})
 
 
 def test_fit_passes_on_what_model_fit_accepts(compiled, tmp_path):

@@ -127,7 +127,7 @@ def test_no_tpu_here():
 
 
 def test_bad_cpu_devices_value():
-    with pytest.raises(autodist.AutodistError, match="positive integer.*AUTODIST_CPU_DEVICES='two'"):
+    with pytest.raises(autodist.AutodistError, match="an integer from 1.*AUTODIST_CPU_DEVICES='two'"):
         detect({"AUTODIST_CPU_DEVICES": "two"}, fast=True)
 
 

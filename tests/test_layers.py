@@ -1,7 +1,7 @@
 """The package's layers, from its import graph (:mod:`tests.import_graph`): the folders in order,
 no circle, no upward import, and imports inside functions only where they must be.
 
-The basics (``errors``, ``log``, ``settings``, ``fields``) → ``upstream/`` → ``detection/`` → ``planning/`` →
+The basics (``errors``, ``log``, ``settings``, ``fields``, ``files``) → ``upstream/`` → ``detection/`` → ``planning/`` →
 ``jobs/`` → ``run/`` → ``jax/`` → ``entry/`` → the edge (``__init__``, ``__main__``, ``cli``,
 ``demo``). The upstream surface, detection and planning import neither TensorFlow, Keras nor JAX
 at module level (a subprocess test in tests/test_planning.py checks that importing them loads none).

@@ -235,7 +235,7 @@ def test_steps_per_execution_opt_out_and_bad_value():
     assert off.steps_per_execution is None
     assert any("stays 1" in r for r in off.reasons)
     assert plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "16"}).steps_per_execution == 16
-    with pytest.raises(autodist.AutodistError, match="AUTODIST_STEPS_PER_EXECUTION must be a positive integer.*'eight'"):
+    with pytest.raises(autodist.AutodistError, match="AUTODIST_STEPS_PER_EXECUTION must be an integer from 1.*'eight'"):
         plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "eight"})
 
 

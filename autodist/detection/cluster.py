@@ -18,12 +18,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
+import re
 from collections.abc import Mapping
 from typing import Protocol
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.detection.cluster_spec import KNOWN_TASK_TYPES, ClusterInfo, parse_tf_config, shorten, validate_cluster
+from autodist import fields, files
 from autodist.errors import ClusterConfigError
 from autodist.settings import PORT_ENV, SLURM_PORT_BASE_ENV, port_setting
 from autodist.upstream.tf_runtime import slurm_hostlist
@@ -111,10 +112,10 @@ class VertexAIEnvironment:
     def read(cls, environ: Mapping[str, str]) -> ClusterInfo | None:
         raw = environ["CLUSTER_SPEC"]
         try:
-            config = json.loads(raw)
-        except json.JSONDecodeError as err:
+            config = files.parse_json(raw)
+        except ValueError as err:
             raise ClusterConfigError(
-                f"CLUSTER_SPEC is not valid JSON: {err.msg} (Received: CLUSTER_SPEC={shorten(raw)}). "
+                f"CLUSTER_SPEC is not valid JSON: {err} (Received: CLUSTER_SPEC={shorten(raw)}). "
                 "Expected the JSON that Vertex AI sets. Unset CLUSTER_SPEC if this is not a "
                 "Vertex AI job."
             ) from None
@@ -155,9 +156,9 @@ class SageMakerEnvironment:
         raw = environ["SM_HOSTS"]
         received = f"{raw}, SM_CURRENT_HOST={environ.get('SM_CURRENT_HOST')!r}"
         try:
-            hosts = json.loads(raw)
-        except json.JSONDecodeError:
-            hosts = None
+            hosts = files.parse_json(raw)
+        except ValueError:
+            hosts = None  # refused below, with what SageMaker sets
         if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
             raise ClusterConfigError(
                 f"SM_HOSTS is not a JSON list of host names (Received: SM_HOSTS={shorten(raw)}). "
@@ -199,6 +200,7 @@ class SlurmEnvironment:
             f"{k}={environ.get(k)!r}"
             for k in ("SLURM_PROCID", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NUM_TASKS")
         )
+        _check_slurm_size(environ["SLURM_STEP_NODELIST"], environ.get("SLURM_STEP_TASKS_PER_NODE", "1"), received)
         try:
             expanded = slurm_hostlist(environ["SLURM_STEP_NODELIST"], environ.get("SLURM_STEP_TASKS_PER_NODE", "1"))
             rank = int(environ["SLURM_PROCID"])
@@ -230,6 +232,46 @@ class SlurmEnvironment:
             for offset in range(count)
         ]
         return validate_cluster({"worker": tasks}, "worker", rank, source="SLURM", received=received)
+
+
+#: The most nodes, and tasks, a SLURM step may list: more than any cluster runs in one job, and
+#: few enough that expanding the lists takes no time (``n[1-100000000]`` made 10^8 names).
+MAX_SLURM_TASKS = 1 << 16
+
+
+def _check_slurm_size(nodelist: str, tasks_per_node: str, received: str) -> None:
+    """Refuse a node list or task counts that expand past :data:`MAX_SLURM_TASKS`, counted from
+    the strings (``n[1-4]``: 4 nodes; ``2(x3)``: 3 nodes of 2 tasks) before anything is expanded.
+
+    Example:
+        >>> _check_slurm_size("n[1-100000000]", "1", "")
+        Traceback (most recent call last):
+        ...
+        autodist.errors.ClusterConfigError: SLURM lists more than 65536 nodes or tasks (Received: ). Expected the variables srun sets for one job of at most 65536 tasks. Check SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE.
+    """
+    nodes = 0
+    for item in re.split(r",(?![^\[]*\])", nodelist):  # top-level items: "n[1-3]", "m1"
+        size = 1
+        for group in re.findall(r"\[([^\]]*)\]", item):
+            size *= sum(_range_size(part) for part in group.split(","))
+        nodes += size
+    tasks = sum(int(count[:9] or 0) * int(times[:9] or 1) for count, times in re.findall(r"(\d+)(?:\(x(\d+)\))?", tasks_per_node))
+    if max(nodes, tasks) > MAX_SLURM_TASKS:
+        raise ClusterConfigError(
+            f"SLURM lists more than {MAX_SLURM_TASKS} nodes or tasks (Received: {received}). Expected the variables srun "
+            f"sets for one job of at most {MAX_SLURM_TASKS} tasks. Check SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE."
+        )
+
+
+def _range_size(part: str) -> int:
+    """How many names a hostlist range stands for: ``"1-3"`` 3, ``"7"`` 1 (digits past nine count as the bound)."""
+    low, _, high = part.partition("-")
+    if not high:
+        return 1
+    try:
+        return max(1, int(high.strip()[:9]) - int(low.strip()[:9]) + 1) if len(high.strip()) <= 9 else MAX_SLURM_TASKS + 1
+    except ValueError:
+        return 1  # not a range: TensorFlow's parser refuses it
 
 
 # The order matters where several managers' variables are present at once:
@@ -277,5 +319,6 @@ def is_chief(environ: Mapping[str, str] | None = None) -> bool:
     """
     import os
 
+    fields.check_environ("autodist.is_chief", environ)
     info = detect_cluster(os.environ if environ is None else environ)
     return info is None or info.is_chief

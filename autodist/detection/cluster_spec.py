@@ -13,12 +13,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autodist import files
 from autodist.errors import ClusterConfigError
 
 __all__ = ["KNOWN_TASK_TYPES", "ClusterInfo", "parse_tf_config", "shorten", "validate_cluster"]
@@ -247,10 +247,10 @@ def parse_tf_config(raw: str, *, source: str = "TF_CONFIG") -> ClusterInfo | Non
     if not raw.strip():
         return None
     try:
-        config = json.loads(raw)
-    except json.JSONDecodeError as err:
+        config = files.parse_json(raw)
+    except ValueError as err:
         raise ClusterConfigError(
-            f"{source} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno} "
+            f"{source} is not valid JSON: {err} "
             f"(Received: {source}={shorten(raw)}). Expected a JSON object such as "
             '{"cluster": {"worker": ["host1:2222", "host2:2222"]}, "task": {"type": "worker", '
             '"index": 0}}. Check the quoting in your launcher: JSON needs double quotes.'

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from autodist.detection.cluster import detect_cluster
 from autodist.detection.jax_devices import jax_local_devices, keras_flavor, training_backend
 from autodist.detection.snapshot import GpuInfo, HardwareSnapshot, TpuInfo
+from autodist import fields
 from autodist.settings import cpu_devices_setting
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
@@ -234,6 +235,7 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
         >>> snap.cluster is None
         True
     """
+    fields.check_environ("autodist.detect", environ, fast=fast)
     env: Mapping[str, str] = os.environ if environ is None else environ
     cluster = detect_cluster(env)
     flavor = keras_flavor(env)

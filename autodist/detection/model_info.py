@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from autodist import fields
+from autodist.errors import ArgumentError
 from autodist.upstream.keras_models import all_layers, compiled_flag, flattens_layers, jit_compile_as_compiled
 
 __all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "activation_elements", "describe_model", "is_compiled", "is_model", "keras_flavor_of", "keras_module", "multiply_adds"]
@@ -64,6 +66,11 @@ def describe_model(model: Any) -> ModelInfo:
         >>> (info.num_params, info.optimizer, info.optimizer_slots)
         (10, 'adam', 2)
     """
+    if not is_model(model):
+        raise ArgumentError(
+            f"autodist.describe_model: model must be a Keras model (Received: model={fields.shown(model)}, {fields.a_type(model)}). "
+            "Pass a Keras 3 or tf_keras model; without one, give the planner num_params= instead."
+        )
     try:
         num_params: int | None = int(model.count_params())
     except Exception:  # not built yet

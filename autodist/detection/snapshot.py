@@ -113,10 +113,32 @@ class HardwareSnapshot:
         if missing:
             raise AutodistError(
                 f"Not a hardware snapshot: missing {', '.join(missing)} (Received: "
-                f"{type(data).__name__} with keys {sorted(data)[:10] if isinstance(data, Mapping) else '-'}). "
+                f"{type(data).__name__} with keys {sorted(map(str, data))[:10] if isinstance(data, Mapping) else '-'}). "
                 "Expected the JSON that `python -m autodist inspect --json > snap.json` writes."
             )
         return cls(**_snapshot_fields(data))
+
+    def check(self) -> HardwareSnapshot:
+        """This snapshot, once every field is checked as a snapshot file's are (one built in
+        Python, with :meth:`cpu_only` or the constructor, is not checked as it is made).
+
+        Raises:
+            AutodistError: naming the field and its value.
+
+        Example:
+            >>> HardwareSnapshot.cpu_only(num_cpus=2).check().num_cpus
+            2
+        """
+        try:
+            data = self.to_dict()
+        except (AttributeError, TypeError, ValueError) as err:  # a field of another type: a str for the TpuInfo, ...
+            raise AutodistError(
+                f"The snapshot has a field of the wrong type ({type(err).__name__}: {err}) (Received: {fields.shown(self, 200)}). "
+                "Expected TpuInfo, GpuInfo, ClusterInfo and JaxDevice objects where the snapshot holds them. Build it "
+                "with autodist.detect(), HardwareSnapshot.from_dict(...) or cpu_only(...) with those types."
+            ) from None
+        _snapshot_fields(data)
+        return self
 
     @classmethod
     def cpu_only(cls, **overrides: Any) -> HardwareSnapshot:
@@ -158,7 +180,7 @@ def _snapshot_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "gpus": tuple(
             GpuInfo(
                 fields.text("gpus[].name", gpu.get("name"), where=where),
-                opt(fields.count, "gpus[].memory_bytes", gpu.get("memory_bytes"), maximum=MAX_MEMORY_BYTES, where=where),
+                opt(fields.count, "gpus[].memory_bytes", gpu.get("memory_bytes"), minimum=1, maximum=MAX_MEMORY_BYTES, where=where),
                 opt(fields.text, "gpus[].compute_capability", gpu.get("compute_capability"), where=where),
             )
             for gpu in gpus
@@ -196,7 +218,7 @@ def _jax_device(raw: Any) -> JaxDevice:
     return JaxDevice(
         fields.text("jax_devices[].platform", device.get("platform"), where=where),
         fields.text("jax_devices[].kind", device.get("kind"), where=where),
-        fields.optional(fields.count, "jax_devices[].memory_bytes", device.get("memory_bytes"), where=where),
+        fields.optional(fields.count, "jax_devices[].memory_bytes", device.get("memory_bytes"), minimum=1, maximum=MAX_MEMORY_BYTES, where=where),
     )
 
 

@@ -70,13 +70,7 @@ def _activate(the_plan: Plan, strategy: Any, scope: Any) -> Iterator[None]:
         _ACTIVE.pop()
 
 
-def distributed(
-    fn: F | None = None,
-    *,
-    strategy: str | StrategyKind = "auto",
-    batch_size: int | None = None,
-    num_params: int | None = None,
-) -> Any:
+def distributed(fn: F | None = None, **options: Any) -> Any:
     """Run a training function inside the chosen strategy's scope (on JAX: with the chosen
     ``keras.distribution`` set while it runs, ``None`` for one device).
 
@@ -91,10 +85,10 @@ def distributed(
 
     Args:
         fn: the function (when used bare).
-        strategy: ``"auto"`` or a strategy to force.
-        batch_size: the global batch; ``plan.global_batch_size`` holds it, divisible by the
-            replica count.
-        num_params: the model size, to check GPU memory.
+        **options: ``init``'s keywords, checked as it decorates: ``strategy`` (``"auto"`` or a
+            strategy to force), ``batch_size`` (the global batch; ``plan.global_batch_size``
+            holds it, divisible by the replica count), ``num_params`` (the model size, to check
+            GPU memory), ``gpu_memory_fraction``, ``optimizer_slots``, ...
 
     Example:
         >>> import autodist
@@ -105,11 +99,14 @@ def distributed(
         1
     """
 
-    options = check_distributed_arguments(fn, {"strategy": strategy, "batch_size": batch_size, "num_params": num_params})
+    options = check_distributed_arguments(fn, options)
 
     def decorate(function: F) -> F:
         check_distributed_arguments(function, {})
-        parameters = inspect.signature(function).parameters
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError):  # a builtin or a class without one: it is given neither plan nor strategy
+            parameters = {}
 
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from autodist import fields
 from autodist.jobs.private import is_private_folder, private_root, private_root_path
 from autodist.log import warn_all
 from autodist.settings import HEARTBEAT_FILE_ENV
@@ -90,6 +91,7 @@ def beat(environ: Mapping[str, str] | None = None, *, done: bool = False) -> Non
         >>> import autodist
         >>> autodist.beat({})  # not in a launched job: nothing to do
     """
+    fields.check_environ("autodist.beat", environ, done=done)
     path = launcher_heartbeat(os.environ if environ is None else environ)
     if path is None:
         return

@@ -208,8 +208,11 @@ class Launcher:
 
     def _print(self, line: str) -> None:
         with self._lock:
-            self.out.write(line + "\n")
-            self.out.flush()
+            try:
+                self.out.write(line + "\n")
+                self.out.flush()
+            except (BrokenPipeError, ValueError, OSError):  # `launch ... | head` closed it: keep draining the tasks' output
+                pass
 
     @contextlib.contextmanager
     def _signals_deferred(self) -> Iterator[None]:

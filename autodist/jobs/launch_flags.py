@@ -37,9 +37,10 @@ from autodist.detection import (
 )
 from autodist.errors import ArgumentError
 from autodist.fields import MAX_WAIT_SECONDS, shown
+from autodist.files import folder_problem
 
 __all__ = [
-    "DEFAULT_GRACE", "DEFAULT_STALL_TIMEOUT", "LAUNCHER_FDS", "LAUNCHER_THREADS", "MIN_STALL_TIMEOUT", "PS_MEANING", "TASK_FDS",
+    "DEFAULT_GRACE", "DEFAULT_STALL_TIMEOUT", "LAUNCHER_FDS", "LAUNCHER_THREADS", "MAX_RESTARTS", "MIN_STALL_TIMEOUT", "PS_MEANING", "TASK_FDS",
     "TASK_MEMORY_BYTES", "TASK_THREADS", "WORKERS_MEANING", "JobSpec", "MachineLimits", "check_backup_dir", "check_local_tasks",
     "check_script", "check_start", "machine_limits", "max_local_tasks", "received", "seconds", "whole",
 ]  # fmt: skip
@@ -89,9 +90,9 @@ def _refuse(flag: str, expected: str, value: Any, why: str) -> ArgumentError:
     return ArgumentError(f"launch: {flag} must be {expected} (Received: {flag} {received(value)}). {why}")
 
 
-def whole(flag: str, value: Any, minimum: int, meaning: str) -> int:
-    """An integer count of at least ``minimum``: a whole number as text (``"2"``) or an integer
-    (not a bool, not ``2.0``).
+def whole(flag: str, value: Any, minimum: int, meaning: str, *, maximum: int | None = None) -> int:
+    """An integer count from ``minimum`` to ``maximum``: a whole number as text (``"2"``) or an
+    integer (not a bool, not ``2.0``).
 
     Example:
         >>> whole("--ps", "1", 0, ""), whole("--ps", 3, 0, "")
@@ -105,8 +106,8 @@ def whole(flag: str, value: Any, minimum: int, meaning: str) -> int:
             number = None
     elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
         number = int(value)
-    if number is None or number < minimum:
-        raise _refuse(flag, f"an integer of at least {minimum}", value, meaning)
+    if number is None or number < minimum or (maximum is not None and number > maximum):
+        raise _refuse(flag, f"an integer of at least {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}", value, meaning)
     return number
 
 
@@ -155,6 +156,8 @@ DEFAULT_STALL_TIMEOUT = 1800.0
 #: (Kubernetes' default termination grace period is 30 s).
 DEFAULT_GRACE = 30.0
 MIN_STALL_TIMEOUT = 2.0
+#: The most restarts of a job: with the backoff capped at 30 s, a thousand take over 8 hours.
+MAX_RESTARTS = 1000
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ class JobSpec:
         set_field("num_workers", whole("--workers", self.num_workers, 1, WORKERS_MEANING))
         set_field("num_ps", whole("--ps", self.num_ps, 0, PS_MEANING))
         why = "It is how many times the whole job restarts after a failure: pass 0 (no restart, the default) or more."
-        set_field("max_restarts", whole("--max-restarts", self.max_restarts, 0, why))
+        set_field("max_restarts", whole("--max-restarts", self.max_restarts, 0, why, maximum=MAX_RESTARTS))
         if self.timeout is not None:
             why = "It bounds the whole job, all attempts together: pass for example 3600, or leave it out for no limit."
             set_field("timeout", seconds("--timeout", self.timeout, 0.0, why))
@@ -368,26 +371,9 @@ def check_backup_dir(folder: Any) -> str:
     path = os.fspath(folder) if isinstance(folder, os.PathLike) else folder
     if not isinstance(path, str) or not path or "\0" in path:
         raise _refuse("--backup-dir", expected, path, fix)
-    full = probe = os.path.abspath(path)
-    while True:
-        try:
-            mode = os.stat(probe).st_mode
-            break
-        except (FileNotFoundError, NotADirectoryError):
-            if os.path.islink(probe):
-                raise ArgumentError(f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, where {received(probe)} is a broken link). {fix}") from None
-            parent = os.path.dirname(probe)
-            if parent == probe:
-                raise _refuse("--backup-dir", expected, path, fix) from None
-            probe = parent
-        except OSError as err:  # not searchable, a loop of links, a name too long
-            raise ArgumentError(f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, which cannot be read: {err.strerror}). {fix}") from None
-    if not stat.S_ISDIR(mode):
-        where = "which is a file, not a folder" if probe == full else f"which is under {received(probe)}, not a folder"
-        raise ArgumentError(f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, {where}). {fix}")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        what = "a folder" if probe == full else f"to be created in {received(probe)}, a folder"
-        raise ArgumentError(f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, {what} this user cannot write in). {fix}")
+    problem = folder_problem(path)
+    if problem:
+        raise ArgumentError(f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, {problem}). {fix}")
     return path
 
 

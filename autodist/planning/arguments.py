@@ -34,7 +34,8 @@ from typing import Any
 from autodist.detection.model_info import ModelInfo, is_compiled, is_model
 from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import ArgumentError, BatchSizeError, ModelPlacementError
-from autodist.fields import MAX_WAIT_SECONDS, Kind, Parameter, a_type, boolean, check_arguments, either, integer, name_of, none_or, number, path, shown, unknown_names
+from autodist.fields import MAX_WAIT_SECONDS, Kind, Parameter, a_type, boolean, check_arguments, either, environ_mapping, folder, integer, name_of, none_or, number, shown, unknown_names, wrong
+from autodist.planning.global_batch import MAX_BATCH_SIZE, validate_batch_size
 from autodist.planning.plans import ScriptStrategy, StrategyKind
 from autodist.planning.tune_rules import TUNE
 
@@ -56,8 +57,6 @@ __all__ = [
 STRATEGY_NAMES = ("auto", TUNE, *(kind.value for kind in StrategyKind))
 #: A quadrillion parameters: far above any model, low enough that byte counts stay exact.
 MAX_NUM_PARAMS = 10**15
-#: The largest global batch: TensorFlow's shapes and Keras's step counts are 32-bit there.
-MAX_BATCH_SIZE = 2**31 - 1
 #: Optimizer slots per variable: Adam has 2, Adafactor 3; more is a typo.
 MAX_OPTIMIZER_SLOTS = 64
 #: Activations may be estimated as at most this many times the weights and gradients.
@@ -72,22 +71,25 @@ def _refuse() -> Any:
     raise TypeError
 
 
-def _batch(value: Any) -> int:
-    """An integer (or a float with no fraction, as 64.0) from 1 to :data:`MAX_BATCH_SIZE`."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return integer(1, MAX_BATCH_SIZE).convert(value)
-
-
-def _environ(value: Any) -> Mapping[str, str]:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+def _model_info(value: Any) -> ModelInfo:
+    """A :class:`ModelInfo` whose sizes are in range (what ``describe_model`` gives always is)."""
+    if not isinstance(value, ModelInfo):
         _refuse()
+    sizes = (("num_params", value.num_params, 0, MAX_NUM_PARAMS), ("optimizer_slots", value.optimizer_slots, 0, MAX_OPTIMIZER_SLOTS),
+             ("bytes_per_param", value.bytes_per_param, 1, 16), ("activation_elements", value.activation_elements, 0, MAX_NUM_PARAMS))  # fmt: skip
+    for name, size, low, high in sizes:
+        if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral) or not low <= size <= high):
+            wrong(f"Its {name} is {shown(size)}, not an integer from {low} to {high}.")
     return value
 
 
 _STRATEGY = Parameter("strategy", name_of(STRATEGY_NAMES, enum=StrategyKind), "Pass strategy='auto' to let autodist choose, or name the strategy to force.")
+_FIT_STRATEGY = Parameter("strategy", Kind(f"None or {_STRATEGY.kind.expected}", lambda value: "auto" if value is None else _STRATEGY.kind.convert(value)), _STRATEGY.meaning)
+#: The most epochs, and steps of an epoch, a fit may ask for: Keras counts them in 64-bit
+#: integers, and a larger count is a typo.
+MAX_STEPS = 2**53
 _BATCH = Parameter(
-    "batch_size", Kind(f"None or an integer from 1 to {MAX_BATCH_SIZE}", lambda value: None if value is None else _batch(value)),
+    "batch_size", Kind(f"None or an integer from 1 to {MAX_BATCH_SIZE}", lambda value: None if value is None else validate_batch_size(value)),
     "It is the global batch: the samples in one training step across all replicas. Pass an int such as batch_size=64.", BatchSizeError,
 )  # fmt: skip
 _NUM_PARAMS = Parameter(
@@ -108,7 +110,7 @@ PLAN_PARAMETERS: dict[str, Parameter] = {
     row.name: row
     for row in (
         Parameter("model", Kind("a Keras model", lambda value: value if is_model(value) else _refuse()), "Pass a built Keras model, or num_params= without a model."),
-        Parameter("model_info", _instance(ModelInfo, "a ModelInfo"), "Pass autodist.describe_model(model), or the model itself."),
+        Parameter("model_info", Kind("a ModelInfo with sizes in range", _model_info), "Pass autodist.describe_model(model), or the model itself."),
         _NUM_PARAMS,
         _BATCH,
         _STRATEGY,
@@ -116,7 +118,7 @@ PLAN_PARAMETERS: dict[str, Parameter] = {
         Parameter("activation_fraction", number(0.0, MAX_ACTIVATION_FRACTION), "It is the activations' share of the weights and gradients when the layer sizes are unknown: pass for example 0.5."),
         Parameter("optimizer_slots", none_or(integer(0, MAX_OPTIMIZER_SLOTS)), "It is how many values the optimizer keeps per weight (SGD 0, momentum 1, Adam 2): pass that count, or leave it out to read it from the model."),
         _PEER_TIMEOUT,
-        Parameter("environ", Kind("a mapping of str to str", _environ), "Pass os.environ, or a dict of the AUTODIST_* settings."),
+        Parameter("environ", environ_mapping(), "Pass os.environ, or a dict of the AUTODIST_* settings."),
         Parameter("fit_facts", Kind("a FitFacts", lambda value: value if type(value).__name__ == "FitFacts" else _refuse()), "It is made by autodist.fit; leave it out."),
         Parameter("refuse_when_nothing_fits", boolean(), "True raises when the model fits no GPU; False (dry runs) warns instead."),
         Parameter("kept", _instance(ScriptStrategy, "a ScriptStrategy"), "It is made by autodist.fit for a script's own strategy; leave it out."),
@@ -131,11 +133,11 @@ FIT_PARAMETERS: dict[str, Parameter] = {
     row.name: row
     for row in (
         _BATCH,
-        Parameter("epochs", integer(0), "It is how many passes over the data to train, as for model.fit: pass for example epochs=10."),
-        _STRATEGY,
+        Parameter("epochs", integer(0, MAX_STEPS), "It is how many passes over the data to train, as for model.fit: pass for example epochs=10."),
+        _FIT_STRATEGY,
         _NUM_PARAMS,
         Parameter("gpu_memory_fraction", none_or(_GPU_FRACTION.kind), _GPU_FRACTION.meaning),
-        Parameter("backup_dir", none_or(either(boolean(), path())), "It is the folder of the epoch-end and preemption saves (a str or pathlib.Path), False to turn them off, or None for the default."),
+        Parameter("backup_dir", none_or(either(boolean(), folder())), "It is the folder of the epoch-end and preemption saves (a str or pathlib.Path), False to turn them off, or None for the default."),
         Parameter("peer_timeout_seconds", none_or(_PEER_TIMEOUT.kind), _PEER_TIMEOUT.meaning),
         Parameter("mixed_precision", boolean(), "True builds the model under Keras's mixed_bfloat16 policy (TPU)."),
         Parameter("ray_report", boolean(), "False leaves reporting to Ray Train to your own callbacks."),
@@ -157,8 +159,10 @@ def check_plan_arguments(where: str, values: Mapping[str, Any]) -> dict[str, Any
 
 def check_snapshot(where: str, snapshot: Any, *, optional: bool) -> Any:
     """``snapshot`` when it is a :class:`HardwareSnapshot` (or ``None`` when ``optional``)."""
-    if isinstance(snapshot, HardwareSnapshot) or (optional and snapshot is None):
+    if optional and snapshot is None:
         return snapshot
+    if isinstance(snapshot, HardwareSnapshot):
+        return snapshot.check()  # one built in Python, field by field, as one read from a file
     raise ArgumentError(
         f"{where}: snapshot must be a HardwareSnapshot{' or None' if optional else ''} (Received: "
         f"snapshot={shown(snapshot)}, {a_type(snapshot)}). The planner reads no machine itself: pass "
@@ -172,8 +176,8 @@ def check_init_arguments(where: str, values: Mapping[str, Any]) -> dict[str, Any
 
 
 def check_distributed_arguments(fn: Any, values: Mapping[str, Any]) -> dict[str, Any]:
-    """``@autodist.distributed``'s function (``None`` when used with options) and options,
-    checked when it decorates, not when the function first runs."""
+    """``@autodist.distributed``'s function (``None`` when used with options) and options (the
+    same as ``init``'s), checked when it decorates, not when the function first runs."""
     if fn is not None and not callable(fn):
         raise ArgumentError(
             f"@autodist.distributed: fn must be a function (Received: fn={shown(fn)}, {a_type(fn)}). "
@@ -202,10 +206,18 @@ def check_fit_arguments(model: Any, values: Mapping[str, Any], fit_kwargs: Mappi
         _known_to_fit(model, kwargs)
     if "callbacks" in kwargs:
         kwargs["callbacks"] = _flat_callbacks(kwargs["callbacks"])
-    for name in ("steps_per_epoch", "validation_steps", "initial_epoch", "verbose"):  # validation_freq: tf_keras also takes a list
-        if kwargs.get(name) is not None and not (name == "verbose" and kwargs[name] == "auto"):
+    for name in ("steps_per_epoch", "validation_steps", "initial_epoch"):  # validation_freq: tf_keras also takes a list; verbose: bools too
+        if kwargs.get(name) is not None:
             kwargs[name] = _count(name, kwargs[name])
+    if kwargs.get("validation_split"):
+        kwargs["validation_split"] = check_arguments("autodist.fit", {"validation_split": _VALIDATION_SPLIT}, {"validation_split": kwargs["validation_split"]})["validation_split"]
     return builder, checked, kwargs
+
+
+_VALIDATION_SPLIT = Parameter(
+    "validation_split", number(0.0, 1.0, high_open=True),
+    "It is the share of the arrays Keras holds out for validation, as for model.fit: pass for example validation_split=0.1.",
+)  # fmt: skip
 
 
 def _builder_of(model: Any) -> Any:
@@ -257,10 +269,13 @@ def _flat_callbacks(callbacks: Any) -> list[Any]:
     if type(callbacks).__name__ == "CallbackList" and isinstance(getattr(callbacks, "callbacks", None), list):
         callbacks = callbacks.callbacks
     flat: list[Any] = []
-    pending = [callbacks]
+    pending, opened = [callbacks], set()
     while pending:
         item = pending.pop(0)
         if isinstance(item, (list, tuple)):
+            if id(item) in opened:  # a list that holds itself: Keras recurses until it fails
+                raise ArgumentError(f"autodist.fit: callbacks must be a list of callbacks (Received: callbacks={shown(callbacks)}, a list that holds itself). Pass a flat list.")
+            opened.add(id(item))
             pending[:0] = list(item)
         else:
             flat.append(item)
@@ -277,11 +292,11 @@ def _flat_callbacks(callbacks: Any) -> list[Any]:
 def _count(name: str, value: Any) -> Any:
     """``model.fit``'s counts (``steps_per_epoch``, ...): a numpy integer as a Python ``int``,
     and a bool, a float with a fraction or a negative number refused (Keras fails later on them)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        integral = isinstance(value, float) and math.isfinite(value) and value.is_integer() and value >= 0
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= MAX_STEPS:
+        integral = isinstance(value, float) and math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_STEPS
         if not integral:
             raise ArgumentError(
-                f"autodist.fit: {name} must be None or an integer of at least 0 (Received: {name}={shown(value)}, "
+                f"autodist.fit: {name} must be None or an integer from 0 to {MAX_STEPS} (Received: {name}={shown(value)}, "
                 f"{a_type(value)}). It goes to model.fit as it is: pass an int."
             )
     return int(value)

@@ -17,13 +17,15 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from autodist.errors import BatchSizeError
+from autodist.fields import a_type, shown
 
-__all__ = ["KERAS_DEFAULT_BATCH_SIZE", "BatchDecision", "adjust_global_batch", "dropped_samples", "validate_batch_size"]
+__all__ = ["KERAS_DEFAULT_BATCH_SIZE", "MAX_BATCH_SIZE", "BatchDecision", "adjust_global_batch", "dropped_samples", "validate_batch_size"]
 
 #: Keras's own default when ``fit`` gets no ``batch_size``.
 KERAS_DEFAULT_BATCH_SIZE = 32
@@ -39,22 +41,30 @@ class BatchDecision:
     warning: str | None = None
 
 
+#: The largest global batch: TensorFlow's shapes and Keras's step counts are 32-bit there.
+MAX_BATCH_SIZE = 2**31 - 1
+
+
 def validate_batch_size(batch_size: Any, *, name: str = "batch_size") -> int:
-    """Return ``batch_size`` as an int, or raise :class:`BatchSizeError` with the fix."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-        if isinstance(batch_size, float) and batch_size.is_integer() and batch_size > 0:
-            return int(batch_size)
+    """``batch_size`` as an ``int``: an integer from 1 to :data:`MAX_BATCH_SIZE` (a numpy one
+    too, or a float with no fraction, such as ``64.0``; a bool is not one).
+
+    Raises:
+        BatchSizeError: naming the value, with the fix.
+
+    Example:
+        >>> validate_batch_size(64.0), validate_batch_size(32)
+        (64, 32)
+    """
+    value = batch_size
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) and math.isfinite(value) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_BATCH_SIZE:
         raise BatchSizeError(
-            f"{name} must be a positive integer (Received: {name}={batch_size!r} of type "
-            f"{type(batch_size).__name__}). It is the global batch: the samples in one training "
-            f"step across all replicas. Pass an int such as {name}=64."
+            f"{name} must be an integer from 1 to {MAX_BATCH_SIZE} (Received: {name}={shown(batch_size)}, {a_type(batch_size)}). "
+            f"It is the global batch: the samples in one training step across all replicas. Pass an int such as {name}=64."
         )
-    if batch_size <= 0:
-        raise BatchSizeError(
-            f"{name} must be at least 1 (Received: {name}={batch_size}). It is the global batch, "
-            f"split across replicas. Pass a positive int such as {name}=64."
-        )
-    return int(batch_size)
+    return int(value)
 
 
 def adjust_global_batch(
@@ -86,7 +96,7 @@ def adjust_global_batch(
         return BatchDecision(requested, requested, requested // num_replicas)
     lower = (requested // unit) * unit
     upper = lower + unit
-    adjusted = upper if lower == 0 or (upper - requested) <= (requested - lower) else lower
+    adjusted = upper if lower == 0 or ((upper - requested) <= (requested - lower) and upper <= MAX_BATCH_SIZE) else lower
     what = (
         f"not divisible by {num_replicas} replicas"
         if per_replica_multiple == 1

@@ -98,7 +98,7 @@ def plan_jax(
 
 def _check_forced(forced: K | None, snapshot: HardwareSnapshot) -> None:
     if forced in JAX_EQUIVALENT:
-        raise AutodistError(
+        raise StrategyUnavailableError(
             f"strategy={forced.value!r} is a TensorFlow strategy, and Keras runs on JAX here "
             f"(KERAS_BACKEND=jax). Expected one of {', '.join(k.value for k in JAX_KINDS)}. Use "
             f"strategy={JAX_EQUIVALENT[forced].value!r}, which does its job with keras.distribution, "

@@ -37,8 +37,9 @@ from typing import Any
 from autodist.detection.model_info import ModelInfo, describe_model
 from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import AutodistError, StrategyUnavailableError
+from autodist.fields import nearest, shown
 from autodist.planning import choosers
-from autodist.planning.arguments import check_plan_arguments, check_snapshot
+from autodist.planning.arguments import STRATEGY_NAMES, check_plan_arguments, check_snapshot
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
 from autodist.planning.keras_compat import refused_strategy
@@ -102,7 +103,8 @@ def plan(
         >>> (p.strategy.value, p.global_batch_size)
         ('mirrored', 34)
     """
-    _check_arguments(snapshot, dict(model=model, model_info=model_info, num_params=num_params, batch_size=batch_size, strategy=strategy, gpu_memory_fraction=gpu_memory_fraction, activation_fraction=activation_fraction, optimizer_slots=optimizer_slots, peer_timeout_seconds=peer_timeout_seconds, environ=environ, fit_facts=fit_facts, refuse_when_nothing_fits=refuse_when_nothing_fits, kept=kept))
+    checked = _check_arguments(snapshot, dict(model=model, model_info=model_info, num_params=num_params, batch_size=batch_size, strategy=strategy, gpu_memory_fraction=gpu_memory_fraction, activation_fraction=activation_fraction, optimizer_slots=optimizer_slots, peer_timeout_seconds=peer_timeout_seconds, environ=environ, fit_facts=fit_facts, refuse_when_nothing_fits=refuse_when_nothing_fits, kept=kept))
+    strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (checked.get(name, default) for name, default in _DEFAULTS)
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
     params = num_params if num_params is not None else info.num_params
     forced = _coerce_kind(strategy, snapshot.keras_backend)
@@ -164,6 +166,7 @@ def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, strategy: tuple[Any, St
     """The plan on JAX (:func:`autodist.planning.jax_planning.plan_jax`), with what ``"tune"`` means there."""
     info = dataclasses.replace(info, optimizer_slots=slots if slots is not None else info.optimizer_slots)
     made = plan_jax(snapshot, info, batch_size=batch_size, forced=strategy[1], gpu_memory_fraction=fraction, refuse_when_nothing_fits=refuse)
+    _positive(choosers.Choice(made.memory), info.num_params)
     return dataclasses.replace(made, peer_timeout_seconds=float(timeout), reasons=_opening(strategy[0], False).reasons + made.reasons)
 
 
@@ -183,14 +186,20 @@ def _refuse_for_keras(kind: StrategyKind, flavor: str, version: str | None, envi
         raise StrategyUnavailableError(f"{why} (Received: {whose}, Keras {version}).")
 
 
-def _check_arguments(snapshot: Any, given: Mapping[str, Any]) -> None:
-    """The planner's arguments (:mod:`autodist.planning.arguments`) and every setting of its
-    ``environ``, typos included."""
-    check_snapshot("autodist.planning.planner.plan", snapshot, optional=False)
-    check_plan_arguments("autodist.planning.planner.plan", given)
+#: The planner's keywords that are used as checked (a name in lower case, a numpy number as a
+#: Python one), with the default of each when it is left out or ``None``.
+_DEFAULTS = (("strategy", "auto"), ("gpu_memory_fraction", DEFAULT_GPU_MEMORY_FRACTION), ("activation_fraction", DEFAULT_ACTIVATION_FRACTION), ("peer_timeout_seconds", DEFAULT_PEER_TIMEOUT_SECONDS))
+
+
+def _check_arguments(snapshot: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The planner's arguments, checked and converted (:mod:`autodist.planning.arguments`), and
+    every setting of its ``environ``, typos included."""
     environ = given["environ"] if given["environ"] is not None else {}
-    check_settings(environ)
-    check_strategy_setting(environ)
+    if isinstance(environ, Mapping):  # a setting is named as the setting, before the argument it became
+        check_settings(environ)
+        check_strategy_setting(environ)
+    check_snapshot("autodist.planning.planner.plan", snapshot, optional=False)
+    return check_plan_arguments("autodist.planning.planner.plan", given)
 
 
 def _positive(estimates: choosers.Choice[Any], params: int | None) -> choosers.Choice[Any]:
@@ -246,10 +255,12 @@ def check_strategy_setting(environ: Mapping[str, str]) -> None:
         >>> check_strategy_setting({"AUTODIST_STRATEGY": "mirrored"})
     """
     name = environ.get(STRATEGY_ENV, "").strip()
-    if not name or name.lower() in ("auto", TUNE) or name.lower() in {kind.value for kind in StrategyKind}:
+    if not name or name.lower() in STRATEGY_NAMES:
         return
-    valid = ", ".join(["auto", TUNE] + [k.value for k in StrategyKind])
-    raise AutodistError(f"{STRATEGY_ENV} names the unknown strategy {name!r}. Expected one of: {valid}. Fix it, or unset it to let autodist choose.")
+    raise AutodistError(
+        f"{STRATEGY_ENV} must be one of {', '.join(STRATEGY_NAMES)} (Received: {STRATEGY_ENV}={shown(name)}). "
+        f"Fix it, or unset it to let autodist choose.{nearest(name, STRATEGY_NAMES)}"
+    )
 
 
 def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | None:
@@ -264,14 +275,7 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
     # "tune" plans as "auto": fit then times the candidates (autodist.run.tuning)
     if strategy is None or (isinstance(strategy, str) and strategy.lower() in ("auto", TUNE)):
         return None
-    try:
-        kind = StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).lower())
-    except ValueError:
-        valid = ", ".join(["auto", TUNE] + [k.value for k in StrategyKind])
-        raise AutodistError(
-            f"Unknown strategy {strategy!r}. Expected one of: {valid}. Pass strategy='auto' to let "
-            "autodist choose."
-        ) from None
+    kind = StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower())  # a name checked by planning.arguments
     if backend == "tensorflow" and kind in (StrategyKind.DATA_PARALLEL, StrategyKind.MODEL_PARALLEL):
         equivalent = "mirrored (one machine) or multi_worker_mirrored (a cluster)" if kind == StrategyKind.DATA_PARALLEL else "central_storage"
         raise StrategyUnavailableError(

@@ -265,7 +265,11 @@ def requested_batch(x: Any, batch_size: int | None, fit_kwargs: Mapping[str, Any
     if is_dataset(x):  # a tf.data.Dataset, on JAX too
         return dataset_batch_size(x)
     if fit_kwargs.get("steps_per_epoch") and x is not None and not batches_itself(x):
-        return math.ceil(training_samples(x, fit_kwargs) / int(fit_kwargs["steps_per_epoch"]))
+        try:
+            samples = training_samples(x, fit_kwargs)
+        except (TypeError, ValueError, KeyError, IndexError):  # not arrays autodist can count: model.fit says what it cannot read
+            return None
+        return math.ceil(samples / int(fit_kwargs["steps_per_epoch"])) if samples > 0 else None
     return None
 
 
