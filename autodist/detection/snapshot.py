@@ -137,7 +137,12 @@ class HardwareSnapshot:
                 "Expected TpuInfo, GpuInfo, ClusterInfo and JaxDevice objects where the snapshot holds them. Build it "
                 "with autodist.detect(), HardwareSnapshot.from_dict(...) or cpu_only(...) with those types."
             ) from None
-        _snapshot_fields(data)
+        if self.cluster is not None and not isinstance(self.cluster, ClusterInfo):
+            raise AutodistError(
+                f"The snapshot's cluster is {fields.shown(self.cluster)}, {fields.a_type(self.cluster)}. Expected a ClusterInfo "
+                "(autodist.detect() reads it from TF_CONFIG, SLURM, ...), or None. Build the snapshot with autodist.detect()."
+            )
+        _snapshot_fields({**data, "cluster": None})  # a ClusterInfo was checked where it was made (TF_CONFIG, Ray Train's own)
         return self
 
     @classmethod
