@@ -136,7 +136,11 @@ def positive_int_argument(raw: str, maximum: int | None = None) -> int:
     try:
         value = int(raw)
     except ValueError:  # not a whole number, or one of more than 4300 digits
-        value = 0
+        try:
+            number = float(raw)  # 1e9, as a count is often written
+            value = int(number) if math.isfinite(number) and number.is_integer() else 0
+        except ValueError:
+            value = 0
     if value < 1 or (maximum is not None and value > maximum):
         bound = "of at least 1" if maximum is None else f"from 1 to {maximum}"
         raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not an integer {bound}; pass a whole number {bound}")
@@ -280,10 +284,13 @@ def wrong(hint: str) -> Any:
     raise _Wrong(hint)
 
 
-def integer(minimum: int, maximum: int | None = None) -> Kind:
-    """An integer (``numpy`` ones too; a bool is not one) from ``minimum`` to ``maximum``."""
+def integer(minimum: int, maximum: int | None = None, *, integral_floats: bool = False) -> Kind:
+    """An integer (``numpy`` ones too; a bool is not one) from ``minimum`` to ``maximum``; with
+    ``integral_floats``, a float with no fraction too (``1e9`` parameters)."""
 
     def convert(value: Any) -> int:
+        if integral_floats and isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) and math.isfinite(value) and float(value).is_integer():
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             _fail()
         if value < minimum or (maximum is not None and value > maximum):

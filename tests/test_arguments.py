@@ -59,7 +59,7 @@ snapshots = st.one_of(
     st.builds(lambda n, platform: autodist.HardwareSnapshot.cpu_only(num_cpus=8, keras_backend="jax", jax_devices=(JaxDevice(platform, platform, 40 * 2**30 if platform == "gpu" else None),) * n), st.integers(1, 4), st.sampled_from(["cpu", "gpu"])),
 )
 VALID = {
-    "num_params": st.one_of(st.integers(1, 2 * 10**10), st.integers(1, 10**6).map(np.int64)),
+    "num_params": st.one_of(st.integers(1, 2 * 10**10), st.integers(1, 10**6).map(np.int64), st.just(1e9)),
     "batch_size": st.one_of(st.integers(1, 4096), st.sampled_from([64.0, np.int32(32), np.float32(64.0), 2**31 - 1])),
     "strategy": st.one_of(st.sampled_from(STRATEGY_NAMES), st.sampled_from(list(StrategyKind)), st.sampled_from(["Mirrored", "AUTO", " tpu "])),
     "gpu_memory_fraction": st.one_of(st.floats(0.05, 1.0), st.just(np.float32(0.5))),

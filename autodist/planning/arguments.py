@@ -93,7 +93,7 @@ _BATCH = Parameter(
     "It is the global batch: the samples in one training step across all replicas. Pass an int such as batch_size=64.", BatchSizeError,
 )  # fmt: skip
 _NUM_PARAMS = Parameter(
-    "num_params", none_or(integer(1, MAX_NUM_PARAMS)),
+    "num_params", none_or(integer(1, MAX_NUM_PARAMS, integral_floats=True)),
     "It is the model's parameter count (model.count_params()): pass it, or the model itself.",
 )  # fmt: skip
 _GPU_FRACTION = Parameter(
