@@ -33,6 +33,28 @@ OUT = tempfile.mkdtemp(prefix="autodist-ray-")
 EPOCHS, BATCH = 3, 64
 
 
+#: Ray Train's port race (its own, upstream): ``TensorflowTrainer`` picks each worker's
+#: TF_CONFIG port by binding port 0 and letting it go; TensorFlow binds it later, and on a loaded
+#: machine another gRPC server of Ray's can take it first. Rank 0 then says "Could not start gRPC
+#: server" and the others reach Ray's server ("RegisterTask" Unimplemented), before any step.
+PORT_RACE = ("Could not start gRPC server", "CoordinationService/RegisterTask")
+RETRIED: list[str] = []
+
+
+def once_more_on_port_race(name: str, run, before_again=lambda: None):
+    """``run()``; once more (after ``before_again()``) when it failed on :data:`PORT_RACE` alone,
+    with the repeat recorded (the RESULT's ``retried``, which the test reports)."""
+    try:
+        return run()
+    except Exception as err:
+        if not any(marker in str(err) for marker in PORT_RACE):
+            raise
+        RETRIED.append(name)
+        print(f"RETRY {name}: Ray Train's port race ({type(err).__name__}); running the case once more", flush=True)
+        before_again()
+        return run()
+
+
 def data(rows: int = 256) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(rows, 4)).astype("float32")
@@ -123,7 +145,7 @@ def trainer_case(flavors: tuple[str, ...], with_data: bool) -> dict:
         datasets=datasets,
         run_config=RunConfig(storage_path=os.path.join(OUT, "runs"), name="flavors", callbacks=[Reports(reports)]),
     )
-    result = trainer.fit()
+    result = once_more_on_port_race("flavors", trainer.fit, lambda: Path(reports).unlink(missing_ok=True))
     received = [json.loads(line) for line in Path(reports).read_text().splitlines()]
     found = {}
     for index, flavor in enumerate(flavors):
@@ -293,7 +315,7 @@ def doc_case() -> dict:
     text, changed = adopt((ROOT / "tests" / "as_written" / "ray_tf_starter.py").read_text())
     script = Path(OUT, "ray_tf_starter_adopted.py")
     script.write_text(text)
-    found = runpy.run_path(str(script), run_name="__main__")
+    found = once_more_on_port_race("doc", lambda: runpy.run_path(str(script), run_name="__main__"))
     result = found["result"]
     return {"fit_calls_changed": changed, "metrics": {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float))}, "error": repr(result.error) if result.error else None, "checkpoint": result.checkpoint is not None}
 
@@ -301,11 +323,16 @@ def doc_case() -> dict:
 def example_case() -> dict:
     """examples/ray_train.py as a user runs it (Ray is up already: it uses this cluster)."""
     saved = sys.argv
-    sys.argv = ["ray_train.py", "--storage-path", os.path.join(OUT, "example")]
-    try:
-        result = runpy.run_path(str(ROOT / "examples" / "ray_train.py"), run_name="not_main")["main"]()
-    finally:
-        sys.argv = saved
+
+    def run(folder: str = "example"):
+        sys.argv = ["ray_train.py", "--storage-path", os.path.join(OUT, folder)]
+        try:
+            return runpy.run_path(str(ROOT / "examples" / "ray_train.py"), run_name="not_main")["main"]()
+        finally:
+            sys.argv = saved
+
+    tries = iter(["example", "example-again"])
+    result = once_more_on_port_race("example", lambda: run(next(tries)))
     files = sorted(str(p.relative_to(result.checkpoint.path)) for p in Path(result.checkpoint.path).rglob("*") if p.is_file())
     return {"metrics": {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}, "checkpoint_files": files, "error": repr(result.error) if result.error else None}
 
@@ -339,6 +366,7 @@ def main() -> None:
                 print(f"CASE {case}", flush=True)  # the restart's expected errors come after its mark
                 results[case] = {"doc": doc_case, "example": example_case, "jax": jax_case, "restart": restart_case}[case]()
         results["network"] = network()
+        results["retried"] = RETRIED
     finally:
         ray.shutdown()
     results["seconds"] = round(time.monotonic() - started, 1)
