@@ -279,23 +279,14 @@ def tune_budget_setting(environ: Mapping[str, str], default: float) -> float:
     """``AUTODIST_TUNE_BUDGET`` in seconds, or ``default`` when unset.
 
     Raises:
-        AutodistError: when the value is not a positive number.
+        AutodistError: when the value is not a number of seconds above 0 and at most a week.
 
     Example:
         >>> tune_budget_setting({"AUTODIST_TUNE_BUDGET": "30"}, 60.0), tune_budget_setting({}, 60.0)
         (30.0, 60.0)
     """
     raw = environ.get(TUNE_BUDGET_ENV, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        value = -1.0
-    if not (math.isfinite(value) and 0 < value <= MAX_WAIT_SECONDS):
-        raise AutodistError(
-            f"{TUNE_BUDGET_ENV} must be a finite positive number of seconds, at most a week (Received: {TUNE_BUDGET_ENV}={raw!r}). "
-            'It bounds how long strategy="tune" times candidates; for example 60.'
-        )
-    return value
+    return _seconds(raw, TUNE_BUDGET_ENV, 'It bounds how long strategy="tune" times candidates; for example 60.') if raw else default
 
 
 def peer_timeout_setting(environ: Mapping[str, str], given: float | None = None) -> float | None:
