@@ -33,6 +33,7 @@ from autodist.errors import (
     AutodistWarning,
     BatchSizeError,
     ClusterConfigError,
+    CollectiveMismatchError,
     ModelPlacementError,
     PeerError,
     RuntimeAlreadyStartedError,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the names as the lazy table below gives them
     from autodist.jobs.heartbeat import beat
     from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
     from autodist.planning.plans import Plan, StrategyKind
+    from autodist.run.activation import local
 
 __version__ = "0.1.0"
 
@@ -76,6 +78,7 @@ _LAZY = {
     "distributed": "autodist.entry.custom_loops",
     "init": "autodist.entry.custom_loops",
     "fit": "autodist.entry.fit",
+    "local": "autodist.run.activation",
 }
 
 
@@ -120,6 +123,7 @@ __all__ = [
     "BatchSizeError",
     "ClusterConfigError",
     "ClusterInfo",
+    "CollectiveMismatchError",
     "GpuInfo",
     "HardwareSnapshot",
     "ModelInfo",
@@ -141,5 +145,6 @@ __all__ = [
     "fit",
     "init",
     "is_chief",
+    "local",
     "plan",
 ]

@@ -20,6 +20,7 @@ __all__ = [
     "AutodistWarning",
     "BatchSizeError",
     "ClusterConfigError",
+    "CollectiveMismatchError",
     "ModelPlacementError",
     "PeerError",
     "RuntimeAlreadyStartedError",
@@ -68,3 +69,30 @@ class AutodistWarning(UserWarning):
 
 class PeerError(AutodistError, RuntimeError):
     """A worker of the cluster stopped, or never came, while this one needed it."""
+
+
+#: ``BaseException``'s own ``__cause__`` slot, under the property that :class:`CollectiveMismatchError` puts over it.
+_CAUSE = BaseException.__dict__["__cause__"]
+
+
+class CollectiveMismatchError(AutodistError, RuntimeError):
+    """The workers of a multi-worker job did not run the same collective ops: most often work
+    done on one worker only (the chief) under the multi-worker strategy, which the others never
+    joined. The message names the likely cause and the fix.
+
+    TensorFlow's error is its ``__cause__``, also after TensorFlow's and Keras's traceback
+    filters re-raise it ``from None`` (it is raised inside ``tf.Variable`` and Keras layers):
+    ``original`` keeps it, and ``__cause__`` falls back to it.
+    """
+
+    def __init__(self, message: str, original: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.original = original
+
+    @property  # type: ignore[override]
+    def __cause__(self) -> BaseException | None:
+        return _CAUSE.__get__(self) or self.original
+
+    @__cause__.setter
+    def __cause__(self, cause: BaseException | None) -> None:
+        _CAUSE.__set__(self, cause)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 from typing import Any
@@ -110,18 +111,27 @@ def run_python(args: list[str], *, env: dict[str, str], timeout: float = 300, cw
 
 def start_python(args: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> subprocess.Popen:
     """Start ``python ARGS`` now; :func:`finished` collects it. Independent real-TF (or JAX)
-    processes overlap this way on the 2 cores."""
-    return subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    processes overlap this way on the 2 cores. Its output goes to unnamed temporary files, not
+    pipes: a process whose pipe filled up while another was collected would stop until its turn."""
+    outputs = (tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+"))
+    proc = subprocess.Popen([sys.executable, *args], env=env, stdout=outputs[0], stderr=outputs[1], text=True, cwd=cwd)
+    proc.outputs = outputs  # type: ignore[attr-defined]
+    return proc
 
 
 def finished(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
     """``(returncode, stdout, stderr)`` of a started process; killed when it overruns ``timeout``."""
     try:
-        out, err = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
-    return proc.returncode, out, err
+        proc.wait()
+    texts = []
+    for output in proc.outputs:  # type: ignore[attr-defined]
+        output.seek(0)
+        texts.append(output.read())
+        output.close()
+    return proc.returncode, texts[0], texts[1]
 
 
 def start_scenario(script: str, *args: str, **env: str | None) -> subprocess.Popen:

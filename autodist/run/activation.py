@@ -23,19 +23,26 @@ guide's and the tutorials' ``strategy = tf.distribute.MirroredStrategy()``), aut
 (:func:`on_script_strategy`), and ``autodist.fit`` trains a model built in the script's scope
 under that strategy. ``MultiWorkerMirroredStrategy()`` in a job autodist planned as multi-worker
 is autodist's own object instead (:func:`shared_multi_worker`), since collectives can be
-configured only once per process. What happened is kept in :mod:`autodist.run.record`.
+configured only once per process; it then steps aside as for any strategy of the script's, so
+what the script creates outside its ``with strategy.scope():`` (the chief's evaluation of a
+saved model) is created as without autodist, with no collective. Where autodist's strategy is
+the only one, :func:`local` is a block in which it is not current, for such work. What happened
+is kept in :mod:`autodist.run.record`.
 
 Example:
-    >>> from autodist.run.activation import step_aside
+    >>> from autodist.run.activation import local, step_aside
     >>> step_aside()  # nothing was activated in this process: nothing to step aside from
     False
+    >>> with local():  # nor anything to set aside
+    ...     pass
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from autodist.detection.hardware import num_cpus
@@ -43,6 +50,7 @@ from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
 from autodist.planning.here import plan_here
 from autodist.planning.plans import StrategyKind
+from autodist.run.collectives import collective_mismatch
 from autodist.run.record import Activation, current, record, set_record
 from autodist.run.strategies import (
     building,
@@ -56,10 +64,17 @@ from autodist.run.strategies import (
 from autodist.settings import activation_enabled, cpu_devices_setting
 from autodist.upstream import tf_scopes
 from autodist.upstream.surface import available
-from autodist.upstream.tf_hooks import Hooks, hook_triggers, hook_variable_creation, made_by_tf_distribute, watch_strategy_construction
+from autodist.upstream.tf_hooks import (
+    Hooks,
+    hook_triggers,
+    hook_variable_creation,
+    made_by_tf_distribute,
+    translate_creation_errors,
+    watch_strategy_construction,
+)
 from autodist.upstream.versions import check_versions, installed
 
-__all__ = ["ASSUMED_FITS", "activate", "complete", "on_script_strategy", "shared_multi_worker", "step_aside"]
+__all__ = ["ASSUMED_FITS", "activate", "complete", "keep_current", "local", "on_script_strategy", "shared_multi_worker", "step_aside"]
 
 #: The reason added to a plan made at import, before any model exists.
 ASSUMED_FITS = (
@@ -80,6 +95,8 @@ OUTSIDE_MAIN_THREAD = (
 
 _MAIN: list[int | None] = [None]
 _BUSY = threading.Lock()
+#: ``autodist.init()`` was called: the script asked for autodist's strategy itself (:func:`keep_current`).
+_ASKED_FOR = [False]
 
 
 def _makes_current(the_plan: Any) -> bool:
@@ -168,6 +185,8 @@ def complete() -> None:
                 _TRIGGERS.remove()
                 raise
             done = record(strategy=strategy)
+            if done.plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED:
+                translate_creation_errors(strategy, _mismatch_at_creation)
         if _MAIN[0] is None:  # activated outside the main thread: created, never made current
             record(pending=False)
             _TRIGGERS.remove()
@@ -184,6 +203,11 @@ def complete() -> None:
         get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
     finally:
         _BUSY.release()
+
+
+def _mismatch_at_creation(err: BaseException) -> BaseException | None:
+    """What a variable's creation under autodist's multi-worker strategy raises instead of ``err``."""
+    return collective_mismatch(err, "while creating a variable under autodist's multi_worker_mirrored strategy")
 
 
 def step_aside() -> bool:
@@ -283,8 +307,40 @@ def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any
             raise done.error
         return None
     done.strategy._autodist_shared_init = True  # its constructor must not run a second time
+    if not _ASKED_FOR[0]:
+        step_aside()  # the script's strategy now: current no more, unless it holds variables already
     record(script_strategy="MultiWorkerMirroredStrategy", shared=True)
     return done.strategy
+
+
+def keep_current() -> None:
+    """``autodist.init()`` was called: the script holds autodist's strategy and asked for it, so
+    it stays current when the script's ``MultiWorkerMirroredStrategy()`` turns out to be it."""
+    _ASKED_FOR[0] = True
+
+
+@contextlib.contextmanager
+def local() -> Iterator[None]:
+    """A block in which autodist's strategy is not current: what it creates and runs is as
+    without autodist, under TensorFlow's default strategy, with no collective op. For work on one
+    worker only (``if autodist.is_chief():`` loading, evaluating or exporting a model), which
+    under the multi-worker strategy would wait for workers that never join it. A strategy still
+    pending is created first, so it cannot be made current inside the block.
+
+    A no-op where autodist made nothing current (one device, ``AUTODIST_ACTIVATE=0``, outside the
+    main thread), after it stepped aside for the script's own strategy (outside the script's
+    ``with strategy.scope():`` nothing is autodist's already), and inside a scope the script
+    opened (that scope wins). A model created inside is used inside: its ``evaluate`` and
+    ``predict`` run under the default strategy.
+
+    Example:
+        >>> import autodist
+        >>> with autodist.local():
+        ...     pass
+    """
+    complete()
+    with tf_scopes.aside():
+        yield
 
 
 def _on_constructed(strategy: Any) -> None:

@@ -256,7 +256,7 @@ def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
             "script, above TensorFlow and Keras"
         )
     made = done.plan.strategy.value if done.plan is not None else "no strategy"
-    if done.script_strategy is not None and not done.shared:
+    if done.script_strategy is not None:  # shared too: autodist's steps aside for the script's MultiWorkerMirroredStrategy()
         return "script", (
             f"the script created its own {done.script_strategy}, so autodist's {made} stepped "
             "aside (one strategy per process), and this model was built outside that "

@@ -5,7 +5,8 @@
 - ``init``: plan here, serve (parameter-server ``worker``/``ps`` tasks end there), build the
   strategy and apply the Keras workarounds (:func:`autodist.run.strategies.start`);
 - the scope: the strategy's own;
-- ``fit``: :func:`autodist.run.fit.fit_on_tensorflow`.
+- ``fit``: :func:`autodist.run.fit.fit_on_tensorflow`, with the workers' collective ops that did
+  not match said as a ``CollectiveMismatchError`` (:mod:`autodist.run.collectives`).
 
 ``import autodist`` loads this module to install the hook, and nothing else of the TensorFlow
 side: each step imports its modules when it runs (the one reason for imports inside functions
@@ -42,11 +43,13 @@ class TensorFlowBackend:
 
     def init(self, environ: Mapping[str, str], *, make_global: bool = True, **plan_kwargs: Any) -> tuple[Plan, Any]:
         from autodist.planning.here import plan_here
-        from autodist.run.activation import complete
+        from autodist.run.activation import complete, keep_current
         from autodist.run.parameter_server import serve_if_this_task_serves
         from autodist.run.strategies import start
 
         complete()  # the strategy made current at import, if it is still pending
+        if make_global:
+            keep_current()  # init: the script asked for autodist's strategy, which stays current
         the_plan = plan_here(environ, **plan_kwargs)
         serve_if_this_task_serves(the_plan)  # parameter-server worker and ps tasks end here
         return the_plan, start(the_plan)
@@ -55,9 +58,19 @@ class TensorFlowBackend:
         return distribution.scope()
 
     def fit(self, call: FitCall, environ: Mapping[str, str]) -> Any:
+        """``fit_on_tensorflow``; the workers' collective ops not matching (work on one worker
+        only, such as ``autodist.fit`` on the chief alone) raised as a ``CollectiveMismatchError``
+        that says so, with TensorFlow's error as its cause."""
+        from autodist.run.collectives import collective_mismatch
         from autodist.run.fit import fit_on_tensorflow
 
-        return fit_on_tensorflow(call, environ)
+        try:
+            return fit_on_tensorflow(call, environ)
+        except Exception as err:
+            mismatch = collective_mismatch(err, "in autodist.fit")
+            if mismatch is None:
+                raise
+            raise mismatch from err
 
 
 def _activate(environ: Mapping[str, str]) -> None:

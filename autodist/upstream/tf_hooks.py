@@ -9,7 +9,9 @@ to listen:
   Keras models' constructors call);
 - :func:`hook_variable_creation`: a call first at each variable's creation;
 - :func:`watch_strategy_construction`: the script's own strategies, as they are constructed, and
-  ``MultiWorkerMirroredStrategy()`` answered with an existing object.
+  ``MultiWorkerMirroredStrategy()`` answered with an existing object;
+- :func:`translate_creation_errors`: an error raised while a strategy creates a variable (under
+  MultiWorkerMirrored, a collective broadcast of its initial value) given to a translator.
 
 Each installs nothing and returns ``False`` where the touch is off (the activation then leaves
 the strategy to ``fit`` and ``init``). A wrapper whose own work fails on something it did not
@@ -32,7 +34,14 @@ from typing import Any
 from autodist.log import get_logger
 from autodist.upstream.surface import available
 
-__all__ = ["Hooks", "hook_triggers", "hook_variable_creation", "made_by_tf_distribute", "watch_strategy_construction"]
+__all__ = [
+    "Hooks",
+    "hook_triggers",
+    "hook_variable_creation",
+    "made_by_tf_distribute",
+    "translate_creation_errors",
+    "watch_strategy_construction",
+]
 
 #: What a wrapper lets through when its own work fails unexpectedly (autodist's errors and
 #: TensorFlow's pass: they are the user's to see).
@@ -106,6 +115,37 @@ def hook_variable_creation(hooks: Hooks, before: Callable[[], None]) -> bool:
     from tensorflow.python.ops import variables
 
     hooks.wrap(variables.VariableMetaclass, "__call__", before)
+    return True
+
+
+def translate_creation_errors(strategy: Any, translate: Callable[[BaseException], BaseException | None]) -> bool:
+    """Each error raised while ``strategy`` creates a variable (in its scope, or while it is
+    current) goes to ``translate``: the error it returns is raised instead, with TensorFlow's as
+    its ``__cause__``; ``None`` lets TensorFlow's through. Wraps this one strategy object's
+    ``extended._create_variable``, which TensorFlow looks up at each creation. Idempotent;
+    ``False`` where the touch is off or the method is missing."""
+    extended = getattr(strategy, "extended", None)
+    original = getattr(extended, "_create_variable", None)
+    if getattr(original, "autodist_wrapped", False):
+        return True
+    if original is None or not available("tf.activation_hooks"):
+        return False
+
+    def _create_variable(next_creator: Any, **kwargs: Any) -> Any:
+        try:
+            return original(next_creator, **kwargs)
+        except Exception as err:
+            try:
+                translated = translate(err)
+            except _UNEXPECTED as failed:
+                _fell_through("_create_variable", failed)
+                translated = None
+            if translated is None:
+                raise
+            raise translated from err
+
+    _create_variable.autodist_wrapped = True  # type: ignore[attr-defined]
+    extended._create_variable = _create_variable
     return True
 
 

@@ -13,7 +13,8 @@ things a script without autodist does would fail in TensorFlow:
 
 For those, autodist's strategy steps aside for the block and is current again after it. It
 steps aside only when it is current through activation alone: not when the script re-entered
-its scope, nor inside any other scope, where TensorFlow's own rules apply.
+its scope, nor inside any other scope, where TensorFlow's own rules apply. :func:`aside` is the
+same step for a block the script names itself (``autodist.local()``: work on the chief only).
 
 The wrappers go in when autodist makes its strategy current (:func:`install`), and only where
 the probes find what they read; on anything they did not expect, they fall through to
@@ -35,7 +36,7 @@ from typing import Any
 
 from autodist.upstream.surface import available
 
-__all__ = ["install", "reentered", "stepping_aside"]
+__all__ = ["aside", "install", "reentered", "stepping_aside"]
 
 _LOCAL = threading.local()
 #: What a wrapper falls through on: its own reads of TensorFlow's private state failing.
@@ -120,6 +121,18 @@ class _Aside:
             return self.inner.__exit__(*exc)
         finally:
             self._set(self.aside)
+
+
+def aside() -> Any:
+    """A context manager under which autodist's strategy is not current, where it is current
+    through activation alone (:func:`stepping_aside`), and is again after it; a no-op one
+    otherwise (nothing made current, inside a ``with scope()`` the script opened, or already
+    aside)."""
+    try:
+        ours = stepping_aside()
+    except _UNEXPECTED:
+        ours = None  # TensorFlow's own behaviour: nothing set aside
+    return contextlib.nullcontext() if ours is None else _Aside(contextlib.nullcontext(), ours)
 
 
 def _wrapped_scope(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
