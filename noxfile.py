@@ -43,6 +43,7 @@ SLICE = (
     "tests/test_multi_worker.py::test_still_needed_multi_worker_scalar_reduce",
     "tests/test_multi_worker.py::test_two_workers_match_each_other_and_a_single_process[keras3]",
     "tests/test_arguments.py",  # the API's boundary against this pair's model.fit and callbacks
+    "tests/test_replica_differences.py",  # what this pair's models tell about replica differences
 )
 #: Added where the pair has tf_keras.
 TF_KERAS_SLICE = ("tests/test_multi_worker.py::test_two_workers_match_each_other_and_a_single_process[tf_keras]",)

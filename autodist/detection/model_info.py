@@ -16,7 +16,7 @@ from typing import Any
 
 from autodist import fields
 from autodist.errors import ArgumentError
-from autodist.upstream.keras_models import all_layers, compiled_flag, flattens_layers, jit_compile_as_compiled
+from autodist.upstream.keras_models import all_layers, compiled_flag, flattens_layers, jit_compile_as_compiled, owns_seed_generators
 
 __all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "activation_elements", "describe_model", "is_compiled", "is_model", "keras_flavor_of", "keras_module", "multiply_adds"]
 
@@ -44,6 +44,8 @@ class ModelInfo:
     batch_statistics_layers: tuple[str, ...] = ()  # BatchNormalization not synchronized: per-replica batch
     random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
     own_train_step: bool = False  # the model's class overrides train_step
+    own_steps: tuple[str, ...] = ()  # which of train_step, test_step, compute_loss the model's class defines
+    mixed_precision: str | None = None  # the model's dtype policy when it computes in float16/bfloat16
 
 
 def keras_flavor_of(model: Any) -> str:
@@ -109,13 +111,15 @@ def describe_model(model: Any) -> ModelInfo:
         activation_elements=activation_elements(model),
         variables=_trainable_paths(model),
         own_train_step=overrides_train_step(model),
+        own_steps=tuple(name for name in ("train_step", "test_step", "compute_loss") if overrides(model, name)),
+        mixed_precision=_mixed_policy(model),
         **_layer_kinds(model),
     )
 
 
 def overrides_train_step(model: Any) -> bool:
     """Whether a class of the caller's own, between the model's class and Keras's, defines
-    ``train_step``.
+    ``train_step`` (:func:`overrides`).
 
     Example:
         >>> import keras
@@ -125,29 +129,71 @@ def overrides_train_step(model: Any) -> bool:
         >>> overrides_train_step(Custom()), overrides_train_step(keras.Sequential())
         (True, False)
     """
+    return overrides(model, "train_step")
+
+
+def overrides(model: Any, method: str) -> bool:
+    """Whether a class of the caller's own, between the model's class and Keras's, defines
+    ``method``.
+
+    Example:
+        >>> import keras
+        >>> class Scored(keras.Model):
+        ...     def test_step(self, data):
+        ...         return {}
+        >>> overrides(Scored(), "test_step"), overrides(Scored(), "train_step")
+        (True, False)
+    """
     for cls in type(model).__mro__:
         if cls.__module__.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins"):
             return False
-        if "train_step" in vars(cls):
+        if method in vars(cls):
             return True
     return False
 
 
+def _mixed_policy(model: Any) -> str | None:
+    """The model's dtype policy's name when it computes in a 16-bit float (``mixed_float16``,
+    ``mixed_bfloat16``); ``None`` for float32 or an unknown policy."""
+    policy = getattr(model, "dtype_policy", None)
+    name = getattr(policy, "name", None)
+    compute = str(getattr(policy, "compute_dtype", "") or "")
+    return name if isinstance(name, str) and compute in ("float16", "bfloat16") else None
+
+
 #: Layers that draw random numbers while training (their masks or noise).
 _RANDOM = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianDropout", "GaussianNoise", "AlphaDropout")
+#: Keras's augmentation layers without the ``Random`` prefix (``RandomFlip``, ``RandomRotation``
+#: and the other ``Random*`` layers are recognised by it).
+_AUGMENTATION = ("RandAugment", "AugMix", "MixUp", "CutMix", "Solarization")
+
+
+def _draws_random_numbers(kind: str, layer: Any) -> bool:
+    """A layer (or model) that draws random numbers in training, by its kind or by the
+    ``SeedGenerator`` it owns (a VAE's sampling layer, a GAN's noise); not a Dropout of rate 0."""
+    known = kind in _RANDOM or kind in _AUGMENTATION or (kind.startswith("Random") and len(kind) > 6 and kind[6].isupper())
+    return (known or owns_seed_generators(layer)) and getattr(layer, "rate", None) != 0
 
 
 def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
     """The names of the layers whose training numbers depend on the per-replica batch
-    (BatchNormalization without ``synchronized``) or on randomness."""
+    (BatchNormalization without ``synchronized``, not frozen) or on randomness (Dropout of a
+    rate above 0, noise, augmentation). Keras runs a frozen BatchNormalization (``trainable=False``,
+    set on it or on a model that holds it) in inference mode: no batch statistics. A base model
+    called with ``training=False`` inside a functional model is not left out: Keras 3 passes the
+    enclosing call's ``training=True`` on to it (measured on 3.15.1: its moving mean moves in
+    ``fit``). A frozen Dropout still drops."""
     try:
         layers = all_layers(model) if flattens_layers(model) else [layer for layer, _ in _leaf_layers(model)]
     except Exception:  # an unusual model: no layer facts
         return {}
     names = [(type(layer).__name__, getattr(layer, "name", "?"), layer) for layer in layers]
     return {
-        "batch_statistics_layers": tuple(name for kind, name, layer in names if "BatchNormalization" in kind and not getattr(layer, "synchronized", False)),
-        "random_layers": tuple(name for kind, name, _ in names if kind in _RANDOM),
+        "batch_statistics_layers": tuple(
+            name for kind, name, layer in names
+            if "BatchNormalization" in kind and not getattr(layer, "synchronized", False) and getattr(layer, "trainable", True)
+        ),
+        "random_layers": tuple(name for kind, name, layer in names if _draws_random_numbers(kind, layer)),
     }
 
 

@@ -420,7 +420,8 @@ def choose_steps_per_execution(
 
 
 def choose_data_parallel_notes(
-    kind: StrategyKind, num_replicas: int, per_replica: int | None, info: ModelInfo, keras_version: str | None = None
+    kind: StrategyKind, num_replicas: int, per_replica: int | None, info: ModelInfo, keras_version: str | None = None,
+    workarounds: tuple[str, ...] = (),
 ) -> Choice[None]:
     """What splitting each batch over replicas changes for this model, once per plan (so once
     per ``fit``): :func:`autodist.planning.global_batch.split_notes`.
@@ -433,8 +434,9 @@ def choose_data_parallel_notes(
     if kind == K.PARAMETER_SERVER:
         return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
     summed = info.keras_flavor == "keras3" and WORKAROUNDS["distributed_gradients"].affects(keras_version or info.keras_version)
+    own = () if "own_step_replica_mean" in workarounds else (info.own_steps or (("train_step",) if info.own_train_step else ()))
     reasons, warnings = split_notes(
-        num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, info.own_train_step,
-        summed_steps=(keras_version or info.keras_version) if summed else None,
+        num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, own,
+        summed_steps=(keras_version or info.keras_version) if summed else None, mixed_precision=info.mixed_precision,
     )
     return Choice(None, reasons, warnings)

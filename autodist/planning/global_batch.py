@@ -25,7 +25,10 @@ from typing import Any
 from autodist.errors import BatchSizeError
 from autodist.fields import a_type, shown
 
-__all__ = ["KERAS_DEFAULT_BATCH_SIZE", "MAX_BATCH_SIZE", "BatchDecision", "adjust_global_batch", "dropped_samples", "validate_batch_size"]
+__all__ = [
+    "KERAS_DEFAULT_BATCH_SIZE", "MAX_BATCH_SIZE", "BatchDecision", "adjust_global_batch", "dropped_samples", "every_replica_fed",
+    "validate_batch_size",
+]  # fmt: skip
 
 #: Keras's own default when ``fit`` gets no ``batch_size``.
 KERAS_DEFAULT_BATCH_SIZE = 32
@@ -115,6 +118,32 @@ def adjust_global_batch(
     return BatchDecision(requested, adjusted, adjusted // num_replicas, warning)
 
 
+def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> tuple[int, int] | None:
+    """``(batch_size, copies)`` for ``evaluate``/``predict`` on ``num_samples`` samples so that no
+    batch has fewer samples than replicas (a replica with an empty share fails in some models:
+    a residual ``add`` becomes a rank-2 ``BiasAdd``), or ``None`` when none has. Means over the
+    samples do not depend on the batching: the largest smaller batch size that feeds every
+    replica is taken; fewer samples than replicas are repeated ``copies`` times in one batch
+    (each sample as often, so every mean stays the same; ``predict`` keeps the first copy).
+
+    Example:
+        >>> every_replica_fed(33, 32, 2), every_replica_fed(1, 32, 2), every_replica_fed(64, 32, 2)
+        ((31, 1), (2, 2), None)
+    """
+    if num_replicas < 2 or num_samples <= 0 or batch_size <= 0:
+        return None
+    if num_samples < num_replicas:
+        copies = -(-num_replicas // num_samples)
+        return num_samples * copies, copies
+    last = num_samples % batch_size
+    if batch_size >= num_replicas and (num_samples <= batch_size or last == 0 or last >= num_replicas):
+        return None
+    # smaller batches first, down to one sample per replica; then larger ones, up to all the samples in one
+    smaller = range(min(batch_size, num_samples) - 1, num_replicas - 1, -1)
+    larger = range(max(batch_size + 1, num_replicas), num_samples + 1)
+    return next((size, 1) for size in (*smaller, *larger) if num_samples % size == 0 or num_samples % size >= num_replicas)
+
+
 def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | None:
     """Samples ``drop_remainder`` leaves out of each epoch (``None`` when the count is unknown)."""
     return None if num_samples is None else num_samples % global_batch_size
@@ -122,14 +151,17 @@ def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | No
 
 def split_notes(
     num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None,
-    own_train_step: bool = False, summed_steps: str | None = None,
+    own_steps: tuple[str, ...] = (), summed_steps: str | None = None, mixed_precision: str | None = None,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
-    opt-in); Keras 3's random layers draw one mask for every replica (a warning; tf_keras: a
-    note); a Keras 3 ``train_step`` of the caller's own gets a loss divided by the replicas (a
-    warning), or, on a Keras that divides no loss by the replicas (``summed_steps``: its version,
-    3.3-3.7), steps N times one device's (a warning). Nothing on one replica.
+    opt-in); Keras 3's random layers (Dropout, noise, augmentation) draw one mask or transform
+    for every replica (a warning; tf_keras: a note); a Keras 3 step of the caller's own
+    (``own_steps``: the methods, when the workaround ``own_step_replica_mean`` does not run them
+    as on one device) records losses divided by the replicas (a warning), or, on a Keras that
+    divides no loss by the replicas (``summed_steps``: its version, 3.3-3.7), takes steps N times
+    one device's (a warning); a 16-bit mixed-precision policy rounds the replicas' sums apart
+    from one device's (a warning). Nothing on one replica.
 
     Example:
         >>> "16 samples, not the global 32" in split_notes(2, 16, ("bn",), (), "keras3")[1][0]
@@ -153,9 +185,11 @@ def split_notes(
         noted = (f"{_names(random_layers)} draw masks or noise for each replica's share: other draws than one device's",)
     elif random_layers:
         warned += (SAME_MASKS.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)
-    if own_train_step and keras_flavor == "keras3":
+    if own_steps and keras_flavor == "keras3":
         template = SUMMED_STEPS if summed_steps else SCALED_LOSS
-        warned += (template.format(num_replicas=num_replicas, keras_version=summed_steps),)
+        warned += (template.format(num_replicas=num_replicas, keras_version=summed_steps, methods="/".join(own_steps)),)
+    if mixed_precision:
+        warned += (MIXED_PRECISION.format(policy=mixed_precision, num_replicas=num_replicas, per_replica=per_replica),)
     return noted, warned
 
 
@@ -168,19 +202,32 @@ def _names(layers: tuple[str, ...]) -> str:
 #: its loss metric sees it, a train_step written as Keras's guide shows does not (measured in
 #: tests/test_model_axis.py: History's loss half of model.fit's on 2 replicas, weights equal).
 SCALED_LOSS = (
-    "This model's own train_step runs on {num_replicas} replicas, where Keras 3's compute_loss "
+    "This model's own {methods} runs on {num_replicas} replicas, where Keras 3's compute_loss "
     "returns each replica's loss divided by {num_replicas} (so that the gradients sum to the global "
-    "batch's): the weights train as on one device, but a loss your train_step records in a metric "
-    "(metric.update_state(loss), as Keras's guide writes it) reads 1/{num_replicas} of model.fit's on "
-    "one device. Record loss * self.distribute_strategy.num_replicas_in_sync instead, or train on "
-    "one replica (strategy='default')"
+    "batch's): a loss your step records in a metric (metric.update_state(loss), as Keras's guide "
+    "writes it; val_loss and evaluate from a test_step) reads 1/{num_replicas} of model.fit's on "
+    "one device, and a loss it computes itself without Keras's losses takes steps {num_replicas} "
+    "times one device's. autodist corrects both (workaround own_step_replica_mean), which is off "
+    "here: unset AUTODIST_KERAS_COMPAT=off, or train on one replica (strategy='default')"
+)
+
+#: Keras 3 with a 16-bit compute policy: float16 keeps about 3 significant digits, and the
+#: replicas' shares are summed in another order than one device's batch (measured on a small
+#: model, 1 vs 2 replicas: loss 1.9e-2 and test loss 6e-2 apart, where float32 agrees within 1e-7).
+MIXED_PRECISION = (
+    "The model computes in {policy}: 16-bit floats keep about 3 significant digits, and "
+    "{num_replicas} replicas reduce their {per_replica}-sample shares in another order than one "
+    "device reduces the whole batch, so losses and weights round apart from model.fit's on one "
+    "device (measured on a small model, 1 against 2 replicas: loss 2e-2 and test loss 6e-2 apart, "
+    "where float32 agrees within 1e-7). Train in float32, or on one replica "
+    "(strategy='default'), where the last digits matter"
 )
 
 #: Keras 3.3-3.7 under tf.distribute: the replicas' gradients are summed and no loss is divided by
 #: the replicas. autodist divides fit's own loss (workaround distributed_gradients); a train_step of
 #: the model's own takes its gradients itself (tests/test_upstream.py measures it on each pair).
 SUMMED_STEPS = (
-    "This model's own train_step runs on {num_replicas} replicas, where Keras {keras_version} sums the "
+    "This model's own {methods} runs on {num_replicas} replicas, where Keras {keras_version} sums the "
     "replicas' gradients of losses that are each a mean over the replica's share: every optimizer "
     "step is {num_replicas} times one device's (autodist divides the loss of Keras's own train_step "
     "by the replicas, as Keras 3.8 does; yours takes its gradients itself). Divide the loss you take "
@@ -191,9 +238,9 @@ SUMMED_STEPS = (
 #: Keras 3 under tf.distribute: a random layer's seed state is a mirrored variable, so every
 #: replica draws the same masks (tests/test_keras_compat.py checks it is still so).
 SAME_MASKS = (
-    "{names} draw the same random mask on every replica (Keras 3 keeps their seed state as one "
-    "mirrored variable): the {num_replicas} replicas' shares of each batch ({per_replica} samples "
-    "each) get identical masks, where one device draws independent ones for the whole batch, so "
-    "training is less random than model.fit's and its numbers differ. Train on one replica "
-    "(strategy='default' or 'one_device') where that matters"
+    "{names} draw the same random masks, noise or transforms on every replica (Keras 3 keeps "
+    "their seed state as one mirrored variable): the {num_replicas} replicas' shares of each batch "
+    "({per_replica} samples each) get identical draws, where one device draws independent ones for "
+    "the whole batch, so training is less random than model.fit's and its numbers differ. Train on "
+    "one replica (strategy='default' or 'one_device') where that matters"
 )

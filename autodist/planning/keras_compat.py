@@ -234,6 +234,55 @@ WORKAROUNDS: dict[str, Workaround] = {
             if_fixed="skipping the read when nothing needs building changes nothing Keras uses",
         ),
         Workaround(
+            name="no_call_symbolic_build",
+            upstream="Keras 3 TensorFlowTrainer._maybe_symbolic_build (a model without call())",
+            summary=(
+                "Under any tf.distribute strategy, fit builds the model by calling it on symbolic "
+                "inputs. A subclassed model whose train_step calls its sub-models itself and that "
+                "has no call() of its own (keras.io's VAE, the GAN of the 'customizing fit' guide) "
+                "fails there ('Model VAE does not have a call() method implemented'), though it "
+                "trains on one device, where Keras builds nothing before the first step. autodist "
+                "builds such a model's optimizer under the strategy instead, and leaves the rest "
+                "to the first step, as one device does."
+            ),
+            affected=((_NO_SYMBOLIC_BUILD, None),), touches=("keras.symbolic_build",),
+            if_fixed="a model without call() has nothing a symbolic call could build",
+        ),
+        Workaround(
+            name="own_step_replica_mean",
+            upstream="Keras 3 loss scaling under tf.distribute (scale_loss_for_distribution)",
+            summary=(
+                "Under a replicated strategy Keras sums the replicas' gradients and divides a "
+                "keras.losses loss by the replicas. A train_step of the model's own gets one of "
+                "two wrong answers: a loss it computes itself (keras.io's VAE) is not divided, so "
+                "every step is N times one device's; a keras.losses loss or compute_loss is, so a "
+                "metric the step records it in (the guide's GAN, a test_step's val_loss, "
+                "evaluate) reads 1/N of one device's. Inside a model's own train_step and "
+                "test_step (or Keras's, when the model defines compute_loss), autodist keeps each "
+                "loss the replica's mean, as on one device, and divides the gradients the "
+                "optimizer applies by the replicas; a step that divides by the global batch "
+                "itself (tf.nn.compute_average_loss) keeps its gradients."
+            ),
+            affected=_ALL, touches=("keras.own_steps",),
+            if_fixed="a step whose losses Keras no longer divides trains with the mean of the replicas' gradients, as one device",
+        ),
+        Workaround(
+            name="every_replica_fed",
+            upstream="Keras 3 evaluate/predict under tf.distribute (a batch with fewer samples than replicas)",
+            summary=(
+                "evaluate and predict split each batch over the replicas, and a batch with fewer "
+                "samples than replicas (one image to predict on 2 replicas, or 33 samples in "
+                "batches of 32) leaves a replica an empty share. Some models fail on it: a "
+                "residual add becomes a rank-2 BiasAdd ('Shape must be rank 1 but is rank 2', "
+                "keras.io's image classification from scratch). For array inputs on one worker, "
+                "autodist picks the nearest batch size that feeds every replica (means over the "
+                "samples do not depend on the batching), and repeats fewer samples than replicas "
+                "in one batch (predict returns the first copy)."
+            ),
+            affected=_ALL, touches=("keras.trainer_loops",),
+            if_fixed="another batching of the same samples gives the same means and predictions",
+        ),
+        Workaround(
             name="batchnorm_moving_statistics",
             upstream="Keras 3 BatchNormalization under tf.distribute (moving statistics)",
             summary=(
@@ -348,7 +397,7 @@ def compile_overrides(
 #: The workarounds applied by patching Keras (the others change compile settings or defaults).
 PATCHES = (
     "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input",
-    "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
+    "no_call_symbolic_build", "own_step_replica_mean", "every_replica_fed", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
 )  # fmt: skip
 
 
@@ -365,9 +414,21 @@ _REFUSED = {
 }
 
 
-def refused_strategy(strategy: str, keras_flavor: str, keras_version: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+#: Keras 3's LossScaleOptimizer under CentralStorage (measured on 3.15.1, plain model.fit too).
+MIXED_FLOAT16_CENTRAL_STORAGE = (
+    "A mixed_float16 model cannot train under CentralStorageStrategy: Keras's LossScaleOptimizer "
+    "updates its loss scale in each replica and applies its step inside a cond, which "
+    "CentralStorageStrategy refuses (\"merge_call called while defining a new graph\"; plain "
+    "model.fit fails the same way). Use strategy='mirrored', or train in float32"
+)
+
+
+def refused_strategy(
+    strategy: str, keras_flavor: str, keras_version: str | None, environ: Mapping[str, str] | None = None, mixed_precision: str | None = None,
+) -> str | None:
     """Why this Keras cannot train under ``strategy`` at all (``None``: it can), for the planner's
-    refusal: Keras 3.3-3.6 under CentralStorage and MultiWorkerMirrored (:data:`_REFUSED`).
+    refusal: Keras 3.3-3.6 under CentralStorage and MultiWorkerMirrored (:data:`_REFUSED`), and
+    ``mixed_float16`` under CentralStorage (:data:`MIXED_FLOAT16_CENTRAL_STORAGE`).
 
     Example:
         >>> refused_strategy("central_storage", "keras3", "3.4.1", {}) is not None
@@ -377,6 +438,8 @@ def refused_strategy(strategy: str, keras_flavor: str, keras_version: str | None
     """
     if keras_flavor != "keras3" or str(strategy) not in _REFUSED:
         return None
+    if mixed_precision == "mixed_float16" and str(strategy) == "central_storage":
+        return MIXED_FLOAT16_CENTRAL_STORAGE
     if not WORKAROUNDS["variable_aggregation"].affects(keras_version):
         return None  # the release's behaviour, whatever AUTODIST_KERAS_COMPAT says
     return (

@@ -115,7 +115,7 @@ def plan(
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env, unbuilt = (environ if environ is not None else {}), _opening(strategy, model is not None and params is None)
     kind, layout = _keep(snapshot, kept, memory, gpu_memory_fraction) if kept else _choose(snapshot, forced, memory, gpu_memory_fraction)
-    _refuse_for_keras(kind.value, flavor, version, env, kept)
+    _refuse_for_keras(kind.value, flavor, version, env, kept, info.mixed_precision)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     per_replica = batch.value.per_replica_batch_size
     estimates = _positive(choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept)), params)
@@ -123,7 +123,7 @@ def plan(
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
     steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, version, info, env, fit_facts)
-    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps, choosers.choose_data_parallel_notes(kind.value, layout.value.num_replicas, per_replica, info, version))
+    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps, choosers.choose_data_parallel_notes(kind.value, layout.value.num_replicas, per_replica, info, version, workarounds.value))
     return Plan(
         strategy=kind.value,
         **dataclasses.asdict(layout.value),
@@ -178,9 +178,12 @@ def _steps_per_execution(
     return choosers.choose_steps_per_execution(kind, flavor, info, environ, facts or choosers.FitFacts(), keras_version=version)
 
 
-def _refuse_for_keras(kind: StrategyKind, flavor: str, version: str | None, environ: Mapping[str, str], kept: ScriptStrategy | None) -> None:
-    """A strategy this Keras release cannot train under (:func:`autodist.planning.keras_compat.refused_strategy`)."""
-    why = refused_strategy(kind.value, flavor, version, environ)
+def _refuse_for_keras(
+    kind: StrategyKind, flavor: str, version: str | None, environ: Mapping[str, str], kept: ScriptStrategy | None, mixed_precision: str | None = None,
+) -> None:
+    """A strategy this Keras release cannot train under, or not this model's precision
+    (:func:`autodist.planning.keras_compat.refused_strategy`)."""
+    why = refused_strategy(kind.value, flavor, version, environ, mixed_precision)
     if why is not None:
         whose = f"the script's own {kept.class_name}" if kept else f"the plan's {kind.value}"
         raise StrategyUnavailableError(f"{why} (Received: {whose}, Keras {version}).")
@@ -305,9 +308,9 @@ def plan_for_built_model(
     version = info.keras_version or the_plan.keras_version
     overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
     workarounds = choosers.choose_workarounds(the_plan.strategy, flavor, version, environ)
-    _refuse_for_keras(the_plan.strategy, flavor, version, environ, None)
+    _refuse_for_keras(the_plan.strategy, flavor, version, environ, None, info.mixed_precision)
     steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, version, info, environ, fit_facts)
-    notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info, version)
+    notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info, version, workarounds.value)
     kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
     return dataclasses.replace(
         the_plan,

@@ -40,7 +40,7 @@ from autodist.run.callbacks import ChiefDuties, final_callbacks, needs_each_step
 from autodist.run.comm_check import check_communication
 from autodist.run.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.run.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
-from autodist.run.keras_patches import apply_workarounds, build_from_generator
+from autodist.run.keras_patches import apply_workarounds, build_from_generator, steps_as_one_device
 from autodist.run.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
 from autodist.run.ray_data import from_ray_data
 from autodist.run.record import current as current_activation
@@ -74,6 +74,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
         the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), environ, facts)
         apply_workarounds(the_plan.keras_workarounds)  # the built model's flavor decides them
     x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
+    steps_as_one_device(placed.trained, the_plan)
     the_plan = check_communication(placed.trained, distribution, the_plan)  # multi-worker only: warns when workers cannot pay off
     get_logger().info(the_plan.summary(include_warnings=False))
     warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs))

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from autodist.upstream.tf_data import is_dataset
 from autodist.errors import BatchSizeError
+from autodist.log import get_logger
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.run.batching import (
     arrays_to_dataset,
@@ -113,10 +114,40 @@ def prepare_input(
     own_dataset = multi_worker or drop
     if own_dataset:  # pandas as numpy, as Keras reads it, so it goes the same way as arrays
         x, y = pandas_to_numpy(x), pandas_to_numpy(y)
+    if is_array_like(x) and not fit_kwargs.get("validation_split"):
+        fewer = _fewer_samples_than_replicas(x, y, the_plan, fit_kwargs)
+        if fewer is not None:
+            return fewer if not own_dataset else _arrays_as_dataset(fewer.x, fewer.y, the_plan, fewer.fit_kwargs, shuffle_seed)
     if not own_dataset or not is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
         # Keras batches the input itself
         return TrainingInput(x, y, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
     return _arrays_as_dataset(x, y, the_plan, fit_kwargs, shuffle_seed)
+
+
+def _fewer_samples_than_replicas(x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> TrainingInput | None:
+    """Fewer samples than replicas (one replica would get an empty share, which some models
+    fail on): each sample repeated as often, in one batch of them all, as one device trains
+    them in one batch (the mean loss, its gradient and every mean metric are the same).
+    ``None`` when there are enough samples."""
+    import numpy as np
+    import tensorflow as tf
+
+    num_samples = int(tf.nest.flatten(x)[0].shape[0])
+    if num_samples == 0 or num_samples >= the_plan.num_replicas:
+        return None
+    copies = -(-the_plan.num_replicas // num_samples)
+
+    def repeated(value: Any) -> Any:
+        return None if value is None else tf.nest.map_structure(lambda leaf: np.concatenate([np.asarray(leaf)] * copies), value)
+
+    kwargs = _updated(fit_kwargs, batch_size=num_samples * copies)
+    if kwargs.get("sample_weight") is not None:
+        kwargs["sample_weight"] = repeated(kwargs["sample_weight"])
+    get_logger().info(
+        "autodist: %d sample(s) for %d replicas: each is repeated %d times in one batch, so that no replica gets an "
+        "empty share (the mean loss, its gradient and mean metrics are one device's)", num_samples, the_plan.num_replicas, copies,
+    )
+    return TrainingInput(repeated(x), repeated(y), kwargs)
 
 
 def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]) -> TrainingInput:

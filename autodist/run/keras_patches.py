@@ -18,14 +18,16 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from autodist.detection.model_info import keras_flavor_of
+from autodist.detection.model_info import keras_flavor_of, overrides
 from autodist.planning.keras_compat import PATCHES
 from autodist.upstream import keras_variables
 from autodist.upstream.keras_models import symbolic_build
 from autodist.upstream.keras_optimizer import patch_distributed_gradients
-from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_trainer
+from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, patch_own_steps
+from autodist.planning.global_batch import every_replica_fed
+from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_every_replica_fed, patch_trainer
 
-__all__ = ["apply_workarounds", "build_from_generator"]
+__all__ = ["apply_workarounds", "build_from_generator", "steps_as_one_device"]
 
 #: The workarounds patched one by one (the trainer's go in together).
 _ONE_BY_ONE: dict[str, Callable[[], bool]] = {
@@ -34,6 +36,8 @@ _ONE_BY_ONE: dict[str, Callable[[], bool]] = {
     "aggregating_variable_updates": keras_variables.patch_aggregating_variable_updates,
     "batchnorm_moving_statistics": keras_variables.patch_batchnorm_moving_statistics,
     "seed_state_aggregation": keras_variables.patch_seed_state_aggregation,
+    "own_step_replica_mean": patch_own_steps,
+    "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed),
 }
 
 
@@ -64,3 +68,15 @@ def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Any) -
         yield from x
 
     return put_back()
+
+
+def steps_as_one_device(model: Any, the_plan: Any) -> bool:
+    """Run a Keras 3 model's own ``train_step``/``test_step`` (or Keras's, when the model defines
+    ``compute_loss``) with one device's losses and the replicas' mean gradient, when the plan has
+    the ``own_step_replica_mean`` workaround and more than one replica. ``True`` when it does."""
+    if "own_step_replica_mean" not in the_plan.keras_workarounds or the_plan.num_replicas < 2:
+        return False
+    if keras_flavor_of(model) != "keras3" or not any(overrides(model, name) for name in OWN_STEP_METHODS):
+        return False
+    own_steps(model)
+    return True

@@ -21,6 +21,7 @@ __all__ = [
     "all_layers",
     "compiled_flag",
     "flattens_layers",
+    "owns_seed_generators",
     "backup_paths_under",
     "jit_compile_as_compiled",
     "model_strategy",
@@ -52,6 +53,12 @@ def all_layers(model: Any) -> list[Any]:
     if callable(flatten):
         return list(flatten())
     return list(getattr(model, "layers", []) or [])
+
+
+def owns_seed_generators(layer: Any) -> bool:
+    """Whether a Keras 3 layer (or model) owns a ``SeedGenerator``: it draws random numbers
+    (``False`` where that cannot be read, and for tf_keras)."""
+    return available("keras.seed_generators") and bool(getattr(layer, "_seed_generators", None))
 
 
 def jit_compile_as_compiled(model: Any) -> Any:

@@ -1,6 +1,6 @@
 """Keras 3's TensorFlow trainer under ``tf.distribute`` (touches ``keras.symbolic_build`` and
 ``keras.reduce_per_replica``): the patches behind the workarounds ``first_batch_symbolic_build``,
-``symbolic_build_reads_input`` and ``multi_worker_scalar_reduce`` of
+``symbolic_build_reads_input``, ``no_call_symbolic_build`` and ``multi_worker_scalar_reduce`` of
 :mod:`autodist.planning.keras_compat`, which decides when each is needed.
 
 Keras 3.3 and 3.4 have no symbolic build: a model builds while its first step is traced, so the
@@ -19,12 +19,12 @@ from typing import Any
 from autodist.upstream.keras_models import all_layers
 from autodist.upstream.surface import available
 
-__all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_trainer"]
+__all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_every_replica_fed", "patch_trainer"]
 
 #: The workarounds applied by replacing parts of Keras 3's TensorFlow trainer.
-TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "multi_worker_scalar_reduce")
+TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "no_call_symbolic_build", "multi_worker_scalar_reduce")
 #: Those of them that live in the replaced ``_maybe_symbolic_build``.
-SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:2]
+SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:3]
 _PATCHED: dict[str, Any] = {}
 
 
@@ -49,6 +49,33 @@ def _fully_built(model: Any) -> bool:
     return all(layer.built for layer in all_layers(model)) and all(
         part is None or part.built for part in parts
     )
+
+
+def has_no_call(model: Any) -> bool:
+    """Whether a Keras 3 model's class has no ``call()`` of its own (keras.io's VAE, the GAN of
+    the "customizing fit" guide: their ``train_step`` calls the sub-models themselves).
+
+    Example:
+        >>> import keras
+        >>> class Pair(keras.Model):
+        ...     def train_step(self, data):
+        ...         return {}
+        >>> has_no_call(Pair()), has_no_call(keras.Sequential())
+        (True, False)
+    """
+    import keras
+
+    return getattr(type(model), "call", None) is keras.Model.call
+
+
+def _build_without_call(model: Any, strategy: Any) -> None:
+    """What one device's first step builds for a model without ``call()``, built under the
+    strategy: the optimizer over the trainable variables (Keras's symbolic build would call the
+    model on symbolic inputs, and fail). Sub-models and anything else the ``train_step`` creates
+    are built as on one device, when the step is traced."""
+    with strategy.scope():
+        if model.optimizer is not None and not model.optimizer.built and all(layer.built for layer in all_layers(model) if layer is not model):
+            model.optimizer.build(model.trainable_variables)
 
 
 def _first_batch(epoch_iterator: Any) -> Any:
@@ -76,6 +103,8 @@ def _install_symbolic_build() -> None:
     def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
         if iterator is None or getattr(self, "_distribute_strategy", None) is None:
             return original_build(self, iterator=iterator, data_batch=data_batch)
+        if "no_call_symbolic_build" in _SYMBOLIC_BUILD and has_no_call(self):
+            return _build_without_call(self, self.distribute_strategy)
         if "symbolic_build_reads_input" in _SYMBOLIC_BUILD and _fully_built(self):
             return None  # nothing to build: read nothing from the input
         if "first_batch_symbolic_build" not in _SYMBOLIC_BUILD or not _mirrored(self.distribute_strategy):
@@ -102,8 +131,8 @@ def patch_trainer(names: Any) -> list[str]:
     """Apply the named trainer workarounds (of :data:`TRAINER_PATCHES`), each where its touch is
     on. Idempotent; returns those in place.
 
-    Under any strategy, a model with nothing left to build reads nothing for its symbolic build;
-    the first-batch build acts under (MultiWorker)MirroredStrategy; the scalar reduce only in
+    Under any strategy, a model with nothing left to build reads nothing for its symbolic build,
+    and a model without ``call()`` builds its optimizer instead of failing there; the first-batch build acts under (MultiWorker)MirroredStrategy; the scalar reduce only in
     multi-worker mode. Everything else keeps Keras's own code.
     """
     names = set(names)
@@ -140,3 +169,69 @@ def patch_trainer(names: Any) -> list[str]:
             _PATCHED["reduce_per_replica"] = original_reduce
         applied.append("multi_worker_scalar_reduce")
     return applied
+
+
+def _samples(x: Any) -> int | None:
+    """The number of samples of an array-like input (numpy arrays, tensors, and lists, tuples
+    and dicts of them, all of one length); ``None`` for anything else."""
+    from keras.src import tree
+
+    leaves = tree.flatten(x) if x is not None else []
+    if not leaves or not all(hasattr(leaf, "shape") and hasattr(leaf, "dtype") and len(leaf.shape) > 0 for leaf in leaves):
+        return None
+    lengths = {int(leaf.shape[0]) for leaf in leaves}
+    return lengths.pop() if len(lengths) == 1 else None
+
+
+def _repeated(value: Any, copies: int) -> Any:
+    import numpy as np
+    from keras.src import tree
+
+    if value is None or copies == 1:
+        return value
+    return tree.map_structure(lambda leaf: np.concatenate([np.asarray(leaf)] * copies), value)
+
+
+def patch_every_replica_fed(decide: Any) -> bool:
+    """``evaluate`` and ``predict`` on array-like inputs under a replicated strategy (every
+    worker passes the same arrays, as with ``model.fit``): re-batched (``decide(samples, batch_size, replicas)``:
+    :func:`autodist.planning.global_batch.every_replica_fed`) so that no replica gets an empty
+    share, where Keras would hand it one. Idempotent; ``False`` where the touch is off."""
+    if "every_replica_fed" in _PATCHED:
+        return True
+    if not available("keras.trainer_loops"):
+        return False
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer
+
+    original_evaluate, original_predict = trainer.TensorFlowTrainer.evaluate, trainer.TensorFlowTrainer.predict
+
+    def plan(self: Any, x: Any, batch_size: Any, steps: Any) -> tuple[int, int] | None:
+        strategy = getattr(self, "_distribute_strategy", None)
+        if strategy is None or steps is not None:
+            return None
+        samples = _samples(x)
+        replicas = int(strategy.num_replicas_in_sync)
+        return None if samples is None else decide(samples, int(batch_size or 32), replicas)
+
+    def evaluate(self: Any, x: Any = None, y: Any = None, batch_size: Any = None, *args: Any, **kwargs: Any) -> Any:
+        fed = None if args or "_use_cached_eval_dataset" in kwargs else plan(self, x, batch_size, kwargs.get("steps"))
+        if fed is None:
+            return original_evaluate(self, x, y, batch_size, *args, **kwargs)
+        size, copies = fed
+        if kwargs.get("sample_weight") is not None:
+            kwargs["sample_weight"] = _repeated(kwargs["sample_weight"], copies)
+        return original_evaluate(self, _repeated(x, copies), _repeated(y, copies), size, *args, **kwargs)
+
+    def predict(self: Any, x: Any, batch_size: Any = None, *args: Any, **kwargs: Any) -> Any:
+        fed = None if args else plan(self, x, batch_size, kwargs.get("steps"))
+        if fed is None:
+            return original_predict(self, x, batch_size, *args, **kwargs)
+        size, copies = fed
+        outputs = original_predict(self, _repeated(x, copies), size, **kwargs)
+        samples = _samples(x)
+        return tree.map_structure(lambda value: value[:samples], outputs) if copies > 1 else outputs
+
+    trainer.TensorFlowTrainer.evaluate, trainer.TensorFlowTrainer.predict = evaluate, predict
+    _PATCHED["every_replica_fed"] = (original_evaluate, original_predict)
+    return True

@@ -113,10 +113,12 @@ TOUCHES: dict[str, Touch] = {
             (f"{_CONTEXT}.Context.ensure_initialized", "tensorflow.python.ops.variables.VariableMetaclass.__call__",
              f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
              f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
-             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__"),
+             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
+             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable"),
             "the activation at import: the strategy is created at the first trigger (the runtime "
             "starting, a variable created, the current strategy asked for), and a strategy the "
-            "script constructs itself is noticed, so autodist's steps aside",
+            "script constructs itself is noticed, so autodist's steps aside; a collective that "
+            "fails while the multi-worker strategy creates a variable is named (CollectiveMismatchError)",
             _TF,
             "nothing is made current at import (as with AUTODIST_ACTIVATE=0): autodist.fit and "
             "autodist.init create the strategy, and a model built before is moved into it with a warning",
@@ -124,7 +126,8 @@ TOUCHES: dict[str, Touch] = {
             _present(f"{_CONTEXT}.Context.ensure_initialized", "tensorflow.python.ops.variables.VariableMetaclass.__call__",
                      f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
                      f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
-                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__"),
+                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
+                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable"),
         ),
         Touch(
             "tf.strategy_scopes", "tensorflow",
@@ -262,6 +265,34 @@ TOUCHES: dict[str, Touch] = {
             "random layers fail under CentralStorage",
             _KC + "test_still_needed_variable_aggregation",
             _one_of(f"{_CORE}.Variable._map_aggregation", f"{_CORE}.Variable._initialize"),
+        ),
+        Touch(
+            "keras.seed_generators", "keras", ("Layer._seed_generators",),
+            "which layers draw random numbers: every Keras 3 layer (and model) that owns a SeedGenerator (Dropout, "
+            "noise, augmentation, a VAE's sampling layer, a GAN's own noise), to warn that each replica draws the same ones",
+            _K3, "only the random layers autodist knows by name (Dropout, noise, Random* augmentation) are warned about",
+            _TEST + "test_still_needed_seed_generators", _mentions("keras.src.layers.layer.Layer._initialize_tracker", "_seed_generators"),
+        ),
+        Touch(
+            "keras.own_steps", "keras", ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.losses.loss.reduce_values"),
+            "the workaround own_step_replica_mean: in a train_step or test_step of the model's own, Keras divides a "
+            "keras.losses loss by the replicas and a loss the step computes itself not (steps N times one device's, "
+            "or losses recorded at 1/N)",
+            _K3 + "; scale_loss_for_distribution from 3.8",
+            "a model's own train_step or test_step trains and records its losses as Keras makes them under a strategy: "
+            "steps N times one device's, or losses at 1/N (warned)",
+            _KC + "test_still_needed_own_step_replica_mean",
+            _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.losses.loss.reduce_values"),
+        ),
+        Touch(
+            "keras.trainer_loops", "keras",
+            (f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}._collective_all_reduce_multi_worker"),
+            "the workaround every_replica_fed: evaluate and predict re-batch array inputs so that no replica gets an empty share",
+            _K3,
+            "evaluate and predict on fewer samples than replicas (or a last batch that small) run as Keras runs them: "
+            "some models fail on the empty share",
+            _KC + "test_still_needed_every_replica_fed",
+            _present(f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}._collective_all_reduce_multi_worker"),
         ),
         Touch(
             "keras.distributed_gradients", "keras",

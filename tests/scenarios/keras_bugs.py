@@ -217,6 +217,106 @@ def mirrored_gradient_gaps() -> dict:
     return {"replicas": replicas, "one_device": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights()))}
 
 
+class OwnStep(keras.Model):
+    """keras.io's VAE pattern without its randomness: a train_step of the model's own that calls
+    two sub-models, takes the gradient of a loss it computes itself plus a ``keras.losses`` one,
+    and records both. ``NoCall`` is the same model without ``call()``, as the VAE has none."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        self.decoder = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4)])
+        self.own_loss, self.keras_loss = keras.metrics.Mean(name="own_loss"), keras.metrics.Mean(name="keras_loss")
+        self.mse = keras.losses.MeanSquaredError()
+
+    @property
+    def metrics(self):
+        return [self.own_loss, self.keras_loss]
+
+    def call(self, x):
+        return self.decoder(self.encoder(x))
+
+    def train_step(self, x):
+        with tf.GradientTape() as tape:
+            rebuilt = self.decoder(self.encoder(x))
+            own = keras.ops.mean(keras.ops.square(x - rebuilt))
+            loss = self.mse(x, rebuilt)
+            total = own + loss
+        gradients = tape.gradient(total, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        self.own_loss.update_state(own)
+        self.keras_loss.update_state(loss)
+        return {"own_loss": self.own_loss.result(), "keras_loss": self.keras_loss.result()}
+
+
+class NoCall(OwnStep):
+    call = keras.Model.call
+
+
+def own_step_against_one_device(kind, patched: bool = False) -> dict:
+    """``kind`` (OwnStep or NoCall) trained 2 epochs under Mirrored and on one device from the
+    same weights: the largest weight gap, and each recorded loss's ratio to one device's. With
+    ``patched``, the model's steps run as autodist.fit runs them (own_step_replica_mean)."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    x = np.random.default_rng(1).normal(size=(64, 4)).astype("float32")
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = kind()
+        model.compile(optimizer=keras.optimizers.SGD(0.05))
+    one = kind()
+    one.compile(optimizer=keras.optimizers.SGD(0.05))
+    one.set_weights(model.get_weights())
+    if patched:
+        from autodist.upstream.keras_own_steps import own_steps
+
+        own_steps(model)
+    mirrored = model.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    single = one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    return {
+        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights())),
+        **{f"{key}_ratio": mirrored[key][-1] / single[key][-1] for key in ("own_loss", "keras_loss")},
+    }
+
+
+def residual_cnn():
+    """The residual block of keras.io's "image classification from scratch", small."""
+    inputs = keras.Input((16, 16, 3))
+    x = keras.layers.Conv2D(8, 3, strides=2, padding="same")(inputs)
+    x = keras.layers.BatchNormalization()(x)
+    previous = x = keras.layers.Activation("relu")(x)
+    x = keras.layers.SeparableConv2D(16, 3, padding="same")(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.MaxPooling2D(3, strides=2, padding="same")(x)
+    x = keras.layers.add([x, keras.layers.Conv2D(16, 1, strides=2, padding="same")(previous)])
+    x = keras.layers.GlobalAveragePooling2D()(keras.layers.SeparableConv2D(32, 3, padding="same")(x))
+    model = keras.Model(inputs, keras.layers.Dense(1)(x))
+    model.compile(optimizer="sgd", loss=keras.losses.BinaryCrossentropy(from_logits=True))
+    return model
+
+
+def one_image_against_one_device() -> dict:
+    """predict on 1 image and evaluate on 3 in batches of 2, under Mirrored over 2 replicas (one
+    replica gets an empty share), against one device with the same weights."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    images = np.random.default_rng(2).random((3, 16, 16, 3)).astype("float32")
+    labels = np.array([0.0, 1.0, 1.0], "float32")
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = residual_cnn()
+    one = residual_cnn()
+    one.set_weights(model.get_weights())
+    found = {}
+    for name, run in {
+        "predict_gap": lambda m: m.predict(images[:1], verbose=0),
+        "evaluate_gap": lambda m: m.evaluate(images, labels, batch_size=2, verbose=0),
+    }.items():
+        try:
+            found[name] = float(np.max(np.abs(np.asarray(run(model)) - np.asarray(run(one)))))
+        except Exception as err:  # the upstream failure is what we record
+            found[name] = said(err)
+    return found
+
+
 def main() -> None:
     results = {
         "mirrored_uneven_first_batch_error": case(mirrored_uneven_validation_error),
@@ -233,6 +333,9 @@ def main() -> None:
         "dropout_masks_equal_across_replicas": case(dropout_masks_equal_across_replicas),
         "central_storage_dropout_unpatched": case(central_storage_dropout_error),
         "gradient_gaps_unpatched": case(mirrored_gradient_gaps),
+        "no_call_unpatched": case(own_step_against_one_device, NoCall),
+        "own_step_unpatched": case(own_step_against_one_device, OwnStep),
+        "one_image_unpatched": case(one_image_against_one_device),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
     from autodist.run.keras_patches import apply_workarounds
@@ -245,6 +348,9 @@ def main() -> None:
     results["mirrored_sample_count_patched"] = case(mirrored_sample_count)
     results["dropout_masks_patched"] = case(dropout_masks_equal_across_replicas)
     results["gradient_gaps_patched"] = case(mirrored_gradient_gaps)
+    results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
+    results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
+    results["one_image_patched"] = case(one_image_against_one_device)
     print("RESULT " + json.dumps(results))
 
 

@@ -1,0 +1,155 @@
+"""A Keras 3 model's own ``train_step`` / ``test_step`` / ``compute_loss`` under ``tf.distribute``
+(touch ``keras.own_steps``): the patches behind the workaround ``own_step_replica_mean`` of
+:mod:`autodist.planning.keras_compat`.
+
+Under a replicated strategy Keras sums the replicas' gradients. Keras's own ``train_step`` makes
+that sum the global batch's mean by dividing each replica's loss by the replicas
+(``scale_loss_for_distribution``, inside every ``keras.losses`` loss from 3.8; through
+``optimizer.scale_loss`` on 3.5-3.7 with the workaround ``distributed_gradients``), and
+multiplies it back before its loss metric sees it. A step the model writes itself gets neither
+half right:
+
+- a loss it computes itself (``ops.mean(...)``, a ``keras.losses`` function, keras.io's VAE) is
+  not divided, so each optimizer step is N times one device's;
+- a loss from a ``keras.losses`` object or ``compute_loss`` is divided, and a metric the step
+  records it in (the GAN of the "customizing fit" guide, a ``test_step`` computing ``val_loss``)
+  reads 1/N of one device's.
+
+Inside a step of the model's own (:func:`own_steps`), the patches make every loss the
+replica's mean, as on one device (no division by the replicas), and divide the gradients the
+optimizer applies by the replicas, so that their sum is the global batch's mean gradient. A
+step that divides by the global batch itself (``tf.nn.compute_average_loss``) keeps its
+gradients as they are. Outside such a step nothing changes.
+
+Example:
+    >>> def step(data):
+    ...     return in_own_step()
+    >>> in_own_step(), own_steps_wrap(step)(None)
+    (False, True)
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from autodist.upstream.surface import available
+
+__all__ = ["OWN_STEP_METHODS", "in_own_step", "own_steps", "own_steps_wrap", "patch_own_steps"]
+
+#: The methods a model's class may define that make its steps its own.
+OWN_STEP_METHODS = ("train_step", "test_step", "compute_loss")
+#: The methods wrapped on the model (``compute_loss`` runs inside them).
+_WRAPPED = ("train_step", "test_step")
+_LOCAL = threading.local()  # per replica thread: MirroredStrategy traces each replica in its own
+_PATCHED: dict[str, Any] = {}
+
+
+def in_own_step() -> bool:
+    """Whether the code running (being traced) is inside a step of a model's own."""
+    return getattr(_LOCAL, "depth", 0) > 0
+
+
+def own_steps_wrap(step: Callable[..., Any]) -> Callable[..., Any]:
+    """``step`` run as a step of the model's own: losses are each replica's mean, and the
+    optimizer divides the gradients by the replicas."""
+
+    @functools.wraps(step)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        _LOCAL.depth = getattr(_LOCAL, "depth", 0) + 1
+        _LOCAL.divided = False
+        try:
+            return step(*args, **kwargs)
+        finally:
+            _LOCAL.depth -= 1
+
+    wrapped.autodist_own_step = step  # type: ignore[attr-defined]
+    return wrapped
+
+
+def own_steps(model: Any) -> bool:
+    """Run ``model``'s ``train_step`` and ``test_step`` as steps of its own (instance attributes,
+    so the class stays Keras's or the user's). Idempotent; ``True`` when newly wrapped: the
+    model's cached train and test functions are dropped, to be traced with the wrappers."""
+    if not _PATCHED or all(hasattr(getattr(model, name, None), "autodist_own_step") for name in _WRAPPED):
+        return False
+    for name in _WRAPPED:
+        method = getattr(model, name)
+        if not hasattr(method, "autodist_own_step"):
+            setattr(model, name, own_steps_wrap(method))
+    for cached in ("train_function", "test_function"):
+        if getattr(model, cached, None) is not None:
+            setattr(model, cached, None)
+    return True
+
+
+def _replicas() -> int:
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    return 1 if context is None else int(context.num_replicas_in_sync)
+
+
+def _divided(grads: Any, replicas: int) -> list[Any]:
+    import tensorflow as tf
+
+    def one(grad: Any) -> Any:
+        if grad is None:
+            return None
+        if isinstance(grad, tf.IndexedSlices):
+            return tf.IndexedSlices(grad.values / replicas, grad.indices, grad.dense_shape)
+        return grad / tf.cast(replicas, grad.dtype)
+
+    return [one(grad) for grad in grads]
+
+
+def patch_own_steps() -> bool:
+    """Install the patches (Keras's loss scaling and ``BaseOptimizer.apply``; each acts only in
+    a step of a model's own). Idempotent; ``False`` where the touch is off."""
+    if _PATCHED:
+        return True
+    if not available("keras.own_steps"):
+        return False
+    import tensorflow as tf
+    from keras.src.losses import loss as loss_module
+    from keras.src.optimizers import base_optimizer
+
+    for name in ("scale_loss_for_distribution", "unscale_loss_for_distribution"):  # Keras 3.8 and later
+        original = getattr(loss_module, name, None)
+        if original is not None:
+            _PATCHED[name] = original
+            setattr(loss_module, name, _unless_own_step(original))
+    original_apply = base_optimizer.BaseOptimizer.apply
+
+    def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
+        if not in_own_step() or getattr(_LOCAL, "applying", False) or getattr(_LOCAL, "divided", False):
+            return original_apply(self, grads, trainable_variables)
+        replicas = _replicas()
+        _LOCAL.applying = True  # a LossScaleOptimizer applies through its inner optimizer
+        try:
+            grads = _divided(list(grads), replicas) if replicas > 1 else grads
+            return original_apply(self, grads, trainable_variables)
+        finally:
+            _LOCAL.applying = False
+
+    base_optimizer.BaseOptimizer.apply = apply
+    _PATCHED["apply"] = original_apply
+    original_average = tf.nn.compute_average_loss
+
+    def compute_average_loss(*args: Any, **kwargs: Any) -> Any:
+        if in_own_step():
+            _LOCAL.divided = True  # the step divides by the global batch itself
+        return original_average(*args, **kwargs)
+
+    tf.nn.compute_average_loss = compute_average_loss
+    _PATCHED["compute_average_loss"] = original_average
+    return True
+
+
+def _unless_own_step(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def scaled(value: Any) -> Any:
+        return value if in_own_step() else original(value)
+
+    return scaled

@@ -1,0 +1,155 @@
+"""What makes replicas train apart from one device, as autodist reads it from a real Keras model
+and says it in a plan: random layers (augmentation, a layer or model owning a SeedGenerator),
+BatchNormalization that trains (not a frozen one), Dropout of a rate above 0, 16-bit mixed
+precision, steps of the model's own; and how ``evaluate``/``predict`` re-batch so that every
+replica gets a share (:func:`autodist.planning.global_batch.every_replica_fed`).
+
+The numbers these causes give are measured by tests/test_model_axis.py; here, what is read and
+said, in-process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autodist.errors import StrategyUnavailableError
+from autodist.planning.global_batch import every_replica_fed
+from autodist.planning.planner import plan
+from tests.conftest import make_snapshot
+
+keras = pytest.importorskip("keras")
+
+
+def _compiled(model):
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+class Sampling(keras.layers.Layer):
+    """keras.io's VAE sampling layer: it owns a SeedGenerator."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seed_generator = keras.random.SeedGenerator(1337)
+
+    def call(self, inputs):
+        return inputs + keras.random.normal(keras.ops.shape(inputs), seed=self.seed_generator)
+
+
+class NoisyStep(keras.Model):
+    """The guide's GAN pattern: the model itself owns a SeedGenerator, and its own test_step."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+        self.seed_generator = keras.random.SeedGenerator(1)
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+    def test_step(self, data):
+        return {}
+
+
+class OwnLoss(keras.Model):
+    def compute_loss(self, *args, **kwargs):
+        return super().compute_loss(*args, **kwargs)
+
+
+def test_random_layers_are_read_by_kind_and_by_their_seed_generators():
+    from autodist.detection.model_info import describe_model
+
+    inputs = keras.Input((4, 4, 1))
+    x = keras.layers.RandomFlip(name="flip")(inputs)
+    x = keras.layers.RandomRotation(0.1, name="rotate")(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dropout(0.0, name="no_drop")(x)
+    x = keras.layers.Dropout(0.3, name="drop")(x)
+    x = Sampling(name="sampling")(x)
+    info = describe_model(_compiled(keras.Model(inputs, keras.layers.Dense(1)(x))))
+    assert info.random_layers == ("flip", "rotate", "drop", "sampling"), info.random_layers
+    noisy = NoisyStep()
+    noisy(keras.ops.ones((1, 3)))
+    info = describe_model(_compiled(noisy))
+    assert info.random_layers == (noisy.name,) and info.own_steps == ("test_step",)
+
+
+def test_frozen_batchnorm_is_not_a_difference_and_a_fine_tuned_one_is():
+    from autodist.detection.model_info import describe_model
+
+    base = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.BatchNormalization(name="base_bn"), keras.layers.Dropout(0.2, name="base_drop")])
+    base.trainable = False
+    inputs = keras.Input((4,))
+    model = _compiled(keras.Model(inputs, keras.layers.Dense(1)(base(inputs, training=False))))
+    frozen = describe_model(model)
+    assert frozen.batch_statistics_layers == () and frozen.random_layers == ("base_drop",)  # a frozen Dropout still drops
+    base.trainable = True  # keras.io's second phase: unfrozen, compiled again
+    tuned = describe_model(_compiled(model))
+    assert tuned.batch_statistics_layers == ("base_bn",)
+
+
+def test_own_steps_and_mixed_precision_are_read():
+    from autodist.detection.model_info import describe_model
+
+    inputs = keras.Input((3,))
+    own_loss = describe_model(_compiled(OwnLoss(inputs, keras.layers.Dense(1)(inputs))))
+    assert own_loss.own_steps == ("compute_loss",) and own_loss.mixed_precision is None
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        mixed = describe_model(_compiled(keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert mixed.mixed_precision == "mixed_float16"
+
+
+def _info(**facts):
+    from autodist.detection.model_info import ModelInfo
+
+    return ModelInfo(num_params=100, keras_flavor="keras3", keras_version="3.15.1", **facts)
+
+
+def test_each_cause_is_warned_once_with_its_size_and_only_on_several_replicas():
+    mixed = plan(make_snapshot(num_cpu_devices=2), model_info=_info(mixed_precision="mixed_float16"), batch_size=64)
+    said = [w for w in mixed.warnings if "mixed_float16" in w]
+    assert len(said) == 1 and "2 replicas reduce their 32-sample shares" in said[0] and "loss 2e-2" in said[0]
+    assert not [w for w in plan(make_snapshot(), model_info=_info(mixed_precision="mixed_float16"), batch_size=64).warnings if "mixed_float16" in w]
+    # a step of the model's own: autodist runs it as one device (own_step_replica_mean), so nothing to say
+    own = _info(own_steps=("test_step",), own_train_step=False)
+    assert not [w for w in plan(make_snapshot(num_cpu_devices=2), model_info=own, batch_size=64).warnings if "own" in w]
+    off = plan(make_snapshot(num_cpu_devices=2), model_info=own, batch_size=64, environ={"AUTODIST_KERAS_COMPAT": "off"})
+    said = [w for w in off.warnings if "own test_step runs on 2 replicas" in w]
+    assert len(said) == 1 and "val_loss and evaluate" in said[0] and "1/2" in said[0]
+
+
+def test_mixed_float16_under_central_storage_is_refused_with_the_cause():
+    snapshot = make_snapshot(num_cpu_devices=2)
+    with pytest.raises(StrategyUnavailableError, match=r"LossScaleOptimizer .*strategy='mirrored'.*central_storage"):
+        plan(snapshot, model_info=_info(mixed_precision="mixed_float16"), batch_size=64, strategy="central_storage")
+    assert plan(snapshot, model_info=_info(mixed_precision="mixed_float16"), batch_size=64, strategy="mirrored").num_replicas == 2
+    kept = plan(snapshot, model_info=dataclasses.replace(_info(), mixed_precision=None), batch_size=64, strategy="central_storage")
+    assert kept.strategy.value == "central_storage"
+
+
+@settings(max_examples=300, deadline=None)
+@given(samples=st.integers(1, 5000), batch_size=st.integers(1, 512), replicas=st.integers(1, 64))
+def test_evaluate_and_predict_batches_feed_every_replica(samples, batch_size, replicas):
+    """Whatever the sizes: every batch of the batching used holds at least one sample per
+    replica, each sample is repeated as often as every other (means unchanged), copies only when
+    there are fewer samples than replicas, and Keras's own batching is kept where it already feeds them."""
+    fed = every_replica_fed(samples, batch_size, replicas)
+    size, copies = fed if fed is not None else (batch_size, 1)
+    total = samples * copies
+    batches = [min(size, total - start) for start in range(0, total, size)]
+    if replicas > 1:
+        assert min(batches) >= replicas, (samples, batch_size, replicas, fed, batches)
+    assert copies == 1 or samples < replicas
+    assert copies == 1 or (size == total and total >= replicas)  # one batch of every sample, each as often
+    if fed is None:
+        keras_batches = [min(batch_size, samples - start) for start in range(0, samples, batch_size)]
+        assert replicas == 1 or min(keras_batches) >= replicas
+    elif copies == 1:
+        assert size != batch_size and replicas <= size <= samples
