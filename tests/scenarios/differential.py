@@ -6,7 +6,10 @@ strategy under test current at import, as for a user). In a cluster every worker
 OUTDIR/<task>.json instead of printing.
 
 For every input kind, the reference arm runs plain single-device ``model.fit`` (no strategy
-current) and the autodist arm runs ``autodist.fit`` under the process's strategy, both from the
+current), the autodist arm runs ``autodist.fit`` under the process's strategy, and the hand-built
+arm runs plain ``model.fit`` on the reference's input with the model built in the scope of the
+strategy a script without autodist builds (:func:`reference.hand_built_strategy`; none under the
+default strategy and parameter servers), both from the
 same seed with plain SGD, unshuffled unless the kind says ``shuffle=True`` (then each worker
 also seeds its own randomness differently, as a script seeded with its task index does). Where
 autodist accepts an input that ``model.fit`` does not take as it is (an unbatched dataset with
@@ -26,6 +29,7 @@ tests/test_differential.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -48,7 +52,7 @@ with warnings.catch_warnings(record=True) as IMPORT_WARNINGS:  # autodist plans 
         keras.__version__ = FAKE_KERAS
     import tensorflow as tf  # noqa: E402
 import numpy as np  # noqa: E402
-from reference import plain, write_result  # noqa: E402
+from reference import hand_built_strategy, plain, write_result  # noqa: E402
 
 NUM, FEATURES, CLASSES, EPOCHS, BATCH, VOCAB = 100, 6, 3, 2, 16, 150  # 100 = 6 x 16 + 4: a short last batch
 TASK_INDEX = int(json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {}).get("index", 0))
@@ -202,8 +206,9 @@ def kinds():
     ]
 
 
-def run(fit, case, x, y, kwargs) -> dict:
-    model = build(case["shape"])
+def run(fit, case, x, y, kwargs, scope=None) -> dict:
+    with scope or contextlib.nullcontext():  # a hand-built strategy's arm builds in its scope
+        model = build(case["shape"])
     if case["shuffled"]:  # each worker seeds its own randomness (dropout, augmentation, ...)
         keras.utils.set_random_seed(7 + TASK_INDEX)
     observe = Observe()
@@ -243,7 +248,15 @@ def arms(case) -> dict:
         got = {"error": f"{type(err).__name__}: {err}"}
     except Exception as err:  # a crash is a finding: the harness reports it
         got = {"crash": f"{type(err).__name__}: {str(err)[:300]}"}
-    return {"reference": reference, "autodist": got, "shuffled": case["shuffled"]}
+    found = {"reference": reference, "autodist": got, "shuffled": case["shuffled"]}
+    strategy = hand_built_strategy()  # after autodist's arm: its strategy holds variables by then
+    if strategy is not None:
+        with plain():  # plain model.fit on the reference's input, the model built in the strategy's scope
+            try:
+                found["hand_built"] = run(lambda m, *a, **k: m.fit(*a, **k), case, ref_x, ref_y, ref_kwargs, strategy.scope())
+            except Exception as err:  # Keras's own failure under the strategy is a finding too
+                found["hand_built"] = {"crash": f"{type(err).__name__}: {str(err)[:300]}"}
+    return found
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ Prints ``RESULT <json>``. Assertions live in tests/test_model_axis.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 
@@ -37,7 +38,7 @@ with warnings.catch_warnings(record=True) as IMPORT_WARNINGS:  # autodist plans 
     import keras  # noqa: E402
     import tensorflow as tf  # noqa: E402
 import numpy as np  # noqa: E402
-from reference import guide_train_step, plain, write_result  # noqa: E402
+from reference import guide_train_step, hand_built_strategy, plain, write_result  # noqa: E402
 
 NUM, HELD, FEATURES, CLASSES, EPOCHS, BATCH = 112, 32, 6, 3, 2, 16  # 112 = 7 x 16
 WORDS = ["red", "green", "blue", "gold", "grey"]  # "grey" is out of the vocabulary
@@ -141,10 +142,189 @@ def two_outputs():
     )
 
 
+class Sampling(keras.layers.Layer):
+    """keras.io's VAE sampling layer, with its noise a fixed function of ``z_mean`` (not of a
+    SeedGenerator), so that the cell compares numbers: random draws are the cause the dropout
+    and augmentation cells measure."""
+
+    def call(self, inputs):
+        z_mean, z_log_var = inputs
+        return z_mean + keras.ops.exp(0.5 * z_log_var) * 0.1 * keras.ops.sin(z_mean)
+
+
+class VAE(keras.Model):
+    """keras.io's VAE: no ``call()``; its ``train_step`` calls the encoder and decoder itself and
+    takes the gradient of a loss it computes (reconstruction plus KL), recording its parts."""
+
+    def __init__(self):
+        super().__init__()
+        inputs = keras.Input((FEATURES,))
+        hidden = keras.layers.Dense(8, activation="relu")(inputs)
+        z_mean, z_log_var = keras.layers.Dense(2)(hidden), keras.layers.Dense(2)(hidden)
+        self.encoder = keras.Model(inputs, [z_mean, z_log_var, Sampling()([z_mean, z_log_var])])
+        latent = keras.Input((2,))
+        self.decoder = keras.Model(latent, keras.layers.Dense(FEATURES)(keras.layers.Dense(8, activation="relu")(latent)))
+        self.trackers = [keras.metrics.Mean(name=name) for name in ("loss", "reconstruction_loss", "kl_loss")]
+
+    @property
+    def metrics(self):
+        return self.trackers
+
+    def train_step(self, data):
+        with tf.GradientTape() as tape:
+            z_mean, z_log_var, z = self.encoder(data)
+            reconstruction_loss = keras.ops.mean(keras.ops.sum(keras.ops.square(data - self.decoder(z)), axis=1))
+            kl_loss = keras.ops.mean(keras.ops.sum(-0.5 * (1 + z_log_var - keras.ops.square(z_mean) - keras.ops.exp(z_log_var)), axis=1))
+            total_loss = reconstruction_loss + kl_loss
+        gradients = tape.gradient(total_loss, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        for tracker, value in zip(self.trackers, (total_loss, reconstruction_loss, kl_loss)):
+            tracker.update_state(value)
+        return {tracker.name: tracker.result() for tracker in self.trackers}
+
+
+def vae():
+    model = VAE()
+    model.compile(optimizer=keras.optimizers.SGD(0.02))
+    return model
+
+
+class GAN(keras.Model):
+    """The GAN of Keras's "customizing fit" guide: its own ``compile`` signature, two optimizers,
+    a ``keras.losses`` loss, no ``call()``. Its latent points are a fixed function of the real
+    samples, for the reason ``Sampling`` gives."""
+
+    def __init__(self):
+        super().__init__()
+        self.discriminator = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+        self.generator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(FEATURES)])
+        self.d_loss_tracker, self.g_loss_tracker = keras.metrics.Mean(name="d_loss"), keras.metrics.Mean(name="g_loss")
+
+    @property
+    def metrics(self):
+        return [self.d_loss_tracker, self.g_loss_tracker]
+
+    def compile(self, d_optimizer, g_optimizer, loss_fn):
+        super().compile()
+        self.d_optimizer, self.g_optimizer, self.loss_fn = d_optimizer, g_optimizer, loss_fn
+
+    def train_step(self, real):
+        if isinstance(real, tuple):
+            real = real[0]
+        batch = keras.ops.shape(real)[0]
+        generated = self.generator(keras.ops.sin(3.0 * real[:, :2]))
+        labels = keras.ops.concatenate([keras.ops.ones((batch, 1)), keras.ops.zeros((batch, 1))], axis=0)
+        with tf.GradientTape() as tape:
+            d_loss = self.loss_fn(labels, self.discriminator(keras.ops.concatenate([generated, real], axis=0)))
+        gradients = tape.gradient(d_loss, self.discriminator.trainable_weights)
+        self.d_optimizer.apply_gradients(zip(gradients, self.discriminator.trainable_weights))
+        with tf.GradientTape() as tape:
+            g_loss = self.loss_fn(keras.ops.zeros((batch, 1)), self.discriminator(self.generator(keras.ops.cos(3.0 * real[:, :2]))))
+        gradients = tape.gradient(g_loss, self.generator.trainable_weights)
+        self.g_optimizer.apply_gradients(zip(gradients, self.generator.trainable_weights))
+        self.d_loss_tracker.update_state(d_loss)
+        self.g_loss_tracker.update_state(g_loss)
+        return {"d_loss": self.d_loss_tracker.result(), "g_loss": self.g_loss_tracker.result()}
+
+
+def gan():
+    model = GAN()
+    model.compile(keras.optimizers.SGD(0.05), keras.optimizers.SGD(0.05), keras.losses.BinaryCrossentropy(from_logits=True))
+    return model
+
+
+def augmented():
+    return compiled(keras.Sequential([
+        keras.Input((8, 8, 1)), keras.layers.RandomFlip("horizontal"), keras.layers.RandomRotation(0.1),
+        keras.layers.Conv2D(4, 3, padding="same", activation="relu"), keras.layers.Flatten(), keras.layers.Dense(CLASSES),
+    ]))  # fmt: skip
+
+
+class OwnTestStep(keras.Model):
+    """A ``test_step`` of the model's own, as Keras's "customizing fit" guide writes it, with the
+    sample weights passed on to ``compute_loss`` and the metrics."""
+
+    def test_step(self, data):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        y_pred = self(x, training=False)
+        loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred, sample_weight=sample_weight)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+
+def own_test_step():
+    inputs = keras.Input((FEATURES,))
+    return compiled(OwnTestStep(inputs, keras.layers.Dense(CLASSES)(keras.layers.Dense(16, activation="relu")(inputs))))
+
+
+def mixed_float16():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        return dense()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def frozen_base(fine_tune: bool):
+    """keras.io's transfer learning: a base model with BatchNormalization, frozen and called with
+    ``training=False``; with ``fine_tune``, unfrozen and compiled again, as the guide's second
+    phase does."""
+    base = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(16, activation="relu"), keras.layers.BatchNormalization()])
+    base.trainable = False
+    inputs = keras.Input((FEATURES,))
+    model = compiled(keras.Model(inputs, keras.layers.Dense(CLASSES)(base(inputs, training=False))))
+    if fine_tune:
+        base.trainable = True
+        model = compiled(model)
+    return model
+
+
+def feature_space_inputs():
+    """Keras preprocessing in the input pipeline (keras.io's structured data with FeatureSpace):
+    raw numeric and string features, encoded by an adapted FeatureSpace in ``Dataset.map``."""
+    raw = {"number": DENSE[:, :2], "word": np.array([WORDS[i] for i in WORD_INDEX])}
+    space = keras.utils.FeatureSpace(
+        features={"number": keras.utils.FeatureSpace.float_normalized(), "word": keras.utils.FeatureSpace.string_categorical(num_oov_indices=1)},
+        output_mode="concat",
+    )
+    space.adapt(tf.data.Dataset.from_tensor_slices({key: value[:NUM] for key, value in raw.items()}).batch(BATCH))
+    encoded = tf.data.Dataset.from_tensor_slices((raw, WORD_LABELS)).batch(BATCH).map(lambda x, y: (space(x), y))
+    return encoded.take(NUM // BATCH), encoded.skip(NUM // BATCH).unbatch().batch(BATCH)
+
+
+def residual_cnn():
+    """The residual block of keras.io's "image classification from scratch" (a residual ``add``
+    after separable convolutions, which fails on a replica's empty share)."""
+    inputs = keras.Input((8, 8, 1))
+    x = keras.layers.Activation("relu")(keras.layers.BatchNormalization()(keras.layers.Conv2D(8, 3, strides=2, padding="same")(inputs)))
+    previous = x
+    x = keras.layers.BatchNormalization()(keras.layers.SeparableConv2D(16, 3, padding="same")(x))
+    x = keras.layers.MaxPooling2D(3, strides=2, padding="same")(x)
+    x = keras.layers.add([x, keras.layers.Conv2D(16, 1, strides=2, padding="same")(previous)])
+    x = keras.layers.GlobalAveragePooling2D()(keras.layers.SeparableConv2D(16, 3, padding="same")(x))
+    return compiled(keras.Model(inputs, keras.layers.Dense(CLASSES)(x)))
+
+
+def one_image():
+    """One image to fit and one to evaluate and predict: fewer samples than replicas."""
+    return IMAGES[:1], IMAGE_LABELS[:1], IMAGES[NUM:NUM + 1], IMAGE_LABELS[NUM:NUM + 1]
+
+
+def feature_space_model():
+    return compiled(keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(CLASSES)]))
+
+
 def split(x, y):
-    """``(x, y)`` for training and for the held-out batch (nested dicts split alike)."""
-    first = tf.nest.map_structure(lambda a: a[:NUM], (x, y))
-    return first, tf.nest.map_structure(lambda a: a[NUM:], (x, y))
+    """``(x, y)`` for training and for the held-out batch (nested dicts split alike; ``None`` stays)."""
+    if callable(x):  # its own inputs: (training, held-out) datasets, or arrays with their labels
+        made = x()
+        return ((made[0], None), (made[1], None)) if len(made) == 2 else ((made[0], made[1]), (made[2], made[3]))
+    first = tf.nest.map_structure(lambda a: None if a is None else a[:NUM], (x, y))
+    return first, tf.nest.map_structure(lambda a: None if a is None else a[NUM:], (x, y))
 
 
 MODELS = {
@@ -155,25 +335,50 @@ MODELS = {
     "embedding, dict inputs, StringLookup": (embedding_dict, {"word": WORD_INPUT, "number": DENSE}, WORD_LABELS),
     "subclassed train_step": (subclassed, DENSE, LABELS),
     "two outputs, loss_weights": (two_outputs, DENSE, {"cls": LABELS, "reg": REGRESSION}),
+    "VAE: own train_step, no call()": (vae, DENSE, None),
+    "GAN: own compile, two optimizers": (gan, DENSE, None),
+    "augmentation (RandomFlip, RandomRotation)": (augmented, IMAGES, IMAGE_LABELS),
+    "own test_step, sample_weight": (own_test_step, DENSE, LABELS),
+    "mixed_float16": (mixed_float16, DENSE, LABELS),
+    "frozen base, training=False": (lambda: frozen_base(False), DENSE, LABELS),
+    "frozen base fine-tuned after re-compile": (lambda: frozen_base(True), DENSE, LABELS),
+    "FeatureSpace in the input pipeline": (feature_space_model, feature_space_inputs, None),
+    "residual CNN, 1 sample (fewer than replicas)": (residual_cnn, one_image, None),
 }
+#: Models whose training the harness weights per sample (fit and evaluate get these).
+SAMPLE_WEIGHTS = {"own test_step, sample_weight": np.linspace(0.5, 1.5, NUM + HELD).astype("float32")}
+#: Models without call(): fit only (keras.io's VAE and the guide's GAN neither evaluate nor predict).
+FIT_ONLY = ("VAE: own train_step, no call()", "GAN: own compile, two optimizers")
 
 
-def run(fit, build, x, y) -> dict:
-    """Build from the seed, fit, then evaluate and predict the held-out batch."""
+def run(fit, name, scope=None) -> dict:
+    """Build from the seed (in ``scope``, when the arm is a hand-built strategy's), fit, then
+    evaluate and predict the held-out batch."""
+    build, x, y = MODELS[name]
     (train_x, train_y), (held_x, held_y) = split(x, y)
+    weights = SAMPLE_WEIGHTS.get(name)
+    batched = {} if isinstance(train_x, tf.data.Dataset) else {"batch_size": BATCH}
+    train_weights = {} if weights is None else {"sample_weight": weights[:NUM]}
     keras.utils.set_random_seed(1)
-    model = build()
+    with scope or contextlib.nullcontext():
+        model = build()
     MAKE_TRAIN_SPE.clear()
-    history = fit(model, train_x, train_y, batch_size=BATCH, epochs=EPOCHS, verbose=0)
+    history = fit(model, train_x, train_y, epochs=EPOCHS, verbose=0, **batched, **train_weights)
     made_with = list(MAKE_TRAIN_SPE)
     plan = getattr(history, "plan", None)
+    if name in FIT_ONLY:
+        evaluated, predicted = {}, []
+    else:
+        held_weights = {} if weights is None else {"sample_weight": weights[NUM:]}
+        evaluated = {k: float(v) for k, v in model.evaluate(held_x, held_y, verbose=0, return_dict=True, **batched, **held_weights).items()}
+        predicted = [np.asarray(p).astype("float64").tolist() for p in tf.nest.flatten(model.predict(held_x, verbose=0, **batched))]
     return {
         "history": {key: [float(v) for v in values] for key, values in history.history.items()},
         "weights": [np.asarray(w).astype("float64").tolist() for w in model.get_weights()],
         "weight_names": [w.path for w in model.weights],
         "iterations": int(model.optimizer.iterations.numpy()),
-        "evaluate": {k: float(v) for k, v in model.evaluate(held_x, held_y, batch_size=BATCH, verbose=0, return_dict=True).items()},
-        "predict": [np.asarray(p).astype("float64").tolist() for p in tf.nest.flatten(model.predict(held_x, batch_size=BATCH, verbose=0))],
+        "evaluate": evaluated,
+        "predict": predicted,
         "spe_in_fit": made_with,
         "spe_plan": None if plan is None else plan.steps_per_execution,
         "spe_after": int(model.steps_per_execution),
@@ -181,24 +386,32 @@ def run(fit, build, x, y) -> dict:
     }
 
 
-def arms(name: str) -> dict:
-    """Both arms of one model; an AutodistError (or any error) is the autodist arm's result."""
-    build, x, y = MODELS[name]
-    with plain():
-        try:
-            reference = run(lambda m, *a, **k: m.fit(*a, shuffle=False, **k), build, x, y)
-        except Exception as err:  # the harness reports it: the cell cannot be judged
-            reference = {"crash": f"{type(err).__name__}: {str(err)[:300]}"}
+def _arm(fit, name, scope=None) -> dict:
+    """One arm; an AutodistError (or any error) is its result, and the AutodistWarnings it raised are kept."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", autodist.AutodistWarning)
-            got = run(lambda m, *a, **k: autodist.fit(m, *a, shuffle=False, **k), build, x, y)
+            got = run(fit, name, scope)
         got["warnings"] = [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)]
     except autodist.AutodistError as err:
         got = {"error": f"{type(err).__name__}: {err}"}
     except Exception as err:  # a crash is a finding: the harness reports it
         got = {"crash": f"{type(err).__name__}: {str(err)[:300]}"}
-    return {"reference": reference, "autodist": got}
+    return got
+
+
+def arms(name: str) -> dict:
+    """The three arms of one model: one device (plain ``model.fit``, no strategy), autodist, and
+    the hand-built strategy of the same kind with plain ``model.fit`` (where there is one)."""
+    with plain():
+        reference = _arm(lambda m, *a, **k: m.fit(*a, shuffle=False, **k), name)
+    got = _arm(lambda m, *a, **k: autodist.fit(m, *a, shuffle=False, **k), name)
+    strategy = hand_built_strategy()
+    found = {"reference": reference, "autodist": got}
+    if strategy is not None:
+        with plain():
+            found["hand_built"] = _arm(lambda m, *a, **k: m.fit(*a, shuffle=False, **k), name, strategy.scope())
+    return found
 
 
 def main() -> None:

@@ -14,12 +14,42 @@ import tensorflow as tf
 def plain():
     """No strategy current: what the same script does without autodist (autodist made one
     current at import). Reference models are built and trained in here."""
+    if not tf.distribute.has_strategy():  # nothing current (a plain block inside a plain block)
+        yield
+        return
     current = tf.distribute.get_strategy()
     tf.distribute.experimental_set_strategy(None)
     try:
         yield
     finally:
         tf.distribute.experimental_set_strategy(current)
+
+
+_HAND_BUILT: list = []
+
+
+def hand_built_strategy():
+    """The strategy a script without autodist builds, as the TensorFlow guide builds it, for the
+    strategy autodist made current: ``MirroredStrategy`` or ``CentralStorageStrategy`` over the
+    same logical devices, or ``MultiWorkerMirroredStrategy()`` in a cluster (there it is
+    autodist's own object: collectives are configured once per process). The single-host ones
+    reduce through one device: two strategies' collective ops in one process clash (the numbers
+    are the same sums). ``None`` under the
+    default strategy and parameter servers (no arm). Made once, at its first use: call it after
+    autodist's strategy holds variables, so that autodist does not step aside for it for good."""
+    if _HAND_BUILT:
+        return _HAND_BUILT[0]
+    current = tf.distribute.get_strategy()
+    name = type(current).__name__
+    devices = list(current.extended.worker_devices) if name in ("MirroredStrategy", "CentralStorageStrategy") else []
+    made = {
+        "MirroredStrategy": lambda: tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.ReductionToOneDevice()),
+        "CentralStorageStrategy": lambda: tf.distribute.experimental.CentralStorageStrategy(devices),
+        "MultiWorkerMirroredStrategy": lambda: tf.distribute.MultiWorkerMirroredStrategy(),
+        "CollectiveAllReduceStrategy": lambda: tf.distribute.MultiWorkerMirroredStrategy(),  # its class's own name
+    }.get(name, lambda: None)()
+    _HAND_BUILT.append(made)
+    return made
 
 
 def write_result(results: dict, caught: list) -> None:
