@@ -208,3 +208,12 @@ def test_the_default_strategy_compares_autodist_steps_per_execution(results):
         got = arms["autodist"]
         assert "spe_in_fit" not in got or got["spe_in_fit"] == [got["spe_plan"] or 1], (model, got["spe_in_fit"], got["spe_plan"])
         assert got.get("spe_after", 1) == 1, (model, got["spe_after"])  # the model's own, given back
+
+
+def test_no_warning_where_nothing_differs(results):
+    """A frozen base model's BatchNormalization runs in inference mode: equal to one device, and
+    not warned about (it was, before issue 35), under every strategy."""
+    for strategy in ALL:
+        got = results[strategy]["frozen base, training=False"]["autodist"]
+        assert "weights" in got, (strategy, got)
+        assert not [w for w in got["warnings"] if "BatchNormalization" in w], (strategy, got["warnings"])
