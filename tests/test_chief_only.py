@@ -93,3 +93,24 @@ def test_a_chief_alone_under_the_multi_worker_strategy_gets_the_named_error(jobs
         assert "outside its `with strategy.scope():`" in message
     assert job["worker-1"]["error"] is None
     report(f"chief-only work: the 6 jobs of tests/test_chief_only.py side by side took {jobs['wall_s']:.1f} s")
+
+
+def test_the_issues_mismatch_message_is_named_and_others_pass_through():
+    """TensorFlow's message when the other worker ran another collective ("Collective instance
+    ... expected type"), as the issue saw it: a CollectiveMismatchError naming the cause and the
+    fix, TensorFlow's error its cause. The same text on one machine, or another error, passes."""
+    import tensorflow as tf
+
+    from autodist.errors import CollectiveMismatchError
+    from autodist.run.collectives import collective_mismatch
+
+    text = (
+        "{{function_node __wrapped__CollectiveBcastRecv_device_/job:worker/replica:0/task:0/device:CPU:0}} Collective ops is "
+        "aborted by: Collective instance 3 expected type 1 and data_type 9 but got type 0 and data_type 1"
+    )
+    found = collective_mismatch(tf.errors.InternalError(None, None, text), "while creating a variable")
+    assert isinstance(found, CollectiveMismatchError) and found.original is not None
+    said = str(found)
+    assert "while creating a variable" in said and "work on one worker only" in said and "autodist.local()" in said, said
+    assert collective_mismatch(tf.errors.InternalError(None, None, text.replace("/job:worker", "/job:localhost"))) is None
+    assert collective_mismatch(tf.errors.InternalError(None, None, "Graph execution error: shapes differ")) is None

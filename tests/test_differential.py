@@ -128,6 +128,23 @@ def judge(arms: dict, *, numbers: bool = True) -> str:
     return "; ".join(problems) or "equal"
 
 
+#: Warned kinds whose numbers vary from run to run under a strategy, autodist's and the hand-built
+#: arm's alike (a generator of unknown size: where the replicas meet the end of the data, measured
+#: 0.078 from one device in one run and equal to the hand-built arm alone in another): there the
+#: hand-built arm must match the samples seen and the hooks, not the numbers.
+UNSTEADY = ("from_generator, fixed batch dim 20",)
+
+
+def _as_hand_built(arms: dict, strategy: str, kind: str) -> bool:
+    """A difference autodist warns about must be the strategy's own: where the hand-built arm ran,
+    autodist's numbers equal its numbers (the same samples, History, weights and hooks)."""
+    built = arms.get("hand_built")
+    if built is None or "crash" in built:
+        return True
+    numbers = strategy != PARAMETER_SERVER and not arms["shuffled"] and kind not in UNSTEADY
+    return not _differences(built, arms["autodist"], shuffled=arms["shuffled"], numbers=numbers)
+
+
 def _counts(seen: list[list[int]]) -> list[list[int]]:
     """Per epoch: how many samples were seen never, once, more often."""
     return [np.bincount(np.clip(epoch, 0, 2), minlength=3).tolist() for epoch in seen]
@@ -188,7 +205,7 @@ def test_autodist_fit_matches_model_fit_for_every_input_kind(cells, report):
         elif (kind, strategy) in WARNED_DIFFERENCES:
             words = WARNED_DIFFERENCES[(kind, strategy)]
             warned = any(words in w for w in kinds[kind]["autodist"].get("warnings", []))
-            ok = warned and (verdict.startswith("warning: ") or verdict == "equal + warning")
+            ok = warned and (verdict.startswith("warning: ") or verdict == "equal + warning") and _as_hand_built(kinds[kind], strategy, kind)
         else:
             ok = verdict in ("equal", "equal + warning")
         if not ok:

@@ -122,6 +122,9 @@ def test_still_needed_own_step_replica_mean(upstream):
         )
     assert patched["weights_gap"] <= 1e-5, patched
     assert abs(patched["own_loss_ratio"] - 1) <= 1e-4 and abs(patched["keras_loss_ratio"] - 1) <= 1e-4, patched
+    # under mixed_float16 (a LossScaleOptimizer applying through its inner one): one device's steps, to float16's digits
+    mixed = upstream["own_step_mixed_patched"]
+    assert error(mixed) == "" and mixed["weights_gap"] <= 2e-3 and abs(mixed["own_loss_ratio"] - 1) <= 1e-2, mixed
 
 
 def test_still_needed_every_replica_fed(upstream):
@@ -134,6 +137,15 @@ def test_still_needed_every_replica_fed(upstream):
     )
     assert all("rank" in unpatched[name] or "Graph execution error" in unpatched[name] or "AddN" in unpatched[name] for name in failed), unpatched
     assert all(isinstance(value, float) and value <= 1e-5 for value in patched.values()), patched
+
+
+def test_still_needed_mixed_float16_refused_under_central_storage(upstream):
+    """autodist refuses mixed_float16 under central_storage (keras_compat.MIXED_FLOAT16_CENTRAL_STORAGE)
+    because plain Keras fails there."""
+    found = error(upstream["central_storage_mixed_float16_error"])
+    assert "AggregatingVariable" in found or "merge_call" in found, (
+        f"a mixed_float16 model trains under CentralStorage upstream now ({found!r}): drop the refusal in refused_strategy"
+    )
 
 
 def test_still_needed_mirrored_steps_per_execution(upstream):

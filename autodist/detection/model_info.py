@@ -45,6 +45,7 @@ class ModelInfo:
     random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
     own_train_step: bool = False  # the model's class overrides train_step
     own_steps: tuple[str, ...] = ()  # which of train_step, test_step, compute_loss the model's class defines
+    own_steps_read_replicas: bool = False  # one of them reads num_replicas_in_sync (scales by the replicas itself)
     mixed_precision: str | None = None  # the model's dtype policy when it computes in float16/bfloat16
 
 
@@ -112,6 +113,7 @@ def describe_model(model: Any) -> ModelInfo:
         variables=_trainable_paths(model),
         own_train_step=overrides_train_step(model),
         own_steps=tuple(name for name in ("train_step", "test_step", "compute_loss") if overrides(model, name)),
+        own_steps_read_replicas=_reads_replicas(model, ("train_step", "test_step", "compute_loss")),
         mixed_precision=_mixed_policy(model),
         **_layer_kinds(model),
     )
@@ -149,6 +151,25 @@ def overrides(model: Any, method: str) -> bool:
             return False
         if method in vars(cls):
             return True
+    return False
+
+
+def _reads_replicas(model: Any, methods: tuple[str, ...]) -> bool:
+    """Whether the source of one of the model's own ``methods`` names ``num_replicas_in_sync``: a
+    step that scales its loss or metrics by the replicas itself. ``False`` when the source cannot
+    be read."""
+    import inspect
+
+    for cls in type(model).__mro__:
+        if cls.__module__.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins"):
+            return False
+        for name in methods:
+            if name in vars(cls):
+                try:
+                    if "num_replicas_in_sync" in inspect.getsource(vars(cls)[name]):
+                        return True
+                except (OSError, TypeError):
+                    continue
     return False
 
 

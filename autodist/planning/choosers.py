@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 from autodist.detection.model_info import ModelInfo
 from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import StrategyUnavailableError
-from autodist.planning.global_batch import BatchDecision, adjust_global_batch, split_notes, validate_batch_size
+from autodist.planning.global_batch import OWN_STEPS_READ_REPLICAS, BatchDecision, adjust_global_batch, split_notes, validate_batch_size
 from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
 from autodist.planning.memory_model import MemoryEstimate, estimate, fit_on_gpus
 from autodist.planning.plans import StrategyKind, format_gib
@@ -434,9 +434,12 @@ def choose_data_parallel_notes(
     if kind == K.PARAMETER_SERVER:
         return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
     summed = info.keras_flavor == "keras3" and WORKAROUNDS["distributed_gradients"].affects(keras_version or info.keras_version)
-    own = () if "own_step_replica_mean" in workarounds else (info.own_steps or (("train_step",) if info.own_train_step else ()))
+    corrected = "own_step_replica_mean" in workarounds
+    own = () if corrected else (info.own_steps or (("train_step",) if info.own_train_step else ()))
     reasons, warnings = split_notes(
         num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, own,
         summed_steps=(keras_version or info.keras_version) if summed else None, mixed_precision=info.mixed_precision,
     )
+    if corrected and info.own_steps_read_replicas and num_replicas > 1:
+        warnings += (OWN_STEPS_READ_REPLICAS.format(methods="/".join(info.own_steps), num_replicas=num_replicas),)
     return Choice(None, reasons, warnings)

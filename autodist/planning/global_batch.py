@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+
 import math
 import numbers
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from autodist.errors import BatchSizeError
 from autodist.fields import a_type, shown
 
 __all__ = [
-    "KERAS_DEFAULT_BATCH_SIZE", "MAX_BATCH_SIZE", "BatchDecision", "adjust_global_batch", "dropped_samples", "every_replica_fed",
+    "KERAS_DEFAULT_BATCH_SIZE", "MAX_BATCH_SIZE", "BatchDecision", "adjust_global_batch", "dropped_samples", "every_replica_fed", "feeds_every_replica",
     "validate_batch_size",
 ]  # fmt: skip
 
@@ -118,30 +120,48 @@ def adjust_global_batch(
     return BatchDecision(requested, adjusted, adjusted // num_replicas, warning)
 
 
-def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> tuple[int, int] | None:
-    """``(batch_size, copies)`` for ``evaluate``/``predict`` on ``num_samples`` samples so that no
-    batch has fewer samples than replicas (a replica with an empty share fails in some models:
-    a residual ``add`` becomes a rank-2 ``BiasAdd``), or ``None`` when none has. Means over the
-    samples do not depend on the batching: the largest smaller batch size that feeds every
-    replica is taken; fewer samples than replicas are repeated ``copies`` times in one batch
-    (each sample as often, so every mean stays the same; ``predict`` keeps the first copy).
+def feeds_every_replica(batch: int, num_replicas: int) -> bool:
+    """Whether a batch of ``batch`` samples gives each of ``num_replicas`` replicas at least one,
+    split as TensorFlow splits a batch of a size it cannot see (Keras's array inputs): every
+    replica but the last takes ``ceil(batch / num_replicas)``, the last what remains.
 
     Example:
-        >>> every_replica_fed(33, 32, 2), every_replica_fed(1, 32, 2), every_replica_fed(64, 32, 2)
-        ((31, 1), (2, 2), None)
+        >>> feeds_every_replica(4, 3), feeds_every_replica(5, 3), feeds_every_replica(1, 1)
+        (False, True, True)
+    """
+    share = -(-batch // num_replicas)
+    return batch >= 1 and batch - (num_replicas - 1) * share >= 1
+
+
+def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> tuple[int, int] | None:
+    """``(batch_size, copies)`` for ``evaluate``/``predict`` on ``num_samples`` samples so that no
+    batch leaves a replica an empty share (:func:`feeds_every_replica`; some models fail on one:
+    a residual ``add`` becomes a rank-2 ``BiasAdd``), or ``None`` when none does. Means over the
+    samples do not depend on the batching: the nearest batch size that feeds every replica is
+    taken, smaller first. Fewer samples than replicas are repeated ``copies`` times in one batch,
+    the fewest copies whose batch feeds every replica (each sample as often, so every mean stays
+    the same; ``predict`` keeps the first copy).
+
+    Example:
+        >>> every_replica_fed(33, 32, 2), every_replica_fed(1, 32, 2), every_replica_fed(64, 32, 2), every_replica_fed(3, 32, 4)
+        ((31, 1), (2, 2), None, (12, 4))
     """
     if num_replicas < 2 or num_samples <= 0 or batch_size <= 0:
         return None
-    if num_samples < num_replicas:
-        copies = -(-num_replicas // num_samples)
-        return num_samples * copies, copies
-    last = num_samples % batch_size
-    if batch_size >= num_replicas and (num_samples <= batch_size or last == 0 or last >= num_replicas):
+
+    def fed(size: int) -> bool:
+        last = num_samples % size
+        return feeds_every_replica(min(size, num_samples), num_replicas) and (last == 0 or num_samples < size or feeds_every_replica(last, num_replicas))
+
+    if num_samples >= num_replicas and fed(batch_size):
         return None
-    # smaller batches first, down to one sample per replica; then larger ones, up to all the samples in one
     smaller = range(min(batch_size, num_samples) - 1, num_replicas - 1, -1)
     larger = range(max(batch_size + 1, num_replicas), num_samples + 1)
-    return next((size, 1) for size in (*smaller, *larger) if num_samples % size == 0 or num_samples % size >= num_replicas)
+    size = next((size for size in itertools.chain(smaller, larger) if fed(size)), None) if num_samples >= num_replicas else None
+    if size is not None:
+        return size, 1
+    copies = next(k for k in range(1, num_replicas + 1) if feeds_every_replica(num_samples * k, num_replicas))
+    return num_samples * copies, copies
 
 
 def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | None:
@@ -243,4 +263,14 @@ SAME_MASKS = (
     "({per_replica} samples each) get identical draws, where one device draws independent ones for "
     "the whole batch, so training is less random than model.fit's and its numbers differ. Train on "
     "one replica (strategy='default' or 'one_device') where that matters"
+)
+
+#: A step of the model's own that scales by the replicas itself, as autodist's earlier warnings
+#: and custom-loop habits advised: autodist now does it (own_step_replica_mean), so it is done twice.
+OWN_STEPS_READ_REPLICAS = (
+    "This model's own {methods} reads num_replicas_in_sync. autodist runs it on {num_replicas} replicas "
+    "with one device's losses and the replicas' mean gradient (workaround own_step_replica_mean), so a "
+    "loss or metric your step divides or multiplies by the replicas itself is scaled twice: steps "
+    "1/{num_replicas} of one device's, or metrics {num_replicas} times. Remove that scaling (tf.nn."
+    "compute_average_loss is recognised and kept), or set AUTODIST_KERAS_COMPAT=off to train as Keras does"
 )

@@ -274,10 +274,11 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "samples than replicas (one image to predict on 2 replicas, or 33 samples in "
                 "batches of 32) leaves a replica an empty share. Some models fail on it: a "
                 "residual add becomes a rank-2 BiasAdd ('Shape must be rank 1 but is rank 2', "
-                "keras.io's image classification from scratch). For array inputs on one worker, "
-                "autodist picks the nearest batch size that feeds every replica (means over the "
-                "samples do not depend on the batching), and repeats fewer samples than replicas "
-                "in one batch (predict returns the first copy)."
+                "keras.io's image classification from scratch). For array inputs, autodist picks "
+                "the nearest batch size that feeds every replica as TensorFlow splits it (means "
+                "over the samples do not depend on the batching; not for a test_step of the "
+                "model's own), and repeats fewer samples than replicas in one batch (predict "
+                "returns the first copy)."
             ),
             affected=_ALL, touches=("keras.trainer_loops",),
             if_fixed="another batching of the same samples gives the same means and predictions",

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from autodist.upstream.tf_data import is_dataset
 from autodist.errors import BatchSizeError
 from autodist.log import get_logger
+from autodist.planning.global_batch import every_replica_fed
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.run.batching import (
     arrays_to_dataset,
@@ -135,7 +136,7 @@ def _fewer_samples_than_replicas(x: Any, y: Any, the_plan: Plan, fit_kwargs: Map
     num_samples = int(tf.nest.flatten(x)[0].shape[0])
     if num_samples == 0 or num_samples >= the_plan.num_replicas:
         return None
-    copies = -(-the_plan.num_replicas // num_samples)
+    _, copies = every_replica_fed(num_samples, num_samples, the_plan.num_replicas) or (num_samples, 1)
 
     def repeated(value: Any) -> Any:
         return None if value is None else tf.nest.map_structure(lambda leaf: np.concatenate([np.asarray(leaf)] * copies), value)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from autodist.upstream.keras_own_steps import in_own_step
 from autodist.upstream.surface import available
 
 __all__ = ["patch_distributed_gradients"]
@@ -83,6 +84,8 @@ def patch_distributed_gradients() -> bool:
     def scaled(original: Any) -> Any:
         def scale_loss(self: Any, loss: Any) -> Any:
             loss = original(self, loss)
+            if in_own_step():  # own_step_replica_mean divides the gradients instead
+                return loss
             replicas = _replicas()
             return loss if replicas < 2 else loss * tf.cast(1.0 / replicas, loss.dtype)
 

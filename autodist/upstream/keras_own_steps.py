@@ -106,8 +106,11 @@ def _divided(grads: Any, replicas: int) -> list[Any]:
 
 
 def patch_own_steps() -> bool:
-    """Install the patches (Keras's loss scaling and ``BaseOptimizer.apply``; each acts only in
-    a step of a model's own). Idempotent; ``False`` where the touch is off."""
+    """Install the patches (Keras's loss scaling, ``BaseOptimizer.apply`` and
+    ``LossScaleOptimizer.apply``; each acts only in a step of a model's own). On Keras 3.3-3.7,
+    whose losses are not divided by the replicas, the workaround ``distributed_gradients``
+    divides ``fit``'s loss in ``optimizer.scale_loss``; it asks :func:`in_own_step` and leaves a
+    step of the model's own alone. Idempotent; ``False`` where the touch is off."""
     if _PATCHED:
         return True
     if not available("keras.own_steps"):
@@ -121,21 +124,13 @@ def patch_own_steps() -> bool:
         if original is not None:
             _PATCHED[name] = original
             setattr(loss_module, name, _unless_own_step(original))
-    original_apply = base_optimizer.BaseOptimizer.apply
+    from keras.src.optimizers import loss_scale_optimizer
 
-    def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
-        if not in_own_step() or getattr(_LOCAL, "applying", False) or getattr(_LOCAL, "divided", False):
-            return original_apply(self, grads, trainable_variables)
-        replicas = _replicas()
-        _LOCAL.applying = True  # a LossScaleOptimizer applies through its inner optimizer
-        try:
-            grads = _divided(list(grads), replicas) if replicas > 1 else grads
-            return original_apply(self, grads, trainable_variables)
-        finally:
-            _LOCAL.applying = False
-
-    base_optimizer.BaseOptimizer.apply = apply
-    _PATCHED["apply"] = original_apply
+    # A LossScaleOptimizer applies through its inner optimizer, in the merge call's own threads
+    # where this thread's state is not seen: its apply divides, and the inner one does not again.
+    for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
+        _PATCHED[f"{owner.__name__}.apply"] = owner.apply
+        owner.apply = _dividing(owner.apply)
     original_average = tf.nn.compute_average_loss
 
     def compute_average_loss(*args: Any, **kwargs: Any) -> Any:
@@ -146,6 +141,23 @@ def patch_own_steps() -> bool:
     tf.nn.compute_average_loss = compute_average_loss
     _PATCHED["compute_average_loss"] = original_average
     return True
+
+
+def _dividing(original_apply: Callable[..., Any]) -> Callable[..., Any]:
+    """``apply`` that divides the gradients by the replicas, once, in a step of a model's own."""
+
+    def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
+        if not in_own_step() or getattr(_LOCAL, "applying", False) or getattr(_LOCAL, "divided", False):
+            return original_apply(self, grads, trainable_variables)
+        replicas = _replicas()
+        _LOCAL.applying = True  # an optimizer applying through another one in this thread
+        try:
+            grads = _divided(list(grads), replicas) if replicas > 1 else grads
+            return original_apply(self, grads, trainable_variables)
+        finally:
+            _LOCAL.applying = False
+
+    return apply
 
 
 def _unless_own_step(original: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -210,12 +210,17 @@ def patch_every_replica_fed(decide: Any) -> bool:
         strategy = getattr(self, "_distribute_strategy", None)
         if strategy is None or steps is not None:
             return None
-        samples = _samples(x)
-        replicas = int(strategy.num_replicas_in_sync)
-        return None if samples is None else decide(samples, int(batch_size or 32), replicas)
+        try:
+            samples = _samples(x)
+            replicas = int(strategy.num_replicas_in_sync)
+            return None if samples is None else decide(samples, int(batch_size or 32), replicas)
+        except (TypeError, ValueError, AttributeError):  # an input of a shape not foreseen: Keras's own loop
+            return None
 
     def evaluate(self: Any, x: Any = None, y: Any = None, batch_size: Any = None, *args: Any, **kwargs: Any) -> Any:
         fed = None if args or "_use_cached_eval_dataset" in kwargs else plan(self, x, batch_size, kwargs.get("steps"))
+        if fed is not None and fed[1] == 1 and type(self).test_step is not trainer.TensorFlowTrainer.test_step:
+            fed = None  # a test_step of the model's own may average its batches' means: keep its batches
         if fed is None:
             return original_evaluate(self, x, y, batch_size, *args, **kwargs)
         size, copies = fed

@@ -274,25 +274,29 @@ TOUCHES: dict[str, Touch] = {
             _TEST + "test_still_needed_seed_generators", _mentions("keras.src.layers.layer.Layer._initialize_tracker", "_seed_generators"),
         ),
         Touch(
-            "keras.own_steps", "keras", ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.losses.loss.reduce_values"),
+            "keras.own_steps", "keras",
+            ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
+             "keras.src.losses.loss.scale_loss_for_distribution", "keras.src.losses.loss.unscale_loss_for_distribution",
+             "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss"),
             "the workaround own_step_replica_mean: in a train_step or test_step of the model's own, Keras divides a "
-            "keras.losses loss by the replicas and a loss the step computes itself not (steps N times one device's, "
-            "or losses recorded at 1/N)",
+            "keras.losses loss by the replicas (3.8 and later: scale_loss_for_distribution; 3.3-3.7: fit's loss in "
+            "scale_loss with distributed_gradients) and a loss the step computes itself not",
             _K3 + "; scale_loss_for_distribution from 3.8",
             "a model's own train_step or test_step trains and records its losses as Keras makes them under a strategy: "
-            "steps N times one device's, or losses at 1/N (warned)",
+            "steps N times one device's, or losses at 1/N (not warned: the plan lists the workaround)",
             _KC + "test_still_needed_own_step_replica_mean",
-            _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.losses.loss.reduce_values"),
+            _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
+                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss", "keras.src.losses.loss.reduce_values"),
         ),
         Touch(
             "keras.trainer_loops", "keras",
-            (f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}._collective_all_reduce_multi_worker"),
+            (f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}.TensorFlowTrainer.test_step"),
             "the workaround every_replica_fed: evaluate and predict re-batch array inputs so that no replica gets an empty share",
             _K3,
             "evaluate and predict on fewer samples than replicas (or a last batch that small) run as Keras runs them: "
             "some models fail on the empty share",
             _KC + "test_still_needed_every_replica_fed",
-            _present(f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}._collective_all_reduce_multi_worker"),
+            _present(f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}.TensorFlowTrainer.test_step"),
         ),
         Touch(
             "keras.distributed_gradients", "keras",

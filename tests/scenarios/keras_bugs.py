@@ -156,6 +156,23 @@ def central_storage_dropout_error() -> str | None:
     return None
 
 
+def central_storage_mixed_float16_error() -> str | None:
+    """A mixed_float16 model trained under CentralStorageStrategy on 2 replicas: the error, or None."""
+    strategy = tf.distribute.experimental.CentralStorageStrategy(compute_devices=DEVICES, parameter_device="/cpu:0")
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        with strategy.scope():
+            model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+            model.compile(optimizer="sgd", loss="mse")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    try:
+        model.fit(np.ones((32, 4), "float32"), np.ones((32, 1), "float32"), batch_size=16, epochs=1, verbose=0)
+    except Exception as err:  # the upstream bug
+        return said(err)
+    return None
+
+
 def said(err: Exception) -> str:
     """An error's type and message (its start and its end: TensorFlow puts the cause last)."""
     text = str(err)
@@ -238,10 +255,10 @@ class OwnStep(keras.Model):
 
     def train_step(self, x):
         with tf.GradientTape() as tape:
-            rebuilt = self.decoder(self.encoder(x))
+            rebuilt = keras.ops.cast(self.decoder(self.encoder(x)), "float32")  # float16 under mixed_float16
             own = keras.ops.mean(keras.ops.square(x - rebuilt))
             loss = self.mse(x, rebuilt)
-            total = own + loss
+            total = self.optimizer.scale_loss(own + loss)  # as Keras's guide: the loss scale, under mixed_float16
         gradients = tape.gradient(total, self.trainable_weights)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
         self.own_loss.update_state(own)
@@ -253,18 +270,23 @@ class NoCall(OwnStep):
     call = keras.Model.call
 
 
-def own_step_against_one_device(kind, patched: bool = False) -> dict:
+def own_step_against_one_device(kind, patched: bool = False, policy: str = "float32") -> dict:
     """``kind`` (OwnStep or NoCall) trained 2 epochs under Mirrored and on one device from the
     same weights: the largest weight gap, and each recorded loss's ratio to one device's. With
-    ``patched``, the model's steps run as autodist.fit runs them (own_step_replica_mean)."""
+    ``patched``, the model's steps run as autodist.fit runs them (own_step_replica_mean). With
+    ``policy="mixed_float16"``, Keras wraps the optimizer in a LossScaleOptimizer."""
     strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
     x = np.random.default_rng(1).normal(size=(64, 4)).astype("float32")
     keras.utils.set_random_seed(0)
-    with strategy.scope():
-        model = kind()
-        model.compile(optimizer=keras.optimizers.SGD(0.05))
-    one = kind()
-    one.compile(optimizer=keras.optimizers.SGD(0.05))
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        with strategy.scope():
+            model = kind()
+            model.compile(optimizer=keras.optimizers.SGD(0.05))
+        one = kind()
+        one.compile(optimizer=keras.optimizers.SGD(0.05))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
     one.set_weights(model.get_weights())
     if patched:
         from autodist.upstream.keras_own_steps import own_steps
@@ -336,6 +358,7 @@ def main() -> None:
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
         "one_image_unpatched": case(one_image_against_one_device),
+        "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
     from autodist.run.keras_patches import apply_workarounds
@@ -350,6 +373,7 @@ def main() -> None:
     results["gradient_gaps_patched"] = case(mirrored_gradient_gaps)
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
+    results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
     results["one_image_patched"] = case(one_image_against_one_device)
     print("RESULT " + json.dumps(results))
 
