@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import sys
@@ -180,45 +179,13 @@ RAY_CASES = ("keras3", "tf_keras", "doc", "example", "data", "jax", "restart")  
 _RAY: dict[str, Any] = {}
 
 
-#: The differential harnesses' launched jobs (tests/test_model_axis.py, tests/test_differential.py):
-#: their workers spend most of their minutes waiting on each other, so they start with the session
-#: and run beside the rest of the suite; each harness's fixture collects its own. name: (test file,
-#: launch flags, scenario).
-HARNESS_LAUNCHES = {
-    "model_axis multi_worker": ("tests/test_model_axis.py", ("--workers", "2"), "model_axis.py"),
-    "differential multi_worker": ("tests/test_differential.py", ("--workers", "2"), "differential.py"),
-    "differential parameter_server": ("tests/test_differential.py", ("--workers", "2", "--ps", "1"), "differential.py"),
-}
-_HARNESS: dict[str, tuple[subprocess.Popen, Path]] = {}
-
-
-def harness_launch(name: str) -> tuple[subprocess.Popen, Path]:
-    """The started launch ``name`` of :data:`HARNESS_LAUNCHES` and its output folder (started now
-    if the session did not start it)."""
-    if name not in _HARNESS:
-        _, flags, script = HARNESS_LAUNCHES[name]
-        out = Path(tempfile.mkdtemp(prefix="autodist-harness-"))
-        argv = ["-m", "autodist", "launch", *flags, "--timeout", "840", "--grace", "3", str(SCENARIOS / script), str(out)]
-        _HARNESS[name] = (start_python(argv, env=subprocess_env()), out)
-    return _HARNESS[name]
-
-
 def pytest_collection_finish(session):
     if any(item.nodeid.startswith("tests/test_ray.py") for item in session.items):
         start_ray_scenario()
-    for name, (file, _, _) in HARNESS_LAUNCHES.items():
-        if any(item.nodeid.startswith(file) for item in session.items):
-            harness_launch(name)
 
 
 def pytest_sessionfinish(session):
-    """The Ray scenario and the harnesses' launches never outlive the session (a run stopped
-    before its tests waited for them)."""
-    for proc, out in _HARNESS.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(out, ignore_errors=True)
+    """The Ray scenario never outlives the session (a run stopped before its tests waited for it)."""
     proc = _RAY.get("proc")
     if proc is not None and proc.poll() is None:
         os.killpg(proc.pid, 9)

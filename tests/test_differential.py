@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import finished, harness_launch, run_scenario, scenario_result, start_scenario
+from tests.conftest import SCENARIOS, finished, run_scenario, scenario_result, start_python, start_scenario, subprocess_env
 
 TOLERANCE = 1e-4
 STRATEGIES = {
@@ -66,17 +66,21 @@ def expected(kind: str, strategy: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def all_cells():
-    """Every strategy's run of tests/scenarios/differential.py, each in its own process (the
-    numbers do not depend on what else runs): the launched ones from the session's start on
-    (their workers spend much of their time waiting on each other), the single-host ones side by
-    side here. In a cluster the workers' weights must agree."""
-    launches = {MULTI_WORKER: "differential multi_worker", PARAMETER_SERVER: "differential parameter_server"}
-    launched = {name: harness_launch(launches[name]) for name in LAUNCHED}  # started with the session
-    outs = {name: out for name, (_, out) in launched.items()}
+def all_cells(tmp_path_factory):
+    """Every strategy's run of tests/scenarios/differential.py, all started at once, each in its
+    own process (the numbers do not depend on what else runs; launched workers spend much of their
+    time waiting on each other). In a cluster the workers' weights must agree."""
+    outs = {name: tmp_path_factory.mktemp("differential") for name in LAUNCHED}
+    launched = {
+        name: start_python(
+            ["-m", "autodist", "launch", *LAUNCHED[name], "--timeout", "840", "--grace", "3", str(SCENARIOS / "differential.py"), str(outs[name])],
+            env=subprocess_env(),
+        )
+        for name in LAUNCHED
+    }
     started = {name: start_scenario("differential.py", **env) for name, env in STRATEGIES.items()}
     found = {name: scenario_result(proc, timeout=900) for name, proc in started.items()}
-    for name, (proc, _) in launched.items():
+    for name, proc in launched.items():
         code, stdout, _ = finished(proc, timeout=900)
         assert code == 0, stdout[-5000:]
         if name == PARAMETER_SERVER:

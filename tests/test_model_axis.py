@@ -32,7 +32,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.conftest import finished, harness_launch, scenario_result, start_scenario
+from tests.conftest import SCENARIOS, finished, scenario_result, start_python, start_scenario, subprocess_env
 
 pytestmark = pytest.mark.tensorflow
 
@@ -63,11 +63,15 @@ ANSI = r"\x1b\[[0-9;]*m"  # Keras bolds parts of its error messages
 
 
 @pytest.fixture(scope="module")
-def results():
-    """Every strategy's run of tests/scenarios/model_axis.py, each in its own process: the launched
-    workers (whose weights must agree) from the session's start on (they spend much of their time
-    waiting on each other), the single-host ones side by side here."""
-    launched, out = harness_launch("model_axis multi_worker")  # started with the session
+def results(tmp_path_factory):
+    """Every strategy's run of tests/scenarios/model_axis.py, all started at once (each in its own
+    process; two launched workers spend much of their time waiting on each other), whose
+    workers' weights must agree."""
+    out = tmp_path_factory.mktemp("model_axis")
+    launched = start_python(
+        ["-m", "autodist", "launch", "--workers", "2", "--timeout", "840", "--grace", "3", str(SCENARIOS / "model_axis.py"), str(out)],
+        env=subprocess_env(),
+    )
     started = {name: start_scenario("model_axis.py", **env) for name, env in STRATEGIES.items()}
     found = {name: scenario_result(proc, timeout=900) for name, proc in started.items()}
     code, stdout, _ = finished(launched, timeout=900)
