@@ -2,15 +2,16 @@
 
 ``import autodist`` does not import TensorFlow. It arranges that, the moment TensorFlow is
 imported, the host CPU is split (``AUTODIST_CPU_DEVICES=N``) and the strategy autodist chooses
-becomes the current one (:mod:`autodist.entry.hook`; ``AUTODIST_ACTIVATE=0`` turns that off). So
+becomes the current one (:mod:`autodist.entry.at_import`; ``AUTODIST_ACTIVATE=0`` turns that off). So
 put ``import autodist`` first: every model built afterwards is created under the strategy, and
 ``autodist.fit(model, ...)`` trains that very object.
 
 The package's folders are its layers, each importing only itself and those before it (see
-docs/architecture.md): the basics (``errors``, ``log``, ``settings``, ``fields``) →
-``detection/`` → ``planning/`` → ``jobs/`` → ``run/`` (TensorFlow, and the backend seam) →
-``jax/`` → ``entry/`` (``fit``, ``init``, ``@distributed``, the import hook, the one backend
-choice) → this package's public names, ``cli`` and ``demo``. The public names below are loaded
+docs/architecture.md): the basics (``errors``, ``log``, ``settings``, ``fields``, ``files``,
+``process``: the one process state) → ``upstream/`` → ``detection/`` → ``planning/`` → ``jobs/`` →
+``ray/`` → ``core/`` (the backend-neutral fit and the backend seam) → ``resume/`` →
+``tensorflow/`` → ``jax/`` → ``entry/`` (``fit``, ``init``, ``@distributed``, the import hook,
+the one backend choice) → this package's public names, ``cli`` and ``demo``. The public names below are loaded
 when first used, so ``import autodist`` loads only the import hook.
 
 Example:
@@ -25,8 +26,9 @@ from __future__ import annotations
 import importlib
 import os as _os
 from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
 
-from autodist.entry.hook import install as _install_hook
+from autodist.entry.at_import import install as _install_hook
 from autodist.errors import (
     ArgumentError,
     AutodistError,
@@ -55,12 +57,12 @@ if TYPE_CHECKING:  # the names as the lazy table below gives them
     from autodist.jobs.heartbeat import beat
     from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
     from autodist.planning.plans import Plan, StrategyKind
-    from autodist.run.activation import local
+    from autodist.tensorflow.current_strategy import local
 
 __version__ = "0.1.0"
 
 #: Each public name and the module it lives in, imported on first use (PEP 562).
-_LAZY = {
+_LAZY = MappingProxyType({
     "ClusterInfo": "autodist.detection.cluster",
     "is_chief": "autodist.detection.cluster",
     "GpuInfo": "autodist.detection.hardware",
@@ -78,8 +80,8 @@ _LAZY = {
     "distributed": "autodist.entry.custom_loops",
     "init": "autodist.entry.custom_loops",
     "fit": "autodist.entry.fit",
-    "local": "autodist.run.activation",
-}
+    "local": "autodist.tensorflow.current_strategy",
+})
 
 
 def __getattr__(name: str) -> Any:

@@ -20,7 +20,7 @@ import time
 from typing import Any, NoReturn
 
 from autodist.detection.hardware import HardwareSnapshot, detect
-from autodist.entry.hook import uninstall as uninstall_activation
+from autodist.entry.at_import import uninstall as uninstall_activation
 from autodist.detection.ray_train import ray_train_worker
 from autodist.errors import ArgumentError, AutodistError
 from autodist.fields import bounded, nearest

@@ -95,9 +95,9 @@ elif MODE == "hand":
     history = model.fit(data, epochs=EPOCHS, verbose=0, callbacks=[timer])
 else:
     if MODE == "per_epoch":  # the A/B of autodist's input choice: Keras 3's per-epoch iterators
-        import autodist.run.inputs
+        import autodist.core.inputs
 
-        autodist.run.inputs.one_iterator_per_run = lambda dataset, the_plan, fit_kwargs: (dataset, None)
+        autodist.core.inputs.one_iterator_per_run = lambda dataset, the_plan, fit_kwargs: (dataset, None)
     # What users write: arrays and a global batch; autodist builds the multi-worker input.
     history = autodist.fit(build, X, Y, batch_size=GLOBAL, epochs=EPOCHS, verbose=0, callbacks=[timer], shuffle=False, backup_dir=False)
 model, strategy = history.model, history.model.distribute_strategy
@@ -107,7 +107,7 @@ result = {"samples_per_second": (EPOCHS - 1) * STEPS * GLOBAL / seconds, "num_wo
 if hasattr(history, "plan"):  # what autodist picked
     result["plan"] = history.plan.strategy.value
 checked = [r for r in getattr(history, "plan", None).reasons if r.startswith("communication check")] if hasattr(history, "plan") else []
-if checked:  # autodist's projection before training (autodist.run.comm_check)
+if checked:  # autodist's projection before training (autodist.tensorflow.comm_check)
     import re
 
     result["projected_speedup"] = float(re.search(r"projected ([0-9.]+)x", checked[0]).group(1))
@@ -128,7 +128,7 @@ def input_ms_per_step(dataset) -> float:
 if num_workers == 1:
     result["input_ms"] = input_ms_per_step(tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL))
 else:
-    from autodist.run.batching import arrays_to_dataset
+    from autodist.core.batching import arrays_to_dataset
 
     result["input_ms"] = input_ms_per_step(arrays_to_dataset(X, Y, global_batch_size=GLOBAL, shuffle=False)[0])
 if num_workers > 1:

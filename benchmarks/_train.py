@@ -174,7 +174,7 @@ if tuned:  # what tuning cost in its first run, and what it measured (nothing, i
 if spec.get("fixed_cost"):
     # What autodist.fit does besides the caller's build and Keras's fit: detect, plan, and look up
     # the (cached) strategy, with its workarounds. Median of 20 calls, in this warm process.
-    from autodist.run.strategies import start as start_strategy
+    from autodist.tensorflow.strategies import start as start_strategy
 
     costs = []
     for _ in range(20):

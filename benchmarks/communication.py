@@ -1,5 +1,5 @@
 """6. The communication check: autodist's projected speedup of 2 workers over 1 (measured on the
-workers before training, :mod:`autodist.run.comm_check`) against the measured one, for issue 13's
+workers before training, :mod:`autodist.tensorflow.comm_check`) against the measured one, for issue 13's
 MLP (512-1024-1024-10, 1.6M parameters) and the scaling benchmark's CNN, 256 samples per worker.
 Workers are pinned one per core (``benchmarks/_scaling.py``), 1 worker and 2 alternating.
 Figure: projected ÷ measured speedup (1.0: the projection was exact)."""

@@ -11,7 +11,7 @@ from benchmarks.common import Figure, run_json
 def run(quick: bool) -> list[Figure]:
     rounds = 1 if quick else 4
     # 6 epochs per call, so tracing and building (paid once per fit) do not hide the step time
-    spec = {"model": "mlp", "samples": 8192 if quick else 16384, "batch": 256, "epochs": 2 if quick else 6, "rounds": rounds,
+    spec = {"model": "mlp", "samples": 2048 if quick else 16384, "batch": 256, "epochs": 2 if quick else 6, "rounds": rounds,
             "arms": ["autodist:default:spe1", "autodist:default", "autodist:default:jit",
                      "autodist:default:noprefetch", "autodist:default:prefetch"]}
     times = run_json(["benchmarks/_train.py", json.dumps(spec)], timeout=900)["times"]

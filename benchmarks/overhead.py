@@ -1,20 +1,56 @@
-"""1. Overhead: autodist.fit against strategy.scope() + model.fit with the same strategy.
+"""1. Overhead: autodist.fit against strategy.scope() + model.fit with the same strategy, and a
+fresh process's time to its first trained epoch.
 
-Like for like: the autodist arm opts out of its steps_per_execution default (spe1), so both arms
-run the same compiled step; that default has its own figure in ``defaults.py``."""
+- Like for like: the "overhead" arms opt out of autodist's steps_per_execution default (spe1), so
+  both arms run the same compiled step; that default has its own figure in ``defaults.py``.
+- "fit": ``autodist.fit`` with its defaults (``strategy="auto"``: mirrored over 2 logical CPUs)
+  against the hand-written ``MirroredStrategy`` + ``model.fit`` over the same devices: the same
+  model, data and global batch, alternated in one process, each arm building its model.
+- "start-up": ``benchmarks/_startup.py``, a fresh process that imports, builds a tiny model and
+  trains it for one epoch, with ``autodist.fit`` against ``model.fit``, alternated.
+"""
 
 from __future__ import annotations
 
 import json
 
-from benchmarks.common import Figure, run_json
+from benchmarks.common import Figure, run_json, wall
 
 GOAL = 1.02
+START_UP_GOAL = 1.05
+
+
+def fit_with_defaults(quick: bool) -> Figure:
+    """autodist.fit with its defaults / hand-written MirroredStrategy + model.fit."""
+    spec = {"model": "mlp", "samples": 2048 if quick else 8192, "batch": 256, "epochs": 2, "rounds": 1 if quick else 9,
+            "arms": ["manual:mirrored", "autodist:auto"]}
+    out = run_json(["benchmarks/_train.py", json.dumps(spec)], timeout=900, AUTODIST_CPU_DEVICES="2")
+    manual, auto = out["times"]["manual:mirrored"], out["times"]["autodist:auto"]
+    figure = Figure("fit: autodist's defaults / hand-written mirrored (2 logical CPUs)", f"<= {GOAL}", [a / m for a, m in zip(auto, manual, strict=True)], False)
+    figure.passed = figure.median <= GOAL
+    figure.note = f"autodist planned {out['plans']['autodist:auto'][0]}; {len(manual)} interleaved pairs, each arm building its model"
+    return figure
+
+
+def start_up(quick: bool) -> Figure:
+    """A fresh process to its first trained epoch: autodist.fit / model.fit."""
+    for arm in () if quick else ("manual", "autodist"):
+        wall(["benchmarks/_startup.py", arm])  # warm the file cache (a quick run checks the paths only)
+    ratios = []
+    for index in range(1 if quick else 9):
+        order = ("manual", "autodist") if index % 2 == 0 else ("autodist", "manual")
+        seconds = {arm: wall(["benchmarks/_startup.py", arm]) for arm in order}
+        ratios.append(seconds["autodist"] / seconds["manual"])
+    figure = Figure("start-up: a fresh process to its first trained epoch", f"<= {START_UP_GOAL}", ratios, False)
+    figure.passed = figure.median <= START_UP_GOAL
+    figure.note = f"benchmarks/_startup.py autodist / manual, wall seconds; {len(ratios)} alternated pairs"
+    return figure
 
 
 def run(quick: bool) -> list[Figure]:
     figures = []
     sizes = {"mlp": (2048 if quick else 16384, 256, 2), "cnn": (512 if quick else 2048, 64, 1)}
+    sizes = {"mlp": sizes["mlp"]} if quick else sizes  # a smoke run: one model shows the paths work
     for strategy, devices in (("default", None), ("mirrored", "2")):
         for model, (samples, batch, epochs) in sizes.items():
             spec = {"model": model, "samples": samples, "batch": batch, "epochs": epochs, "rounds": 1 if quick else 6,
@@ -33,7 +69,7 @@ def run(quick: bool) -> list[Figure]:
             )
             figure.extra = {"fixed_seconds": fixed, "hand_written_median_seconds": typical}
             figures.append(figure)
-    return figures
+    return [*figures, fit_with_defaults(quick), start_up(quick)]
 
 
 if __name__ == "__main__":  # python -m benchmarks.overhead [--quick]

@@ -36,6 +36,18 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(line)
 
 
+@pytest.fixture
+def fresh_state():
+    """autodist's process state as a fresh process has it (:func:`autodist.process.reset`), and
+    this test's state dropped after: the one way tests reset what autodist keeps."""
+    from autodist.process import STATE, reset
+
+    kept = dict(vars(STATE))
+    reset()
+    yield STATE
+    vars(STATE).update(kept)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tensorflow_imported():
     """Import TensorFlow and Keras once, first: importing them sets variables (TF2_BEHAVIOR, ...)."""

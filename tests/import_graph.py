@@ -2,8 +2,9 @@
 imports and the imports made inside functions. ``tests/test_layers.py`` checks it;
 ``python -m tests.import_graph`` prints the figures (``--list`` adds every function-level import).
 
-A module's layer is its folder's: the basics (``errors``, ``log``, ``settings``, ``fields``, ``files``) →
-``upstream`` (the touches of private TensorFlow, Keras and JAX code) → ``detection`` → ``planning`` → ``jobs`` → ``run`` → ``jax`` → ``entry`` → the edge (the public
+A module's layer is its folder's: the basics (``errors``, ``log``, ``settings``, ``fields``, ``files``, ``process``) →
+``upstream`` (the touches of private TensorFlow, Keras and JAX code) → ``detection`` → ``planning`` → ``jobs`` → ``ray`` →
+``core`` → ``resume`` → ``tensorflow`` → ``jax`` → ``entry`` → the edge (the public
 names in ``__init__``, ``__main__``, ``cli``, ``demo``). A module imports its own layer and the
 ones before it, never one after.
 """
@@ -17,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autodist"
-FOLDERS = ("upstream", "detection", "planning", "jobs", "run", "jax", "entry")
-BASICS = ("errors", "log", "settings", "fields", "files")
+FOLDERS = ("upstream", "detection", "planning", "jobs", "ray", "core", "resume", "tensorflow", "jax", "entry")
+BASICS = ("errors", "log", "settings", "fields", "files", "process")
 EDGE = ("__init__", "__main__", "cli", "demo")
 FRAMEWORKS = {"tensorflow", "keras", "tf_keras", "jax", "jaxlib"}
 
 
 def layer_of(module: str) -> int:
-    """0 the basics, 1 to 7 the folders in order, 8 the edge. ``module`` is dotted below the package."""
+    """0 the basics, 1 to 10 the folders in order, 11 the edge. ``module`` is dotted below the package."""
     parts = module.split(".")
     if len(parts) > 1 or parts[0] in FOLDERS:
         return 1 + FOLDERS.index(parts[0])
@@ -36,7 +37,7 @@ def layer_of(module: str) -> int:
 
 
 def modules() -> dict[str, Path]:
-    """``{"run.fit": path, "errors": path, "detection": path-of-its-__init__, ...}``."""
+    """``{"tensorflow.fit": path, "errors": path, "detection": path-of-its-__init__, ...}``."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).with_suffix("").parts
@@ -128,6 +129,69 @@ def circles(edges: set[tuple[str, str]]) -> list[list[str]]:
     return found
 
 
+#: Calls whose result is mutable state: kept at module level, it would be a box of its own.
+_STATEFUL_CALLS = {"list", "dict", "set", "bytearray", "defaultdict", "deque", "OrderedDict", "Counter", "count", "local", "Lock", "RLock", "Event", "Condition", "Semaphore", "WeakKeyDictionary", "WeakValueDictionary", "WeakSet", "ContextVar"}
+_MUTATORS = {"append", "add", "update", "pop", "clear", "setdefault", "discard", "remove", "extend", "insert", "popitem", "appendleft", "__setitem__"}
+#: The one module that keeps what autodist decided and did in a process.
+STATE_MODULE = "process"
+
+
+def _call_name(node: ast.AST) -> str:
+    func = node.func if isinstance(node, ast.Call) else None
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def module_state() -> list[str]:
+    """Where a module keeps mutable state at module level (``autodist/process.py`` aside):
+
+    - a module-level name bound to a container or a stateful object (a lock, a counter, a
+      thread-local, an instance of the module's own class) that is not a public constant
+      (UPPER_CASE, no leading underscore);
+    - a public constant that code changes (a subscript assigned or deleted, a mutating method);
+    - a ``global`` statement, or a class attribute assigned from inside a function
+      (``type(self).x = ...``, ``Class.x = ...``).
+    """
+    return [place for name, path in modules().items() if name != STATE_MODULE for place in state_in(f"autodist/{path.relative_to(PACKAGE)}", path.read_text(encoding="utf-8"))]
+
+
+def state_in(where: str, source: str) -> list[str]:
+    """:func:`module_state` for one module's ``source``."""
+    found = []
+    tree = ast.parse(source)
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    bound: set[str] = set()
+    for node in tree.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [target.id for target in targets if isinstance(target, ast.Name) and target.id != "__all__"]
+        value = node.value
+        stateful = isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (
+            isinstance(value, ast.Call) and (_call_name(value) in _STATEFUL_CALLS or _call_name(value) in classes)
+        )
+        for bound_name in names:
+            bound.add(bound_name)
+            if stateful and (bound_name.startswith("_") or not bound_name.isupper()):
+                found.append(f"{where}:{node.lineno}: {bound_name} is mutable state at module level")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.append(f"{where}:{node.lineno}: global {', '.join(node.names)}")
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target] if isinstance(node, ast.AugAssign) else []
+        for target in targets:
+            base = target.value if isinstance(target, (ast.Subscript, ast.Attribute)) else None
+            if isinstance(target, ast.Subscript) and isinstance(base, ast.Name) and base.id in bound:
+                found.append(f"{where}:{node.lineno}: {base.id}[...] changed")
+            if isinstance(target, ast.Attribute) and isinstance(base, ast.Call) and _call_name(base) == "type":
+                found.append(f"{where}:{node.lineno}: a class attribute ({target.attr}) set from a function")
+            if isinstance(target, ast.Attribute) and isinstance(base, ast.Name) and base.id in classes:
+                found.append(f"{where}:{node.lineno}: {base.id}.{target.attr} set from a function")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id in bound:
+                found.append(f"{where}:{node.lineno}: {owner.id}.{node.func.attr}(...) changes a module-level value")
+    return found
+
+
 def figures() -> dict[str, object]:
     known = modules()
     imports = all_imports()
@@ -147,6 +211,7 @@ def figures() -> dict[str, object]:
         "function-level autodist imports": len([i for i in internal if i.in_function]),
         "function-level framework imports": len([i for i in imports if i.in_function and i.target in FRAMEWORKS]),
         "function-level other imports": len([i for i in imports if i.in_function and not i.internal and i.target not in FRAMEWORKS]),
+        "module-level mutable state (outside autodist/process.py)": len(module_state()),
     }
 
 
@@ -154,6 +219,8 @@ if __name__ == "__main__":  # python -m tests.import_graph [--list]
     for key, value in figures().items():
         print(f"{key}: {value}")
     if "--list" in sys.argv:
+        for place in module_state():
+            print(f"  {place}")
         for imp in all_imports():
             if imp.in_function and imp.internal:
                 print(f"  autodist/{imp.source.replace('.', '/')}.py:{imp.line} -> autodist.{imp.target}")

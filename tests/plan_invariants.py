@@ -42,7 +42,8 @@ def check_plan_invariants(the_plan, snapshot, given: dict, *, refuse_when_nothin
         StrategyKind.MODEL_PARALLEL: snapshot.keras_backend == "jax",
     }
     assert exists.get(kind, False), f"{kind.value} does not exist on this snapshot: {snapshot.to_dict()}"
-    assert replicas <= devices_of(snapshot) * (cluster.num_workers if cluster else 1) * (8 if kind == StrategyKind.TPU else 1)
+    trains = cluster is not None and cluster.task_type != "evaluator"  # the evaluator evaluates alone, on its own devices
+    assert replicas <= devices_of(snapshot) * (cluster.num_workers if trains else 1) * (8 if kind == StrategyKind.TPU else 1)
     forced = given.get("strategy")
     name = forced.value if isinstance(forced, StrategyKind) else forced.strip().lower() if isinstance(forced, str) else "auto"
     if name not in ("auto", "tune"):

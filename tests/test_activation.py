@@ -1,4 +1,4 @@
-"""Activation at TensorFlow import (autodist/run/activation.py), each case in a fresh process.
+"""Activation at TensorFlow import (autodist/tensorflow/current_strategy.py), each case in a fresh process.
 
 The switch, the import orders a user writes, and the fallback's warning. The training numbers
 under an activated strategy are checked against model.fit in tests/test_training.py.
@@ -77,23 +77,23 @@ def test_switch_values():
     assert activation_enabled({})
 
 
-def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_the_cause(monkeypatch):
+def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_the_cause(fresh_state):
     """On 2 x 16 GiB GPUs the import-time plan (no model yet) is mirrored and says what it
     assumed; fit's plan for a 1B-parameter model is central_storage, and the fallback's warning
     names that change and the fix (AUTODIST_STRATEGY=central_storage)."""
     import dataclasses
 
-    from autodist.planning.here import plan_here
-    from autodist.run import activation, placement, record
+    from autodist.core.detect_and_plan import plan_here
+    from autodist.tensorflow import activation_record, current_strategy, placement
     from tests.conftest import make_snapshot
 
     snapshot = make_snapshot(num_gpus=2, gpu_memory_gib=16)
     at_import = plan_here({}, snapshot=snapshot)
-    at_import = dataclasses.replace(at_import, reasons=at_import.reasons + (activation.ASSUMED_FITS,))
+    at_import = dataclasses.replace(at_import, reasons=at_import.reasons + (current_strategy.ASSUMED_FITS,))
     assert at_import.strategy.value == "mirrored" and "assumes the model fits" in at_import.summary()
     in_fit = plan_here({}, snapshot=snapshot, num_params=1_000_000_000)
     assert in_fit.strategy.value == "central_storage"
-    monkeypatch.setitem(record._STATE, "done", record.Activation(plan=at_import))
+    fresh_state.activation = activation_record.Activation(plan=at_import)
     key, cause = placement._move_cause(in_fit)
     assert "was mirrored, and this fit chose central_storage" in cause
     assert "AUTODIST_STRATEGY=central_storage" in cause

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autodist.run.batching import adjust_global_batch, dataset_batch_size, prepare_dataset
+from autodist.core.batching import adjust_global_batch, dataset_batch_size, prepare_dataset
 from autodist.errors import BatchSizeError
 
 
@@ -78,7 +78,7 @@ def record_files(tmp_path):
 def test_shard_policy_file_only_with_enough_files(record_files, tmp_path):
     import tensorflow as tf
 
-    from autodist.run.batching import file_source_count, shard_policy
+    from autodist.core.batching import file_source_count, shard_policy
 
     policy = tf.data.experimental.AutoShardPolicy
     direct = tf.data.TFRecordDataset(record_files).batch(2)
@@ -96,7 +96,7 @@ def test_shard_policy_file_only_with_enough_files(record_files, tmp_path):
 def test_repeat_across_epochs_keeps_the_batches_and_order():
     import tensorflow as tf
 
-    from autodist.run.batching import repeat_across_epochs
+    from autodist.core.batching import repeat_across_epochs
 
     finite = tf.data.Dataset.range(10).shuffle(10, seed=3, reshuffle_each_iteration=True).batch(4)
     endless, steps = repeat_across_epochs(finite)
@@ -116,7 +116,7 @@ def test_a_list_of_arrays_stays_the_inputs_of_a_multi_input_model():
     fails for inputs of different widths (multi-worker and TPU runs build this dataset)."""
     import tensorflow as tf
 
-    from autodist.run.batching import arrays_to_dataset
+    from autodist.core.batching import arrays_to_dataset
 
     x = [np.zeros((10, 3), "float32"), np.ones((10, 5), "float32")]
     train, _ = arrays_to_dataset(x, np.arange(10), global_batch_size=4, shuffle=False)
@@ -152,7 +152,7 @@ def _kinds_of_datasets():
 
 @pytest.mark.parametrize("name", list(_kinds_of_datasets()))
 def test_describe_batching_reads_the_chain_and_the_spec(name):
-    from autodist.run.batching import describe_batching
+    from autodist.core.batching import describe_batching
 
     dataset, batched, size = _kinds_of_datasets()[name]
     found = describe_batching(dataset)
@@ -179,7 +179,7 @@ def test_batches_of_unknown_size_are_left_alone_without_rebatch():
 
 
 def test_shuffled_arrays_every_sample_once_per_epoch_a_new_order_each_epoch_the_same_for_a_seed():
-    from autodist.run.batching import arrays_to_dataset
+    from autodist.core.batching import arrays_to_dataset
 
     def epochs(seed, count=3):
         train, _ = arrays_to_dataset(np.arange(10), global_batch_size=4, shuffle=True, seed=seed)
@@ -194,17 +194,15 @@ def test_shuffled_arrays_every_sample_once_per_epoch_a_new_order_each_epoch_the_
     assert epochs(seed=12)[0] != orders
 
 
-def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run():
-    import tensorflow as tf
-
-    from autodist.run.batching import shared_shuffle_seed
-
+def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run(fresh_state):
     import itertools
 
-    from autodist.run import batching
+    import tensorflow as tf
+
+    from autodist.core.batching import shared_shuffle_seed
 
     def a_run(global_seed):  # a fresh process: its fits draw 0, 1, 2
-        batching._DRAWS = itertools.count()
+        fresh_state.shuffle_draws = itertools.count()
         tf.random.set_seed(global_seed)
         return [shared_shuffle_seed() for _ in range(3)]
 
@@ -220,7 +218,7 @@ def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run():
 def test_samples_in_a_pass_come_from_the_graph_only_when_it_tells():
     import tensorflow as tf
 
-    from autodist.run.batching import describe_batching
+    from autodist.core.batching import describe_batching
 
     samples = tf.data.Dataset.from_tensor_slices(np.zeros((10, 3), "float32"))
     assert describe_batching(samples.batch(4).map(lambda x: x).prefetch(1)).samples == 10
@@ -234,7 +232,7 @@ def test_a_batched_dataset_with_another_batch_size_is_rebatched_and_says_what_mo
     to the global batch 64, and warns with both numbers. The same size, or no batch_size: no word."""
     import tensorflow as tf
 
-    from autodist.run.inputs import prepare_input
+    from autodist.core.inputs import prepare_input
     from autodist.planning.planner import plan
     from tests.conftest import make_snapshot
 

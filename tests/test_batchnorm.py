@@ -42,8 +42,8 @@ def test_one_warning_per_fit_gives_the_per_replica_batch_and_the_opt_in(runs):
 
 def test_evaluate_and_predict_match_the_saved_model_on_one_device(runs, report):
     trained, one_device = runs
-    evaluate_gap = max(abs(a - b) for a, b in zip(trained["evaluate"], one_device["evaluate"]))
-    predict_gap = max(abs(a[0] - b[0]) for a, b in zip(trained["predict"], one_device["predict"]))
+    evaluate_gap = max(abs(a - b) for a, b in zip(trained["evaluate"], one_device["evaluate"], strict=True))
+    predict_gap = max(abs(a[0] - b[0]) for a, b in zip(trained["predict"], one_device["predict"], strict=True))
     assert evaluate_gap <= 1e-5 and predict_gap <= 1e-5, (evaluate_gap, predict_gap)
     report(f"batchnorm under mirrored (2 logical CPUs): replicas' moving statistics equal; evaluate {evaluate_gap:.1e} and predict {predict_gap:.1e} from the saved model on one device")
 
@@ -64,11 +64,11 @@ def workers(tmp_path_factory):
 def test_multi_worker_workers_end_with_one_set_of_moving_statistics_and_evaluate_as_one_device(workers, report):
     (first, second), one_device = workers
     assert first["plan"] == second["plan"] == "multi_worker_mirrored" and first["num_statistics"] == 2
-    gap = max(float(np.max(np.abs(np.array(a) - np.array(b)))) for a, b in zip(first["statistics"], second["statistics"]))
+    gap = max(float(np.max(np.abs(np.array(a) - np.array(b)))) for a, b in zip(first["statistics"], second["statistics"], strict=True))
     assert gap == 0.0, f"the workers' moving statistics differ by {gap:g}"
     assert sum(w.startswith("BatchNormalization") for w in first["warnings"]) == 1, first["warnings"]
-    evaluate_gap = max(abs(a - b) for a, b in zip(first["evaluate"], one_device["evaluate"]))
-    predict_gap = max(abs(a[0] - b[0]) for a, b in zip(first["predict"], one_device["predict"]))
+    evaluate_gap = max(abs(a - b) for a, b in zip(first["evaluate"], one_device["evaluate"], strict=True))
+    predict_gap = max(abs(a[0] - b[0]) for a, b in zip(first["predict"], one_device["predict"], strict=True))
     assert evaluate_gap <= 1e-5 and predict_gap <= 1e-5, (evaluate_gap, predict_gap)
     report(
         f"batchnorm under multi_worker_mirrored (2 workers): the workers' moving statistics equal (gap {gap:g}); "

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import run_python, subprocess_env
 
-FIGURES = ("overhead", "multi-worker scaling", "inspect --fast", "decision quality", "steps_per_execution", "memory estimate")  # communication: full runs only
+FIGURES = ("overhead", "fit: autodist's defaults", "start-up: a fresh process", "multi-worker scaling", "inspect --fast", "decision quality", "steps_per_execution", "memory estimate")  # communication: full runs only
 
 
 def test_quick_benchmarks_run_and_write_results(tmp_path):

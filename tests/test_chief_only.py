@@ -58,7 +58,7 @@ def _workers(out: Path) -> dict[str, Any]:
 
 
 def _weights_gap(first: dict[str, Any], second: dict[str, Any]) -> float:
-    return max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(first["weights"], second["weights"]))
+    return max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for a, b in zip(first["weights"], second["weights"], strict=True))
 
 
 @pytest.mark.parametrize("name", [name for name, (mode, _) in JOBS.items() if mode in ("scope", "local")])
@@ -102,7 +102,7 @@ def test_the_issues_mismatch_message_is_named_and_others_pass_through():
     import tensorflow as tf
 
     from autodist.errors import CollectiveMismatchError
-    from autodist.run.collectives import collective_mismatch
+    from autodist.tensorflow.collectives import collective_mismatch
 
     text = (
         "{{function_node __wrapped__CollectiveBcastRecv_device_/job:worker/replica:0/task:0/device:CPU:0}} Collective ops is "

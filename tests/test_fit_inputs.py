@@ -118,7 +118,7 @@ def test_steps_per_execution_default_changes_speed_not_results(monkeypatch):
     assert fast.model.steps_per_execution == 1  # the caller's model is given back as compiled
     assert steps(fast) == steps(slow) == 26  # 13 batches (the last one 4 samples) x 2 epochs
     assert fast.history["loss"] == slow.history["loss"]
-    for a, b in zip(_weights(fast), _weights(slow)):
+    for a, b in zip(_weights(fast), _weights(slow), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -163,7 +163,7 @@ def build_seeded():
 
 def test_multi_worker_input_is_one_endless_pass_per_epoch():
     """Under MultiWorkerMirrored, finite input repeats with steps_per_epoch = one pass."""
-    from autodist.run.inputs import prepare_input
+    from autodist.core.inputs import prepare_input
     from tests.conftest import make_snapshot
 
     workers = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}}

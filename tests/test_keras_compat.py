@@ -188,14 +188,12 @@ def test_still_needed_short_epoch_steps_per_execution(upstream):
     )
 
 
-def test_newer_keras_keeps_every_workaround_and_warns_once_naming_it(monkeypatch):
+def test_newer_keras_keeps_every_workaround_and_warns_once_naming_it(fresh_state):
     """The fail-safe path (the harness's faked-3.16 run shows its numbers): applied, one warning."""
     import warnings
 
-    from autodist.planning import keras_compat
     from autodist.errors import AutodistWarning
 
-    monkeypatch.setattr(keras_compat, "_UNTESTED_WARNED", set())
     open_ended = [w for w in WORKAROUNDS.values() if w.affected[-1][1] is None]
     fixed = [w for w in WORKAROUNDS.values() if w.affected[-1][1] is not None]
     assert open_ended and fixed

@@ -1,8 +1,8 @@
 """The package's layers, from its import graph (:mod:`tests.import_graph`): the folders in order,
 no circle, no upward import, and imports inside functions only where they must be.
 
-The basics (``errors``, ``log``, ``settings``, ``fields``, ``files``) → ``upstream/`` → ``detection/`` → ``planning/`` →
-``jobs/`` → ``run/`` → ``jax/`` → ``entry/`` → the edge (``__init__``, ``__main__``, ``cli``,
+The basics (``errors``, ``log``, ``settings``, ``fields``, ``files``, ``process``) → ``upstream/`` → ``detection/`` →
+``planning/`` → ``jobs/`` → ``ray/`` → ``core/`` → ``resume/`` → ``tensorflow/`` → ``jax/`` → ``entry/`` → the edge (``__init__``, ``__main__``, ``cli``,
 ``demo``). The upstream surface, detection and planning import neither TensorFlow, Keras nor JAX
 at module level (a subprocess test in tests/test_planning.py checks that importing them loads none).
 """
@@ -16,7 +16,7 @@ import importlib
 import pytest
 
 from tests.conftest import ROOT
-from tests.import_graph import FRAMEWORKS, all_imports, circles, layer_of, modules
+from tests.import_graph import FRAMEWORKS, all_imports, circles, layer_of, module_state, modules, state_in
 
 MODULES = modules()
 
@@ -25,7 +25,7 @@ FUNCTION_LEVEL = {
     "__init__": "autodist.plan: the planner loads when it is called, so `import autodist` loads only the import hook",
     "cli": "each command loads its own modules, so `inspect --fast` stays light",
     "entry.backends": "only the chosen backend's module loads: a TensorFlow run never loads the JAX side, nor the reverse",
-    "run.tf_backend": "`import autodist` loads this module for its hook; each step loads its modules when it runs",
+    "tensorflow.backend": "`import autodist` loads this module for its hook; each step loads its modules when it runs",
     "jax.backend": "`import autodist` loads this module for its hook (KERAS_BACKEND=jax); each step loads its modules when it runs",
 }
 
@@ -53,6 +53,69 @@ def test_no_module_imports_a_layer_above_its_own(module):
 def test_autodist_modules_are_imported_inside_functions_only_where_said_why():
     inside = sorted({imp.source for imp in all_imports() if imp.internal and imp.in_function} - set(FUNCTION_LEVEL))
     assert not inside, f"import these at module level, or say in FUNCTION_LEVEL why they cannot be: {inside}"
+
+
+def test_the_backends_share_the_core_and_neither_imports_the_other():
+    """JAX's folder uses the backend-neutral core, never TensorFlow's folder, nor the reverse."""
+    crossing = sorted({(imp.source, imp.target) for imp in all_imports() if imp.internal and {imp.source.split(".")[0], imp.target.split(".")[0]} == {"jax", "tensorflow"}})
+    assert crossing == [], crossing
+    assert {imp.target.split(".")[0] for imp in all_imports() if imp.internal and imp.source.startswith("jax.")} >= {"core"}
+
+
+def test_no_module_keeps_mutable_state_but_the_process_state():
+    """What autodist decided and did in a process is one object (``autodist/process.py``'s
+    ``STATE``, with one ``reset``); no other module keeps a box of its own."""
+    assert module_state() == []
+
+
+BOXES = """
+import threading
+from types import MappingProxyType
+
+_SEEN = set()
+_LOCAL = threading.local()
+_CURRENT = [None]
+TABLE = {"a": 1}
+NAMES = ("a", "b")
+FROZEN = MappingProxyType({"a": 1})
+
+
+class Watch:
+    used = False
+
+    def before(self):
+        type(self).used = True
+
+
+def note(key):
+    global _LAST
+    TABLE[key] = 2
+    NAMES.count("a")
+    return FROZEN["a"]
+"""
+
+
+def test_the_state_check_finds_each_kind_of_box_and_passes_constants():
+    found = "\n".join(state_in("example.py", BOXES))
+    for box in ("_SEEN is mutable", "_LOCAL is mutable", "_CURRENT is mutable", "global _LAST", "class attribute (used)", "TABLE[...] changed"):
+        assert box in found, (box, found)
+    assert "NAMES" not in found and "FROZEN" not in found and "TABLE is mutable" not in found, found
+    assert len(found.splitlines()) == 6, found
+
+
+def test_reset_gives_a_fresh_process_state_and_keeps_the_patched_originals(fresh_state):
+    from autodist.process import STATE, ProcessState, once, reset
+
+    STATE.originals("example")["f"] = print
+    assert once("example") and not once("example")
+    STATE.activation, STATE.init_called, STATE.custom_loops = "done", True, [("plan", "strategy")]
+    next(STATE.fit_ids)
+    reset()
+    fresh = ProcessState()
+    for field in ("activation", "init_called", "custom_loops", "warned", "strategies", "private_root", "join_error"):
+        assert getattr(STATE, field) == getattr(fresh, field), field
+    assert next(STATE.fit_ids) == 0 and once("example")
+    assert STATE.originals("example") == {"f": print}  # the patched functions stay patched
 
 
 def test_the_public_names_are_the_lazy_table_and_each_resolves():
@@ -95,7 +158,7 @@ def test_the_detect_and_plan_modules_docstring_examples_run():
 
 
 def test_the_planners_own_modules_import_no_tensorflow_even_inside_functions():
-    for module in ("planning.planner", "planning.plans", "planning.choosers", "planning.global_batch", "planning.here"):
+    for module in ("planning.planner", "planning.plans", "planning.choosers", "planning.global_batch", "core.detect_and_plan"):
         names = {imp.target for imp in all_imports() if imp.source == module and not imp.internal}
         assert not names & FRAMEWORKS, f"autodist.{module} imports {names & FRAMEWORKS}"
 
@@ -108,3 +171,19 @@ def test_every_folder_is_packaged():
 
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
     assert {f"autodist.{folder}" for folder in FOLDERS} <= set(packages), packages
+
+
+def test_fit_on_tensorflow_trains_on_one_final_plan_and_applies_the_workarounds_once():
+    """Each plan in ``tensorflow/fit.py`` is bound once (the strategy's plan, then the final one:
+    no plan is changed in place), and one call applies the Keras workarounds."""
+    tree = ast.parse((ROOT / "autodist" / "tensorflow" / "fit.py").read_text(encoding="utf-8"))
+    rebound = []
+    for function in (node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)):
+        bound = [name.id for node in ast.walk(function) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                 for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) for name in ast.walk(target)
+                 if isinstance(name, ast.Name) and "plan" in name.id]  # fmt: skip
+        parameters = {arg.arg for arg in function.args.args}
+        rebound += [f"{function.name}: {name}" for name in set(bound) if bound.count(name) > 1 or name in parameters]
+    assert rebound == [], rebound
+    applies = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "apply_workarounds"]
+    assert len(applies) == 1, [node.lineno for node in applies]

@@ -16,8 +16,8 @@ cell (model x strategy) is one of:
 - ``= hand-built, warned``: within ``TOLERANCE`` of the hand-built strategy's, and an
   AutodistWarning names the cause (BatchNormalization's per-replica batch, one random draw for
   every replica, 16-bit rounding);
-- ``warned``: where there is no hand-built arm to match (or it fails), within
-  ``WARNED_BOUNDS`` of one device's, with the cause named;
+- ``warned``: where there is no hand-built arm to match (or it fails), within the named
+  cause's ``WARNED_BOUNDS`` of one device's (predict's bound follows from the cause);
 - an expected AutodistError.
 
 Anything else is autodist's own difference and fails with the measured sizes. The table, with
@@ -32,20 +32,31 @@ import re
 import numpy as np
 import pytest
 
+from tests import doc_tables
 from tests.conftest import SCENARIOS, finished, scenario_result, start_python, start_scenario, subprocess_env
 
 pytestmark = pytest.mark.tensorflow
 
 #: Largest gap (absolute) between the arms that counts as equal: float32 sums in another order.
 TOLERANCE = 1e-4
-#: Largest gap allowed where a warning names the cause (7 steps x 2 epochs of SGD(0.1) on models
-#: whose numbers are of order 1: measured 0.035-0.045 on weights, 0.018-0.071 on History,
-#: 0.005-0.031 on evaluate and 0.14-0.18 on the logits under mirrored, central_storage and 2
-#: workers; the bounds are about twice that).
-WARNED_BOUNDS = {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.4}
 #: Words of the warnings (autodist.planning.global_batch.split_notes) that name why a model cannot train
 #: as on one device over several replicas.
 CAUSES = ("BatchNormalization (", "draw the same random mask", "The model computes in mixed_float16")
+#: Largest gap allowed, per named cause, where no hand-built arm gives numbers to match (7 steps x
+#: 2 epochs of SGD(0.1) on models whose numbers are of order 1). Weights, History and evaluate: the
+#: hand-built arms measured 0.035-0.045, 0.018-0.071 and 0.005-0.031 under mirrored, central_storage
+#: and 2 workers (docs/differential.md), the bounds about twice that. predict follows from the cause:
+#: BatchNormalization and the random draws act in training only (predict runs the moving statistics
+#: and no draw), so predict differs only through the weights: measured 0.14 (BatchNormalization;
+#: 0.2 once fine-tuned, whose weights are past the weights bound) and 0.18 (Dropout) and 0.31
+#: (augmentation) on the logits, bounded at the cause's largest and a third more. mixed_float16
+#: differs by 16-bit rounding alone: weights 2.4e-05 and predict 0.00098 (one float16 step at the
+#: logits' size), bounded at four float16 steps (and the rest well under a percent).
+WARNED_BOUNDS = {
+    "BatchNormalization (": {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.2},
+    "draw the same random mask": {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.4},
+    "The model computes in mixed_float16": {"weights": 1e-3, "history": 1e-2, "evaluate": 1e-2, "predict": 4e-3},
+}
 STRATEGIES = {
     "default": {},
     "mirrored (2 logical CPUs)": {"AUTODIST_CPU_DEVICES": "2"},
@@ -77,10 +88,14 @@ def results(tmp_path_factory):
     code, stdout, _ = finished(launched, timeout=900)
     assert code == 0, stdout[-5000:]
     chief, other = (json.loads((out / f"worker-{i}.json").read_text()) for i in (0, 1))
+    assert sorted(_models(chief)) == sorted(_models(other)), "the workers ran different models"
     for model, arms in _models(chief).items():
-        if "weights" in arms["autodist"]:
-            gap = _gap(arms["autodist"]["weights"], other[model]["autodist"]["weights"])
-            assert gap == 0.0, f"{model}: the workers' weights differ by {gap:.2g}"
+        mine, theirs = arms["autodist"], other[model]["autodist"]
+        if "weights" not in mine:  # refused, or crashed (judged below): the same on the other worker
+            assert ("weights" not in theirs) and mine.get("error", "").split(":")[0] == theirs.get("error", "").split(":")[0], (model, mine, theirs)
+            continue
+        gap = _gap(mine["weights"], theirs["weights"])
+        assert gap == 0.0, f"{model}: the workers' weights differ by {gap:.2g}"
     found[MULTI_WORKER] = chief
     return found
 
@@ -110,11 +125,12 @@ def _models(result: dict) -> dict:
 
 
 def _gap(a, b) -> float:
-    """The largest absolute difference between two lists of arrays (``inf`` if shapes differ)."""
-    if len(a) != len(b):
+    """The largest absolute difference between two lists of arrays (``inf`` if shapes differ, or
+    if there is nothing to compare: an empty result matches nothing)."""
+    if not a or len(a) != len(b):
         return float("inf")
-    gaps = [float(np.max(np.abs(np.array(x) - np.array(y)), initial=0.0)) if np.shape(x) == np.shape(y) else float("inf") for x, y in zip(a, b)]
-    return max(gaps, default=0.0)
+    gaps = [float(np.max(np.abs(np.array(x) - np.array(y)), initial=0.0)) if np.shape(x) == np.shape(y) else float("inf") for x, y in zip(a, b, strict=True)]
+    return max(gaps)
 
 
 def measure(reference: dict, got: dict) -> tuple[dict[str, float], list[str]]:
@@ -134,9 +150,14 @@ def measure(reference: dict, got: dict) -> tuple[dict[str, float], list[str]]:
     gaps = {
         "weights": _gap(got["weights"], reference["weights"]),
         "history": _gap([got["history"][k] for k in keys], [reference["history"][k] for k in keys]),
-        "evaluate": _gap([got["evaluate"].get(k, np.inf) for k in reference["evaluate"]], list(reference["evaluate"].values())),
-        "predict": _gap(got["predict"], reference["predict"]),
     }
+    # keras.io's VAE and the guide's GAN have no call(): the scenario neither evaluates nor predicts
+    # them (empty on every arm); every other model's are measured
+    if reference["evaluate"]:
+        gaps["evaluate"] = _gap([got["evaluate"].get(k, np.inf) for k in reference["evaluate"]], list(reference["evaluate"].values()))
+    if reference["predict"]:
+        gaps["predict"] = _gap(got["predict"], reference["predict"])
+    problems += [f"{key} ran where one device's did not" for key in ("evaluate", "predict") if got[key] and not reference[key]]
     return gaps, problems
 
 
@@ -182,11 +203,65 @@ def _verdict(arms: dict, model: str, strategy: str) -> tuple[str, bool]:
         apart, kinds = measure(hand_built, got)
         if not kinds and all(value <= TOLERANCE for value in apart.values()):
             return f"= hand-built, warned: {causes} (w {gaps['weights']:.2g} from one device; spe {spe})", True
-    within = all(gaps[key] <= bound for key, bound in WARNED_BOUNDS.items())
+    bounds = {key: max(WARNED_BOUNDS[cause][key] for cause in named) for key in gaps} if named else {}  # the loosest named cause's
+    within = bool(named) and all(gaps[key] <= bounds[key] for key in gaps)
     if named and within and (hand_built is None or "weights" not in hand_built):  # no hand-built numbers to match
         return f"warned: {sizes} ({causes}; spe {spe})", True
-    said = f"warned ({', '.join(named)}) but not the hand-built arm's numbers (or over {WARNED_BOUNDS} without one)" if named else "no warning names a cause"
+    said = f"warned ({', '.join(named)}) but not the hand-built arm's numbers (or over {bounds} without one)" if named else "no warning names a cause"
     return f"differs: {sizes}; {said} (spe {spe})", False
+
+
+#: docs/differential.md's model-axis rows, by the harness's model names.
+PAGE_ROWS = {
+    "dense (control)": "Dense (control)",
+    "cnn + batchnorm": "CNN + BatchNormalization",
+    "dropout": "Dropout(0.5)",
+    "lstm": "LSTM",
+    "embedding, dict inputs, StringLookup": "dict inputs, `StringLookup` + `Embedding`",
+    "subclassed train_step": "subclassed model, own `train_step` (the guide's)",
+    "two outputs, loss_weights": "two outputs, `loss_weights`",
+    "VAE: own train_step, no call()": "keras.io's VAE: no `call()`, own `train_step`, its own loss",
+    "GAN: own compile, two optimizers": "the guide's GAN: own `compile`, two optimizers",
+    "augmentation (RandomFlip, RandomRotation)": "augmentation (`RandomFlip`, `RandomRotation`)",
+    "own test_step, sample_weight": "own `test_step`, `sample_weight` (the guide's)",
+    "mixed_float16": "`mixed_float16`",
+    "frozen base, training=False": "frozen base with BatchNormalization, called with `training=False`",
+    "frozen base fine-tuned after re-compile": "the same base fine-tuned after a re-compile",
+    "FeatureSpace in the input pipeline": "FeatureSpace in the input pipeline (`Dataset.map`)",
+    "residual CNN, 1 sample (fewer than replicas)": "keras.io's residual CNN, 1 sample to fit, evaluate and predict",
+}
+
+
+def measured_category(verdict: str) -> tuple[str, str]:
+    """A measured cell's verdict and its hand-built bracket, in :mod:`tests.doc_tables`' words."""
+    mine = doc_tables.category(verdict)
+    inside = verdict.split(" [", 1)[1].rstrip("]")
+    if inside.startswith("hand-built fails"):
+        theirs = "fails"
+    elif inside == "hand-built: -":
+        theirs = "-"
+    else:
+        numbers = re.findall(r"\b[whep] ([0-9.e+-]+)", inside)
+        theirs = "equal" if inside.startswith("hand-built: w ") and all(float(n) <= TOLERANCE for n in numbers) else "differs"
+    return mine, theirs
+
+
+def test_the_page_shows_the_model_axis_as_measured(verdicts):
+    """docs/differential.md's model-axis table: a row for each model, and in each cell the verdict
+    measured here (equal, = hand-built and warned, or the error) and what the hand-built arm did
+    (equal, differs, fails)."""
+    page = doc_tables.table("differential.md", "The model axis")
+    assert sorted(page) == sorted(PAGE_ROWS.values()), sorted(set(page) ^ set(PAGE_ROWS.values()))
+    wrong = []
+    for model, row in PAGE_ROWS.items():
+        mine_before = theirs_before = None
+        for strategy, cell in zip(ALL, page[row], strict=True):
+            mine, theirs = doc_tables.category(cell, mine_before), doc_tables.bracket(cell, theirs_before) if strategy != "default" else "-"
+            measured = measured_category(verdicts[strategy][model][0])
+            if (mine, theirs) != measured:
+                wrong.append(f"{model} under {strategy}: the page says {mine} [{theirs}], measured {measured}")
+            mine_before, theirs_before = mine, theirs
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("strategy", ALL)
@@ -206,8 +281,9 @@ def test_the_default_strategy_compares_autodist_steps_per_execution(results):
     for model, arms in _models(results["default"]).items():
         assert arms["reference"].get("spe_in_fit") == [1], (model, arms["reference"])
         got = arms["autodist"]
-        assert "spe_in_fit" not in got or got["spe_in_fit"] == [got["spe_plan"] or 1], (model, got["spe_in_fit"], got["spe_plan"])
-        assert got.get("spe_after", 1) == 1, (model, got["spe_after"])  # the model's own, given back
+        assert "spe_in_fit" in got and "spe_after" in got, (model, got)  # every model trains under the default strategy: recorded
+        assert got["spe_in_fit"] == [got["spe_plan"] or 1], (model, got["spe_in_fit"], got["spe_plan"])
+        assert got["spe_after"] == 1, (model, got["spe_after"])  # the model's own, given back
 
 
 def test_no_warning_where_nothing_differs(results):

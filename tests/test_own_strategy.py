@@ -28,18 +28,22 @@ TIMEOUT = 240
 pytestmark = pytest.mark.tensorflow
 
 
-def _flat(value: Any) -> list[float]:
+def _flat(value: Any, where: str = "") -> list[tuple[str, float]]:
+    """Every number of a nest, with where it is (dict keys and list places)."""
     if isinstance(value, dict):
-        return [x for key in sorted(value) for x in _flat(value[key])]
+        return [x for key in sorted(value) for x in _flat(value[key], f"{where}/{key}")]
     if isinstance(value, (list, tuple)):
-        return [x for item in value for x in _flat(item)]
-    return [float(value)]
+        return [x for i, item in enumerate(value) for x in _flat(item, f"{where}[{i}]")]
+    return [(where, float(value))]
 
 
 def max_gap(a: Any, b: Any) -> float:
-    """The largest difference between two equally shaped nests of numbers (inf when the shapes differ)."""
+    """The largest difference between two nests of numbers of the same shape: the same keys and
+    lengths, and at least one number (inf otherwise: an empty or missing result is no match)."""
     fa, fb = _flat(a), _flat(b)
-    return max((abs(x - y) for x, y in zip(fa, fb)), default=0.0) if len(fa) == len(fb) else math.inf
+    if not fa or [where for where, _ in fa] != [where for where, _ in fb]:
+        return math.inf
+    return max(abs(x - y) for (_, x), (_, y) in zip(fa, fb, strict=True))
 
 
 def _collect(proc: Any, name: str, outdir: Path) -> dict[str, Any]:

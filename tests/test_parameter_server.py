@@ -139,62 +139,73 @@ def test_losing_the_ps_fails_the_chief_with_a_clear_error(job, report):
 
 @pytest.mark.parametrize("keyword", ["validation_split", "validation_data", "class_weight"])
 def test_keras3_loop_refuses_what_it_cannot_do(keyword):
-    from autodist.run.parameter_server import fit_keras3
+    from autodist.tensorflow.parameter_server import fit_keras3
 
     value = {"validation_split": 0.2, "validation_data": ([1], [1]), "class_weight": {0: 1.0}}[keyword]
     with pytest.raises(AutodistError, match=f"fit\\({keyword}=...\\) is not supported.*Fix: "):
         fit_keras3(None, None, None, None, global_batch_size=8, epochs=1, fit_kwargs={keyword: value})
 
 
-def _short_chief(open_after: float, open_for: float) -> tuple[str, threading.Thread]:
+def _short_chief(open_after: float, open_for: float) -> tuple[str, threading.Thread, list[str]]:
     """A loopback port that accepts connections only from ``open_after`` to ``open_after + open_for``
-    seconds from now, like a chief that connects, trains briefly and ends."""
+    seconds from now, like a chief that connects, trains briefly and ends; and the list of what
+    it did so far (``listening``, then ``closed``: each noted before it happens)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))  # bound but not listening: connections are refused
+    events: list[str] = []
 
     def lifetime():
         time.sleep(open_after)
+        events.append("listening")
         sock.listen()
         time.sleep(open_for)
+        events.append("closed")
         sock.close()
 
     thread = threading.Thread(target=lifetime, daemon=True)
     thread.start()
-    return f"127.0.0.1:{sock.getsockname()[1]}", thread
+    return f"127.0.0.1:{sock.getsockname()[1]}", thread, events
 
 
 def test_a_chief_that_lives_under_a_second_is_seen_and_its_end_ends_the_task(capsys):
     """Regression: with one probe per second, a chief whose port was open for 0.6 s went unseen,
     and the workers waited out the peer timeout and failed with "never came"."""
-    from autodist.run.parameter_server import watch_chief
+    from autodist.tensorflow.parameter_server import watch_chief
 
-    address, chief = _short_chief(open_after=0.3, open_for=0.3)
-    start = time.monotonic()
+    address, chief, events = _short_chief(open_after=0.3, open_for=0.3)
     code = watch_chief(address, "worker 0", peer_timeout=20, poll_seconds=0.1)
-    elapsed = time.monotonic() - start
+    seen = list(events)  # what the chief had done when the task returned
     chief.join(timeout=5)
     err = capsys.readouterr().err
     assert code == 0 and "autodist: worker 0: the chief is gone; exiting" in err, err
     assert "never came" not in err  # seen while it lived (not the peer timeout's failure)
-    assert elapsed >= 0.6, f"returned after {elapsed:.2f} s, before the chief had come and gone"
+    assert seen == ["listening", "closed"], f"returned when the chief had done {seen}, before it had come and gone"
 
 
-def test_a_chief_that_never_comes_fails_the_task_after_the_peer_timeout(capsys):
-    from autodist.run.parameter_server import watch_chief
+def test_a_chief_that_never_comes_fails_the_task_after_the_peer_timeout(capsys, monkeypatch):
+    """On a clock of the test's own (each wait moves it on): the task keeps trying the chief's
+    port, every ``search_seconds``, until the peer timeout has passed, and gives up at the first
+    try past it."""
+    import types
 
-    address, chief = _short_chief(open_after=60, open_for=0)  # never opens within the test
-    start = time.monotonic()
-    code = watch_chief(address, "ps 0", peer_timeout=0.5)
-    elapsed = time.monotonic() - start
+    from autodist.tensorflow import parameter_server
+
+    address, _, _ = _short_chief(open_after=60, open_for=0)  # never opens within the test
+    clock, tries = [0.0], []
+    monkeypatch.setattr(parameter_server, "time", types.SimpleNamespace(monotonic=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s)))
+    probe = parameter_server.chief_alive
+    monkeypatch.setattr(parameter_server, "chief_alive", lambda where: tries.append(clock[0]) or probe(where))
+    code = parameter_server.watch_chief(address, "ps 0", peer_timeout=0.5, search_seconds=0.05)
     assert code == 1
     err = capsys.readouterr().err
     assert f"ps 0 waited 0.5 s for the chief at {address}, and it never came" in err
     assert "AUTODIST_PEER_TIMEOUT" in err
-    assert elapsed >= 0.5, f"gave up after {elapsed:.2f} s, before the peer timeout"
+    assert tries[0] == 0.0 and tries[-2] <= 0.5 < tries[-1] == clock[0], tries  # tried through the wait, gave up just past it
+    assert all(round(b - a, 9) == 0.05 for a, b in zip(tries, tries[1:])), tries  # one try every search_seconds
 
 
 def test_steps_per_epoch_rule():
-    from autodist.run.parameter_server import steps_per_epoch
+    from autodist.tensorflow.parameter_server import steps_per_epoch
 
     assert (steps_per_epoch(512, 32), steps_per_epoch(513, 32), steps_per_epoch(5, 32)) == (16, 17, 1)
 
@@ -221,8 +232,8 @@ def test_per_worker_input_from_batched_and_unbatched_datasets():
     import numpy as np
     import tensorflow as tf
 
-    from autodist.run.parameter_server import dataset_fn_for
-    from autodist.run.ps_input import pass_samples
+    from autodist.tensorflow.parameter_server import dataset_fn_for
+    from autodist.tensorflow.ps_input import pass_samples
 
     x = np.arange(40, dtype="float32").reshape(20, 2)
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)

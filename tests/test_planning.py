@@ -194,7 +194,7 @@ def test_detect_and_plan_modules_import_neither_tensorflow_nor_keras():
 
     code = (
         "import sys; import autodist.settings, autodist.detection.cluster, autodist.detection.hardware, autodist.planning.planner, "
-        "autodist.run.batching; from tests.conftest import make_snapshot; "
+        "autodist.core.batching; from tests.conftest import make_snapshot; "
         "autodist.planning.planner.plan(make_snapshot(num_gpus=2), num_params=10, batch_size=33); "
         "print(sorted(m for m in ('tensorflow', 'keras', 'tf_keras') if m in sys.modules))"
     )
@@ -277,3 +277,26 @@ def test_batchnorm_and_dropout_are_said_once_per_plan_with_the_per_replica_batch
     assert not [w for w in one.warnings if "BatchNormalization" in w or "mask" in w]
     tf_keras = plan(make_snapshot(num_cpu_devices=2), model_info=dataclasses.replace(layers, keras_flavor="tf_keras", batch_statistics_layers=()), batch_size=64)
     assert not tf_keras.warnings and any("dropout draw masks" in r for r in tf_keras.reasons)
+
+
+@pytest.mark.parametrize("kind", list(StrategyKind))
+@pytest.mark.parametrize("plan_flavor", ["keras3", "tf_keras"])
+@pytest.mark.parametrize("keras_version", ["3.3.3", "3.6.0", "3.8.0", "3.15.1", "3.16.0"])
+@pytest.mark.parametrize("compat", [None, "off"])
+@pytest.mark.filterwarnings("ignore:Keras 3.16.0 is newer:autodist.errors.AutodistWarning")  # said once a process, tested in test_keras_compat.py
+def test_fit_applies_before_building_every_workaround_the_built_model_then_needs(kind, plan_flavor, keras_version, compat, fresh_state):
+    """``fit`` applies the Keras workarounds once, before its model is built; the final plan for
+    the built model (either flavor) names none that were not applied. Without a builder, the
+    plan's own are applied, unchanged."""
+    from autodist.planning.choosers import choose_workarounds
+    from autodist.planning.planner import workarounds_before_building
+
+    environ = {} if compat is None else {"AUTODIST_KERAS_COMPAT": compat}
+    made = plan(make_snapshot(num_cpu_devices=2), environ={}, refuse_when_nothing_fits=False)
+    the_plan = dataclasses.replace(made, strategy=kind, keras_flavor=plan_flavor, keras_workarounds=choose_workarounds(kind, plan_flavor, keras_version, environ).value)
+    applied = set(workarounds_before_building(the_plan, True, keras_version, environ))
+    for built_flavor in ("keras3", "tf_keras"):
+        assert set(choose_workarounds(kind, built_flavor, keras_version, environ).value) <= applied, built_flavor
+    assert workarounds_before_building(the_plan, False, keras_version, environ) == the_plan.keras_workarounds
+    if kind not in (StrategyKind.DEFAULT,) and compat is None:
+        assert applied, "a strategy with Keras 3 workarounds applies some"

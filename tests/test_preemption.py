@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autodist.jobs.preemption import PREEMPTED_EXIT_CODE
-from autodist.run.resume import phases
-from autodist.jobs.train_state import Position, clear, discard_after, load, save, saves
+from autodist.resume.preemption import PREEMPTED_EXIT_CODE
+from autodist.resume.resumed_fit import phases
+from autodist.resume.train_state import Position, clear, discard_after, load, save, saves
 from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
 
 SCRIPT = str(SCENARIOS / "preemption.py")
@@ -51,13 +51,14 @@ def assert_same_run(out: Path, reference: Path, task: str) -> tuple[float, int]:
     """The resumed run matches the uninterrupted one; returns (weight difference, steps redone)."""
     weights, summary = result(out, task)
     ref_weights, ref_summary = result(reference, task)
-    diff = max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights))
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights, strict=True))
     assert diff <= 1e-6, f"{task}: final weights differ from the uninterrupted run's by {diff:g}"
     resumed = summary["epochs"]
     assert resumed and resumed[-1] == 2, summary
+    assert sorted(summary["history"]) == sorted(ref_summary["history"]), (summary["history"], ref_summary["history"])
     for key, values in summary["history"].items():
         expected = [ref_summary["history"][key][epoch] for epoch in resumed]
-        assert np.allclose(values, expected, rtol=0, atol=1e-6), (key, values, expected)
+        assert len(values) == len(expected) and np.allclose(values, expected, rtol=0, atol=1e-6), (key, values, expected)
     trained = steps_trained(out, task)
     assert sorted(set(trained)) == list(range(1, STEPS + 1)), f"{task}: steps lost: {sorted(set(range(1, STEPS + 1)) - set(trained))}"
     return diff, len(trained) - STEPS
@@ -104,7 +105,7 @@ def test_a_sigterm_after_the_last_step_saves_the_finished_fit(tmp_path):
     assert single(reference, "reference", "keras3", "1", "arrays").returncode == 0
     weights, summary = result(out, "single")
     ref_weights, ref_summary = result(reference, "single")
-    assert max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights)) <= 1e-6
+    assert max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights, strict=True)) <= 1e-6
     assert summary["history"] == ref_summary["history"] and summary["epochs"] == [0, 1, 2]
     assert steps_trained(out, "single") == list(range(1, STEPS + 1)), "the restart trains no step"
     assert list((out / "backup").iterdir()) == []
@@ -232,7 +233,7 @@ def test_shuffled_arrays_resume_in_autodists_epoch_order_after_the_trained_batch
     """Arrays Keras would shuffle: one fit an epoch, in the order drawn from (seed, epoch), the
     interrupted epoch after its trained samples; the validation split kept; without a seed
     (a save from before), the epoch starts over."""
-    from autodist.run.resume import epoch_order
+    from autodist.resume.resumed_fit import epoch_order
 
     x, weights = np.arange(50), np.linspace(1, 2, 50)
     kwargs = {"batch_size": 8, "validation_split": 0.2, "sample_weight": weights}
@@ -272,7 +273,7 @@ def test_one_callback_list_sees_a_resumed_fit_as_one_fit():
     one History; the same hooks as an uninterrupted fit from epoch 2 on."""
     import keras
 
-    from autodist.run.resume import phased_callbacks, run_phases
+    from autodist.resume.resumed_fit import phased_callbacks, run_phases
 
     class Record(keras.callbacks.Callback):
         def __init__(self):
@@ -327,7 +328,7 @@ class FakeStore:
 def store(monkeypatch):
     from tensorflow.python.eager import context
 
-    from autodist.jobs import agreement
+    from autodist.resume import agreement
 
     fake = FakeStore()
     monkeypatch.setattr(context, "context", lambda: fake)
@@ -336,7 +337,7 @@ def store(monkeypatch):
 
 
 def workers(count, *, started, ended):
-    from autodist.jobs.agreement import ClusterAgreement
+    from autodist.resume.agreement import ClusterAgreement
 
     names = tuple(f"worker {i}" for i in range(count))
     made = [ClusterAgreement(i, count, 0, names, ack_timeout=0.3, end_process=lambda code, i=i: ended.append((i, code))) for i in range(count)]
@@ -390,7 +391,7 @@ def test_callback_state_round_trips_arrays_and_a_callbacks_own_names():
     names in ``autodist_state``; a list of other callbacks is left alone."""
     import keras
 
-    from autodist.jobs.callback_state import capture, give_back
+    from autodist.resume.callback_state import capture, give_back
 
     class Mine(keras.callbacks.Callback):
         autodist_state = ("seen",)

@@ -4,8 +4,8 @@
 TensorflowTrainer with 2 workers whose loop calls ``autodist.fit``, with Keras 3 and with tf_keras:
 the workers end with identical weights, equal to plain ``model.fit`` in one process with the same
 global batch; every epoch's metrics reach Ray, with worker 0's model as the checkpoint. Ray's documented
-example runs adopted as a user adopts it (its own MultiWorkerMirroredStrategy() kept), and so
-does examples/ray_train.py. A Ray Data shard trains with batch_size as the global batch; a worker
+example adopted as a user adopts it (its own MultiWorkerMirroredStrategy() kept) trains as it does
+without autodist (both seeded, Ray Data's order kept), and examples/ray_train.py runs. A Ray Data shard trains with batch_size as the global batch; a worker
 SIGTERMed mid-epoch under FailureConfig(max_failures=1) restarts with no step redone; JaxTrainer's
 2 processes train as one JAX runtime, equal to one process. No worker prints a traceback at exit;
 nothing listens beyond loopback.
@@ -74,11 +74,25 @@ def test_each_epoch_reaches_ray_with_worker_0s_model_as_the_checkpoint(ray_run, 
         assert sorted(report["checkpoint_files"]) == sorted(["autodist.json", "model.keras", *saves])  # the fit's last epoch: no save to resume
 
 
-def test_rays_documented_example_runs_adopted(ray_run):
+def test_rays_documented_example_adopted_trains_as_it_does_without_autodist(ray_run, report):
+    """Ray's documented example (its own MultiWorkerMirroredStrategy() kept) run as written and
+    adopted, from the same seed on the same shards: the adopted workers end identical, with the
+    weights, every fit's History and the metrics Ray received of the program without autodist."""
     case = ray_run["result"]["doc"]
-    assert case["error"] is None and case["checkpoint"]
+    written = case["as_written"]
+    assert case["error"] is None and written["error"] is None and case["checkpoint"] and written["checkpoint"], (case["error"], written["error"])
     assert case["fit_calls_changed"] == 2  # the loop's model.fit and the driver's trainer.fit
-    assert np.isfinite(case["metrics"]["loss"])
+    adopted, plain = case["workers"], written["workers"]
+    assert _gap(adopted[0]["weights"], adopted[1]["weights"]) == 0.0 and _gap(plain[0]["weights"], plain[1]["weights"]) == 0.0
+    fits = [r["loss"] for r in plain[0]["results"]]
+    assert len(fits) == 4 and fits[-1][-1] < fits[0][0], fits  # 4 fits of an epoch each, and the baseline trained
+    gap = _gap(adopted[0]["weights"], plain[0]["weights"])
+    histories = [(r, w) for r, w in zip(adopted[0]["results"], plain[0]["results"], strict=True)]
+    assert all(sorted(r) == sorted(w) for r, w in histories), histories
+    history = max(abs(a - b) for r, w in histories for key in w for a, b in zip(r[key], w[key], strict=True))
+    metric = abs(case["metrics"]["loss"] - written["metrics"]["loss"])
+    assert gap <= EQUAL and history <= EQUAL and metric <= EQUAL, (gap, history, metric)
+    report(f"Ray's documented example adopted vs as written (2 workers, same seed and shards): weights {gap:.1e}, History {history:.1e}, Ray's last loss {metric:.1e}")
 
 
 def test_the_ray_example_runs_and_reads_the_result(ray_run):

@@ -47,16 +47,27 @@ def test_a_keras3_model_built_under_tf_use_legacy_keras_gets_the_keras3_workarou
 class TensorflowTrainer:  # what autodist.fit sees of a Ray trainer: its module and fit()
     __module__ = "ray.train.v2.tensorflow.tensorflow_trainer"
 
-    def fit(self):
-        return "the Result"
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def fit(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        return object()  # a Result of this call's own
 
 
 def test_autodist_fit_of_a_ray_trainer_is_its_fit_and_refuses_data():
-    assert autodist.fit(TensorflowTrainer()) == "the Result"
+    """autodist.fit(trainer) runs the trainer once, with nothing added, and hands back that run's
+    Result; with data or keywords it refuses, naming them, before Ray runs anything."""
+    trainer = TensorflowTrainer()
+    result = autodist.fit(trainer)
+    assert trainer.calls == [((), {})], trainer.calls  # one run, no argument of autodist's
+    assert result is not None and type(result) is object, result
+    refused = TensorflowTrainer()
     with pytest.raises(autodist.AutodistError, match=r"got a Ray Train TensorflowTrainer with x, batch_size\. Expected the trainer alone"):
-        autodist.fit(TensorflowTrainer(), [1, 2], batch_size=4)
+        autodist.fit(refused, [1, 2], batch_size=4)
     with pytest.raises(autodist.AutodistError, match=r"with epochs, ray_report, verbose\. Expected the trainer alone"):
-        autodist.fit(TensorflowTrainer(), epochs=3, ray_report=False, verbose=0)
+        autodist.fit(refused, epochs=3, ray_report=False, verbose=0)
+    assert refused.calls == [], "a refused call runs nothing"
 
 
 def test_jax_joins_nothing_outside_a_ray_group_of_two_or_more():
@@ -80,28 +91,25 @@ class DataIterator:
 
     def to_tf(self, **kwargs):
         self.to_tf_calls.append(kwargs)
-        return "the worker's dataset"
-
-
-def _call(x, y, batch):
-    from autodist.run.backend import FitCall
-
-    return FitCall(model=None, builder=None, x=x, y=y, batch_size=batch, epochs=1, strategy="auto", num_params=None, gpu_memory_fraction=None,
-                   backup_dir=None, peer_timeout_seconds=None, mixed_precision=False, fit_kwargs={}, requested_batch=batch)  # fmt: skip
+        return ("to_tf", kwargs)  # the dataset of this call: what it was asked for
 
 
 def test_a_ray_data_shard_is_read_as_to_tf_reads_it_with_the_global_batch():
-    from autodist.run.ray_data import from_ray_data
+    """The columns and batch are autodist's: every column but y's as the features (one column:
+    itself; several: the list, in the shard's order), y's as the labels, batch_size global."""
+    from autodist.ray.data import from_ray_data
 
-    shard = DataIterator("a", "b", "label")
-    call = from_ray_data(_call(shard, "label", 64))
-    assert (call.x, call.y, call.batch_size, call.requested_batch) == ("the worker's dataset", None, 64, 64)
-    assert shard.to_tf_calls == [{"feature_columns": ["a", "b"], "label_columns": "label", "batch_size": 64}]
+    shard = DataIterator("a", "label", "b")
+    dataset, batch = from_ray_data(shard, "label", 64)
+    assert (dataset, batch) == (("to_tf", {"feature_columns": ["a", "b"], "label_columns": "label", "batch_size": 64}), 64)
+    assert len(shard.to_tf_calls) == 1  # read once
     single = DataIterator("x", "y")
-    assert from_ray_data(_call(single, ["y"], None)).batch_size == 32  # Keras's default, as model.fit takes it
-    assert single.to_tf_calls == [{"feature_columns": "x", "label_columns": "y", "batch_size": 32}]
-    arrays = _call([1, 2], [3, 4], 8)
-    assert from_ray_data(arrays) is arrays  # anything else as it is
+    dataset, batch = from_ray_data(single, ["y"], None)
+    assert (dataset, batch) == (("to_tf", {"feature_columns": "x", "label_columns": "y", "batch_size": 32}), 32)  # Keras's default, as model.fit takes it
+    labels = DataIterator("x", "y", "z")
+    dataset, _ = from_ray_data(labels, ("y", "z"), 8)
+    assert dataset == ("to_tf", {"feature_columns": "x", "label_columns": ["y", "z"], "batch_size": 8})
+    assert from_ray_data([1, 2], [3, 4], 8) is None  # anything else is no shard
 
 
 @pytest.mark.parametrize(
@@ -113,10 +121,10 @@ def test_a_ray_data_shard_is_read_as_to_tf_reads_it_with_the_global_batch():
     ],
 )
 def test_a_ray_data_shard_without_its_label_column_is_refused_with_the_columns(y, message):
-    from autodist.run.ray_data import from_ray_data
+    from autodist.ray.data import from_ray_data
 
     with pytest.raises(autodist.AutodistError, match=message):
-        from_ray_data(_call(DataIterator("x", "y"), y, 64))
+        from_ray_data(DataIterator("x", "y"), y, 64)
 
 
 def test_a_ray_data_shard_on_jax_is_refused_with_the_ways_that_work():
@@ -134,21 +142,21 @@ def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_not
     import keras
 
     from autodist.planning.plans import Plan, StrategyKind
-    from autodist.run import backups
+    from autodist.resume import guard
 
     the_plan = Plan(StrategyKind.DEFAULT, 1)
     seeded = []
-    monkeypatch.setattr(backups, "saves_from_checkpoint", seeded.append)  # what a restarted group takes from Ray
+    monkeypatch.setattr(guard, "saves_from_checkpoint", seeded.append)  # what a restarted group takes from Ray
     monkeypatch.setattr(ray_train, "ray_train_worker", lambda: ray_train.RayTrainWorker(0, 1, 0))
-    armed = backups.guard_for(None, the_plan, [], keras, None)
+    armed = guard.guard_for(None, the_plan, [], keras, None)
     state, saves = armed.state, armed.ray_saves
     assert seeded == [saves] and saves.folder == state.folder and state.before_exit is not None and state.staging
     assert saves.inside == "autodist/" + os.path.basename(state.folder) and state.notice_at_exit
     state.install()
     assert not state.installed  # its folder only stages what goes to Ray: no exit is held for it
     state.close(finished=True)
-    assert backups.guard_for(None, the_plan, [], keras, None, ray_checkpoints=False) is None  # opted out: nothing carries them
-    mine = backups.guard_for(str(tmp_path / "mine"), the_plan, [], keras, None).state  # a folder of the caller's: kept
+    assert guard.guard_for(None, the_plan, [], keras, None, ray_checkpoints=False) is None  # opted out: nothing carries them
+    mine = guard.guard_for(str(tmp_path / "mine"), the_plan, [], keras, None).state  # a folder of the caller's: kept
     assert mine.folder.startswith(str(tmp_path / "mine")) and mine.notice_at_exit and not mine.staging
     mine.install()  # outside the main thread's signal handling: an exit handler
     exiting = threading.Thread(target=mine._at_exit)  # what the interpreter's exit runs (Ray's SIGTERM handler ends it)
@@ -159,15 +167,15 @@ def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_not
     assert not exiting.is_alive() and not mine.installed
 
 
-def test_a_restarted_worker_takes_its_own_saves_out_of_rays_checkpoint(monkeypatch, tmp_path):
+def test_a_restarted_worker_takes_its_own_saves_out_of_rays_checkpoint(monkeypatch, tmp_path, fresh_state):
     """What autodist reads of Ray here: ``ray.train.get_checkpoint()`` and its ``as_directory()``
     (Ray itself stays unimported in this process; tests/test_ray.py restarts a real group)."""
     import contextlib
     import sys
     import types
 
-    from autodist.run import ray_reports
-    from autodist.run.ray_reports import RaySaves, saves_from_checkpoint
+    from autodist.ray.reports import RaySaves, saves_from_checkpoint
+    from autodist.resume.train_state import needed_for_resume
 
     reported = tmp_path / "reported"
     for fit in ("fit-0", "fit-1"):  # worker 0's saves of two fits in one loop
@@ -178,12 +186,12 @@ def test_a_restarted_worker_takes_its_own_saves_out_of_rays_checkpoint(monkeypat
     ray_module.train = types.SimpleNamespace(get_checkpoint=lambda: checkpoint)
     monkeypatch.setitem(sys.modules, "ray", ray_module)
     monkeypatch.setitem(sys.modules, "ray.train", ray_module.train)
-    monkeypatch.setattr(ray_reports, "_STARTED_WITH", [])  # a new process: it reads the checkpoint once
-    second = RaySaves(str(tmp_path / "local" / "worker-1" / "fit-1"), "autodist/fit-1")
+    fresh_state.ray_started_with = None  # a new process: it reads the checkpoint once
+    second = RaySaves(str(tmp_path / "local" / "worker-1" / "fit-1"), "autodist/fit-1", needed_for_resume)
     assert saves_from_checkpoint(second)
     assert (tmp_path / "local" / "worker-1" / "fit-1" / "step-000001-00000003.json").read_text() == "fit-1"
-    assert not saves_from_checkpoint(RaySaves(str(tmp_path / "other"), "autodist/fit-2"))  # a fit it has none of
+    assert not saves_from_checkpoint(RaySaves(str(tmp_path / "other"), "autodist/fit-2", needed_for_resume))  # a fit it has none of
     ray_module.train.get_checkpoint = lambda: None  # what later reports of this start leave there does not count
-    assert saves_from_checkpoint(RaySaves(str(tmp_path / "again"), "autodist/fit-0"))
-    monkeypatch.setattr(ray_reports, "_STARTED_WITH", [])
+    assert saves_from_checkpoint(RaySaves(str(tmp_path / "again"), "autodist/fit-0", needed_for_resume))
+    fresh_state.ray_started_with = None
     assert not saves_from_checkpoint(second)  # a start without a checkpoint

@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import finished, start_scenario
+from tests.conftest import ROOT, finished, start_scenario
 
 #: Weights and History: the resumed run's against the uninterrupted run's.
 TOLERANCE = 1e-6
@@ -45,10 +45,10 @@ def measure(reference: dict, first: dict, again: dict) -> dict:
     largest weight and History differences, and whether epochs, learning rate and checkpoints
     are the uninterrupted run's."""
     redone = first["end"] + (again["end"] - again["start"]) - reference["end"]
-    weights = max(float(np.max(np.abs(np.array(a) - np.array(b)))) for a, b in zip(again["weights"], reference["weights"]))
+    weights = max(float(np.max(np.abs(np.array(a) - np.array(b)))) for a, b in zip(again["weights"], reference["weights"], strict=True))
     resumed = again.get("epochs", [])
     history = max(
-        (abs(value - reference["history"][key][epoch]) for key, values in again.get("history", {}).items() for epoch, value in zip(resumed, values)),
+        (abs(value - reference["history"][key][epoch]) for key, values in again.get("history", {}).items() for epoch, value in zip(resumed, values, strict=True)),
         default=float("inf"),
     )
     return {
@@ -59,6 +59,31 @@ def measure(reference: dict, first: dict, again: dict) -> dict:
         "same_lr": again["learning_rate"] == reference["learning_rate"],
         "same_checkpoints": again["checkpoints"] == reference["checkpoints"],
     }
+
+
+def page_rows() -> dict[str, list[str]]:
+    """docs/resume.md's resume table: each row's cells, by its first."""
+    text = (ROOT / "docs" / "resume.md").read_text(encoding="utf-8").split("## The resume table", 1)[1]
+    rows = [line.strip().strip("|").split(" | ") for line in text.splitlines() if line.startswith("| ") and not line.startswith("| input")]
+    return {row[0].strip(): [cell.strip() for cell in row[1:]] for row in rows}
+
+
+def check_the_page(cells: dict) -> None:
+    """The page shows what this test measures: one row per cell, the step saved at, the steps
+    redone, differences within the tolerance, the same epochs, learning rate and checkpoints;
+    and what its rows say of a cell (EarlyStopping's last epoch, the learning rate it ends at,
+    the batches an epoch)."""
+    rows = page_rows()
+    assert sorted(rows) == sorted(cells), f"docs/resume.md rows {sorted(rows)} are not the measured cells {sorted(cells)}"
+    for name, (reference, first, again) in cells.items():
+        figures = measure(reference, first, again)
+        saved, redone, weights, history, same = rows[name]
+        assert (int(saved), int(redone)) == (first["end"], figures["redone"]), (name, rows[name], first["end"], figures["redone"])
+        assert float(weights) <= TOLERANCE and float(history) <= TOLERANCE and same == "the same", (name, rows[name])
+    stopped = cells["`EarlyStopping(patience=3)` (stops after epoch 4)"][0]
+    assert stopped["epochs"][-1] == 3, stopped["epochs"]  # the 4th epoch, counted from 1
+    reduced = cells["`ReduceLROnPlateau(patience=2)` (0.05 → 0.0125)"][0]
+    assert reduced["learning_rate"] == pytest.approx(0.0125), reduced["learning_rate"]
 
 
 @pytest.mark.tensorflow
@@ -84,5 +109,6 @@ def test_a_restart_after_sigterm_inside_an_8_step_call_ends_as_the_uninterrupted
         if problems:
             wrong[name] = problems
     assert not wrong, wrong
+    check_the_page(cells)
     assert "resuming at epoch 2, after 8 of its batches" in log, log[-3000:]
     assert "resuming at epoch 3, after 0 of its batches, from the epoch-end save" in log, log[-3000:]

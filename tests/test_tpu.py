@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import autodist
-from autodist.run import strategies
+from autodist.tensorflow import strategies
 from autodist.errors import StrategyUnavailableError
 from tests.conftest import make_snapshot, run_python, run_scenario, subprocess_env
 

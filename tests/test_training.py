@@ -21,7 +21,7 @@ def single_host():
     own process: the numbers do not depend on what else runs)."""
     started = {
         "cpu2": start_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="2"),
-        "cpu4": start_scenario("single_host.py", "keras3", AUTODIST_CPU_DEVICES="4"),
+        "cpu4": start_scenario("single_host.py", "keras3", "equivalence", AUTODIST_CPU_DEVICES="4"),  # the 4-replica cells only
         "legacy": start_scenario("single_host.py", "tf_keras", AUTODIST_CPU_DEVICES="2", TF_USE_LEGACY_KERAS="1"),
     }
     return {name: scenario_result(proc, timeout=600) for name, proc in started.items()}

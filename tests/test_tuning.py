@@ -46,7 +46,7 @@ def test_a_training_too_short_to_time_one_candidate_within_its_share_is_not_time
 
 BUILDERS = """
 import sys
-from autodist.run.tuning import _code_digest
+from autodist.tensorflow.tuning import _code_digest
 
 def mlp():
     return [width for width in (64, 10)]
@@ -150,7 +150,7 @@ def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_wor
 
 def test_tune_keeps_the_rule_plan_on_a_cluster_and_says_it_plans_as_auto_without_a_model():
     from autodist.planning.planner import plan
-    from autodist.run.tuning import tuned_plan
+    from autodist.tensorflow.tuning import tuned_plan
 
     cluster = make_snapshot(tf_config={"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}})
     auto = plan(cluster, strategy="tune", batch_size=64)

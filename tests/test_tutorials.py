@@ -127,7 +127,7 @@ def test_keras_tutorial_print_lr_shows_the_decay_schedule(keras_tutorial):
     expected = [1e-3] * 3 + [1e-4] * 4 + [1e-5]
     # PrintLR reads `model.optimizer`, the user's own object: it shows the schedule only if
     # autodist trained that very model.
-    assert all(close(float(rate), want) for (_, rate), want in zip(printed, expected)), printed
+    assert all(close(float(rate), want) for (_, rate), want in zip(printed, expected, strict=True)), printed
 
 
 @pytest.mark.tensorflow
@@ -145,7 +145,7 @@ def test_keras_tutorial_checkpoint_and_saved_model_evaluate_the_same(keras_tutor
     evaluations = result["evaluations"]
     reference = evaluations["after_load_weights"]
     for name in ("unreplicated_model", "replicated_model"):
-        assert all(close(a, b) for a, b in zip(evaluations[name], reference)), evaluations
+        assert all(close(a, b) for a, b in zip(evaluations[name], reference, strict=True)), evaluations
     assert result["loaded_variable"] == "MirroredVariable"
 
 
@@ -184,12 +184,12 @@ def test_custom_training_loop_matches_a_one_device_loop(custom_training):
     reference.assert_ok()
     two, one = mirrored.result(), reference.result()
     assert one["num_replicas"] == 1
-    for got, want in zip(two["epochs"], one["epochs"]):
+    for got, want in zip(two["epochs"], one["epochs"], strict=True):
         assert close(got["loss"], want["loss"], rel=1e-4), (two["epochs"], one["epochs"])
         assert close(got["test_loss"], want["test_loss"], rel=1e-4), (two["epochs"], one["epochs"])
         assert abs(got["test_accuracy"] - want["test_accuracy"]) <= 1 / 256, (two["epochs"], one["epochs"])
     for loop in ("iterator_epochs", "tf_function_epochs"):
-        assert all(close(a, b, rel=1e-3) for a, b in zip(two[loop], one[loop])), (two[loop], one[loop])
+        assert all(close(a, b, rel=1e-3) for a, b in zip(two[loop], one[loop], strict=True)), (two[loop], one[loop])
 
 
 @pytest.mark.tensorflow
@@ -239,7 +239,7 @@ def test_guide_custom_loop_matches_the_loop_computed_by_hand(guide):
         w, b = w - lr * (grad + 2e-4 * w), b - lr * grad
     got = result["step_losses"]
     assert len(got) == 110
-    assert max(abs(a - e) for a, e in zip(got, expected)) < 1e-5, (got[:3], expected[:3])
+    assert max(abs(a - e) for a, e in zip(got, expected, strict=True)) < 1e-5, (got[:3], expected[:3])
 
 
 @pytest.mark.tensorflow
@@ -277,7 +277,7 @@ def test_save_and_load_keras_model_evaluates_and_trains_on(save_and_load, report
     result = save_and_load.result()
     assert (result["plan"], result["num_replicas"], result["model_variable"]) == ("mirrored", 2, "MirroredVariable")
     assert falls(result["history"]["loss"]), result["history"]
-    assert all(close(a, b) for a, b in zip(result["evaluate_after_load"], result["evaluate_before_save"])), result
+    assert all(close(a, b) for a, b in zip(result["evaluate_after_load"], result["evaluate_before_save"], strict=True)), result
     assert result["iterations_after_load"] == result["iterations_before_save"] > 0
     assert result["restored_variable"] == "MirroredVariable"
     # Training goes on from the loaded optimizer state and weights.

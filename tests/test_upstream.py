@@ -81,9 +81,7 @@ def test_every_touch_is_on_or_not_needed_on_this_pair():
 # --- a probe that finds something missing -----------------------------------------------------------
 
 
-def test_a_missing_attribute_turns_its_touch_off_with_one_warning(monkeypatch):
-    monkeypatch.setattr(surface, "_PROBED", {})
-    monkeypatch.setattr(surface, "_WARNED", set())
+def test_a_missing_attribute_turns_its_touch_off_with_one_warning(monkeypatch, fresh_state):
     touch = surface.Touch(
         "tf.example", "tensorflow", ("tensorflow.python.eager.context.no_such_thing",), "an example", "-",
         "nothing", "tests/test_upstream.py::test_a_missing_attribute_turns_its_touch_off_with_one_warning",
@@ -98,8 +96,7 @@ def test_a_missing_attribute_turns_its_touch_off_with_one_warning(monkeypatch):
     assert next(row for row in surface.status() if row["touch"] == "tf.example")["state"] == "off"
 
 
-def test_an_expected_absence_is_silent(monkeypatch):
-    monkeypatch.setattr(surface, "_PROBED", {})
+def test_an_expected_absence_is_silent(monkeypatch, fresh_state):
     probe = surface._present("keras.src.no_such_module.thing", when_absent_expected="this release has no such code")
     touch = surface.Touch("keras.example", "keras", ("x",), "-", "-", "-", "-", probe)
     monkeypatch.setitem(surface.TOUCHES, "keras.example", touch)

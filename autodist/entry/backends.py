@@ -1,7 +1,7 @@
 """The one place the backend is chosen: TensorFlow's ``tf.distribute``, or Keras 3 on JAX.
 
 Every entry point (``fit``, ``init``, ``@distributed``, the import hook) asks
-:func:`backend_for` and then calls the same :class:`~autodist.run.backend.Backend` methods. Only
+:func:`backend_for` and then calls the same :class:`~autodist.core.fit_call.Backend` methods. Only
 the chosen backend's module is imported (the reason for the imports inside the function): a
 TensorFlow run never loads the JAX side, nor a JAX run the TensorFlow side.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autodist.detection.jax_devices import training_backend
-from autodist.run.backend import Backend
+from autodist.core.fit_call import Backend
 
 __all__ = ["backend_for"]
 
@@ -27,6 +27,6 @@ def backend_for(environ: Mapping[str, str]) -> Backend:
         from autodist.jax.backend import JAX
 
         return JAX
-    from autodist.run.tf_backend import TENSORFLOW
+    from autodist.tensorflow.backend import TENSORFLOW
 
     return TENSORFLOW

@@ -24,13 +24,11 @@ from autodist.log import get_logger, warn_all
 from autodist.planning.arguments import check_distributed_arguments, check_init_arguments
 from autodist.planning.global_batch import validate_batch_size
 from autodist.planning.plans import Plan, StrategyKind
+from autodist.process import STATE
 
 __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-# A process-wide stack, not a ContextVar: MirroredStrategy runs each replica's function in a
-# thread of its own, and context variables do not reach new threads.
-_ACTIVE: list[tuple[Plan, Any]] = []
 
 
 def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None, **plan_kwargs: Any) -> tuple[Plan, Any]:
@@ -57,17 +55,19 @@ def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None
 
 def current_plan() -> Plan | None:
     """The plan of the enclosing ``@distributed`` function, or ``None`` outside one."""
-    return _ACTIVE[-1][0] if _ACTIVE else None
+    # A process-wide stack, not a ContextVar: MirroredStrategy runs each replica's function in a
+    # thread of its own, and context variables do not reach new threads.
+    return STATE.custom_loops[-1][0] if STATE.custom_loops else None
 
 
 @contextlib.contextmanager
 def _activate(the_plan: Plan, strategy: Any, scope: Any) -> Iterator[None]:
-    _ACTIVE.append((the_plan, strategy))
+    STATE.custom_loops.append((the_plan, strategy))
     try:
         with scope:
             yield
     finally:
-        _ACTIVE.pop()
+        STATE.custom_loops.pop()
 
 
 def distributed(fn: F | None = None, **options: Any) -> Any:

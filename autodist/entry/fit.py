@@ -1,9 +1,9 @@
 """``autodist.fit``: ``model.fit`` under the plan autodist makes, from the call to ``History``.
 
-The call becomes a frozen :class:`~autodist.run.backend.FitCall`, with its global batch worked
-out once (:func:`autodist.run.inputs.requested_batch`), and goes to the backend chosen at the
+The call becomes a frozen :class:`~autodist.core.fit_call.FitCall`, with its global batch worked
+out once (:func:`autodist.core.inputs.requested_batch`), and goes to the backend chosen at the
 one fork (:func:`autodist.entry.backends.backend_for`): TensorFlow's ``tf.distribute``
-(:mod:`autodist.run.fit`) or Keras 3 on JAX (:mod:`autodist.jax.runtime`). Each runs the same
+(:mod:`autodist.tensorflow.fit`) or Keras 3 on JAX (:mod:`autodist.jax.runtime`). Each runs the same
 sequence: plan here, start, place the model, train with the final callback list.
 
 Example:
@@ -26,8 +26,8 @@ from autodist.entry.backends import backend_for
 from autodist.errors import AutodistError
 from autodist.planning.arguments import check_fit_arguments
 from autodist.planning.plans import StrategyKind
-from autodist.run.backend import FitCall
-from autodist.run.inputs import requested_batch
+from autodist.core.fit_call import FitCall
+from autodist.core.inputs import requested_batch
 
 __all__ = ["fit"]
 
@@ -56,19 +56,19 @@ def fit(
             function that builds and compiles one, which autodist calls inside the scope.
         x, y: input data and targets, as for ``model.fit`` (arrays, a ``tf.data.Dataset``, ...).
             In a Ray Train worker ``x`` may be a Ray Data shard (``ray.train.get_dataset_shard``),
-            with ``y`` the name of its label column(s) (:mod:`autodist.run.ray_data`).
+            with ``y`` the name of its label column(s) (:mod:`autodist.ray.data`).
         batch_size: the **global** batch. Moved to the nearest multiple of the replica count,
             with a warning. For a batched dataset, the dataset is re-batched to it.
         epochs: as for ``model.fit``.
         strategy: ``"auto"``, a strategy name to force (``"mirrored"``, ...), or ``"tune"``: the
-            fastest candidate plan, timed on copies of the model (:mod:`autodist.run.tuning`).
+            fastest candidate plan, timed on copies of the model (:mod:`autodist.tensorflow.tuning`).
         num_params, gpu_memory_fraction: the size of a model built by a function, and the share of GPU memory it may use (0.9).
         backup_dir: where each task saves its state at every epoch's end and, on SIGTERM, after
-            its step, then exits 75: the next start resumes there (:mod:`autodist.jobs.preemption`).
+            its step, then exits 75: the next start resumes there (:mod:`autodist.resume.preemption`).
             Multi-worker runs save by default (one folder per worker under
             ``AUTODIST_BACKUP_DIR``, which the launcher sets, else a private folder); single-host
             runs given a folder here or ``AUTODIST_BACKUP_DIR``; a Ray Train worker in the
-            checkpoints it reports to Ray (:mod:`autodist.run.backups`). ``False`` turns it off.
+            checkpoints it reports to Ray (:mod:`autodist.resume.guard`). ``False`` turns it off.
         peer_timeout_seconds: multi-worker runs: the longest wait for peers before the job fails
             with an error (default ``AUTODIST_PEER_TIMEOUT`` or 300).
         mixed_precision: Keras's ``mixed_bfloat16`` policy while autodist builds the model (TPU).

@@ -1,4 +1,4 @@
-"""The JAX side of the backend seam (:class:`autodist.run.backend.Backend`): ``keras.distribution``.
+"""The JAX side of the backend seam (:class:`autodist.core.fit_call.Backend`): ``keras.distribution``.
 
 - at import: in a cluster, join the processes once JAX is imported, before it computes anything
   (:func:`autodist.jax.runtime.join_at_import`); on one host there is nothing to do at import;
@@ -23,8 +23,8 @@ from typing import Any
 from autodist.detection.cluster import detect_cluster
 from autodist.errors import AutodistError
 from autodist.planning.plans import Plan
-from autodist.run.backend import FitCall
-from autodist.run.import_watch import when_imported
+from autodist.core.fit_call import FitCall
+from autodist.core.framework_import import when_imported
 from autodist.settings import activation_enabled
 
 __all__ = ["JAX", "JaxBackend"]

@@ -12,7 +12,7 @@ With several processes, each feeds its own part of every global batch (Keras's
 each batch of the arrays in their order, so with ``shuffle=False`` the job trains on exactly the
 batches one process would, and with shuffling every sample is still seen once per epoch.
 
-A ``tf.data.Dataset`` is re-batched to the global batch (:func:`autodist.run.batching.prepare_dataset`)
+A ``tf.data.Dataset`` is re-batched to the global batch (:func:`autodist.core.batching.prepare_dataset`)
 and each batch is cut to a multiple of the replicas (the last one only can be short), with the
 same warning when the dataset's size is known; with several processes Keras shards it. pandas
 objects are read as their arrays. Other inputs (generators, ``PyDataset``) are passed as they
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from autodist.errors import AutodistError
-from autodist.run.batching import prepare_dataset, samples_per_pass
-from autodist.run.inputs import is_array_like
+from autodist.core.batching import prepare_dataset, samples_per_pass
+from autodist.core.inputs import is_array_like
 
 __all__ = ["Part", "local_inputs", "rows"]
 

@@ -35,12 +35,13 @@ from autodist.detection.hardware import detect
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError, StrategyUnavailableError
 from autodist.jax.inputs import Part, local_inputs
 from autodist.log import warn_all
-from autodist.planning.here import plan_here
+from autodist.core.detect_and_plan import plan_here
 from autodist.planning.plans import Plan, StrategyKind
-from autodist.run.backend import FitCall
-from autodist.run.callbacks import ChiefDuties, final_callbacks
-from autodist.run.compile_settings import mixed_precision_while_building
+from autodist.core.fit_call import FitCall
+from autodist.core.callbacks import ChiefDuties, final_callbacks
+from autodist.core.compile_settings import mixed_precision_while_building
 from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
+from autodist.process import STATE
 
 __all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "join_ray_workers", "place", "train"]
 
@@ -68,8 +69,8 @@ def join_processes(cluster: Any) -> bool:
     Raises:
         RuntimeAlreadyStartedError: JAX's runtime started before it could be joined.
     """
-    if _JOIN_FAILED:
-        raise _JOIN_FAILED[0]
+    if STATE.join_error is not None:
+        raise STATE.join_error
     if cluster is None or cluster.num_workers < 2:
         return False
     if cluster.task_type not in ("chief", "worker"):
@@ -98,9 +99,6 @@ def join_processes(cluster: Any) -> bool:
     return True
 
 
-_JOIN_FAILED: list[BaseException] = []
-
-
 def join_at_import(environ: Mapping[str, str]) -> None:
     """The activation at import, on JAX (:meth:`autodist.jax.backend.JaxBackend.at_import` calls it when JAX
     has been imported): join the cluster's processes before JAX computes anything. Never raises:
@@ -108,7 +106,7 @@ def join_at_import(environ: Mapping[str, str]) -> None:
     try:
         join_processes(detect_cluster(environ))
     except Exception as err:  # kept for fit and init, which raise it with its fix
-        _JOIN_FAILED.append(err)
+        STATE.join_error = err
 
 
 def init_on_jax(environ: Mapping[str, str], *, make_global: bool = True, **plan_kwargs: Any) -> tuple[Plan, Any]:
@@ -222,7 +220,7 @@ def _process_id(the_plan: Plan) -> int:
 
 
 def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
-    """``autodist.fit`` on JAX, for the frozen call (:class:`autodist.run.backend.FitCall`).
+    """``autodist.fit`` on JAX, for the frozen call (:class:`autodist.core.fit_call.FitCall`).
 
     Raises:
         AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet), and

@@ -21,13 +21,13 @@ from autodist.jobs.private import is_private_folder, private_root, private_root_
 from autodist.log import warn_all
 from autodist.settings import HEARTBEAT_FILE_ENV
 from autodist.upstream.keras_models import SupportsTensorLogs
+from autodist.process import once
 
 __all__ = ["beat", "heartbeat", "heartbeat_path", "launcher_heartbeat"]
 
 
 #: The heartbeat files the launcher names: ``attempt-<N>-<task>.<launcher pid>.beat``.
 _HEARTBEAT_NAME = re.compile(r"attempt-\d+-(?:chief|worker|ps)-\d+\.(\d+)\.beat")
-_REFUSED_HEARTBEATS: set[str] = set()  # warned about once per process
 
 
 def heartbeat_path(folder: str, attempt: int, task: str, launcher_pid: int | None = None) -> str:
@@ -62,8 +62,7 @@ def launcher_heartbeat(environ: Mapping[str, str]) -> str | None:
             return None  # the launcher ended and removed its folder: nothing to tell
         if _private_folders(folder) and os.path.dirname(folder) == private_root():
             return path if int(match.group(1)) == os.getppid() else None  # a child of the task: not its to touch
-    if path not in _REFUSED_HEARTBEATS:
-        _REFUSED_HEARTBEATS.add(path)
+    if once(f"heartbeat refused: {path}"):
         warn_all([
             f"autodist ignores {HEARTBEAT_FILE_ENV}={path!r}: it is not a heartbeat file the launcher named "
             f"in its private folder (Received: that path; expected {private_root_path()}/job-*/attempt-<N>-<task>.<pid>.beat). "

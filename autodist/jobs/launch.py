@@ -4,7 +4,7 @@ It starts ``--workers N`` (and ``--ps M``) processes on 127.0.0.1, on free ports
 own TF_CONFIG, and runs ``sys.executable SCRIPT ARGS`` in each. It prefixes every output line with
 its task, stops everything when one task fails (SIGTERM, then SIGKILL after at most 5 s: the
 others wait on it) or when it is told to stop (SIGTERM forwarded; ``--grace``, 30 s, to save the
-step: :mod:`autodist.jobs.preemption`), and reports which task failed, with what exit code, and its
+step: :mod:`autodist.resume.preemption`), and reports which task failed, with what exit code, and its
 last lines. ``--max-restarts K`` restarts the whole job after a failure, after a wait of 1 s, then
 2 s, 4 s, ... at most 30 s (:func:`restart_delay`); the backup directory shared between attempts
 (``AUTODIST_BACKUP_DIR``) lets training resume. Every flag is checked before anything starts

@@ -22,6 +22,7 @@ from typing import Any
 from autodist.detection.cluster import ClusterInfo
 from autodist.log import get_logger
 from autodist.settings import BACKUP_DIR_ENV, backup_dir_setting
+from autodist.process import STATE
 
 __all__ = [
     "backup_folder", "command_line", "default_backup_root", "digest", "is_private_folder", "private_root",
@@ -38,15 +39,12 @@ def private_root_path() -> str:
     """:func:`private_root`'s path, not created (nor chosen) here: ``<temp>/autodist-<uid>``, or
     the fallback once this process's :func:`private_root` found that path blocked. A reader
     (the tune cache) checks the folder is private before trusting it."""
-    return _FALLBACK.get("root") or os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
+    return STATE.private_root or os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
 
 
 def is_private_folder(info: os.stat_result) -> bool:
     """Whether ``os.lstat`` found a folder this user owns and nobody else may read."""
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
-
-
-_FALLBACK: dict[str, str] = {}  # the folder used when <temp>/autodist-<uid> is not ours
 
 
 def private_root() -> str:
@@ -55,8 +53,8 @@ def private_root() -> str:
     a folder private to this user (another user made it first, or a link), autodist uses
     ``$XDG_RUNTIME_DIR/autodist`` or ``~/.cache/autodist`` (private to the user, stable across
     restarts) or, failing both, a fresh temporary folder, and says so once. It never fails."""
-    if "root" in _FALLBACK:
-        return _usable(_FALLBACK["root"]) or _fresh_fallback()
+    if STATE.private_root is not None:  # the folder used when <temp>/autodist-<uid> is not ours
+        return _usable(STATE.private_root) or _fresh_fallback()
     root = os.path.join(tempfile.gettempdir(), f"autodist-{os.getuid()}")
     found = _usable(root)
     if found:
@@ -64,16 +62,16 @@ def private_root() -> str:
     info = os.lstat(root)
     for candidate in _fallbacks():
         if _usable(candidate):
-            _FALLBACK["root"] = candidate
+            STATE.private_root = candidate
             break
     else:
         _fresh_fallback()
     get_logger().warning(
         f"autodist: {root} is not a folder private to you (owner uid {info.st_uid}, mode "
-        f"{stat.S_IMODE(info.st_mode):o}); autodist keeps its files in {_FALLBACK['root']} instead. "
+        f"{stat.S_IMODE(info.st_mode):o}); autodist keeps its files in {STATE.private_root} instead. "
         "Remove that path, or point TMPDIR elsewhere, to use the usual folder."
     )
-    return _FALLBACK["root"]
+    return STATE.private_root
 
 
 def _usable(path: str) -> str | None:
@@ -92,8 +90,8 @@ def _fallbacks() -> list[str]:
 
 
 def _fresh_fallback() -> str:
-    _FALLBACK["root"] = tempfile.mkdtemp(prefix=f"autodist-{os.getuid()}-")  # mode 0700
-    return _FALLBACK["root"]
+    STATE.private_root = tempfile.mkdtemp(prefix=f"autodist-{os.getuid()}-")  # mode 0700
+    return STATE.private_root
 
 
 def release_private_root() -> None:

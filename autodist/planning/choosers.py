@@ -356,7 +356,7 @@ def choose_workarounds(kind: StrategyKind, flavor: str, version: str | None, env
 @dataclass(frozen=True)
 class FitFacts:
     """What a ``fit`` call tells the planner besides the model: read by the caller of the planner
-    (:mod:`autodist.run.fit`) from the callbacks, keywords and input it was given."""
+    (:mod:`autodist.tensorflow.fit`) from the callbacks, keywords and input it was given."""
 
     batch_hooks: bool = False  # a callback overrides on_*_batch_* hooks
     steps_given: bool = False  # steps_per_epoch or validation_steps is given

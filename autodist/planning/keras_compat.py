@@ -18,8 +18,8 @@ prevent. ``AUTODIST_KERAS_COMPAT=force`` applies every workaround whatever the v
 
 This module decides, and is pure: :func:`autodist.planning.choosers.choose_workarounds` names the
 :data:`PATCHES` a plan needs; :func:`compile_overrides` gives the compile settings. The patches
-themselves are the act layer's, in :mod:`autodist.run.keras_patches`
-(:func:`~autodist.run.keras_patches.apply_workarounds` from :func:`autodist.run.strategies.start`).
+themselves are the act layer's, in :mod:`autodist.tensorflow.keras_patches`
+(:func:`~autodist.tensorflow.keras_patches.apply_workarounds` from :func:`autodist.tensorflow.strategies.start`).
 
 Example:
     >>> WORKAROUNDS["aggregating_variable_updates"].is_active("3.15.1", environ={})
@@ -32,18 +32,19 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from autodist.errors import AutodistWarning
 from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
 from autodist.upstream.versions import NEWEST_TESTED, version_tuple
+from autodist.process import once
 
 __all__ = [
     "PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "refused_strategy",
     "version_tuple", "warn_untested",
 ]  # fmt: skip
 
-_UNTESTED_WARNED: set[str] = set()
 _NEWEST = NEWEST_TESTED["keras"]
 
 
@@ -103,9 +104,8 @@ class Workaround:
 def warn_untested(keras_version: str) -> None:
     """Warn once per process that this Keras is newer than the workarounds were tested on (the one
     note a newer Keras gets: TensorFlow's import says nothing of it)."""
-    if keras_version in _UNTESTED_WARNED:
+    if not once(f"keras untested: {keras_version}"):
         return
-    _UNTESTED_WARNED.add(keras_version)
 
     newest = max((w.last_tested for w in WORKAROUNDS.values()), key=version_tuple)
     kept = sorted(w.name for w in WORKAROUNDS.values() if w.if_fixed)
@@ -403,7 +403,7 @@ PATCHES = (
 
 
 #: What a Keras that passes no aggregation to TensorFlow (3.3-3.6) cannot train under, and why.
-_REFUSED = {
+_REFUSED = MappingProxyType({
     "central_storage": (
         "CentralStorageStrategy: its metrics update their state with assign(total + value), which "
         "that strategy turns into N*total + value on N replicas (History and evaluate would be wrong)"
@@ -412,7 +412,7 @@ _REFUSED = {
         "MultiWorkerMirroredStrategy: measured on 2 workers, Keras 3.3-3.4 end with the workers' "
         "weights apart (0.09), and 3.5-3.6 with steps off one process (0.02)"
     ),
-}
+})
 
 
 #: Keras 3's LossScaleOptimizer under CentralStorage (measured on 3.15.1, plain model.fit too).

@@ -54,7 +54,7 @@ from autodist.planning.plans import (
 from autodist.planning.tune_rules import TUNE
 from autodist.settings import STRATEGY_ENV, check_settings
 
-__all__ = ["check_strategy_setting", "plan", "plan_for_built_model"]
+__all__ = ["check_strategy_setting", "plan", "plan_for_built_model", "workarounds_before_building"]
 
 
 def plan(
@@ -275,7 +275,7 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
             "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax before Keras is imported, or distribute "
             f"the {backend} model with that backend's own tools."
         )
-    # "tune" plans as "auto": fit then times the candidates (autodist.run.tuning)
+    # "tune" plans as "auto": fit then times the candidates (autodist.tensorflow.tuning)
     if strategy is None or (isinstance(strategy, str) and strategy.lower() in ("auto", TUNE)):
         return None
     kind = StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower())  # a name checked by planning.arguments
@@ -287,6 +287,26 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
             "set KERAS_BACKEND=jax before Keras is imported to train on JAX."
         )
     return kind
+
+
+def workarounds_before_building(the_plan: Plan, built_from_function: bool, keras_version: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The Keras workarounds a ``fit`` applies, once, before its model is built: the plan's,
+    or, for a model built from a function under a tf_keras plan, Keras 3's. The flavor a function
+    builds with is known only after it has run (``TF_USE_LEGACY_KERAS=1``, which Ray Train sets,
+    says tf_keras, and the function may build with Keras 3 all the same), and Keras 3's
+    creation-time workarounds (BatchNormalization's statistics, random layers' seeds) must be in
+    before it builds; they touch Keras 3 only. What :func:`plan_for_built_model` then picks is
+    among them.
+
+    Example:
+        >>> from autodist.detection.hardware import HardwareSnapshot
+        >>> made = plan(HardwareSnapshot.cpu_only(num_cpu_devices=2), environ={})
+        >>> workarounds_before_building(made, False, "3.15.1", {}) == made.keras_workarounds
+        True
+    """
+    if built_from_function and the_plan.keras_flavor == "tf_keras":
+        return choosers.choose_workarounds(the_plan.strategy, "keras3", keras_version, environ).value
+    return the_plan.keras_workarounds
 
 
 def plan_for_built_model(

@@ -51,7 +51,7 @@ class StrategyKind(str, Enum):
 class ScriptStrategy:
     """A strategy the user's script created itself, and a model was built in its scope: what the
     planner needs to keep it (read from the live object by
-    :func:`autodist.run.strategies.describe_strategy`).
+    :func:`autodist.tensorflow.strategies.describe_strategy`).
 
     Attributes:
         class_name: the strategy's class, as the script named it (``MirroredStrategy``, ...).

@@ -1,5 +1,5 @@
 """Plan layer, ``strategy="tune"``: which plans to time here, how long tuning may take, and which
-plan wins. Pure: :mod:`autodist.run.tuning` measures and caches; this module only decides.
+plan wins. Pure: :mod:`autodist.tensorflow.tuning` measures and caches; this module only decides.
 
 Candidates on one machine: ``default`` (and ``default`` with ``steps_per_execution=8`` where
 autodist would set it), ``one_device``, ``mirrored`` with each cross-device op that runs here

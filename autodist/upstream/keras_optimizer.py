@@ -16,7 +16,8 @@ taking gradients; a custom training loop does not, and gets TensorFlow's sum, as
 divided by the global batch).
 
 Example:
-    >>> sorted(_PATCHED)  # nothing is patched until a plan asks for it
+    >>> from autodist.process import STATE
+    >>> sorted(STATE.originals(__name__))  # nothing is patched until a plan asks for it
     []
 """
 
@@ -24,12 +25,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from autodist.process import STATE
 from autodist.upstream.keras_own_steps import in_own_step
 from autodist.upstream.surface import available
 
 __all__ = ["patch_distributed_gradients"]
 
-_PATCHED: dict[str, Any] = {}
+
+
+def _patched() -> dict[str, Any]:
+    """The originals this module's patches replaced (the process state's)."""
+    return STATE.originals(__name__)
 
 
 def _replicas() -> int:
@@ -53,7 +59,7 @@ def patch_distributed_gradients() -> bool:
     """Sum the gradients over the replicas in the merge call (where Keras 3.3-3.4 leave them
     unreduced), and divide ``fit``'s loss by the replicas (``scale_loss``) on 3.3-3.7. Idempotent; ``False`` where the
     touch is off."""
-    if "scale_loss" in _PATCHED:
+    if "scale_loss" in _patched():
         return True
     if divides_loss_itself() or not available("keras.distributed_gradients"):
         return False
@@ -95,5 +101,5 @@ def patch_distributed_gradients() -> bool:
     originals = (base_optimizer.BaseOptimizer.scale_loss, loss_scale_optimizer.LossScaleOptimizer.scale_loss)
     base_optimizer.BaseOptimizer.scale_loss = scaled(originals[0])
     loss_scale_optimizer.LossScaleOptimizer.scale_loss = scaled(originals[1])
-    _PATCHED.update(reduce=original_reduce, scale_loss=originals)
+    _patched().update(reduce=original_reduce, scale_loss=originals)
     return True

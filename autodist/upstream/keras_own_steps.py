@@ -31,11 +31,11 @@ Example:
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from autodist.upstream.surface import available
+from autodist.process import STATE
 
 __all__ = ["OWN_STEP_METHODS", "in_own_step", "own_steps", "own_steps_wrap", "patch_own_steps"]
 
@@ -43,13 +43,16 @@ __all__ = ["OWN_STEP_METHODS", "in_own_step", "own_steps", "own_steps_wrap", "pa
 OWN_STEP_METHODS = ("train_step", "test_step", "compute_loss")
 #: The methods wrapped on the model (``compute_loss`` runs inside them).
 _WRAPPED = ("train_step", "test_step")
-_LOCAL = threading.local()  # per replica thread: MirroredStrategy traces each replica in its own
-_PATCHED: dict[str, Any] = {}
+
+
+def _patched() -> dict[str, Any]:
+    """The originals this module's patches replaced (the process state's)."""
+    return STATE.originals(__name__)
 
 
 def in_own_step() -> bool:
     """Whether the code running (being traced) is inside a step of a model's own."""
-    return getattr(_LOCAL, "depth", 0) > 0
+    return STATE.per_thread("own_step_depth") > 0  # per replica thread: MirroredStrategy traces each in its own
 
 
 def own_steps_wrap(step: Callable[..., Any]) -> Callable[..., Any]:
@@ -58,12 +61,12 @@ def own_steps_wrap(step: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(step)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        _LOCAL.depth = getattr(_LOCAL, "depth", 0) + 1
-        _LOCAL.divided = False
+        STATE.thread.own_step_depth = STATE.per_thread("own_step_depth") + 1
+        STATE.thread.own_step_divided = False
         try:
             return step(*args, **kwargs)
         finally:
-            _LOCAL.depth -= 1
+            STATE.thread.own_step_depth -= 1
 
     wrapped.autodist_own_step = step  # type: ignore[attr-defined]
     return wrapped
@@ -73,7 +76,7 @@ def own_steps(model: Any) -> bool:
     """Run ``model``'s ``train_step`` and ``test_step`` as steps of its own (instance attributes,
     so the class stays Keras's or the user's). Idempotent; ``True`` when newly wrapped: the
     model's cached train and test functions are dropped, to be traced with the wrappers."""
-    if not _PATCHED or all(hasattr(getattr(model, name, None), "autodist_own_step") for name in _WRAPPED):
+    if not _patched() or all(hasattr(getattr(model, name, None), "autodist_own_step") for name in _WRAPPED):
         return False
     for name in _WRAPPED:
         method = getattr(model, name)
@@ -111,7 +114,7 @@ def patch_own_steps() -> bool:
     whose losses are not divided by the replicas, the workaround ``distributed_gradients``
     divides ``fit``'s loss in ``optimizer.scale_loss``; it asks :func:`in_own_step` and leaves a
     step of the model's own alone. Idempotent; ``False`` where the touch is off."""
-    if _PATCHED:
+    if _patched():
         return True
     if not available("keras.own_steps"):
         return False
@@ -122,24 +125,24 @@ def patch_own_steps() -> bool:
     for name in ("scale_loss_for_distribution", "unscale_loss_for_distribution"):  # Keras 3.8 and later
         original = getattr(loss_module, name, None)
         if original is not None:
-            _PATCHED[name] = original
+            _patched()[name] = original
             setattr(loss_module, name, _unless_own_step(original))
     from keras.src.optimizers import loss_scale_optimizer
 
     # A LossScaleOptimizer applies through its inner optimizer, in the merge call's own threads
     # where this thread's state is not seen: its apply divides, and the inner one does not again.
     for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
-        _PATCHED[f"{owner.__name__}.apply"] = owner.apply
+        _patched()[f"{owner.__name__}.apply"] = owner.apply
         owner.apply = _dividing(owner.apply)
     original_average = tf.nn.compute_average_loss
 
     def compute_average_loss(*args: Any, **kwargs: Any) -> Any:
         if in_own_step():
-            _LOCAL.divided = True  # the step divides by the global batch itself
+            STATE.thread.own_step_divided = True  # the step divides by the global batch itself
         return original_average(*args, **kwargs)
 
     tf.nn.compute_average_loss = compute_average_loss
-    _PATCHED["compute_average_loss"] = original_average
+    _patched()["compute_average_loss"] = original_average
     return True
 
 
@@ -147,15 +150,15 @@ def _dividing(original_apply: Callable[..., Any]) -> Callable[..., Any]:
     """``apply`` that divides the gradients by the replicas, once, in a step of a model's own."""
 
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
-        if not in_own_step() or getattr(_LOCAL, "applying", False) or getattr(_LOCAL, "divided", False):
+        if not in_own_step() or STATE.per_thread("own_step_applying", False) or STATE.per_thread("own_step_divided", False):
             return original_apply(self, grads, trainable_variables)
         replicas = _replicas()
-        _LOCAL.applying = True  # an optimizer applying through another one in this thread
+        STATE.thread.own_step_applying = True  # an optimizer applying through another one in this thread
         try:
             grads = _divided(list(grads), replicas) if replicas > 1 else grads
             return original_apply(self, grads, trainable_variables)
         finally:
-            _LOCAL.applying = False
+            STATE.thread.own_step_applying = False
 
     return apply
 

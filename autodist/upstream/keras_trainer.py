@@ -18,6 +18,7 @@ from typing import Any
 
 from autodist.upstream.keras_models import all_layers
 from autodist.upstream.surface import available
+from autodist.process import STATE
 
 __all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_every_replica_fed", "patch_trainer"]
 
@@ -25,7 +26,11 @@ __all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_every_replica_fed
 TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "no_call_symbolic_build", "multi_worker_scalar_reduce")
 #: Those of them that live in the replaced ``_maybe_symbolic_build``.
 SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:3]
-_PATCHED: dict[str, Any] = {}
+
+
+def _patched() -> dict[str, Any]:
+    """The originals this module's patches replaced (the process state's)."""
+    return STATE.originals(__name__)
 
 
 def _multi_worker(strategy: Any) -> bool:
@@ -40,7 +45,6 @@ def _mirrored(strategy: Any) -> bool:
     return isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
 
 
-_SYMBOLIC_BUILD: set[str] = set()  # the behaviours of the patched _maybe_symbolic_build in force
 
 
 def _fully_built(model: Any) -> bool:
@@ -92,22 +96,22 @@ def _first_batch(epoch_iterator: Any) -> Any:
 
 
 def _install_symbolic_build() -> None:
-    """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``_SYMBOLIC_BUILD``."""
+    """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``STATE.symbolic_build``."""
     from keras.src import tree
     from keras.src.backend.tensorflow import trainer
 
-    if "symbolic_build" in _PATCHED:
+    if "symbolic_build" in _patched():
         return
     original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
 
     def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
         if iterator is None or getattr(self, "_distribute_strategy", None) is None:
             return original_build(self, iterator=iterator, data_batch=data_batch)
-        if "no_call_symbolic_build" in _SYMBOLIC_BUILD and has_no_call(self):
+        if "no_call_symbolic_build" in STATE.symbolic_build and has_no_call(self):
             return _build_without_call(self, self.distribute_strategy)
-        if "symbolic_build_reads_input" in _SYMBOLIC_BUILD and _fully_built(self):
+        if "symbolic_build_reads_input" in STATE.symbolic_build and _fully_built(self):
             return None  # nothing to build: read nothing from the input
-        if "first_batch_symbolic_build" not in _SYMBOLIC_BUILD or not _mirrored(self.distribute_strategy):
+        if "first_batch_symbolic_build" not in STATE.symbolic_build or not _mirrored(self.distribute_strategy):
             return original_build(self, iterator=iterator, data_batch=data_batch)
         import tensorflow as tf
 
@@ -124,7 +128,7 @@ def _install_symbolic_build() -> None:
             self._symbolic_build(data_batch=data_batch)
 
     trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
-    _PATCHED["symbolic_build"] = original_build
+    _patched()["symbolic_build"] = original_build
 
 
 def patch_trainer(names: Any) -> list[str]:
@@ -139,14 +143,14 @@ def patch_trainer(names: Any) -> list[str]:
     applied = [name for name in SYMBOLIC_BUILD_PATCHES if name in names]
     if applied and available("keras.symbolic_build"):
         _install_symbolic_build()
-        _SYMBOLIC_BUILD.update(applied)
+        STATE.symbolic_build.update(applied)
     else:
         applied = []
     if "multi_worker_scalar_reduce" in names and available("keras.reduce_per_replica"):
         from keras.src import tree
         from keras.src.backend.tensorflow import trainer
 
-        if "reduce_per_replica" not in _PATCHED:
+        if "reduce_per_replica" not in _patched():
             original_reduce = trainer.reduce_per_replica
 
             def _rank(value: Any) -> int | None:
@@ -166,7 +170,7 @@ def patch_trainer(names: Any) -> list[str]:
                 return tree.map_structure(reduce_one, values)
 
             trainer.reduce_per_replica = reduce_per_replica
-            _PATCHED["reduce_per_replica"] = original_reduce
+            _patched()["reduce_per_replica"] = original_reduce
         applied.append("multi_worker_scalar_reduce")
     return applied
 
@@ -197,7 +201,7 @@ def patch_every_replica_fed(decide: Any) -> bool:
     worker passes the same arrays, as with ``model.fit``): re-batched (``decide(samples, batch_size, replicas)``:
     :func:`autodist.planning.global_batch.every_replica_fed`) so that no replica gets an empty
     share, where Keras would hand it one. Idempotent; ``False`` where the touch is off."""
-    if "every_replica_fed" in _PATCHED:
+    if "every_replica_fed" in _patched():
         return True
     if not available("keras.trainer_loops"):
         return False
@@ -238,5 +242,5 @@ def patch_every_replica_fed(decide: Any) -> bool:
         return tree.map_structure(lambda value: value[:samples], outputs) if copies > 1 else outputs
 
     trainer.TensorFlowTrainer.evaluate, trainer.TensorFlowTrainer.predict = evaluate, predict
-    _PATCHED["every_replica_fed"] = (original_evaluate, original_predict)
+    _patched()["every_replica_fed"] = (original_evaluate, original_predict)
     return True

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from autodist.upstream.surface import available
+from autodist.process import STATE
 
 __all__ = [
     "MOVING_STATISTICS",
@@ -27,11 +28,15 @@ __all__ = [
     "patch_variable_aggregation",
 ]
 
-_PATCHED: dict[str, Any] = {}
 
 #: BatchNormalization's non-trainable statistics (renorm's too).
 MOVING_STATISTICS = ("moving_mean", "moving_variance", "moving_stddev", "renorm_mean", "renorm_stddev")
 _SEED_STATE = "seed_generator_state"
+
+
+def _patched() -> dict[str, Any]:
+    """The originals this module's patches replaced (the process state's)."""
+    return STATE.originals(__name__)
 
 
 def maps_aggregation() -> bool:
@@ -48,7 +53,7 @@ def patch_aggregating_variable_updates() -> bool:
     """Make Keras 3 ``assign_add``/``assign_sub`` on SUM-aggregated distributed variables
     (AggregatingVariable, CachingVariable, MirroredVariable) a true delta update. Other variables
     keep Keras's own code path."""
-    if "assign_add" in _PATCHED:
+    if "assign_add" in _patched():
         return True
     if not available("keras.variable_updates"):
         return False
@@ -86,14 +91,14 @@ def patch_aggregating_variable_updates() -> bool:
 
     core.Variable.assign_add = assign_add
     core.Variable.assign_sub = assign_sub
-    _PATCHED.update(assign_add=original_add, assign_sub=original_sub)
+    _patched().update(assign_add=original_add, assign_sub=original_sub)
     return True
 
 
 def patch_batchnorm_moving_statistics() -> bool:
     """Create Keras 3 BatchNormalization's moving statistics with ``aggregation="mean"`` (the
     layers built from now on); other weights keep Keras's own settings."""
-    if "batchnorm" in _PATCHED:
+    if "batchnorm" in _patched():
         return True
     if not available("keras.batchnorm_statistics"):
         return False
@@ -107,7 +112,7 @@ def patch_batchnorm_moving_statistics() -> bool:
         return original(self, *args, **kwargs)
 
     BatchNormalization.add_weight = add_weight  # type: ignore[method-assign]
-    _PATCHED["batchnorm"] = original
+    _patched()["batchnorm"] = original
     return True
 
 
@@ -125,7 +130,7 @@ def patch_seed_state_aggregation() -> bool:
     3.7.0 made it ``"mean"``, which TensorFlow refuses for integers). Every replica computes the
     same next seed; the first one's is kept. On Keras 3.3-3.6 :func:`patch_variable_aggregation`
     does this."""
-    if "seed_state" in _PATCHED:
+    if "seed_state" in _patched():
         return True
     if not maps_aggregation():
         return patch_variable_aggregation()
@@ -139,7 +144,7 @@ def patch_seed_state_aggregation() -> bool:
         return original(self, aggregation)
 
     core.Variable._map_aggregation = _map_aggregation
-    _PATCHED["seed_state"] = original
+    _patched()["seed_state"] = original
     return True
 
 
@@ -166,7 +171,7 @@ def patch_variable_aggregation() -> bool:
     """On a Keras that passes no aggregation to ``tf.Variable`` (3.3-3.6), pass what Keras 3.10
     passes (:func:`_distribution_settings`). Idempotent; ``False`` where this Keras maps the
     aggregation itself (then nothing is needed) or the touch is off."""
-    if "initialize" in _PATCHED:
+    if "initialize" in _patched():
         return True
     if maps_aggregation() or not available("keras.variable_aggregation"):
         return False
@@ -209,7 +214,7 @@ def patch_variable_aggregation() -> bool:
             return create(self, lambda: initializer(self._shape, dtype=self._dtype))
 
         core.Variable._initialize_with_initializer = _initialize_with_initializer
-        _PATCHED["initialize_with_initializer"] = with_initializer
-    _PATCHED["initialize"] = original
-    _PATCHED["seed_state"] = original  # the seeds' aggregation is part of it here
+        _patched()["initialize_with_initializer"] = with_initializer
+    _patched()["initialize"] = original
+    _patched()["seed_state"] = original  # the seeds' aggregation is part of it here
     return True

@@ -37,6 +37,7 @@ from autodist.upstream.probes import (
     _slurm,
     resolve,
 )
+from autodist.process import STATE, once
 
 __all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "resolve", "status"]
 
@@ -385,25 +386,19 @@ TOUCHES: dict[str, Touch] = {
     )
 }  # fmt: skip
 
-_PROBED: dict[str, Absence | None] = {}
-
-
 def absence(name: str) -> Absence | None:
     """What the touch ``name`` lacks in this process (``None``: everything it needs is there).
     Probed once per process."""
-    if name not in _PROBED:
+    if name not in STATE.probed:
         touch = TOUCHES[name]
         if touch.package not in sys.modules and importlib.util.find_spec(touch.package) is None:
-            _PROBED[name] = Absence(f"{touch.package} is not installed", expected=True)
+            STATE.probed[name] = Absence(f"{touch.package} is not installed", expected=True)
         else:
             try:
-                _PROBED[name] = touch.probe()
+                STATE.probed[name] = touch.probe()
             except Exception as err:  # a probe never raises into the user's code
-                _PROBED[name] = Absence(f"{type(err).__name__}: {err}")
-    return _PROBED[name]
-
-
-_WARNED: set[str] = set()
+                STATE.probed[name] = Absence(f"{type(err).__name__}: {err}")
+    return STATE.probed[name]
 
 
 def available(name: str) -> bool:
@@ -412,8 +407,7 @@ def available(name: str) -> bool:
     missing = absence(name)
     if missing is None:
         return True
-    if not missing.expected and name not in _WARNED:
-        _WARNED.add(name)
+    if not missing.expected and once(f"touch off: {name}"):
         touch = TOUCHES[name]
         warnings.warn(
             f"autodist: {touch.name} is off: {_versions()} has no {missing.what}, which autodist "

@@ -3,7 +3,7 @@ element shapes, read without iterating it (touch ``tf.dataset_graph``: the trans
 private ``_input_dataset`` links, their class names and attributes), and the pipeline serialised
 to rebuild it on parameter-server workers (touch ``tf.dataset_serialization``).
 
-Detection, of a live pipeline: :mod:`autodist.run.batching` decides from these facts how to bring a
+Detection, of a live pipeline: :mod:`autodist.core.batching` decides from these facts how to bring a
 dataset to the global batch; nothing here changes a dataset or reads an element of it. Where the
 graph touch is off, a dataset's batching is read from its element spec alone (public).
 

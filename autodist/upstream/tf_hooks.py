@@ -1,6 +1,6 @@
 """The wrappers the activation at import puts around TensorFlow (touch ``tf.activation_hooks``).
 
-:mod:`autodist.run.activation` decides what happens; this module only knows where in TensorFlow
+:mod:`autodist.tensorflow.current_strategy` decides what happens; this module only knows where in TensorFlow
 to listen:
 
 - :func:`hook_triggers`: a call first, at each of TensorFlow's *triggers*: the runtime starting
@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from autodist.log import get_logger
 from autodist.upstream.surface import available
+from autodist.process import STATE, once
 
 __all__ = [
     "Hooks",
@@ -76,12 +76,8 @@ class Hooks:
             setattr(owner, name, original)
 
 
-_FELL: set[str] = set()
-
-
 def _fell_through(where: str, err: BaseException) -> None:
-    if where not in _FELL:
-        _FELL.add(where)
+    if once(f"hook fell through: {where}"):
         get_logger().warning("autodist: its hook on TensorFlow's %s failed (%s: %s); TensorFlow's own behaviour is kept", where, type(err).__name__, err)
 
 
@@ -159,7 +155,6 @@ def made_by_tf_distribute() -> bool:
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # autodist's own frames
-_COPYING = threading.local()
 
 
 def watch_strategy_construction(
@@ -182,22 +177,22 @@ def watch_strategy_construction(
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         base_init(self, *args, **kwargs)
-        if not quiet() and not getattr(_COPYING, "on", False):
+        if not quiet() and not STATE.per_thread("copying_strategy", False):
             try:
                 on_built(self)
             except _UNEXPECTED as err:
                 _fell_through("StrategyBase.__init__", err)
 
     def __deepcopy__(self: Any, memo: Any) -> Any:
-        _COPYING.on = True
+        STATE.thread.copying_strategy = True
         try:
             return base_copy(self, memo)
         finally:
-            _COPYING.on = False
+            STATE.thread.copying_strategy = False
 
     def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
         shared = None
-        if not quiet() and not getattr(_COPYING, "on", False):
+        if not quiet() and not STATE.per_thread("copying_strategy", False):
             try:
                 shared = shared_for(args, kwargs)
             except _UNEXPECTED as err:

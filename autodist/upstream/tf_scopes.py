@@ -2,7 +2,7 @@
 (touches ``tf.strategy_scopes`` and ``tf.saved_model_load``).
 
 One strategy per process. When the script constructs a strategy of its own, autodist's gives way
-(:func:`autodist.run.activation.on_script_strategy`). Once :mod:`autodist.run.activation` has made its strategy current and it holds variables, two
+(:func:`autodist.tensorflow.current_strategy.on_script_strategy`). Once :mod:`autodist.tensorflow.current_strategy` has made its strategy current and it holds variables, two
 things a script without autodist does would fail in TensorFlow:
 
 - ``with another_strategy.scope():`` for a strategy the script builds itself ("Mixing different
@@ -30,34 +30,31 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from autodist.upstream.surface import available
+from autodist.process import STATE
 
 __all__ = ["aside", "install", "reentered", "stepping_aside"]
 
-_LOCAL = threading.local()
 #: What a wrapper falls through on: its own reads of TensorFlow's private state failing.
 _UNEXPECTED = (AttributeError, LookupError, TypeError)
-#: The strategy autodist made current (``install`` sets it); ``None`` before.
-_OURS: list[Any] = [None]
 
 
 def reentered() -> int:
-    return getattr(_LOCAL, "depth", 0)
+    return STATE.per_thread("scope_depth")
 
 
 @contextlib.contextmanager
 def _counted(inner: Any) -> Iterator[Any]:
     """The script's own ``with scope()`` of autodist's strategy: counted, per thread."""
-    _LOCAL.depth = reentered() + 1
+    STATE.thread.scope_depth = reentered() + 1
     try:
         with inner as entered:
             yield entered
     finally:
-        _LOCAL.depth -= 1
+        STATE.thread.scope_depth -= 1
 
 
 def _global_scope() -> Any:
@@ -74,7 +71,7 @@ def _global_scope() -> Any:
 def stepping_aside(strategy: Any = None) -> Any:
     """autodist's current strategy, if it should step aside for ``strategy``'s scope (or, with
     ``None``, for a load "without a strategy"); ``None`` otherwise."""
-    ours = _OURS[0]
+    ours = STATE.ours  # the strategy autodist made current (``install`` sets it)
     if ours is None or "tensorflow" not in sys.modules:
         return None
     import tensorflow as tf
@@ -141,7 +138,7 @@ def _wrapped_scope(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         try:
             if _global_scope() is None:
                 return inner  # nothing is current globally (or experimental_set_strategy sets it)
-            if self is _OURS[0]:
+            if self is STATE.ours:
                 return _counted(inner)
             aside = stepping_aside(self)
         except _UNEXPECTED:
@@ -190,7 +187,7 @@ def _wrapped_load(original: Callable[..., Any]) -> Callable[..., Any]:
 def install(strategy: Any) -> None:
     """Let other scopes and plain SavedModel loads in while ``strategy`` is current (each where
     its touch is on). Idempotent."""
-    _OURS[0] = strategy
+    STATE.ours = strategy
     if available("tf.strategy_scopes"):
         from tensorflow.python.distribute import distribute_lib
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from autodist.errors import UnsupportedVersionError
 
@@ -42,8 +43,8 @@ MEASURED = (
     ("2.21.0", "3.15.1", "2.21.0"),
 )
 
-_LABELS = {"tensorflow": "TensorFlow", "keras": "Keras", "tf_keras": "tf_keras"}
-_PINS = {"tensorflow": "tensorflow>=2.16", "keras": "keras>=3.3", "tf_keras": "tf-keras>=2.16"}
+_LABELS = MappingProxyType({"tensorflow": "TensorFlow", "keras": "Keras", "tf_keras": "tf_keras"})
+_PINS = MappingProxyType({"tensorflow": "tensorflow>=2.16", "keras": "keras>=3.3", "tf_keras": "tf-keras>=2.16"})
 
 
 def version_tuple(version: str | None) -> tuple[int, ...]:

@@ -58,7 +58,7 @@ statistics = [v for v in model.non_trainable_variables if "moving" in v.path]
 gaps = []
 for variable in statistics:
     local = [t.numpy() for t in strategy.experimental_local_results(variable._value)]
-    gaps.append(max((float(np.max(np.abs(local[0] - other))) for other in local[1:]), default=0.0))  # this process's replicas
+    gaps.append(max(float(np.max(np.abs(local[0] - other))) for other in local[1:]) if len(local) > 1 else None)  # this process's replicas (None: it has one)
 model.save(SAVED)
 result = {
     "plan": history.plan.strategy.value,

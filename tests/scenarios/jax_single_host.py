@@ -37,8 +37,8 @@ def build(optimizer="sgd"):
 
 
 def differences(reference, ref_history, model, history):
-    weights = max(float(np.abs(a - b).max()) for a, b in zip(reference.get_weights(), model.get_weights()))
-    logs = max(abs(a - b) for key in ref_history.history for a, b in zip(ref_history.history[key], history.history[key]))
+    weights = max(float(np.abs(a - b).max()) for a, b in zip(reference.get_weights(), model.get_weights(), strict=True))
+    logs = max(abs(a - b) for key in ref_history.history for a, b in zip(ref_history.history[key], history.history[key], strict=True))
     return {"weights": weights, "history": logs, "keys": sorted(history.history) == sorted(ref_history.history)}
 
 

@@ -231,7 +231,7 @@ def mirrored_gradient_gaps() -> dict:
         float(np.max(np.abs(local[0] - local[1])))
         for local in ([t.numpy() for t in strategy.experimental_local_results(v.value)] for v in model.trainable_variables)
     )
-    return {"replicas": replicas, "one_device": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights()))}
+    return {"replicas": replicas, "one_device": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights(), strict=True))}
 
 
 class OwnStep(keras.Model):
@@ -295,7 +295,7 @@ def own_step_against_one_device(kind, patched: bool = False, policy: str = "floa
     mirrored = model.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
     single = one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
     return {
-        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights())),
+        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights(), strict=True)),
         **{f"{key}_ratio": mirrored[key][-1] / single[key][-1] for key in ("own_loss", "keras_loss")},
     }
 
@@ -361,7 +361,7 @@ def main() -> None:
         "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
-    from autodist.run.keras_patches import apply_workarounds
+    from autodist.tensorflow.keras_patches import apply_workarounds
 
     results["patched_with"] = apply_workarounds([name for name in PATCHES if WORKAROUNDS[name].is_active(keras.__version__, {})])
     results["central_storage_dropout_patched"] = case(central_storage_dropout_error)

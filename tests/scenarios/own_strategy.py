@@ -48,8 +48,8 @@ def legacy_optimizer_copied_back() -> dict:
         "optimizer": type(model.optimizer).__module__ + "." + type(model.optimizer).__name__,
         "plan": history.plan.strategy.value,
         "iterations": int(model.optimizer.iterations.numpy()),
-        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), reference.get_weights())),
-        "momentum_gap": max(float(np.max(np.abs(a.numpy() - b.numpy()))) for a, b in zip(slots, reference_slots)),
+        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), reference.get_weights(), strict=True)),
+        "momentum_gap": max(float(np.max(np.abs(a.numpy() - b.numpy()))) for a, b in zip(slots, reference_slots, strict=True)),
         "num_momentum_slots": len(slots),
     }
 
@@ -102,11 +102,11 @@ def after_autodists_strategy_holds_variables() -> dict:
 
     import keras
 
-    from autodist.run import record as activation
+    from autodist.tensorflow import activation_record
 
     ours = tf.distribute.get_strategy()
     copied = copy.deepcopy(ours)
-    after_copy = activation.current().script_strategy
+    after_copy = activation_record.current().script_strategy
     autodists_model = build_keras3()
     own = tf.distribute.OneDeviceStrategy("/cpu:1")
     still_current = tf.distribute.get_strategy() is ours
@@ -133,10 +133,10 @@ def after_autodists_strategy_holds_variables() -> dict:
         "copy_is_not_the_scripts": after_copy is None and copied is not ours,
         "autodists_model_under_ours": autodists_model.distribute_strategy is ours,
         "still_current": still_current,
-        "script_strategy_recorded": activation.current().script_strategy,
+        "script_strategy_recorded": activation_record.current().script_strategy,
         "kept_plan": kept.plan.strategy.value,
         "kept_reason": kept.plan.reasons[0],
-        "kept_weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(scripts_model.get_weights(), plain_model.get_weights())),
+        "kept_weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(scripts_model.get_weights(), plain_model.get_weights(), strict=True)),
         "outside_the_block": outside,
         "forced_plan": forced.plan.strategy.value,
         "forced_warnings": [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)],

@@ -8,7 +8,8 @@ weights, History and plan, a Ray callback records every report Ray receives, and
 trains the same model with plain ``model.fit`` in one process for the reference. ``jax``:
 ``JaxTrainer`` with 2 workers on Keras's JAX backend (worker 0 also trains the one-process
 reference). ``restart``: a worker SIGTERMed mid-epoch under ``FailureConfig(max_failures=1)``. ``doc``: Ray's documented example (tests/as_written/ray_tf_starter.py)
-adopted as a user adopts it. ``example``: examples/ray_train.py. Ray sets ``TF_USE_LEGACY_KERAS=1`` in its workers; this driver sets
+run as written and adopted as a user adopts it, both seeded and with Ray Data's order kept, each
+worker's final weights and Histories recorded. ``example``: examples/ray_train.py. Ray sets ``TF_USE_LEGACY_KERAS=1`` in its workers; this driver sets
 it too, as Ray's own example files do, so the example's ``tf.keras`` is tf_keras on both sides
 (as written under Keras 3 it fails before any ``fit``: Keras 3's ``tf.keras`` has no
 ``losses.mean_squared_error``). Prints ``RESULT {json}``.
@@ -309,15 +310,54 @@ def restart_case() -> dict:
     return {"workers": workers, "steps": steps, "reference": reference, "reports": received, "staging_left": sorted(staged() - before), "error": repr(result.error) if result.error else None}
 
 
+def instrumented(text: str, tag: str) -> str:
+    """Ray's documented example (as written, or adopted) with the harness's two additions, the same
+    in both runs: one seed for the initial weights (the example sets none, so two runs would start
+    apart), and each worker's final weights and every fit's History written to
+    OUT/doc-<tag>-<rank>.json when its loop ends."""
+    start, end = "def train_func(config: dict):\n", "    return results\n"
+    assert text.count(start) == 1 and text.count(end) == 1, "the documented example changed: update the harness's additions"
+    record = (
+        "def record_for_the_harness(model, results):\n"
+        "    import json, os\n"
+        "    from ray import train as ray_train\n"
+        "    rank = ray_train.get_context().get_world_rank()\n"
+        f"    with open(os.path.join({OUT!r}, f'doc-{tag}-{{rank}}.json'), 'w') as handle:\n"
+        "        json.dump({'weights': [w.tolist() for w in model.get_weights()], 'results': [{k: [float(v) for v in vs] for k, vs in r.items()} for r in results]}, handle)\n"
+        "\n\n"
+    )
+    seeded = start + "    tf.keras.utils.set_random_seed(0)  # the harness: the same initial weights in both runs\n"
+    return text.replace(start, record + seeded).replace(end, "    record_for_the_harness(multi_worker_model, results)\n" + end)
+
+
 def doc_case() -> dict:
+    """Ray's documented example run as written (no autodist) and adopted, with one seed and Ray
+    Data's order kept (each worker's shard the same rows in the same order in both runs): the
+    adopted workers must end where the program without autodist ends."""
+    from ray.data import DataContext
+
     from tests.adoption import adopt
 
-    text, changed = adopt((ROOT / "tests" / "as_written" / "ray_tf_starter.py").read_text())
-    script = Path(OUT, "ray_tf_starter_adopted.py")
-    script.write_text(text)
-    found = once_more_on_port_race("doc", lambda: runpy.run_path(str(script), run_name="__main__"))
-    result = found["result"]
-    return {"fit_calls_changed": changed, "metrics": {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float))}, "error": repr(result.error) if result.error else None, "checkpoint": result.checkpoint is not None}
+    written = (ROOT / "tests" / "as_written" / "ray_tf_starter.py").read_text()
+    adopted, changed = adopt(written)
+    options = DataContext.get_current().execution_options  # Ray Train takes the driver's, as the trainer is made
+    kept, options.preserve_order = options.preserve_order, True
+    runs = {}
+    try:
+        for tag, text in (("as_written", written), ("adopted", adopted)):
+            script = Path(OUT, f"ray_tf_starter_{tag}.py")
+            script.write_text(instrumented(text, tag))
+            found = once_more_on_port_race(f"doc {tag}", lambda: runpy.run_path(str(script), run_name="__main__"))  # noqa: B023  (run at once)
+            result = found["result"]
+            runs[tag] = {
+                "metrics": {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float))},
+                "error": repr(result.error) if result.error else None,
+                "checkpoint": result.checkpoint is not None,
+                "workers": [json.loads(Path(OUT, f"doc-{tag}-{rank}.json").read_text()) for rank in (0, 1)],
+            }
+    finally:
+        options.preserve_order = kept
+    return {"fit_calls_changed": changed, **runs["adopted"], "as_written": runs["as_written"]}
 
 
 def example_case() -> dict:

@@ -81,19 +81,19 @@ def cells(out: str) -> dict:
     data = tf.data.Dataset.from_tensor_slices((X, Y)).batch(BATCH)
     best = os.path.join(out, "best-{epoch:02d}.keras")
     return {
-        "arrays, shuffled": lambda: ((X, Y), {"batch_size": BATCH}, []),
-        "arrays, unshuffled": lambda: ((X, Y), {"batch_size": BATCH, "shuffle": False}, []),
-        "pandas, shuffled": lambda: ((frame, pd.Series(Y[:, 0])), {"batch_size": BATCH}, []),
-        "tf.data, batched": lambda: ((data, None), {}, []),
-        "arrays, shuffled, SIGTERM in an epoch's last call": lambda: ((X, Y), {"batch_size": BATCH}, [], 19),
-        "arrays, shuffled, validation_split": lambda: ((X, Y), {"batch_size": BATCH, "validation_split": 0.1}, []),
-        "EarlyStopping (patience 3)": lambda: (
+        "arrays, `shuffle=True`": lambda: ((X, Y), {"batch_size": BATCH}, []),
+        "arrays, `shuffle=False`": lambda: ((X, Y), {"batch_size": BATCH, "shuffle": False}, []),
+        "pandas, `shuffle=True`": lambda: ((frame, pd.Series(Y[:, 0])), {"batch_size": BATCH}, []),
+        "batched `tf.data`": lambda: ((data, None), {}, []),
+        "arrays, `shuffle=True`, SIGTERM in an epoch's last call (step 19)": lambda: ((X, Y), {"batch_size": BATCH}, [], 19),
+        "arrays, `shuffle=True`, `validation_split=0.1` (9 batches an epoch)": lambda: ((X, Y), {"batch_size": BATCH, "validation_split": 0.1}, []),
+        "`EarlyStopping(patience=3)` (stops after epoch 4)": lambda: (
             (X, Y), {"batch_size": BATCH}, [keras.callbacks.EarlyStopping(monitor="loss", min_delta=10.0, patience=3)]
         ),
-        "ReduceLROnPlateau (patience 2)": lambda: (
+        "`ReduceLROnPlateau(patience=2)` (0.05 → 0.0125)": lambda: (
             (X, Y), {"batch_size": BATCH}, [keras.callbacks.ReduceLROnPlateau(monitor="loss", min_delta=10.0, patience=2, factor=0.5)]
         ),
-        "ModelCheckpoint (save_best_only)": lambda: (
+        "`ModelCheckpoint(save_best_only=True)`": lambda: (
             (X, Y), {"batch_size": BATCH},
             [keras.callbacks.ModelCheckpoint(best, monitor="loss", mode="max", save_best_only=True)],
         ),

@@ -18,7 +18,7 @@ import autodist  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from autodist.run import strategies  # noqa: E402
+from autodist.tensorflow import strategies  # noqa: E402
 
 calls: list[str] = []
 

@@ -1,6 +1,6 @@
 """Act: which model object trains, and under which strategy.
 
-With ``import autodist`` first (see :mod:`autodist.run.activation`), a model is created under the
+With ``import autodist`` first (see :mod:`autodist.tensorflow.current_strategy`), a model is created under the
 strategy autodist made current, and ``fit`` trains the caller's own object: nothing here runs.
 This module handles the other cases:
 
@@ -12,7 +12,7 @@ This module handles the other cases:
 
 Example:
     >>> import keras
-    >>> from autodist.run.placement import is_built
+    >>> from autodist.tensorflow.placement import is_built
     >>> is_built(keras.Sequential([keras.layers.Dense(2)]))
     False
 """
@@ -31,14 +31,15 @@ from typing import Any, NamedTuple
 from autodist.upstream.tf_data import is_batched
 from autodist.detection.model_info import is_compiled, is_model, keras_flavor_of, keras_module
 from autodist.errors import AutodistError, ModelPlacementError
-from autodist.jobs.train_state import build_optimizer
+from autodist.resume.train_state import build_optimizer
 from autodist.log import warn_all
 from autodist.planning.plans import Plan, StrategyKind
-from autodist.run.record import current
-from autodist.run.strategies import is_autodists
+from autodist.tensorflow.activation_record import current
+from autodist.tensorflow.strategies import is_autodists
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
 from autodist.upstream.keras_models import all_layers
 from autodist.upstream.keras_models import model_strategy as strategy_of_model  # this module's model_strategy reads the flavor
+from autodist.process import once
 
 __all__ = [
     "build_from_first_batch",
@@ -52,9 +53,6 @@ __all__ = [
     "script_strategy",
     "warn_moved",
 ]
-
-_WARNED: set[str] = set()
-
 
 def is_built(model: Any) -> bool:
     """Whether the model's weights exist (a model with no input shape is built by its first batch)."""
@@ -280,9 +278,8 @@ def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
 def warn_moved(the_plan: Plan, own: str | None = None) -> None:
     """Warn, once per cause in a process, that the save/load fallback ran."""
     key, cause = _move_cause(the_plan, own)
-    if key in _WARNED:
+    if not once(f"model moved: {key}"):
         return
-    _WARNED.add(key)
     warn_all(
         [
             f"Your model was built outside the {the_plan.strategy.value} strategy's scope, so "

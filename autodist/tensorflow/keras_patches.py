@@ -2,7 +2,7 @@
 which; the patches themselves are touches of the upstream surface, in
 :mod:`autodist.upstream.keras_variables` and :mod:`autodist.upstream.keras_trainer`).
 
-:func:`apply_workarounds` is called with a plan's names by :func:`autodist.run.strategies.start`;
+:func:`apply_workarounds` is called with a plan's names by :func:`autodist.tensorflow.strategies.start`;
 :func:`build_from_generator` by ``fit``. A patch whose touch is off where it runs is not applied
 (its probe warned once).
 
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from autodist.detection.model_info import keras_flavor_of, overrides
@@ -30,7 +31,7 @@ from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_every_replica
 __all__ = ["apply_workarounds", "build_from_generator", "steps_as_one_device"]
 
 #: The workarounds patched one by one (the trainer's go in together).
-_ONE_BY_ONE: dict[str, Callable[[], bool]] = {
+_ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "variable_aggregation": keras_variables.patch_variable_aggregation,
     "distributed_gradients": patch_distributed_gradients,
     "aggregating_variable_updates": keras_variables.patch_aggregating_variable_updates,
@@ -38,7 +39,7 @@ _ONE_BY_ONE: dict[str, Callable[[], bool]] = {
     "seed_state_aggregation": keras_variables.patch_seed_state_aggregation,
     "own_step_replica_mean": patch_own_steps,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed),
-}
+})
 
 
 def apply_workarounds(names: Iterable[str]) -> list[str]:

@@ -5,7 +5,7 @@ every entry point runs one sequence (detect, plan, start, train) whatever the ba
 - :class:`Backend`: the four things an entry point asks of a backend: act when the framework is
   imported, ``init`` (plan here, then start), the scope a custom loop runs in, and ``fit``.
 
-The TensorFlow side is :mod:`autodist.run.tf_backend`, the JAX side :mod:`autodist.jax.backend`;
+The TensorFlow side is :mod:`autodist.tensorflow.backend`, the JAX side :mod:`autodist.jax.backend`;
 :func:`autodist.entry.backends.backend_for` is the one place that chooses between them.
 
 Example:

@@ -1,11 +1,11 @@
 """Which ``fit`` calls save their state for a resume, and where: :func:`guard_for` arms the
-preemption guard (:mod:`autodist.jobs.preemption`) for one ``fit``, or says why not;
-:mod:`autodist.run.resume` trains the resumed ``fit``.
+preemption guard (:mod:`autodist.resume.preemption`) for one ``fit``, or says why not;
+:mod:`autodist.resume.resumed_fit` trains the resumed ``fit``.
 
 - A single-host run saves when given a folder (``backup_dir=``, ``AUTODIST_BACKUP_DIR``); every
   multi-worker run saves, one folder per worker.
 - In a Ray Train worker the saves travel in the checkpoints autodist reports to Ray
-  (:mod:`autodist.run.ray_reports`), where a worker group that Ray restarts finds them, and
+  (:mod:`autodist.ray.reports`), where a worker group that Ray restarts finds them, and
   SIGTERM is noticed where it arrives there: TensorFlow's own handler (multi-worker) or the
   interpreter's exit (docs/ray.md).
 - None with ``backup_dir=False``, the caller's own ``BackupAndRestore``, or parameter servers.
@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
-from autodist.jobs.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
-from autodist.jobs.preemption import Guard, guard
+from autodist.resume.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
+from autodist.resume.preemption import Guard, guard
+from autodist.resume.train_state import needed_for_resume
 from autodist.jobs.private import backup_folder, command_line, default_backup_root, digest, private_root
 from autodist.planning.plans import StrategyKind
-from autodist.run.ray_reports import RAY_SAVES_FOLDER, RaySaves, report_saves, saves_from_checkpoint
+from autodist.ray.reports import RAY_SAVES_FOLDER, RaySaves, report_saves, saves_from_checkpoint
 from autodist.settings import backup_dir_setting
 from autodist.upstream.surface import available
 
@@ -63,7 +64,7 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
     (``ray_checkpoints``: not when the caller opted out of them or reports with Ray's own
     callback, and then there is no guard); a worker group that Ray restarts takes them from
     ``ray.train.get_checkpoint()``. SIGTERM is noticed where it arrives in a Ray worker
-    (:class:`autodist.jobs.preemption.Guard`)."""
+    (:class:`autodist.resume.preemption.Guard`)."""
 
     fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
     cluster = the_plan.cluster
@@ -87,7 +88,7 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
         return None
     task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
     folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
-    ray_saves = RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}") if in_ray else None  # worker 0's, the same on every worker
+    ray_saves = RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}", needed_for_resume) if in_ray else None  # worker 0's, the same on every worker
     if ray_saves is not None:
         saves_from_checkpoint(ray_saves)  # a restarted worker group: the saves its predecessor reported
     if multi_worker:

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.upstream.tf_data import finite_cardinality, shuffles
-from autodist.jobs.preemption import Guard, restore_state
-from autodist.jobs.train_state import Save, clear, discard_after, readable, record, saves
+from autodist.resume.preemption import Guard, restore_state
+from autodist.resume.train_state import Save, clear, discard_after, readable, record, saves
 from autodist.log import warn_all
-from autodist.run.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
+from autodist.core.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
 
 __all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "restore_finished", "run_phases"]
 

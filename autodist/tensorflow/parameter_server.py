@@ -7,7 +7,7 @@ The same script runs on every task:
   chief never appears gives up after the peer timeout, with exit code 1;
 - on the chief, :func:`train` (what ``autodist.fit`` calls) checks the input and hands it to
   :func:`fit_keras3` (Keras 3 has no parameter-server ``fit``, keras#18624) or
-  :func:`fit_tf_keras`; the workers' input pipelines come from :mod:`autodist.run.ps_input`. Training is asynchronous: each step runs on one worker, against the
+  :func:`fit_tf_keras`; the workers' input pipelines come from :mod:`autodist.tensorflow.ps_input`. Training is asynchronous: each step runs on one worker, against the
   variables on the ps tasks, so one replica is in sync and the global batch is the step's batch.
 
 Worker failures are the coordinator's business: TensorFlow's ``ClusterCoordinator`` re-runs the
@@ -33,13 +33,13 @@ from autodist.detection.model_info import keras_flavor_of
 from autodist.errors import AutodistError, PeerError
 from autodist.jobs.heartbeat import beat
 from autodist.log import warn_all
-from autodist.run.batching import shared_shuffle_seed
-from autodist.run.callbacks import needs_each_step, uses_batch_hooks
-from autodist.run.inputs import batches_itself, pandas_to_numpy
-from autodist.run.ps_input import dataset_fn_for, gather, index_batches, steps_per_epoch, whole_arrays_fn
-from autodist.run.ps_input import first_batch as _first_batch
-from autodist.run.ps_input import pass_samples
-from autodist.run.ps_input import steps as _steps
+from autodist.core.batching import shared_shuffle_seed
+from autodist.core.callbacks import needs_each_step, uses_batch_hooks
+from autodist.core.inputs import batches_itself, pandas_to_numpy
+from autodist.tensorflow.ps_input import dataset_fn_for, gather, index_batches, steps_per_epoch, whole_arrays_fn
+from autodist.tensorflow.ps_input import first_batch as _first_batch
+from autodist.tensorflow.ps_input import pass_samples
+from autodist.tensorflow.ps_input import steps as _steps
 from autodist.upstream.keras_models import remote_value_finished, symbolic_build, takes_tensor_logs
 
 __all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "serve_if_this_task_serves", "steps_per_epoch", "train", "watch_chief"]

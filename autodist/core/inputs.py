@@ -1,7 +1,7 @@
 """The training input, made ready for the plan: batched to the global batch, sharded, and read
 the same way on every worker; and the warnings where an input cannot match ``model.fit``.
 
-Used by :func:`autodist.run.fit.fit_on_tensorflow`. Each step returns new values and changes nothing
+Used by :func:`autodist.tensorflow.fit.fit_on_tensorflow`. Each step returns new values and changes nothing
 it is given: :func:`prepare_input` returns a :class:`TrainingInput` with new ``fit`` keywords
 (``batch_size``, ``steps_per_epoch``, ``shuffle``, ``validation_data`` where it takes them over),
 as ``model.fit`` will read them.
@@ -25,7 +25,7 @@ from autodist.errors import BatchSizeError
 from autodist.log import get_logger
 from autodist.planning.global_batch import every_replica_fed
 from autodist.planning.plans import Plan, StrategyKind
-from autodist.run.batching import (
+from autodist.core.batching import (
     arrays_to_dataset,
     dataset_batch_size,
     dropped_samples,
@@ -153,7 +153,7 @@ def _fewer_samples_than_replicas(x: Any, y: Any, the_plan: Plan, fit_kwargs: Map
 
 def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]) -> TrainingInput:
     """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
-    (:func:`autodist.run.batching.arrays_to_dataset`); the new ``fit`` keywords lose what it took over."""
+    (:func:`autodist.core.batching.arrays_to_dataset`); the new ``fit`` keywords lose what it took over."""
     import tensorflow as tf
 
     batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
@@ -253,7 +253,7 @@ def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: Mapping[str, 
     """Multi-worker: a finite training dataset repeats, with ``steps_per_epoch`` one pass.
     Returns the dataset and the ``steps_per_epoch`` to set (``None``: leave it).
 
-    See :func:`autodist.run.batching.repeat_across_epochs`. Only under ``DATA`` sharding, where every
+    See :func:`autodist.core.batching.repeat_across_epochs`. Only under ``DATA`` sharding, where every
     worker steps through the global batches. A ``steps_per_epoch`` the caller gave is theirs: the
     dataset is then left as it is, and Keras's own rules apply.
     """

@@ -5,7 +5,7 @@ Below everything that acts on TensorFlow, so the strategy builder, the placement
 activation all read one record, and no module needs the activation itself to know what it did.
 
 Example:
-    >>> from autodist.run.record import runtime_started_message
+    >>> from autodist.tensorflow.activation_record import runtime_started_message
     >>> "import autodist" in runtime_started_message("MultiWorkerMirroredStrategy must exist")
     True
 """
@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any
 
 from autodist.settings import ACTIVATE_ENV
+from autodist.process import STATE
 
 __all__ = ["Activation", "current", "record", "runtime_started_message", "set_record"]
 
@@ -46,12 +47,9 @@ class Activation:
     shared: bool = False
 
 
-_STATE: dict[str, Activation] = {}
-
-
 def current() -> Activation | None:
     """What activation did in this process, or ``None`` when it has not run."""
-    return _STATE.get("done")
+    return STATE.activation
 
 
 def runtime_started_message(what: str) -> str:
@@ -80,11 +78,11 @@ def runtime_started_message(what: str) -> str:
 
 def set_record(outcome: Activation) -> Activation:
     """Record what the activation at import did (once per process)."""
-    _STATE["done"] = outcome
+    STATE.activation = outcome
     return outcome
 
 
 def record(**changes: Any) -> Activation:
     """Record what happened since (fields of :class:`Activation`); returns the record."""
-    _STATE["done"] = dataclasses.replace(_STATE["done"], **changes)
-    return _STATE["done"]
+    STATE.activation = dataclasses.replace(STATE.activation, **changes)
+    return STATE.activation

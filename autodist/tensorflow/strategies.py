@@ -8,7 +8,7 @@ Strategies are cached per configuration: a process gets one strategy object per 
 
 Example:
     >>> import autodist
-    >>> from autodist.run.strategies import build_strategy
+    >>> from autodist.tensorflow.strategies import build_strategy
     >>> p = autodist.plan(autodist.HardwareSnapshot.cpu_only(), batch_size=32)
     >>> type(build_strategy(p)).__name__
     '_DefaultDistributionStrategy'
@@ -23,9 +23,9 @@ from typing import Any
 
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
 from autodist.planning.plans import Plan, ScriptStrategy, StrategyKind
-from autodist.run.keras_patches import apply_workarounds
-from autodist.run.record import current as current_activation
-from autodist.run.record import runtime_started_message
+from autodist.tensorflow.keras_patches import apply_workarounds
+from autodist.tensorflow.activation_record import current as current_activation
+from autodist.tensorflow.activation_record import runtime_started_message
 from autodist.upstream.tf_runtime import (
     configure_coordination_service,
     default_strategy,
@@ -35,23 +35,22 @@ from autodist.upstream.tf_runtime import (
     strategy_workers,
 )
 from autodist.upstream.versions import check_versions, installed
+from autodist.process import STATE
 
 __all__ = ["build_strategy", "building", "start", "configure_cpu_devices", "describe_strategy", "is_autodists", "runtime_started", "strategy_key"]
 
-_STRATEGIES: dict[tuple[Any, ...], Any] = {}
-#: How many :func:`build_strategy` calls this thread is in. A strategy's constructor starts the
-#: runtime, which fires the activation's triggers: they must not build a second one.
-_BUILDING = threading.local()
 
 
 def building() -> bool:
     """Whether autodist is creating a strategy in this thread right now."""
-    return getattr(_BUILDING, "depth", 0) > 0
+    # How many :func:`build_strategy` calls this thread is in. A strategy's constructor starts the
+    # runtime, which fires the activation's triggers: they must not build a second one.
+    return STATE.per_thread("building_strategy") > 0
 
 
 def is_autodists(strategy: Any) -> bool:
     """Whether ``strategy`` is one autodist created (and not one the script created itself)."""
-    return any(strategy is ours for ours in _STRATEGIES.values())
+    return any(strategy is ours for ours in STATE.strategies.values())
 
 
 def configure_cpu_devices(num_devices: int) -> None:
@@ -102,31 +101,32 @@ def build_strategy(plan: Plan) -> Any:
     Raises:
         StrategyUnavailableError: for strategies this version of autodist cannot build yet.
         RuntimeAlreadyStartedError: when the runtime started before logical devices were set.
-        Exception: the error of building this same strategy at import (:mod:`autodist.run.activation`).
+        Exception: the error of building this same strategy at import (:mod:`autodist.tensorflow.current_strategy`).
     """
     import tensorflow  # noqa: F401  (first import: the activation at import runs before the lookup below)
 
     key = strategy_key(plan)
-    if key in _STRATEGIES:
-        return _STRATEGIES[key]
+    if key in STATE.strategies:
+        return STATE.strategies[key]
     done = current_activation()
     if done is not None and done.error is not None and done.failed_key == key:
         raise done.error  # building it at import failed; trying again would wait (or fail) again
     if plan.num_cpu_devices > 1:
         configure_cpu_devices(plan.num_cpu_devices)
-    _BUILDING.depth = getattr(_BUILDING, "depth", 0) + 1
+    STATE.thread.building_strategy = STATE.per_thread("building_strategy") + 1
     try:
         strategy = _create(plan)
     finally:
-        _BUILDING.depth -= 1
-    _STRATEGIES[key] = strategy
+        STATE.thread.building_strategy -= 1
+    STATE.strategies[key] = strategy
     return strategy
 
 
-def start(plan: Plan) -> Any:
+def start(plan: Plan, *, workarounds: bool = True) -> Any:
     """Build the plan's strategy and apply the plan's Keras workarounds: the one act step that
     the activation at import, ``init``, ``@distributed``, ``fit`` and tuning all take on
-    TensorFlow (both are cached and idempotent, so a second call costs nothing).
+    TensorFlow (both are cached and idempotent, so a second call costs nothing). ``fit`` applies
+    the workarounds itself, once its model's are known (``workarounds=False``).
 
     Raises:
         UnsupportedVersionError: TensorFlow, Keras or tf_keras is older than autodist supports.
@@ -138,7 +138,8 @@ def start(plan: Plan) -> Any:
     """
     check_versions(installed())  # an older TensorFlow or Keras than supported: refused, with the fix
     strategy = build_strategy(plan)
-    apply_workarounds(plan.keras_workarounds)
+    if workarounds:
+        apply_workarounds(plan.keras_workarounds)
     return strategy
 
 
@@ -147,7 +148,7 @@ def _create(plan: Plan) -> Any:
 
     kind = plan.strategy
     if kind == StrategyKind.MULTI_WORKER_MIRRORED:
-        existing = [s for k, s in _STRATEGIES.items() if k[0] == StrategyKind.MULTI_WORKER_MIRRORED]
+        existing = [s for k, s in STATE.strategies.items() if k[0] == StrategyKind.MULTI_WORKER_MIRRORED]
         if existing:  # collectives are configured once per process: one MultiWorkerMirrored
             return existing[0]
     if kind == StrategyKind.DEFAULT:
@@ -225,7 +226,7 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
 
 def _parameter_server(plan: Plan) -> Any:
     """ParameterServerStrategy, on the chief (worker and ps tasks serve instead: see
-    :func:`autodist.run.parameter_server.serve_if_this_task_serves`)."""
+    :func:`autodist.tensorflow.parameter_server.serve_if_this_task_serves`)."""
     import tensorflow as tf
 
     cluster = plan.cluster
@@ -235,7 +236,7 @@ def _parameter_server(plan: Plan) -> Any:
             f"This process is {cluster.task_type} {cluster.task_index} of a parameter-server cluster "
             f"({cluster.source}): it serves variables or steps, and only the chief creates the "
             "strategy. Expected autodist.fit, autodist.init or @autodist.distributed here, which "
-            "serve until the chief is done; or call autodist.run.parameter_server.serve_if_this_task_serves(plan)."
+            "serve until the chief is done; or call autodist.tensorflow.parameter_server.serve_if_this_task_serves(plan)."
         )
     if runtime_started():
         raise RuntimeAlreadyStartedError(

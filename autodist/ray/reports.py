@@ -5,7 +5,7 @@ own ``ReportCheckpointCallback`` does. ``autodist.fit(..., ray_report=False)`` a
 ``ray_checkpoint=False`` opt out (docs/ray.md). Ray is imported here only inside a Ray Train
 worker, where it is imported already.
 
-autodist's own saves (:mod:`autodist.run.backups`) travel in the same checkpoints: worker 0
+autodist's own saves (:mod:`autodist.resume.guard`) travel in the same checkpoints: worker 0
 adds its newest save under ``autodist/fit-<n>/`` (the same on every worker), at each epoch's end
 but the fit's last and, on preemption, at the step every worker saved after
 (:func:`report_saves`). A worker group that Ray restarts finds them in
@@ -24,12 +24,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.jobs.private import private_folder, private_root, release_private_root
-from autodist.jobs.train_state import saves
+from autodist.process import STATE
 
 __all__ = ["RAY_MODEL_FILE", "RAY_SAVES_FOLDER", "RAY_STATE_FILE", "RaySaves", "ray_reporter", "report_saves", "saves_from_checkpoint"]
 
@@ -42,30 +42,23 @@ RAY_SAVES_FOLDER = "autodist"
 
 
 class RaySaves:
-    """Where this worker's saves of one ``fit`` are (``folder``, on this machine) and where they go
-    in a Ray checkpoint (``inside``: ``autodist/fit-<n>``)."""
+    """Where this worker's saves of one ``fit`` are (``folder``, on this machine), where they go
+    in a Ray checkpoint (``inside``: ``autodist/fit-<n>``), and which of them travel (``travelling``:
+    the save names a resume needs, :func:`autodist.resume.train_state.needed_for_resume`)."""
 
-    def __init__(self, folder: str, inside: str):
-        self.folder, self.inside = folder, inside
+    def __init__(self, folder: str, inside: str, travelling: Callable[[str], set[str]]):
+        self.folder, self.inside, self.travelling = folder, inside, travelling
 
     def copy_into(self, checkpoint_folder: str) -> None:
-        """The newest save's files and, when that is a step's, the newest epoch save's (an input
-        that cannot skip batches resumes at its epoch's start)."""
-        found = saves(self.folder) if os.path.isdir(self.folder) else []
-        if not found:
+        """The files of the saves a resume needs, into the checkpoint's ``inside`` folder."""
+        names = self.travelling(self.folder) if os.path.isdir(self.folder) else set()
+        if not names:
             return
-        names = {found[-1].name} | {next((s.name for s in reversed(found) if s.kind == "epoch"), found[-1].name)}
         target = os.path.join(checkpoint_folder, self.inside)
         os.makedirs(target, exist_ok=True)
         for name in os.listdir(self.folder):
             if os.path.splitext(name)[0] in names:
                 shutil.copy2(os.path.join(self.folder, name), target)
-
-
-#: The checkpoint this process started with (``ray.train.get_checkpoint()`` at its first ``fit``):
-#: each ``fit`` of a restarted loop takes its saves from it, not from what an earlier ``fit`` of the
-#: same start has reported since.
-_STARTED_WITH: list[Any] = []
 
 
 def saves_from_checkpoint(saves: RaySaves) -> bool:
@@ -74,9 +67,11 @@ def saves_from_checkpoint(saves: RaySaves) -> bool:
     it holds none of them."""
     import ray.train  # imported already: this process is a Ray Train worker
 
-    if not _STARTED_WITH:
-        _STARTED_WITH.append(ray.train.get_checkpoint())
-    checkpoint = _STARTED_WITH[0]
+    # The checkpoint this process started with, read at its first ``fit``: each ``fit`` of a
+    # restarted loop takes its saves from it, not from what an earlier one has reported since.
+    if STATE.ray_started_with is None:
+        STATE.ray_started_with = (ray.train.get_checkpoint(),)
+    checkpoint = STATE.ray_started_with[0]
     if checkpoint is None:
         return False
     with checkpoint.as_directory() as found:

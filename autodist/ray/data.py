@@ -17,14 +17,12 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from autodist.detection.ray_train import is_data_iterator
 from autodist.errors import AutodistError
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
-from autodist.run.backend import FitCall
 
 __all__ = ["feature_columns", "from_ray_data", "label_columns"]
 
@@ -60,22 +58,23 @@ def feature_columns(labels: Sequence[str], columns: Sequence[str]) -> list[str]:
     return features
 
 
-def from_ray_data(call: FitCall) -> FitCall:
-    """The call with a Ray Data shard as ``x`` turned into this worker's ``tf.data.Dataset``
-    (see the module's docstring); any other call as it is."""
-    if not is_data_iterator(call.x):
-        return call
-    schema = call.x.schema()
+def from_ray_data(x: Any, y: Any, requested_batch: int | None) -> tuple[Any, int] | None:
+    """A Ray Data shard as ``x``, with ``y`` its label column(s), as this worker's
+    ``tf.data.Dataset`` and its global batch (``requested_batch``, or Keras's default): see the
+    module's docstring. ``None`` for any other ``x``."""
+    if not is_data_iterator(x):
+        return None
+    schema = x.schema()
     columns = list(schema.names) if schema is not None else []
-    labels = label_columns(call.y, columns)
+    labels = label_columns(y, columns)
     features = feature_columns(labels, columns)
-    batch = call.requested_batch or KERAS_DEFAULT_BATCH_SIZE
-    dataset = call.x.to_tf(
+    batch = requested_batch or KERAS_DEFAULT_BATCH_SIZE
+    dataset = x.to_tf(
         feature_columns=features[0] if len(features) == 1 else features,
         label_columns=labels[0] if len(labels) == 1 else labels,
         batch_size=batch,
     )
-    return dataclasses.replace(call, x=dataset, y=None, batch_size=batch, requested_batch=batch)
+    return dataset, batch
 
 
 def _short(value: Any) -> str:

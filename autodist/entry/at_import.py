@@ -1,8 +1,8 @@
 """The import hook: what ``import autodist`` arranges, and nothing else.
 
 ``import autodist`` imports neither TensorFlow nor JAX. It asks the chosen backend to act once
-its framework is imported (:meth:`autodist.run.backend.Backend.at_import`): on TensorFlow, the
-strategy made current before the script builds anything (:mod:`autodist.run.activation`); on JAX
+its framework is imported (:meth:`autodist.core.fit_call.Backend.at_import`): on TensorFlow, the
+strategy made current before the script builds anything (:mod:`autodist.tensorflow.current_strategy`); on JAX
 in a cluster, the processes joined before JAX computes anything.
 
 Example:
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autodist.entry.backends import backend_for
-from autodist.run.import_watch import unwatch_all
+from autodist.core.framework_import import unwatch_all
 
 __all__ = ["install", "uninstall"]
 

@@ -15,7 +15,7 @@ callbacks need their batch hooks run at every step.
   file system, as tf_keras requires).
 
 Example:
-    >>> from autodist.run.callbacks import needs_each_step
+    >>> from autodist.core.callbacks import needs_each_step
     >>> needs_each_step(object())  # not a Keras callback: no batch hooks to run
     False
 """
@@ -32,7 +32,7 @@ from typing import Any
 from autodist.detection.cluster import ClusterInfo
 from autodist.jobs.heartbeat import heartbeat
 from autodist.jobs.private import backup_folder, default_backup_root, private_root, release_private_root
-from autodist.run.ray_reports import ray_reporter
+from autodist.ray.reports import ray_reporter
 from autodist.upstream.keras_models import backup_paths_under, profiles_batches
 
 __all__ = ["BATCH_HOOKS", "ChiefDuties", "FILE_ATTRIBUTES", "final_callbacks", "needs_each_step", "ray_reports_itself", "uses_batch_hooks"]

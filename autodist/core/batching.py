@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from autodist.errors import BatchSizeError
@@ -37,6 +36,7 @@ from autodist.upstream.tf_data import (
     variable_length_parts,
 )
 from autodist.upstream.tf_runtime import global_seed
+from autodist.process import STATE
 
 __all__ = [
     "KERAS_DEFAULT_BATCH_SIZE",
@@ -229,9 +229,6 @@ def _epoch_batches(num_samples: int, batch_size: int, *, drop_remainder: bool, s
     return tf.data.Dataset.counter().flat_map(one_epoch).apply(endless)
 
 
-_DRAWS = itertools.count()
-
-
 def shared_shuffle_seed(strategy: Any = None) -> int:
     """A shuffle seed every worker agrees on: the first replica's draw, shared by one all-reduce.
 
@@ -252,7 +249,7 @@ def shared_shuffle_seed(strategy: Any = None) -> int:
 
     import tensorflow as tf
 
-    seed, draw = global_seed(), next(_DRAWS)  # each fit of a run draws anew
+    seed, draw = global_seed(), next(STATE.shuffle_draws)  # each fit of a run draws anew
     mine = 1 + (secrets.randbits(30) if seed is None else (int(seed) * 2654435761 + draw * 40503) % (2**30))
     if strategy is None:
         return mine

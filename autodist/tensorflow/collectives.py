@@ -7,7 +7,7 @@ waits for workers that never join; TensorFlow then aborts it with an internal me
 ops is aborted by: ... tasks are unhealthy", once the others have exited, or "Collective instance
 ... expected type ..." when they ran other work). :func:`collective_mismatch` turns it into a
 :class:`~autodist.errors.CollectiveMismatchError` that names the likely cause and the fix
-(``autodist.local()``, :func:`autodist.run.activation.local`). The activation gives it to
+(``autodist.local()``, :func:`autodist.tensorflow.current_strategy.local`). The activation gives it to
 variable creation under autodist's multi-worker strategy, and ``autodist.fit`` to what it raises.
 
 Example:
@@ -22,7 +22,7 @@ import sys
 
 from autodist.errors import CollectiveMismatchError
 from autodist.planning.plans import StrategyKind
-from autodist.run.record import current
+from autodist.tensorflow.activation_record import current
 
 __all__ = ["MARKERS", "collective_mismatch"]
 

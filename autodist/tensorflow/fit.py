@@ -1,13 +1,15 @@
 """``autodist.fit`` on TensorFlow: ``model.fit`` under the strategy autodist chose, from plan to History.
 
-One flow, each step in its own module: the frozen :class:`~autodist.run.backend.FitCall` → plan
-(:func:`autodist.planning.here.plan_here`; planned again only on a TPU, with the real core count,
-and for a model built from a function, for its compile settings) → build the strategy and apply
-the plan's Keras workarounds (:func:`autodist.run.strategies.start`, before anything else touches the
-runtime) → the model that trains (:mod:`autodist.run.placement`) → the input, ready for the plan
-(:mod:`autodist.run.inputs`) → ``fit`` inside the scope with the plan's compile settings
-(:mod:`autodist.run.compile_settings`) and the chief's duties (:mod:`autodist.run.callbacks`), or the
-parameter-server loop (:mod:`autodist.run.parameter_server`) → the trained state copied back into the
+One flow, each step in its own module: the frozen :class:`~autodist.core.fit_call.FitCall` → the
+strategy's plan (:func:`autodist.core.detect_and_plan.plan_here`; a TPU's with its real core count)
+and the strategy built (:func:`autodist.tensorflow.strategies.start`, before anything else touches
+the runtime) → the plan's Keras workarounds, applied once, before the model is built → the model
+that trains (:mod:`autodist.tensorflow.placement`) → the final plan, frozen: the one step where
+the model changes it (a model built from a function: its flavor and compile settings; a
+multi-worker job: the communication check), each change with its reason → the input, ready for the plan
+(:mod:`autodist.core.inputs`) → ``fit`` inside the scope with the plan's compile settings
+(:mod:`autodist.core.compile_settings`) and the chief's duties (:mod:`autodist.core.callbacks`), or the
+parameter-server loop (:mod:`autodist.tensorflow.parameter_server`) → the trained state copied back into the
 caller's model. Each step returns new values: the caller's ``fit`` keywords are never changed;
 what ``model.fit`` itself would change (the model's weights, a generator it reads, a compile
 setting the strategy cannot run with) changes as it would.
@@ -27,27 +29,27 @@ from autodist.detection.hardware import detect, package_version
 from autodist.detection.model_info import describe_model, keras_flavor_of, keras_module
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, warn_all
-from autodist.planning.choosers import FitFacts, choose_workarounds
-from autodist.planning.here import plan_here
-from autodist.planning.planner import plan_for_built_model
+from autodist.planning.choosers import FitFacts
+from autodist.core.detect_and_plan import plan_here
+from autodist.planning.planner import plan_for_built_model, workarounds_before_building
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.planning.tune_rules import TUNE
-from autodist.run import parameter_server
-from autodist.run.activation import complete as complete_activation
-from autodist.run.backend import FitCall
-from autodist.run.batching import own_shard, shared_shuffle_seed
-from autodist.run.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
-from autodist.run.comm_check import check_communication
-from autodist.run.compile_settings import apply_compile_settings, mixed_precision_while_building
-from autodist.run.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
-from autodist.run.keras_patches import apply_workarounds, build_from_generator, steps_as_one_device
-from autodist.run.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
-from autodist.run.ray_data import from_ray_data
-from autodist.run.record import current as current_activation
-from autodist.run.backups import guard_for, ray_owns_backups
-from autodist.run.resume import fit_resuming
-from autodist.run.strategies import describe_strategy, start
-from autodist.run.tuning import tuned_plan
+from autodist.tensorflow import parameter_server
+from autodist.tensorflow.current_strategy import complete as complete_activation
+from autodist.core.fit_call import FitCall
+from autodist.core.batching import own_shard, shared_shuffle_seed
+from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
+from autodist.tensorflow.comm_check import check_communication
+from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
+from autodist.core.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
+from autodist.tensorflow.keras_patches import apply_workarounds, build_from_generator, steps_as_one_device
+from autodist.tensorflow.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
+from autodist.ray.data import from_ray_data
+from autodist.tensorflow.activation_record import current as current_activation
+from autodist.resume.guard import guard_for, ray_owns_backups
+from autodist.resume.resumed_fit import fit_resuming
+from autodist.tensorflow.strategies import describe_strategy, start
+from autodist.tensorflow.tuning import tuned_plan
 from autodist.settings import strategy_setting
 from autodist.upstream.tf_runtime import global_seed
 
@@ -57,25 +59,20 @@ __all__ = ["fit_on_tensorflow"]
 def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     """``autodist.fit`` on TensorFlow, for the frozen call: plan, build the strategy and apply
     the plan's Keras workarounds, place the model, make the input ready, train, copy back."""
-    call = from_ray_data(call)  # a Ray Data shard: this worker's tf.data.Dataset
-    model, x, mixed_precision = call.model, call.x, call.mixed_precision
+    shard = from_ray_data(call.x, call.y, call.requested_batch)
+    if shard is not None:  # a Ray Data shard: this worker's tf.data.Dataset, with the global batch
+        call = dataclasses.replace(call, x=shard[0], y=None, batch_size=shard[1], requested_batch=shard[1])
+    model, x = call.model, call.x
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)
-    the_plan, distribution = _plan_and_build(call, facts)
-    if call.builder is not None and the_plan.keras_flavor == "tf_keras":
-        # TF_USE_LEGACY_KERAS=1 (Ray Train sets it) says tf_keras, and a builder may build with
-        # Keras 3 all the same: Keras 3's creation-time workarounds (BatchNormalization's
-        # statistics, random layers' seeds) must be in before it builds. They touch Keras 3 only.
-        apply_workarounds(choose_workarounds(the_plan.strategy, "keras3", package_version("keras"), environ).value)
-    with mixed_precision_while_building(mixed_precision, call.builder, the_plan) as precision_warnings:
+    strategy_plan, distribution = _plan_and_build(call, facts)
+    apply_workarounds(workarounds_before_building(strategy_plan, call.builder is not None, package_version("keras"), environ))
+    with mixed_precision_while_building(call.mixed_precision, call.builder, strategy_plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name
-        placed = place_model(model, call.builder, x, the_plan, distribution, move=move_into_scope)
-    if call.builder is not None:
-        the_plan = plan_for_built_model(the_plan, describe_model(placed.trained), environ, facts)
-        apply_workarounds(the_plan.keras_workarounds)  # the built model's flavor decides them
+        placed = place_model(model, call.builder, x, strategy_plan, distribution, move=move_into_scope)
+    the_plan = _final_plan(strategy_plan, call, placed, distribution, environ, facts)  # frozen from here
     x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
     steps_as_one_device(placed.trained, the_plan)
-    the_plan = check_communication(placed.trained, distribution, the_plan)  # multi-worker only: warns when workers cannot pay off
     get_logger().info(the_plan.summary(include_warnings=False))
     warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs))
     with _copy_back_on_interrupt(model, placed):
@@ -94,27 +91,37 @@ def _fit_facts(call: FitCall) -> FitFacts:
 
 
 def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
-    """Plan, serve (parameter-server worker and ps tasks end here), build the strategy; on a
-    TPU, plan the batch again with the real number of cores once connected. A model built in
-    the scope of a strategy the script created itself keeps that strategy."""
+    """The strategy's plan and the strategy: planned, served (parameter-server worker and ps
+    tasks end here), tuned where asked, built; on a TPU, the batch planned again with the real
+    number of cores once connected. A model built in the scope of a strategy the script created
+    itself keeps that strategy. The Keras workarounds are not applied here (the caller applies
+    them once)."""
     own = _scripts_own_strategy(call)
     if own is not None:
-        the_plan = _plan_for(call, facts, kept=describe_strategy(own))
-        apply_workarounds(the_plan.keras_workarounds)
-        _refuse_evaluator(the_plan)
-        return the_plan, own
-    the_plan = _plan_for(call, facts)
-    parameter_server.serve_if_this_task_serves(the_plan)
-    if strategy_setting(os.environ, call.strategy) == TUNE:
-        the_plan = _tuned(call, facts, the_plan)
-    distribution = start(the_plan)
+        kept = _plan_for(call, facts, kept=describe_strategy(own))
+        _refuse_evaluator(kept)
+        return kept, own
+    auto = _plan_for(call, facts)
+    parameter_server.serve_if_this_task_serves(auto)
+    chosen = _tuned(call, facts, auto) if strategy_setting(os.environ, call.strategy) == TUNE else auto
+    distribution = start(chosen, workarounds=False)
     done = current_activation()
-    if done is not None and done.shared and distribution is done.strategy:
-        the_plan = dataclasses.replace(the_plan, reasons=the_plan.reasons + (_SHARED,))
-    if the_plan.strategy == StrategyKind.TPU and distribution.num_replicas_in_sync != the_plan.num_replicas:
-        the_plan = _plan_for(call, facts, tpu_cores=int(distribution.num_replicas_in_sync))
-    _refuse_evaluator(the_plan)
-    return the_plan, distribution
+    shared = done is not None and done.shared and distribution is done.strategy
+    cores = int(distribution.num_replicas_in_sync) if chosen.strategy == StrategyKind.TPU else chosen.num_replicas
+    built = _plan_for(call, facts, tpu_cores=cores) if cores != chosen.num_replicas else chosen
+    final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
+    _refuse_evaluator(final)
+    return final, distribution
+
+
+def _final_plan(strategy_plan: Plan, call: FitCall, placed: Placed, distribution: Any, environ: Mapping[str, str], facts: FitFacts) -> Plan:
+    """The plan ``fit`` trains on, frozen: the strategy's plan, and what the model changes in it,
+    each with its reason: a model built from a function (its Keras flavor, workarounds and
+    compile settings, known once it is built; the workarounds it needs are among those applied
+    before building) and, on a multi-worker job, the communication check (it warns when the
+    workers cannot pay off)."""
+    built = plan_for_built_model(strategy_plan, describe_model(placed.trained), environ, facts) if call.builder is not None else strategy_plan
+    return check_communication(placed.trained, distribution, built)
 
 
 _SHARED = (
@@ -133,7 +140,7 @@ def _scripts_own_strategy(call: FitCall) -> Any:
 
 def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
     """``strategy="tune"``: the fastest candidate plan, timed on copies of the model
-    (:mod:`autodist.run.tuning`)."""
+    (:mod:`autodist.tensorflow.tuning`)."""
     snapshot = detect()
 
     def plan_for(kind: str) -> Plan:
@@ -186,7 +193,7 @@ def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingIn
 def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
     """The History of ``fit`` in the scope, with the chief's duties, the plan's compile
     settings (``steps_per_execution`` given back after, whatever happens) and, with a backup
-    folder, preemption saves and a resume at the saved step (:mod:`autodist.jobs.preemption`)."""
+    folder, preemption saves and a resume at the saved step (:mod:`autodist.resume.preemption`)."""
     import tensorflow as tf
 
     trained = placed.trained

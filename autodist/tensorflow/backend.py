@@ -1,12 +1,12 @@
-"""The TensorFlow side of the backend seam (:class:`autodist.run.backend.Backend`): ``tf.distribute``.
+"""The TensorFlow side of the backend seam (:class:`autodist.core.fit_call.Backend`): ``tf.distribute``.
 
 - at import: once TensorFlow is imported, split the CPU, plan, and make the strategy current at
-  the first trigger (:mod:`autodist.run.activation`);
+  the first trigger (:mod:`autodist.tensorflow.current_strategy`);
 - ``init``: plan here, serve (parameter-server ``worker``/``ps`` tasks end there), build the
-  strategy and apply the Keras workarounds (:func:`autodist.run.strategies.start`);
+  strategy and apply the Keras workarounds (:func:`autodist.tensorflow.strategies.start`);
 - the scope: the strategy's own;
-- ``fit``: :func:`autodist.run.fit.fit_on_tensorflow`, with the workers' collective ops that did
-  not match said as a ``CollectiveMismatchError`` (:mod:`autodist.run.collectives`).
+- ``fit``: :func:`autodist.tensorflow.fit.fit_on_tensorflow`, with the workers' collective ops that did
+  not match said as a ``CollectiveMismatchError`` (:mod:`autodist.tensorflow.collectives`).
 
 ``import autodist`` loads this module to install the hook, and nothing else of the TensorFlow
 side: each step imports its modules when it runs (the one reason for imports inside functions
@@ -24,8 +24,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from autodist.planning.plans import Plan
-from autodist.run.backend import FitCall
-from autodist.run.import_watch import when_imported
+from autodist.core.fit_call import FitCall
+from autodist.core.framework_import import when_imported
 
 __all__ = ["TENSORFLOW", "TensorFlowBackend"]
 
@@ -42,10 +42,10 @@ class TensorFlowBackend:
         when_imported(WATCHED, "tensorflow", lambda: _activate(environ))
 
     def init(self, environ: Mapping[str, str], *, make_global: bool = True, **plan_kwargs: Any) -> tuple[Plan, Any]:
-        from autodist.planning.here import plan_here
-        from autodist.run.activation import complete, keep_current
-        from autodist.run.parameter_server import serve_if_this_task_serves
-        from autodist.run.strategies import start
+        from autodist.core.detect_and_plan import plan_here
+        from autodist.tensorflow.current_strategy import complete, keep_current
+        from autodist.tensorflow.parameter_server import serve_if_this_task_serves
+        from autodist.tensorflow.strategies import start
 
         complete()  # the strategy made current at import, if it is still pending
         if make_global:
@@ -61,8 +61,8 @@ class TensorFlowBackend:
         """``fit_on_tensorflow``; the workers' collective ops not matching (work on one worker
         only, such as ``autodist.fit`` on the chief alone) raised as a ``CollectiveMismatchError``
         that says so, with TensorFlow's error as its cause."""
-        from autodist.run.collectives import collective_mismatch
-        from autodist.run.fit import fit_on_tensorflow
+        from autodist.tensorflow.collectives import collective_mismatch
+        from autodist.tensorflow.fit import fit_on_tensorflow
 
         try:
             return fit_on_tensorflow(call, environ)
@@ -74,7 +74,7 @@ class TensorFlowBackend:
 
 
 def _activate(environ: Mapping[str, str]) -> None:
-    from autodist.run.activation import activate
+    from autodist.tensorflow.current_strategy import activate
 
     activate(environ)
 

@@ -1,7 +1,7 @@
 """Preemption without lost steps: on SIGTERM a training task finishes its step, saves its whole
-state with the step within the epoch (:mod:`autodist.jobs.train_state`), and exits with
+state with the step within the epoch (:mod:`autodist.resume.train_state`), and exits with
 :data:`PREEMPTED_EXIT_CODE`. The next start (the launcher's restart, or the cluster manager's)
-resumes at that step (:mod:`autodist.run.resume`).
+resumes at that step (:mod:`autodist.resume.resumed_fit`).
 
 Spot VMs, Kubernetes evictions and SLURM's ``--signal`` send SIGTERM with a grace period. While
 ``autodist.fit`` trains with a backup folder (every multi-worker run; a single-host run given
@@ -10,10 +10,10 @@ the :func:`guard` callback acts on it after the step that is running:
 
 - one process: it saves right after that step;
 - ``MultiWorkerMirroredStrategy``: every worker saves after the *same* step, the one they agree
-  on (:mod:`autodist.jobs.agreement`); when a worker does not answer, none saves a step, and every
+  on (:mod:`autodist.resume.agreement`); when a worker does not answer, none saves a step, and every
   worker that heard the decision exits, naming the one that did not answer.
 
-The callbacks' own state (``EarlyStopping``'s patience, ...: :mod:`autodist.jobs.callback_state`) and
+The callbacks' own state (``EarlyStopping``'s patience, ...: :mod:`autodist.resume.callback_state`) and
 the seed of autodist's epoch orders go into every save.
 
 Each epoch's end saves too (without the metrics), so a task that dies without warning resumes
@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.errors import AutodistError
-from autodist.jobs import callback_state, train_state
-from autodist.jobs.agreement import watch_tf_notice
+from autodist.resume import callback_state, train_state
+from autodist.resume.agreement import watch_tf_notice
 from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
 from autodist.jobs.private import release_private_root
-from autodist.jobs.train_state import Position, Save
+from autodist.resume.train_state import Position, Save
 from autodist.log import get_logger
 from autodist.upstream.keras_models import SupportsTensorLogs
 
@@ -98,7 +98,7 @@ class Guard:
         the training thread goes on while exit handlers run; not for a ``staging`` folder, which
         the exit would lose), or, in a multi-worker job
         (``tf_task``), TensorFlow's own handler, which names the task in the coordination
-        service (:func:`autodist.jobs.agreement.watch_tf_notice` sets the flag)."""
+        service (:func:`autodist.resume.agreement.watch_tf_notice` sets the flag)."""
         if self.notice_at_exit:
             if not self.staging:  # a folder that outlives the process: worth holding the exit for
                 atexit.register(self._at_exit)

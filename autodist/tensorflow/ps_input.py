@@ -1,7 +1,7 @@
 """The input of parameter-server training: one pipeline per worker, rebuilt there from arrays or
 from the dataset's graph, and the chief's batches of sample indices.
 
-Used by :mod:`autodist.run.parameter_server` on the chief. The workers run the functions made here,
+Used by :mod:`autodist.tensorflow.parameter_server` on the chief. The workers run the functions made here,
 so they capture no state of the chief's (the dataset travels as its serialised graph).
 
 Example:

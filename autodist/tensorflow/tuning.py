@@ -53,11 +53,11 @@ from autodist.planning.tune_rules import (
     untimed_reason,
     within_budget,
 )
-from autodist.run.batching import dataset_batch_size, prepare_dataset
-from autodist.run.compile_settings import apply_compile_settings
-from autodist.run.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, training_samples
-from autodist.run.placement import build_in_scope, move_into_scope
-from autodist.run.strategies import start
+from autodist.core.batching import dataset_batch_size, prepare_dataset
+from autodist.core.compile_settings import apply_compile_settings
+from autodist.core.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, training_samples
+from autodist.tensorflow.placement import build_in_scope, move_into_scope
+from autodist.tensorflow.strategies import start
 from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
 
 __all__ = ["TIMED_STEPS", "describe", "tuned_plan"]

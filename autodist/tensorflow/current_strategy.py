@@ -27,10 +27,10 @@ configured only once per process; it then steps aside as for any strategy of the
 what the script creates outside its ``with strategy.scope():`` (the chief's evaluation of a
 saved model) is created as without autodist, with no collective. Where autodist's strategy is
 the only one, :func:`local` is a block in which it is not current, for such work. What happened
-is kept in :mod:`autodist.run.record`.
+is kept in :mod:`autodist.tensorflow.activation_record`.
 
 Example:
-    >>> from autodist.run.activation import local, step_aside
+    >>> from autodist.tensorflow.current_strategy import local, step_aside
     >>> step_aside()  # nothing was activated in this process: nothing to step aside from
     False
     >>> with local():  # nor anything to set aside
@@ -48,11 +48,11 @@ from typing import Any
 from autodist.detection.hardware import num_cpus
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
-from autodist.planning.here import plan_here
+from autodist.core.detect_and_plan import plan_here
 from autodist.planning.plans import StrategyKind
-from autodist.run.collectives import collective_mismatch
-from autodist.run.record import Activation, current, record, set_record
-from autodist.run.strategies import (
+from autodist.tensorflow.collectives import collective_mismatch
+from autodist.tensorflow.activation_record import Activation, current, record, set_record
+from autodist.tensorflow.strategies import (
     building,
     check_same_cluster,
     configure_cpu_devices,
@@ -73,6 +73,7 @@ from autodist.upstream.tf_hooks import (
     watch_strategy_construction,
 )
 from autodist.upstream.versions import check_versions, installed
+from autodist.process import STATE
 
 __all__ = ["ASSUMED_FITS", "activate", "complete", "keep_current", "local", "on_script_strategy", "shared_multi_worker", "step_aside"]
 
@@ -93,10 +94,6 @@ OUTSIDE_MAIN_THREAD = (
     "in autodist.fit (a function), in its scope (autodist.init()), or in your own strategy's scope"
 )
 
-_MAIN: list[int | None] = [None]
-_BUSY = threading.Lock()
-#: ``autodist.init()`` was called: the script asked for autodist's strategy itself (:func:`keep_current`).
-_ASKED_FOR = [False]
 
 
 def _makes_current(the_plan: Any) -> bool:
@@ -136,8 +133,8 @@ def activate(environ: Mapping[str, str]) -> Activation:
         # Current only where the process's main thread activated: a strategy set current in another
         # thread (Ray Train runs the loop in one) leaves its scope open, to be closed at exit in the
         # main thread, where TensorFlow's thread-local creator stack does not exist.
-        _MAIN[0] = threading.get_ident() if threading.current_thread() is threading.main_thread() else None
-        hook_triggers(_TRIGGERS, complete, _complete_then_count)
+        STATE.main_thread = threading.get_ident() if threading.current_thread() is threading.main_thread() else None
+        hook_triggers(_triggers(), complete, _complete_then_count)
         watch_strategy_construction(_on_constructed, shared_multi_worker, building)
     return outcome
 
@@ -172,7 +169,7 @@ def complete() -> None:
             once; ``fit`` raises it again rather than trying a second time.
     """
     done = current()
-    if done is None or not done.pending or building() or not _BUSY.acquire(blocking=False):
+    if done is None or not done.pending or building() or not STATE.activating.acquire(blocking=False):
         return  # building(): autodist is creating a strategy, whose constructor fired a trigger
     try:
         import tensorflow as tf
@@ -182,27 +179,27 @@ def complete() -> None:
                 strategy = start(done.plan)
             except Exception as err:
                 record(pending=False, error=err, failed_key=strategy_key(done.plan))
-                _TRIGGERS.remove()
+                _triggers().remove()
                 raise
             done = record(strategy=strategy)
             if done.plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED:
                 translate_creation_errors(strategy, _mismatch_at_creation)
-        if _MAIN[0] is None:  # activated outside the main thread: created, never made current
+        if STATE.main_thread is None:  # activated outside the main thread: created, never made current
             record(pending=False)
-            _TRIGGERS.remove()
+            _triggers().remove()
             get_logger().info(OUTSIDE_MAIN_THREAD, done.plan.strategy.value)
             return
-        if threading.get_ident() != _MAIN[0] or tf.inside_function() or tf.distribute.has_strategy() or not current().pending:  # type: ignore[union-attr]
+        if threading.get_ident() != STATE.main_thread or tf.inside_function() or tf.distribute.has_strategy() or not current().pending:  # type: ignore[union-attr]
             return  # made current at a later trigger: not inside a scope, nor while a function is traced
         tf_scopes.install(done.strategy)
         tf.distribute.experimental_set_strategy(done.strategy)
         record(pending=False)
-        _TRIGGERS.remove()
-        if not _UNUSED.used:
-            hook_variable_creation(_UNUSED.hooks, _UNUSED.before)
+        _triggers().remove()
+        if not STATE.first_variable_ours:
+            hook_variable_creation(_variable_watch(), _count_variable)
         get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
     finally:
-        _BUSY.release()
+        STATE.activating.release()
 
 
 def _mismatch_at_creation(err: BaseException) -> BaseException | None:
@@ -215,50 +212,54 @@ def step_aside() -> bool:
     autodist's current, and unset it, unless it holds variables or its scope was entered."""
     import tensorflow as tf
 
-    with _BUSY:
+    with STATE.activating:
         done = current()
         if done is None or done.script_strategy is not None:
             return False
         if done.pending:
-            _TRIGGERS.remove()
-        elif done.strategy is None or _UNUSED.used or threading.get_ident() != _MAIN[0]:
+            _triggers().remove()
+        elif done.strategy is None or STATE.first_variable_ours or threading.get_ident() != STATE.main_thread:
             return False
         elif tf_scopes.stepping_aside() is done.strategy:  # current through activation alone, no scope entered
             tf.distribute.experimental_set_strategy(None)
         else:
             return False
-        _UNUSED.hooks.remove()
+        _variable_watch().remove()
         record(pending=False)
         return True
 
 
-class _Unused:
-    """Watches variable creation until a first variable is created under autodist's strategy
-    (until then, a strategy the script creates replaces it: :func:`step_aside`)."""
+def _triggers() -> Hooks:
+    """The TensorFlow functions wrapped to complete the activation (the process state's)."""
+    if STATE.triggers is None:
+        STATE.triggers = Hooks()
+    return STATE.triggers
 
-    used = False
 
-    def __init__(self) -> None:
-        self.hooks = Hooks()
+def _variable_watch() -> Hooks:
+    """The watch on variable creation until a first variable is created under autodist's
+    strategy (until then, a strategy the script creates replaces it: :func:`step_aside`)."""
+    if STATE.variable_watch is None:
+        STATE.variable_watch = Hooks()
+    return STATE.variable_watch
 
-    def before(self) -> None:
-        import tensorflow as tf
 
-        done = current()
-        if done is not None and done.strategy is not None and tf.distribute.get_strategy() is done.strategy and not made_by_tf_distribute():
-            type(self).used = True
-            self.hooks.remove()
+def _count_variable() -> None:
+    """Before a variable is created: whether it is created under autodist's strategy (then the
+    watch ends)."""
+    import tensorflow as tf
+
+    done = current()
+    if done is not None and done.strategy is not None and tf.distribute.get_strategy() is done.strategy and not made_by_tf_distribute():
+        STATE.first_variable_ours = True
+        _variable_watch().remove()
 
 
 def _complete_then_count() -> None:
     """Before a variable is created: complete the activation, then count the variable (the watch
     that ``complete`` installs comes too late for it)."""
     complete()
-    _UNUSED.before()
-
-
-_TRIGGERS = Hooks()
-_UNUSED = _Unused()
+    _count_variable()
 
 
 def _split_cpu(environ: Mapping[str, str], configure: Callable[[int], None]) -> None:
@@ -307,7 +308,7 @@ def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any
             raise done.error
         return None
     done.strategy._autodist_shared_init = True  # its constructor must not run a second time
-    if not _ASKED_FOR[0]:
+    if not STATE.init_called:
         step_aside()  # the script's strategy now: current no more, unless it holds variables already
     record(script_strategy="MultiWorkerMirroredStrategy", shared=True)
     return done.strategy
@@ -316,7 +317,7 @@ def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any
 def keep_current() -> None:
     """``autodist.init()`` was called: the script holds autodist's strategy and asked for it, so
     it stays current when the script's ``MultiWorkerMirroredStrategy()`` turns out to be it."""
-    _ASKED_FOR[0] = True
+    STATE.init_called = True
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
 """How the workers of one job agree on the step after which every one of them saves, when one of
-them is preempted (:mod:`autodist.jobs.preemption` saves and exits; :mod:`autodist.run.resume` resumes).
+them is preempted (:mod:`autodist.resume.preemption` saves and exits; :mod:`autodist.resume.resumed_fit` resumes).
 
 - One process (:class:`LocalAgreement`): save after the step that is running when SIGTERM comes.
 - ``MultiWorkerMirroredStrategy`` (:class:`ClusterAgreement`): every worker must save after the
@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import sys
@@ -41,10 +40,11 @@ from typing import Any
 
 from autodist.errors import PeerError
 from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
-from autodist.jobs.train_state import Save
+from autodist.resume.train_state import Save
 from autodist.log import get_logger
 from autodist.settings import grace_setting
 from autodist.upstream.tf_runtime import get_key_value, set_key_value
+from autodist.process import STATE
 
 __all__ = ["ABANDON_DELAY_S", "ACK_TIMEOUT_S", "TF_NOTICE_KEY", "ClusterAgreement", "LocalAgreement", "ack_timeout", "next_fit_id", "watch_tf_notice"]
 
@@ -65,13 +65,12 @@ END_TIMEOUT_S = 60.0
 #: After an abandoned agreement: how long the main thread has to exit on its own before the
 #: watcher ends the process (it may be blocked in an all-reduce with the missing worker).
 ABANDON_DELAY_S = 2.0
-_FITS = itertools.count()  # every worker runs its fits in the same order: one key per fit
 COMMIT = "commit"
 
 
 def next_fit_id() -> int:
     """This process's count of ``autodist.fit`` calls so far (every worker counts alike)."""
-    return next(_FITS)
+    return next(STATE.fit_ids)  # every worker runs its fits in the same order: one key per fit
 
 
 def ack_timeout(environ: Mapping[str, str]) -> float:

@@ -42,7 +42,7 @@ from autodist.upstream.keras_models import optimizer_slots_ready
 
 __all__ = [
     "build_optimizer",
-    "GROUPS", "KEEP", "KINDS", "Position", "Save", "clear", "discard_after", "load", "matches", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
+    "GROUPS", "KEEP", "KINDS", "Position", "Save", "clear", "discard_after", "load", "matches", "needed_for_resume", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
 ]  # fmt: skip
 
 #: The variable groups a save holds, in order.
@@ -152,6 +152,16 @@ def saves(folder: str) -> list[Save]:
         if os.path.exists(os.path.join(folder, file[: -len(".json")] + ".npz")):
             found.append(Save(file[: -len(".json")], kind, position))
     return sorted(found, key=_newness)
+
+
+def needed_for_resume(folder: str) -> set[str]:
+    """The names of the saves a resume from ``folder`` needs: the newest and, when that is a
+    step's, the newest epoch save (an input that cannot skip batches resumes at its epoch's
+    start). Empty when ``folder`` holds none."""
+    found = saves(folder)
+    if not found:
+        return set()
+    return {found[-1].name, next((s.name for s in reversed(found) if s.kind == "epoch"), found[-1].name)}
 
 
 def _newness(found: Save) -> tuple[int, int, int]:

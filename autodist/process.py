@@ -1,0 +1,105 @@
+"""What autodist decided and did in this process, in one object: :data:`STATE`.
+
+Keras keeps its process-wide facts in one ``global_state``, Accelerate in one ``PartialState``;
+autodist keeps them here, and nowhere else: no other module holds mutable state at module level
+(``tests/test_layers.py`` checks it). :func:`reset` puts the state back as a fresh process has
+it, the one reset the tests use.
+
+Example:
+    >>> from autodist.process import STATE, reset
+    >>> STATE.warned.add("example")
+    >>> reset()
+    >>> "example" in STATE.warned
+    False
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["STATE", "ProcessState", "once", "reset"]
+
+
+@dataclasses.dataclass(eq=False)
+class ProcessState:
+    """Every fact autodist keeps for the life of the process, by the layer that writes it.
+
+    Attributes:
+        probed: the upstream surface's probes, by touch: ``None`` where the touch is available,
+            its ``Absence`` where not (each touch is probed once).
+        warned: the keys of the once-a-process warnings already said (:func:`once`).
+        patched: the TensorFlow and Keras functions the upstream patches replaced, by patching
+            module, then by name (a patch is applied once; :func:`reset` keeps them, since the
+            patched functions stay in place).
+        symbolic_build: the behaviours of the patched Keras symbolic build in force.
+        ours: autodist's strategy, once made current (the guard on other strategies' scopes).
+        thread: per-thread depths and flags: inside a model's own step, inside another
+            strategy's scope, copying a model, building a strategy.
+        private_root: the private folder used when ``<temp>/autodist-<uid>`` is not this user's.
+        fit_ids: each ``fit``'s number, the same on every worker (they run their fits in order).
+        shuffle_draws: each shuffled ``fit``'s draw of the run's seed.
+        ray_started_with: the Ray checkpoint this process started with, once read (a 1-tuple).
+        activation: what the activation at import did (``tensorflow/activation_record.py``'s ``Activation``).
+        main_thread: the thread the activation may make the strategy current in, if any.
+        activating: held while the activation completes (one thread at a time).
+        init_called: ``autodist.init()`` was called: the script asked for autodist's strategy.
+        strategies: the strategies autodist built, by their key (one per key per process).
+        triggers: the TensorFlow functions wrapped to complete the activation (``Hooks``).
+        variable_watch: the watch on variable creation until a first variable is autodist's.
+        first_variable_ours: a first variable was created under autodist's strategy.
+        join_error: the error joining the JAX processes hit (raised again at each try).
+        custom_loops: the plans and strategies of the ``@distributed`` loops running, innermost last.
+    """
+
+    probed: dict[str, Any] = dataclasses.field(default_factory=dict)
+    warned: set[str] = dataclasses.field(default_factory=set)
+    patched: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    symbolic_build: set[str] = dataclasses.field(default_factory=set)
+    ours: Any = None
+    thread: threading.local = dataclasses.field(default_factory=threading.local)
+    private_root: str | None = None
+    fit_ids: Iterator[int] = dataclasses.field(default_factory=itertools.count)
+    shuffle_draws: Iterator[int] = dataclasses.field(default_factory=itertools.count)
+    ray_started_with: tuple[Any] | None = None
+    activation: Any = None
+    main_thread: int | None = None
+    activating: Any = dataclasses.field(default_factory=threading.Lock)
+    init_called: bool = False
+    strategies: dict[tuple[Any, ...], Any] = dataclasses.field(default_factory=dict)
+    triggers: Any = None
+    variable_watch: Any = None
+    first_variable_ours: bool = False
+    join_error: BaseException | None = None
+    custom_loops: list[tuple[Any, Any]] = dataclasses.field(default_factory=list)
+
+    def originals(self, patcher: str) -> dict[str, Any]:
+        """The originals one patching module replaced, by name (see ``patched``)."""
+        return self.patched.setdefault(patcher, {})
+
+    def per_thread(self, name: str, default: Any = 0) -> Any:
+        """This thread's value of ``name`` (see ``thread``), ``default`` before it is set."""
+        return getattr(self.thread, name, default)
+
+
+#: The one process state.
+STATE = ProcessState()
+
+
+def once(key: str) -> bool:
+    """``True`` the first time ``key`` is asked for in this process (a once-a-process warning)."""
+    if key in STATE.warned:
+        return False
+    STATE.warned.add(key)
+    return True
+
+
+def reset() -> None:
+    """Put :data:`STATE` back as a fresh process has it, for tests: every field anew but
+    ``patched`` (the patched functions stay in place, and their originals with them)."""
+    fresh = ProcessState(patched=STATE.patched)
+    for field in dataclasses.fields(ProcessState):
+        setattr(STATE, field.name, getattr(fresh, field.name))
