@@ -24,7 +24,7 @@ import pytest
 from autodist.resume.preemption import PREEMPTED_EXIT_CODE
 from autodist.resume.resumed_fit import phases
 from autodist.resume.train_state import Position, clear, discard_after, load, save, saves
-from tests.conftest import ROOT, SCENARIOS, run_python, subprocess_env
+from tests.conftest import ROOT, SCENARIOS, finished, run_python, start_python, subprocess_env
 
 SCRIPT = str(SCENARIOS / "preemption.py")
 STEPS = 30  # 3 epochs of 10 batches
@@ -34,6 +34,13 @@ LEGACY = {"keras3": None, "tf_keras": "1"}
 def single(out: Path, mode: str, flavor: str, cpus: str, data: str, warmup: bool = False, optimizer: str = "sgd") -> subprocess.CompletedProcess:
     env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus, WARMUP="1" if warmup else None, OPTIMIZER=optimizer)
     return run_python([SCRIPT, str(out), mode, data], env=env, timeout=180)
+
+
+def uninterrupted(out: Path, flavor: str, cpus: str, data: str, optimizer: str = "sgd") -> subprocess.Popen:
+    """The uninterrupted reference run, started now: it runs beside the interrupted starts, which
+    leave the other core free; :func:`finished` collects it."""
+    env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus, OPTIMIZER=optimizer)
+    return start_python([SCRIPT, str(out), "reference", data], env=env)
 
 
 def result(out: Path, task: str) -> tuple[list[np.ndarray], dict]:
@@ -75,6 +82,7 @@ def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cp
     step, restored before it (legacy: tf_keras's OptimizerV2)."""
     out, reference = tmp_path / "run", tmp_path / "reference"
     warmup = data == "arrays" and cpus == "1"
+    done = uninterrupted(reference, flavor, cpus, data, optimizer)
     first = single(out, "self", flavor, cpus, data, warmup, optimizer)
     assert first.returncode == PREEMPTED_EXIT_CODE, first.stderr[-3000:]
     assert "autodist: preempted (SIGTERM): saved epoch 2 after 5 of its 10 batches" in first.stderr
@@ -87,8 +95,8 @@ def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cp
     assert second.returncode == 0, second.stderr[-3000:]
     assert "autodist: resuming at epoch 2, after 5 of its batches, from the preemption save" in second.stderr
     assert list((out / "backup").iterdir()) == [], "a finished run removes its saves (and leaves your folder)"
-    done = single(reference, "reference", flavor, cpus, data, optimizer=optimizer)
-    assert done.returncode == 0, done.stderr[-3000:]
+    code, _, stderr = finished(done, 180)
+    assert code == 0, stderr[-3000:]
     diff, redone = assert_same_run(out, reference, "single")
     assert redone == 0
     report(f"preemption, {flavor} {result(out, 'single')[1]['strategy']} ({data}, {optimizer}): SIGTERM in epoch 2 batch 5; steps redone {redone}, weights within {diff:g} of the uninterrupted run")
@@ -98,11 +106,13 @@ def test_a_sigterm_after_the_last_step_saves_the_finished_fit(tmp_path):
     """SIGTERM in the last epoch's end: fit finishes, saves the finished state with its History
     and exits 75; the next start trains nothing and returns the uninterrupted run's History."""
     out, reference = tmp_path / "run", tmp_path / "reference"
+    done = uninterrupted(reference, "keras3", "1", "arrays")
     first = single(out, "late", "keras3", "1", "arrays")
     assert first.returncode == PREEMPTED_EXIT_CODE and "saved the finished fit" in first.stderr, first.stderr[-3000:]
     second = single(out, "late", "keras3", "1", "arrays")
     assert second.returncode == 0 and "the fit had finished: nothing to train" in second.stderr, second.stderr[-3000:]
-    assert single(reference, "reference", "keras3", "1", "arrays").returncode == 0
+    code, _, stderr = finished(done, 180)
+    assert code == 0, stderr[-3000:]
     weights, summary = result(out, "single")
     ref_weights, ref_summary = result(reference, "single")
     assert max(float(np.abs(a - b).max()) for a, b in zip(weights, ref_weights, strict=True)) <= 1e-6
