@@ -48,6 +48,16 @@ tasks = st.one_of(st.fixed_dictionaries({"type": task_types, "index": st.one_of(
 good_addresses = st.builds(lambda h, p: f"{h}:{p}", st.sampled_from(["a", "b", "10.0.0.2"]), st.integers(1, 65535))
 
 
+def distinct_addresses(draw, sizes: dict[str, int]) -> dict[str, list[str]]:
+    """``{task type or pool: its addresses}`` for each non-empty size, no address used twice."""
+    every = draw(st.lists(good_addresses, min_size=sum(sizes.values()), max_size=sum(sizes.values()), unique=True))
+    cluster, at = {}, 0
+    for name, size in sizes.items():
+        if size:
+            cluster[name], at = every[at : at + size], at + size
+    return cluster
+
+
 @st.composite
 def well_formed_tf_configs(draw):
     """A TF_CONFIG as a cluster manager writes one (most are accepted; a ps without a chief, or a
@@ -55,11 +65,7 @@ def well_formed_tf_configs(draw):
     counts = {"chief": draw(st.integers(0, 1)), "worker": draw(st.integers(0, 3)), "ps": draw(st.integers(0, 2)), "evaluator": draw(st.integers(0, 1))}
     if not any(counts.values()):
         counts["worker"] = 1
-    every = draw(st.lists(good_addresses, min_size=sum(counts.values()), max_size=sum(counts.values()), unique=True))
-    cluster, at = {}, 0
-    for kind, count in counts.items():
-        if count:
-            cluster[kind], at = every[at : at + count], at + count
+    cluster = distinct_addresses(draw, counts)
     kind = draw(st.sampled_from(sorted(cluster)))
     config = {"cluster": cluster, "task": {"type": kind, "index": draw(st.integers(0, len(cluster[kind])))}}
     if draw(st.booleans()):
@@ -160,11 +166,7 @@ def well_formed_cluster_specs(draw):
     sizes = {pool: draw(st.integers(0, 2)) for pool in VERTEX_POOLS}
     if not any(sizes.values()):
         sizes["workerpool1"] = 1
-    every = draw(st.lists(good_addresses, min_size=sum(sizes.values()), max_size=sum(sizes.values()), unique=True))
-    cluster, at = {}, 0
-    for pool, size in sizes.items():
-        if size:
-            cluster[pool], at = every[at : at + size], at + size
+    cluster = distinct_addresses(draw, sizes)
     pool = draw(st.sampled_from(sorted(cluster)))
     return {"cluster": cluster, "task": {"type": pool, "index": draw(st.integers(0, len(cluster[pool])))}}
 
