@@ -33,11 +33,6 @@ __all__ = ["patch_distributed_gradients"]
 
 
 
-def _patched() -> dict[str, Any]:
-    """The originals this module's patches replaced (the process state's)."""
-    return STATE.originals(__name__)
-
-
 def _replicas() -> int:
     import tensorflow as tf
 
@@ -59,7 +54,7 @@ def patch_distributed_gradients() -> bool:
     """Sum the gradients over the replicas in the merge call (where Keras 3.3-3.4 leave them
     unreduced), and divide ``fit``'s loss by the replicas (``scale_loss``) on 3.3-3.7. Idempotent; ``False`` where the
     touch is off."""
-    if "scale_loss" in _patched():
+    if "scale_loss" in STATE.originals(__name__):
         return True
     if divides_loss_itself() or not available("keras.distributed_gradients"):
         return False
@@ -101,5 +96,5 @@ def patch_distributed_gradients() -> bool:
     originals = (base_optimizer.BaseOptimizer.scale_loss, loss_scale_optimizer.LossScaleOptimizer.scale_loss)
     base_optimizer.BaseOptimizer.scale_loss = scaled(originals[0])
     loss_scale_optimizer.LossScaleOptimizer.scale_loss = scaled(originals[1])
-    _patched().update(reduce=original_reduce, scale_loss=originals)
+    STATE.originals(__name__).update(reduce=original_reduce, scale_loss=originals)
     return True

@@ -45,11 +45,6 @@ OWN_STEP_METHODS = ("train_step", "test_step", "compute_loss")
 _WRAPPED = ("train_step", "test_step")
 
 
-def _patched() -> dict[str, Any]:
-    """The originals this module's patches replaced (the process state's)."""
-    return STATE.originals(__name__)
-
-
 def in_own_step() -> bool:
     """Whether the code running (being traced) is inside a step of a model's own."""
     return STATE.per_thread("own_step_depth") > 0  # per replica thread: MirroredStrategy traces each in its own
@@ -76,7 +71,7 @@ def own_steps(model: Any) -> bool:
     """Run ``model``'s ``train_step`` and ``test_step`` as steps of its own (instance attributes,
     so the class stays Keras's or the user's). Idempotent; ``True`` when newly wrapped: the
     model's cached train and test functions are dropped, to be traced with the wrappers."""
-    if not _patched() or all(hasattr(getattr(model, name, None), "autodist_own_step") for name in _WRAPPED):
+    if not STATE.originals(__name__) or all(hasattr(getattr(model, name, None), "autodist_own_step") for name in _WRAPPED):
         return False
     for name in _WRAPPED:
         method = getattr(model, name)
@@ -114,7 +109,7 @@ def patch_own_steps() -> bool:
     whose losses are not divided by the replicas, the workaround ``distributed_gradients``
     divides ``fit``'s loss in ``optimizer.scale_loss``; it asks :func:`in_own_step` and leaves a
     step of the model's own alone. Idempotent; ``False`` where the touch is off."""
-    if _patched():
+    if STATE.originals(__name__):
         return True
     if not available("keras.own_steps"):
         return False
@@ -125,14 +120,14 @@ def patch_own_steps() -> bool:
     for name in ("scale_loss_for_distribution", "unscale_loss_for_distribution"):  # Keras 3.8 and later
         original = getattr(loss_module, name, None)
         if original is not None:
-            _patched()[name] = original
+            STATE.originals(__name__)[name] = original
             setattr(loss_module, name, _unless_own_step(original))
     from keras.src.optimizers import loss_scale_optimizer
 
     # A LossScaleOptimizer applies through its inner optimizer, in the merge call's own threads
     # where this thread's state is not seen: its apply divides, and the inner one does not again.
     for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
-        _patched()[f"{owner.__name__}.apply"] = owner.apply
+        STATE.originals(__name__)[f"{owner.__name__}.apply"] = owner.apply
         owner.apply = _dividing(owner.apply)
     original_average = tf.nn.compute_average_loss
 
@@ -142,7 +137,7 @@ def patch_own_steps() -> bool:
         return original_average(*args, **kwargs)
 
     tf.nn.compute_average_loss = compute_average_loss
-    _patched()["compute_average_loss"] = original_average
+    STATE.originals(__name__)["compute_average_loss"] = original_average
     return True
 
 

@@ -28,11 +28,6 @@ TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "
 SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:3]
 
 
-def _patched() -> dict[str, Any]:
-    """The originals this module's patches replaced (the process state's)."""
-    return STATE.originals(__name__)
-
-
 def _multi_worker(strategy: Any) -> bool:
     from keras.src.backend.tensorflow import trainer
 
@@ -100,7 +95,7 @@ def _install_symbolic_build() -> None:
     from keras.src import tree
     from keras.src.backend.tensorflow import trainer
 
-    if "symbolic_build" in _patched():
+    if "symbolic_build" in STATE.originals(__name__):
         return
     original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
 
@@ -128,7 +123,7 @@ def _install_symbolic_build() -> None:
             self._symbolic_build(data_batch=data_batch)
 
     trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
-    _patched()["symbolic_build"] = original_build
+    STATE.originals(__name__)["symbolic_build"] = original_build
 
 
 def patch_trainer(names: Any) -> list[str]:
@@ -150,7 +145,7 @@ def patch_trainer(names: Any) -> list[str]:
         from keras.src import tree
         from keras.src.backend.tensorflow import trainer
 
-        if "reduce_per_replica" not in _patched():
+        if "reduce_per_replica" not in STATE.originals(__name__):
             original_reduce = trainer.reduce_per_replica
 
             def _rank(value: Any) -> int | None:
@@ -170,7 +165,7 @@ def patch_trainer(names: Any) -> list[str]:
                 return tree.map_structure(reduce_one, values)
 
             trainer.reduce_per_replica = reduce_per_replica
-            _patched()["reduce_per_replica"] = original_reduce
+            STATE.originals(__name__)["reduce_per_replica"] = original_reduce
         applied.append("multi_worker_scalar_reduce")
     return applied
 
@@ -201,7 +196,7 @@ def patch_every_replica_fed(decide: Any) -> bool:
     worker passes the same arrays, as with ``model.fit``): re-batched (``decide(samples, batch_size, replicas)``:
     :func:`autodist.planning.global_batch.every_replica_fed`) so that no replica gets an empty
     share, where Keras would hand it one. Idempotent; ``False`` where the touch is off."""
-    if "every_replica_fed" in _patched():
+    if "every_replica_fed" in STATE.originals(__name__):
         return True
     if not available("keras.trainer_loops"):
         return False
@@ -242,5 +237,5 @@ def patch_every_replica_fed(decide: Any) -> bool:
         return tree.map_structure(lambda value: value[:samples], outputs) if copies > 1 else outputs
 
     trainer.TensorFlowTrainer.evaluate, trainer.TensorFlowTrainer.predict = evaluate, predict
-    _patched()["every_replica_fed"] = (original_evaluate, original_predict)
+    STATE.originals(__name__)["every_replica_fed"] = (original_evaluate, original_predict)
     return True

@@ -34,11 +34,6 @@ MOVING_STATISTICS = ("moving_mean", "moving_variance", "moving_stddev", "renorm_
 _SEED_STATE = "seed_generator_state"
 
 
-def _patched() -> dict[str, Any]:
-    """The originals this module's patches replaced (the process state's)."""
-    return STATE.originals(__name__)
-
-
 def maps_aggregation() -> bool:
     """Whether this Keras passes a variable's aggregation to ``tf.Variable`` (3.7 and later);
     3.3-3.6 pass none, and every variable is ``NONE`` under a strategy there."""
@@ -53,7 +48,7 @@ def patch_aggregating_variable_updates() -> bool:
     """Make Keras 3 ``assign_add``/``assign_sub`` on SUM-aggregated distributed variables
     (AggregatingVariable, CachingVariable, MirroredVariable) a true delta update. Other variables
     keep Keras's own code path."""
-    if "assign_add" in _patched():
+    if "assign_add" in STATE.originals(__name__):
         return True
     if not available("keras.variable_updates"):
         return False
@@ -91,14 +86,14 @@ def patch_aggregating_variable_updates() -> bool:
 
     core.Variable.assign_add = assign_add
     core.Variable.assign_sub = assign_sub
-    _patched().update(assign_add=original_add, assign_sub=original_sub)
+    STATE.originals(__name__).update(assign_add=original_add, assign_sub=original_sub)
     return True
 
 
 def patch_batchnorm_moving_statistics() -> bool:
     """Create Keras 3 BatchNormalization's moving statistics with ``aggregation="mean"`` (the
     layers built from now on); other weights keep Keras's own settings."""
-    if "batchnorm" in _patched():
+    if "batchnorm" in STATE.originals(__name__):
         return True
     if not available("keras.batchnorm_statistics"):
         return False
@@ -112,7 +107,7 @@ def patch_batchnorm_moving_statistics() -> bool:
         return original(self, *args, **kwargs)
 
     BatchNormalization.add_weight = add_weight  # type: ignore[method-assign]
-    _patched()["batchnorm"] = original
+    STATE.originals(__name__)["batchnorm"] = original
     return True
 
 
@@ -130,7 +125,7 @@ def patch_seed_state_aggregation() -> bool:
     3.7.0 made it ``"mean"``, which TensorFlow refuses for integers). Every replica computes the
     same next seed; the first one's is kept. On Keras 3.3-3.6 :func:`patch_variable_aggregation`
     does this."""
-    if "seed_state" in _patched():
+    if "seed_state" in STATE.originals(__name__):
         return True
     if not maps_aggregation():
         return patch_variable_aggregation()
@@ -144,7 +139,7 @@ def patch_seed_state_aggregation() -> bool:
         return original(self, aggregation)
 
     core.Variable._map_aggregation = _map_aggregation
-    _patched()["seed_state"] = original
+    STATE.originals(__name__)["seed_state"] = original
     return True
 
 
@@ -171,7 +166,7 @@ def patch_variable_aggregation() -> bool:
     """On a Keras that passes no aggregation to ``tf.Variable`` (3.3-3.6), pass what Keras 3.10
     passes (:func:`_distribution_settings`). Idempotent; ``False`` where this Keras maps the
     aggregation itself (then nothing is needed) or the touch is off."""
-    if "initialize" in _patched():
+    if "initialize" in STATE.originals(__name__):
         return True
     if maps_aggregation() or not available("keras.variable_aggregation"):
         return False
@@ -214,7 +209,7 @@ def patch_variable_aggregation() -> bool:
             return create(self, lambda: initializer(self._shape, dtype=self._dtype))
 
         core.Variable._initialize_with_initializer = _initialize_with_initializer
-        _patched()["initialize_with_initializer"] = with_initializer
-    _patched()["initialize"] = original
-    _patched()["seed_state"] = original  # the seeds' aggregation is part of it here
+        STATE.originals(__name__)["initialize_with_initializer"] = with_initializer
+    STATE.originals(__name__)["initialize"] = original
+    STATE.originals(__name__)["seed_state"] = original  # the seeds' aggregation is part of it here
     return True
