@@ -13,6 +13,7 @@ Each arm runs once to warm up, then once per round, in an order that rotates eve
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -105,7 +106,8 @@ def run_arm(arm: str, epochs: int | None = None) -> float:
     kind, strategy = parts[0], parts[1]
     option = parts[2] if len(parts) > 2 else ""
     timer = EpochTimer()
-    start = time.perf_counter()
+    gc.collect()  # the previous arm's garbage is not this arm's time
+    start, cpu_start = time.perf_counter(), time.process_time()
     if kind == "manual":
         distribution = manual_strategy(strategy)
         with distribution.scope():
@@ -135,11 +137,13 @@ def run_arm(arm: str, epochs: int | None = None) -> float:
         plans[arm] = [history.plan.strategy.value, history.plan.cross_device_ops]
         first_reasons.setdefault(arm, history.plan.reasons[0])
     walls.append(time.perf_counter() - start)
+    cpu_seconds.setdefault(arm, []).append(time.process_time() - cpu_start)
     return min(timer.seconds[1:]) if spec.get("steady") else walls[-1]
 
 
 times: dict[str, list[float]] = {arm: [] for arm in spec["arms"]}
 walls: list[float] = []  # wall seconds of every call, in order
+cpu_seconds: dict[str, list[float]] = {}  # each arm's CPU seconds (all threads) per call, warm-up first
 plans: dict[str, list[str | None]] = {}  # each autodist arm's strategy and cross-device op
 first_reasons: dict[str, str] = {}  # each autodist arm's first reason, in its first run
 first_runs: dict[str, float] = {}
@@ -163,7 +167,7 @@ if spec.get("focus_rounds"):
         shift = round_index % len(focus)
         for arm in focus[shift:] + focus[:shift]:
             times[arm].append(run_arm(arm))
-result = {"times": times, "plans": plans, "samples_per_call": spec["samples"] * (1 if spec.get("steady") else spec["epochs"])}
+result = {"times": times, "cpu_seconds": {arm: seconds[1:] for arm, seconds in cpu_seconds.items()}, "plans": plans, "samples_per_call": spec["samples"] * (1 if spec.get("steady") else spec["epochs"])}
 tuned = [arm for arm in spec["arms"] if arm.split(":")[1] == "tune"]
 if tuned:  # what tuning cost in its first run, and what it measured (nothing, in a run too short to tune)
     from autodist.jobs.tune_cache import cached_decisions

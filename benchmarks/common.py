@@ -13,6 +13,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -93,6 +94,29 @@ def run_json(args: list[str], *, timeout: float, **overrides: str | None) -> dic
 
 def wall(args: list[str], *, timeout: float = 120, **overrides: str | None) -> float:
     """Wall-clock seconds of ``python ARGS`` in a new process."""
+    return timed(args, timeout=timeout, **overrides)[0]
+
+
+def timed(args: list[str], *, timeout: float = 120, **overrides: str | None) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user and system, all its threads) of ``python ARGS`` in a new
+    process. CPU seconds count what the process itself did: another process on the shared cores
+    delays it (wall) but adds no CPU time to it."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, *args], env=env(**overrides), capture_output=True, timeout=timeout, cwd=ROOT, check=True)
-    return time.perf_counter() - start
+    stderr = tempfile.TemporaryFile()  # a file, not a pipe: the child never waits on a full pipe
+    proc = subprocess.Popen([sys.executable, *args], env=env(**overrides), stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() - start > timeout:
+            proc.kill()
+            proc.wait()
+            raise subprocess.TimeoutExpired(args, timeout)
+        time.sleep(0.005)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    with stderr:
+        stderr.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{args} failed ({proc.returncode}):\n{stderr.read().decode(errors='replace')[-3000:]}")
+    return seconds, usage.ru_utime + usage.ru_stime

@@ -101,7 +101,8 @@ def _weights(history) -> list[np.ndarray]:
 
 
 def test_steps_per_execution_default_changes_speed_not_results(monkeypatch):
-    """autodist runs 8 steps per call; the History and weights equal the opt-out's exactly."""
+    """autodist runs 8 steps per call (set: a fit of 26 steps keeps 1 by default, as the opt-out
+    does); the History and weights equal those of 1 step per call exactly."""
     seen = []
 
     class EpochSpy(keras.callbacks.Callback):  # epoch hooks only: the default applies
@@ -110,10 +111,12 @@ def test_steps_per_execution_default_changes_speed_not_results(monkeypatch):
 
     data = np.random.default_rng(1).random((100, 4), dtype=np.float32)
     labels = data.sum(axis=1, keepdims=True)
+    monkeypatch.setenv("AUTODIST_STEPS_PER_EXECUTION", "8")
     fast = autodist.fit(build_seeded, data, labels, batch_size=8, epochs=2, verbose=0, shuffle=False, callbacks=[EpochSpy()])
-    monkeypatch.setenv("AUTODIST_STEPS_PER_EXECUTION", "1")
+    monkeypatch.delenv("AUTODIST_STEPS_PER_EXECUTION")
     slow = autodist.fit(build_seeded, data, labels, batch_size=8, epochs=2, verbose=0, shuffle=False)
     assert fast.plan.steps_per_execution == 8 and slow.plan.steps_per_execution is None
+    assert any("this fit trains 26 steps, fewer than 128" in reason for reason in slow.plan.reasons), slow.plan.reasons
     assert seen == [8, 8]
     assert fast.model.steps_per_execution == 1  # the caller's model is given back as compiled
     assert steps(fast) == steps(slow) == 26  # 13 batches (the last one 4 samples) x 2 epochs

@@ -164,7 +164,8 @@ def test_replicated_fit_gives_one_devices_numbers_on_this_pair(older_pairs, repo
 
 @pytest.mark.tensorflow
 def test_short_epochs_train_with_autodists_defaults_on_this_pair(older_pairs):
-    """Keras 3.3.3: autodist's default steps_per_execution=8 failed on 5-step epochs on main."""
+    """Keras 3.3.3: autodist's steps_per_execution=8 failed on 5-step epochs on main (the
+    scenario sets it: a fit this short keeps 1 by default)."""
     from autodist.planning.keras_compat import WORKAROUNDS
 
     result = older_pairs["short_epochs"]

@@ -74,7 +74,7 @@ def apply_compile_settings(model: Any, the_plan: Plan) -> Callable[[], None]:
 
 def apply_steps_per_execution(model: Any, the_plan: Plan) -> Callable[[], None]:
     """Set the plan's ``steps_per_execution`` on the model for this ``fit`` (the planner decided
-    it, and when it must stay as compiled: :func:`autodist.planning.choosers.choose_steps_per_execution`).
+    it, and when it must stay as compiled: :func:`autodist.planning.steps_per_execution.choose_steps_per_execution`).
 
     Returns the function that gives the model back its own value and compiled functions, so the
     caller's later ``fit``, ``evaluate`` and ``predict`` behave, and cost, as before.

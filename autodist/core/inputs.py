@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.upstream.tf_data import is_dataset
+from autodist.upstream.tf_data import finite_cardinality, is_dataset
 from autodist.errors import BatchSizeError
 from autodist.log import get_logger
 from autodist.planning.global_batch import every_replica_fed
@@ -37,6 +37,7 @@ from autodist.core.batching import (
 
 __all__ = [
     "batches_itself",
+    "fit_steps",
     "requested_batch",
     "input_notes",
     "is_array_like",
@@ -303,6 +304,32 @@ def requested_batch(x: Any, batch_size: int | None, fit_kwargs: Mapping[str, Any
             return None
         return math.ceil(samples / int(fit_kwargs["steps_per_epoch"])) if samples > 0 else None
     return None
+
+
+def fit_steps(x: Any, batch: int | None, epochs: int, fit_kwargs: Mapping[str, Any]) -> int | None:
+    """Training steps in the whole ``fit``, where the input tells before training: arrays
+    (``ceil(training samples / batch)`` per epoch, Keras's default batch of 32 when none is asked
+    for) or a dataset of known cardinality (its batches); ``None`` otherwise (a generator, a
+    ``Sequence``, an endless or filtered dataset, ``steps_per_epoch``).
+
+    Example:
+        >>> import numpy as np
+        >>> fit_steps(np.ones((100, 2)), None, 2, {}), fit_steps(np.ones((100, 2)), 10, 1, {"validation_split": 0.2})
+        (8, 8)
+    """
+    if fit_kwargs.get("steps_per_epoch") is not None or x is None:
+        return None
+    rounds = max(0, int(epochs) - int(fit_kwargs.get("initial_epoch") or 0))
+    if is_dataset(x):
+        per_epoch = finite_cardinality(x)
+    elif not batches_itself(x) and is_array_like(pandas_to_numpy(x)):
+        try:
+            per_epoch = math.ceil(training_samples(x, fit_kwargs) / (batch or 32))
+        except (TypeError, ValueError, KeyError, IndexError):  # not arrays autodist can count
+            return None
+    else:
+        return None
+    return None if per_epoch is None else per_epoch * rounds
 
 
 def num_samples(x: Any) -> int:

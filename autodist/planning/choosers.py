@@ -38,11 +38,10 @@ from autodist.planning.global_batch import OWN_STEPS_READ_REPLICAS, BatchDecisio
 from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
 from autodist.planning.memory_model import MemoryEstimate, estimate, fit_on_gpus
 from autodist.planning.plans import StrategyKind, format_gib
-from autodist.settings import STEPS_PER_EXECUTION_ENV, steps_per_execution_setting
 
 __all__ = [
     "Choice", "Layout", "choose_batch", "choose_compile_overrides", "choose_coordinator_threads",
-    "choose_kind", "choose_layout", "choose_memory", "MemoryFacts", "choose_steps_per_execution", "choose_workarounds", "FitFacts",
+    "choose_kind", "choose_layout", "choose_memory", "MemoryFacts", "choose_workarounds",
     "choose_data_parallel_notes",
 ]  # fmt: skip
 
@@ -53,7 +52,6 @@ _SINGLE_HOST = (K.DEFAULT, K.ONE_DEVICE, K.MIRRORED, K.CENTRAL_STORAGE)
 #: Steps per compiled call that autodist sets on the default and one-device strategies, for a
 #: Keras 3 model compiled with 1. ``python -m benchmarks`` measures 8 against 1 (MLP 784-256-256-10,
 #: default strategy; figures in benchmarks/README.md), with the same steps and weights.
-DEFAULT_STEPS_PER_EXECUTION = 8
 
 
 @dataclass(frozen=True)
@@ -351,72 +349,6 @@ def choose_workarounds(kind: StrategyKind, flavor: str, version: str | None, env
     if flavor != "keras3" or kind == K.DEFAULT:
         return Choice(())
     return Choice(tuple(name for name in PATCHES if WORKAROUNDS[name].is_active(version, environ)))
-
-
-@dataclass(frozen=True)
-class FitFacts:
-    """What a ``fit`` call tells the planner besides the model: read by the caller of the planner
-    (:mod:`autodist.tensorflow.fit`) from the callbacks, keywords and input it was given."""
-
-    batch_hooks: bool = False  # a callback overrides on_*_batch_* hooks
-    steps_given: bool = False  # steps_per_epoch or validation_steps is given
-    length_unknown: bool = False  # a generator, or a dataset of unknown cardinality
-
-
-def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:
-    if info.run_eagerly:
-        return "the model runs eagerly"
-    if facts.batch_hooks:
-        return "a callback uses batch-level hooks"
-    if facts.steps_given:
-        return "steps_per_epoch or validation_steps is given"
-    if facts.length_unknown:
-        return "the input's length is unknown, and Keras 3 then counts optimizer steps differently"
-    return None
-
-
-def choose_steps_per_execution(
-    kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts = FitFacts(), *, keras_version: str | None = None
-) -> Choice[int | None]:
-    """autodist's ``steps_per_execution`` default, or ``None`` (leave the model's own).
-
-    Kept at 1 (and the reason says why) when a callback uses batch-level hooks, which would fire
-    once per call rather than per step; when ``steps_per_epoch`` or ``validation_steps`` is given,
-    because Keras 3 runs whole calls (an epoch of 4 steps on an endless input ran 8); when the
-    input's length is unknown (a generator, ``from_generator``), because Keras 3 with 1 counts one
-    extra optimizer iteration per epoch there, which moves Adam's bias correction (measured: 5
-    iterations for 4 batches, and weights 1e-4 apart after 2 epochs); and under ``run_eagerly``.
-
-    Example:
-        >>> info = ModelInfo(keras_flavor="keras3")
-        >>> choose_steps_per_execution(K.DEFAULT, "keras3", info, {}, FitFacts(batch_hooks=True)).reasons
-        ('steps_per_execution stays as compiled: a callback uses batch-level hooks',)
-    """
-    if kind not in (K.DEFAULT, K.ONE_DEVICE) or flavor != "keras3":
-        return Choice(None)  # measured on these two; Keras 3 Mirrored fails with it (keras#19246)
-    if info.steps_per_execution not in (None, 1):
-        return Choice(None, (f"steps_per_execution stays as compiled: {info.steps_per_execution}, the caller's choice",))
-    value = steps_per_execution_setting(environ, DEFAULT_STEPS_PER_EXECUTION)
-    if value == 1:
-        return Choice(None, (f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)",))
-    version = keras_version or info.keras_version
-    if WORKAROUNDS["short_epoch_steps_per_execution"].is_active(version, environ):
-        return Choice(None, (
-            f"steps_per_execution stays 1: Keras {version} runs every call's steps whatever is left "
-            "of the epoch, so an epoch shorter than one call fails ('NoneType' object is not "
-            "iterable) or ends with empty logs, and a call that runs out of data loses its logs "
-            "(keras-team/keras#20390, fixed in 3.7.0)",
-        ))  # fmt: skip
-    why = _why_steps_stay(info, facts)
-    if why is not None:
-        return Choice(None, (f"steps_per_execution stays as compiled: {why}",))
-    return Choice(value, (
-        f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
-        f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in "
-        "benchmarks/README.md). fit keeps 1 when a callback uses batch-level hooks, which would then fire "
-        f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
-        f"length is unknown. Opt out: {STEPS_PER_EXECUTION_ENV}=1",
-    ))  # fmt: skip
 
 
 def choose_data_parallel_notes(

@@ -9,7 +9,8 @@ and ``steps_per_execution``. The plan's data type is in :mod:`autodist.planning.
 Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
 ``steps_per_execution=1`` runs 8 steps per call (faster: ``python -m benchmarks``), unless a callback uses
 batch-level hooks, ``steps_per_epoch``/``validation_steps`` is given, the input's length is
-unknown or the model runs eagerly (:func:`autodist.planning.choosers.choose_steps_per_execution`);
+unknown, the model runs eagerly or the fit is shorter than 128 steps
+(:func:`autodist.planning.steps_per_execution.choose_steps_per_execution`);
 ``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
 
 Memory: the plan estimates, per device, what the chosen strategy needs to train the model
@@ -51,6 +52,7 @@ from autodist.planning.plans import (
     ScriptStrategy,
     StrategyKind,
 )
+from autodist.planning.steps_per_execution import FitFacts, choose_steps_per_execution
 from autodist.planning.tune_rules import TUNE
 from autodist.settings import STRATEGY_ENV, check_settings
 
@@ -70,7 +72,7 @@ def plan(
     optimizer_slots: int | None = None,
     peer_timeout_seconds: float = DEFAULT_PEER_TIMEOUT_SECONDS,
     environ: Mapping[str, str] | None = None,
-    fit_facts: choosers.FitFacts | None = None,
+    fit_facts: FitFacts | None = None,
     refuse_when_nothing_fits: bool = True,
     kept: ScriptStrategy | None = None,
 ) -> Plan:
@@ -171,11 +173,11 @@ def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, strategy: tuple[Any, St
 
 
 def _steps_per_execution(
-    cluster: Any, kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str], facts: choosers.FitFacts | None
+    cluster: Any, kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts | None
 ) -> choosers.Choice[int | None]:
     if cluster is not None and cluster.task_type == "evaluator":
         return choosers.Choice(None)  # the evaluator trains nothing
-    return choosers.choose_steps_per_execution(kind, flavor, info, environ, facts or choosers.FitFacts(), keras_version=version)
+    return choose_steps_per_execution(kind, flavor, info, environ, facts or FitFacts(), keras_version=version)
 
 
 def _refuse_for_keras(
@@ -310,7 +312,7 @@ def workarounds_before_building(the_plan: Plan, built_from_function: bool, keras
 
 
 def plan_for_built_model(
-    the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: choosers.FitFacts | None = None
+    the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: FitFacts | None = None
 ) -> Plan:
     """``the_plan`` with the decisions that follow the model (its Keras flavor and workarounds, the
     compile overrides, ``steps_per_execution``) for a model known only after planning: one that

@@ -29,7 +29,7 @@ from autodist.detection.hardware import detect, package_version
 from autodist.detection.model_info import describe_model, keras_flavor_of, keras_module
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, warn_all
-from autodist.planning.choosers import FitFacts
+from autodist.planning.steps_per_execution import FitFacts
 from autodist.core.detect_and_plan import plan_here
 from autodist.planning.planner import plan_for_built_model, workarounds_before_building
 from autodist.planning.plans import Plan, StrategyKind
@@ -41,7 +41,7 @@ from autodist.core.batching import own_shard, shared_shuffle_seed
 from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
 from autodist.tensorflow.comm_check import check_communication
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
-from autodist.core.inputs import TrainingInput, input_notes, is_array_like, length_unknown, prepare_input
+from autodist.core.inputs import TrainingInput, fit_steps, input_notes, is_array_like, length_unknown, prepare_input
 from autodist.tensorflow.keras_patches import apply_workarounds, build_from_generator, steps_as_one_device
 from autodist.tensorflow.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
 from autodist.ray.data import from_ray_data
@@ -87,6 +87,7 @@ def _fit_facts(call: FitCall) -> FitFacts:
         batch_hooks=any(needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])),  # ModelCheckpoint per epoch: no
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
         length_unknown=length_unknown(call.x),
+        total_steps=fit_steps(call.x, call.requested_batch, call.epochs, kwargs),
     )
 
 

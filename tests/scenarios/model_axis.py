@@ -10,7 +10,8 @@ For every model, the reference arm builds and trains it with plain single-device
 (no strategy current), and the autodist arm builds it as a user does (no scope) and calls
 ``autodist.fit(model, x, y, batch_size=16, epochs=2, verbose=0)`` with no callbacks, so autodist's
 defaults apply (``steps_per_execution=8`` under the default strategy with Keras 3, which the
-input-kind harness never runs: its hook-counting callback keeps 1). Both arms start from the same
+input-kind harness never runs: its hook-counting callback keeps 1; these fits are short, so the
+default-strategy run sets ``AUTODIST_STEPS_PER_EXECUTION=8``). Both arms start from the same
 seed, train unshuffled with SGD on the same 112 samples (7 batches) and then evaluate and predict
 a fixed held-out batch of 32, as a user would after fit. ``MODEL_AXIS_MODELS="a|b"`` runs only the
 models named. Each arm reports:

@@ -1,6 +1,7 @@
 """The resume table's runs (tests/test_resume.py): every cell is one ``autodist.fit`` with
-autodist's defaults (steps_per_execution 8: no callback uses batch-level hooks), SIGTERMed in
-the middle of an 8-step call, and started again.
+autodist's defaults and steps_per_execution 8 (``AUTODIST_STEPS_PER_EXECUTION=8``: a fit of 60
+steps would keep 1; no callback uses batch-level hooks), SIGTERMed in the middle of an 8-step
+call, and started again.
 
 Usage: resume.py OUTDIR MODE
   MODE  reference: every cell uninterrupted; first: every cell SIGTERMed at its training step
@@ -25,6 +26,7 @@ import sys
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ["AUTODIST_STEPS_PER_EXECUTION"] = "8"  # what a longer fit gets by default
 
 import autodist  # noqa: E402
 import keras  # noqa: E402

@@ -6,8 +6,8 @@ Usage: python support_matrix.py CASE, with CASE one of:
 - ``replicated``: ``autodist.fit`` under Mirrored on 2 logical CPUs (``AUTODIST_CPU_DEVICES=2``,
   set by the parent) against plain single-device ``model.fit`` from the same weights: a metric
   that counts the samples it sees, History, weights, evaluate;
-- ``short_epochs``: ``autodist.fit`` with autodist's defaults on one device, epochs of 5 steps
-  (fewer than autodist's default ``steps_per_execution`` of 8);
+- ``short_epochs``: ``autodist.fit`` on one device with ``AUTODIST_STEPS_PER_EXECUTION=8`` (a fit
+  this short keeps 1 by default), epochs of 5 steps (fewer than the 8 steps of one call);
 - ``hooks_off``: ``StrategyBase.__deepcopy__`` removed before ``import autodist`` (as a TensorFlow
   release that renamed it would be): the activation's touch is off, and a model built before
   ``fit`` still trains under Mirrored;
@@ -136,6 +136,7 @@ def main() -> dict:
         result.update(compare(model, reference, history, plain), plan=history.plan.strategy.value, replicas=history.plan.num_replicas)
     elif CASE == "short_epochs":
         model = build()
+        os.environ["AUTODIST_STEPS_PER_EXECUTION"] = "8"
         history = autodist.fit(model, X[:40], Y[:40], batch_size=8, epochs=2, verbose=0)
         result.update(epochs=len(history.history["loss"]), steps_per_execution=history.plan.steps_per_execution,
                       reasons=[r for r in history.plan.reasons if r.startswith("steps_per_execution")])  # fmt: skip
