@@ -1,4 +1,4 @@
-"""Command line: ``python -m autodist {inspect,plan,demo,launch}`` (also the ``autodist`` script).
+"""Command line: ``python -m autodist {inspect,plan,demo,launch,manifest}`` (also the ``autodist`` script).
 
 Each sub-command is ``<name>_parser(subparsers)`` + ``<name>_command(args) -> data``; :func:`main`
 prints the data as text (for bug reports) or, with ``--json``, as JSON.
@@ -27,6 +27,7 @@ from autodist.fields import bounded, nearest
 from autodist.files import parse_json, read_regular_file
 from autodist.planning.arguments import MAX_BATCH_SIZE, MAX_NUM_PARAMS, STRATEGY_NAMES
 from autodist.jobs import job_layout
+from autodist.jobs.kubernetes import ManifestSpec, manifest_objects, to_yaml
 from autodist.jobs.tune_cache import cached_decisions
 from autodist.planning.planner import check_strategy_setting, plan
 from autodist.planning.plans import Plan, format_gib
@@ -352,6 +353,39 @@ def render_launch(data: dict[str, Any]) -> str:
     return f"[launcher] job failed: {data['failed_task'] or 'timeout'} (exit code {data['exit_code']})"
 
 
+def manifest_parser(subparsers: Any) -> None:
+    """Add ``manifest`` (the Kubernetes manifest of a training job) to ``subparsers``."""
+    parser = subparsers.add_parser("manifest", help="print the Kubernetes manifest that runs a script on N workers (docs/kubernetes.md)")
+    for flag, default, text in (  # text, as for launch: ManifestSpec checks every value and names the flag
+        ("--name", None, "the job's name: its Jobs, Service and pods are named after it (required)"),
+        ("--workers", None, "worker pods (required)"),
+        ("--image", None, "the container image, with TensorFlow, autodist and the script (required)"),
+        ("--ps", 0, "parameter-server pods (adds a chief)"),
+        ("--gpus", 0, "GPUs per worker pod (nvidia.com/gpu)"),
+        ("--cpu", None, "CPU each pod requests (a quantity: 4, 500m)"),
+        ("--memory", None, "memory each pod requests (a quantity: 16Gi)"),
+        ("--port", 2222, "the first task's port; each task adds its place (default 2222)"),
+        ("--namespace", None, "the namespace (default: kubectl's)"),
+        ("--backup-claim", None, "a PersistentVolumeClaim for the saves, so a restarted pod resumes"),
+        ("--timeout", None, "seconds the job may run (activeDeadlineSeconds)"),
+    ):
+        parser.add_argument(flag, default=default, required=text.endswith("(required)"), help=text)
+    parser.add_argument("--jobset", action="store_true", help="a JobSet instead of indexed Jobs (the JobSet controller must be installed)")
+    parser.add_argument("--json", action="store_true", help="print the objects as JSON")
+    parser.add_argument("pod_command", nargs=argparse.REMAINDER, metavar="-- command", help="the command each pod runs")
+    parser.set_defaults(command=manifest_command, render=lambda objects: to_yaml(objects).rstrip("\n"))
+
+
+def manifest_command(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The manifest's objects, every flag checked first (:class:`~autodist.jobs.kubernetes.ManifestSpec`)."""
+    command = args.pod_command[1:] if args.pod_command[:1] == ["--"] else args.pod_command
+    spec = ManifestSpec.checked(
+        name=args.name, workers=args.workers, ps=args.ps, image=args.image, command=command, gpus=args.gpus, cpu=args.cpu, memory=args.memory,
+        port=args.port, namespace=args.namespace, backup_claim=args.backup_claim, timeout=args.timeout, jobset=args.jobset,
+    )  # fmt: skip
+    return manifest_objects(spec)
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -378,10 +412,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``autodist`` argument parser, with its four sub-commands."""
+    """The ``autodist`` argument parser, with its five sub-commands."""
     parser = _Parser(prog="autodist", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="name", required=True, parser_class=_Parser)
-    for add in (inspect_parser, plan_parser, demo_parser, launch_parser):
+    for add in (inspect_parser, plan_parser, demo_parser, launch_parser, manifest_parser):
         add(subparsers)
     return parser
 

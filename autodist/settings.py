@@ -37,6 +37,11 @@ __all__ = [
     "STEPS_PER_EXECUTION_ENV",
     "STRATEGY_ENV",
     "TUNE_BUDGET_ENV",
+    "K8S_NAME_ENV",
+    "K8S_PS_ENV",
+    "K8S_ROLE_ENV",
+    "K8S_SERVICE_ENV",
+    "K8S_WORKERS_ENV",
     "activation_enabled",
     "backup_dir_setting",
     "check_settings",
@@ -64,6 +69,11 @@ LAUNCH_ATTEMPT_ENV = "AUTODIST_LAUNCH_ATTEMPT"
 HEARTBEAT_FILE_ENV = "AUTODIST_HEARTBEAT_FILE"
 GRACE_ENV = "AUTODIST_GRACE"
 TUNE_BUDGET_ENV = "AUTODIST_TUNE_BUDGET"
+K8S_WORKERS_ENV = "AUTODIST_K8S_WORKERS"
+K8S_PS_ENV = "AUTODIST_K8S_PS"
+K8S_SERVICE_ENV = "AUTODIST_K8S_SERVICE"
+K8S_NAME_ENV = "AUTODIST_K8S_NAME"
+K8S_ROLE_ENV = "AUTODIST_K8S_ROLE"
 _OFF = ("0", "off", "false", "no")
 
 #: Every setting and what it does; docs/settings.md lists the same names.
@@ -75,12 +85,17 @@ SETTINGS: dict[str, str] = {
     STEPS_PER_EXECUTION_ENV: "steps per compiled call on default/one_device (1 turns it off)",
     KERAS_COMPAT_ENV: "auto (the default): the workarounds the installed Keras needs; off: none; force: all of them, whatever the version",
     BACKUP_DIR_ENV: "folder of the epoch-end and preemption saves (the launcher sets it; turns them on for single-host runs)",
-    PORT_ENV: "the port of every host of a host-list cluster (default 2222)",
+    PORT_ENV: "the port of every host of a host-list cluster (default 2222); on Kubernetes, the first task's (each task adds its place)",
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
     LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",
     HEARTBEAT_FILE_ENV: "set by the launcher for its tasks: the file a task touches as it trains",
     GRACE_ENV: "set by the launcher for its tasks: its --grace, the seconds between SIGTERM and SIGKILL (bounds the preemption agreement)",
     TUNE_BUDGET_ENV: 'the most seconds strategy="tune" spends timing candidates (default 60; never over 10% of the planned training)',
+    K8S_WORKERS_ENV: "set by the Kubernetes manifest (python -m autodist manifest): the worker count; marks a pod of a training job",
+    K8S_PS_ENV: "set by the Kubernetes manifest: the parameter-server count (default 0)",
+    K8S_SERVICE_ENV: "set by the Kubernetes manifest: the headless Service, the pods' subdomain",
+    K8S_NAME_ENV: "set by the Kubernetes manifest: the workers' indexed Job's name",
+    K8S_ROLE_ENV: "set by the Kubernetes manifest: this pod's role, chief, worker or ps (default worker)",
 }
 
 

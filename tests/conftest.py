@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import sys
@@ -194,6 +195,28 @@ _RAY: dict[str, Any] = {}
 def pytest_collection_finish(session):
     if any(item.nodeid.startswith("tests/test_ray.py") for item in session.items):
         start_ray_scenario()
+    if any(item.nodeid.startswith("tests/test_kubernetes.py::test_the_pods") for item in session.items):
+        start_kubernetes_pods()
+
+
+#: The Kubernetes pod-side run (tests/test_kubernetes.py): two jobs' pods (2 workers, one of them
+#: SIGTERMed and restarted; 3 workers) and one process alone. Its pods mostly wait on each other,
+#: so it runs beside the suite from the start, as the Ray scenario does.
+KUBERNETES_CASES = [{"name": "k2", "workers": 2, "port": 2222, "kill_at": {"1": 9}}, {"name": "k3", "workers": 3, "port": 2300}]
+_PODS: dict[str, Any] = {}
+
+
+def start_kubernetes_pods() -> dict[str, Any]:
+    """The running pod-side run (started once): ``{"proc", "folder"}``."""
+    if not _PODS:
+        folder = tempfile.mkdtemp(prefix="kubernetes-pods-")
+        args = [sys.executable, str(SCENARIOS / "kubernetes_pods.py"), folder, json.dumps(KUBERNETES_CASES)]
+        outputs = (tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+"))
+        # its own session: the pods go with it (os.killpg) when the session ends first
+        proc = subprocess.Popen(args, env=subprocess_env(PODS_TIMEOUT="420"), stdout=outputs[0], stderr=outputs[1], text=True, cwd=ROOT, start_new_session=True)
+        proc.outputs, proc.label = outputs, "kubernetes_pods.py"  # type: ignore[attr-defined]
+        _PODS.update(folder=folder, proc=proc)
+    return _PODS
 
 
 def pytest_sessionfinish(session):
@@ -204,6 +227,13 @@ def pytest_sessionfinish(session):
         proc.wait()
     if _RAY.get("network") is not None:
         _RAY["network"].close()
+    if _PODS:
+        try:
+            os.killpg(_PODS["proc"].pid, 9)  # the driver and any pod left (the driver may have been killed alone)
+        except ProcessLookupError:
+            pass
+        _PODS["proc"].wait()
+        shutil.rmtree(_PODS["folder"], ignore_errors=True)
 
 
 def start_ray_scenario() -> dict[str, Any]:

@@ -230,6 +230,22 @@ def test_steps_per_execution_default(snapshot_kwargs, plan_kwargs, expected):
         assert any("steps_per_execution=8" in r and "AUTODIST_STEPS_PER_EXECUTION=1" in r for r in p.reasons)
 
 
+@pytest.mark.parametrize(
+    ("total_steps", "environ", "expected"),
+    [(127, {}, None), (128, {}, 8), (None, {}, 8), (5, {"AUTODIST_STEPS_PER_EXECUTION": "8"}, 8), (5, {"AUTODIST_STEPS_PER_EXECUTION": "1"}, None)],
+)
+def test_a_short_fit_keeps_one_step_per_call_unless_the_setting_asks(total_steps, environ, expected):
+    """Fewer than SHORT_FIT_STEPS steps in the fit: the first trace of an 8-step loop costs more
+    than it saves, so 1 stays, with the count in the reason; an explicit setting wins."""
+    from autodist.planning.steps_per_execution import SHORT_FIT_STEPS, FitFacts, choose_steps_per_execution
+
+    choice = choose_steps_per_execution(StrategyKind.DEFAULT, "keras3", ModelInfo(keras_flavor="keras3", keras_version="3.15.1"), environ, FitFacts(total_steps=total_steps))
+    assert SHORT_FIT_STEPS == 128 and choice.value == expected, choice
+    if expected is None and not environ:
+        assert choice.reasons == (f"steps_per_execution stays as compiled: this fit trains {total_steps} steps, fewer than 128, "
+                                  "and the first trace of a loop of 8 steps costs more than it saves there. AUTODIST_STEPS_PER_EXECUTION=8 sets it anyway",)
+
+
 def test_steps_per_execution_opt_out_and_bad_value():
     off = plan(make_snapshot(), environ={"AUTODIST_STEPS_PER_EXECUTION": "1"})
     assert off.steps_per_execution is None
@@ -247,11 +263,11 @@ def test_the_readme_lists_every_setting_and_nothing_else():
 
     readme = "".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
     table = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
-    assert re.findall(r"^\| `(AUTODIST_[A-Z_]+)` \|", table, flags=re.M) == list(SETTINGS)
-    mentioned = set(re.findall(r"AUTODIST_[A-Z_]*[A-Z]", readme))
+    assert re.findall(r"^\| `(AUTODIST_[A-Z0-9_]+)` \|", table, flags=re.M) == list(SETTINGS)
+    mentioned = set(re.findall(r"AUTODIST_[A-Z0-9_]*[A-Z0-9]", readme))
     assert mentioned <= set(SETTINGS), mentioned - set(SETTINGS)
     package = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "autodist").glob("*.py"))
-    assert set(re.findall(r"\"(AUTODIST_[A-Z_]+)\"", package)) == set(SETTINGS)
+    assert set(re.findall(r"\"(AUTODIST_[A-Z0-9_]+)\"", package)) == set(SETTINGS)
 
 
 def test_a_plan_round_trips_through_its_dict():

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.detection.cluster_spec import KNOWN_TASK_TYPES, ClusterInfo, parse_tf_config, shorten, validate_cluster
+from autodist.detection.kubernetes import KubernetesEnvironment
 from autodist import fields, files
 from autodist.errors import ClusterConfigError
 from autodist.settings import PORT_ENV, SLURM_PORT_BASE_ENV, port_setting
@@ -34,6 +35,7 @@ __all__ = [
     "KNOWN_TASK_TYPES",
     "ClusterEnvironment",
     "ClusterInfo",
+    "KubernetesEnvironment",
     "RayTrainEnvironment",
     "TFConfigEnvironment",
     "detect_cluster",
@@ -280,13 +282,16 @@ def _range_size(part: str) -> int:
 #    prebuilt TensorFlow containers set it alongside their own variables.
 # 2. Vertex AI's CLUSTER_SPEC describes the same job in Vertex's own terms.
 # 3. SageMaker's SM_HOSTS lists the hosts of a SageMaker job.
-# 4. SLURM last: its variables also leak into processes that an srun task starts for other
+# 4. Kubernetes: the pod of a job whose manifest passes AUTODIST_K8S_WORKERS (autodist's own
+#    variable: a manifest that also sets TF_CONFIG meant TF_CONFIG).
+# 5. SLURM last: its variables also leak into processes that an srun task starts for other
 #    purposes, so any more specific definition above wins.
 CLUSTER_ENVIRONMENTS: tuple[type[ClusterEnvironment], ...] = (
     RayTrainEnvironment,
     TFConfigEnvironment,
     VertexAIEnvironment,
     SageMakerEnvironment,
+    KubernetesEnvironment,
     SlurmEnvironment,
 )
 

@@ -1,0 +1,266 @@
+"""The Kubernetes manifest that runs a script on N workers (optionally with parameter servers):
+``python -m autodist manifest`` prints it, ready for ``kubectl apply -f -`` (docs/kubernetes.md
+explains every field it sets).
+
+- Indexed Jobs (the default; Kubernetes 1.26 or later): a headless Service and one indexed Job
+  per role (``<name>`` for the workers; ``<name>-chief`` and ``<name>-ps`` with parameter
+  servers), their pods named ``<job>-<index>`` under the Service.
+- A JobSet (``--jobset``; the JobSet controller installed): one replicated job per role, under
+  the JobSet's own headless Service.
+
+Each pod learns its place from Kubernetes (``JOB_COMPLETION_INDEX``, its host name; in a JobSet,
+its annotations) and from the variables the manifest passes, which
+:mod:`autodist.detection.kubernetes` reads with the same :class:`KubernetesLayout`. The failure
+policy restarts the same index when a pod exits 75 (autodist saved its state on SIGTERM) or is
+evicted, and fails the job on any other exit; a backup volume (``--backup-claim``) keeps the saves
+across restarts, so a restarted pod resumes at the step it saved.
+
+Example:
+    >>> spec = ManifestSpec.checked(name="mnist", workers="2", image="python:3.11", command=["python", "train.py"])
+    >>> [item["kind"] for item in manifest_objects(spec)]
+    ['Service', 'Job']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from autodist.detection.kubernetes import INDEX_ENV, JOBSET_ENVS, MAX_TASKS, KubernetesLayout
+from autodist.errors import ArgumentError
+from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
+from autodist.settings import BACKUP_DIR_ENV, K8S_NAME_ENV, K8S_PS_ENV, K8S_ROLE_ENV, K8S_SERVICE_ENV, K8S_WORKERS_ENV, PORT_ENV
+
+__all__ = ["BACKUP_MOUNT", "CONTAINER", "ManifestSpec", "manifest_objects", "to_yaml"]
+
+CONTAINER = "train"  # the container the failure policy's exit codes are read from
+BACKUP_MOUNT = "/autodist-backup"
+JOB_LABEL = "autodist/job"  # every pod of the job: the headless Service selects them by it
+MAX_GPUS = 64  # per pod: more than any node has
+_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # a DNS-1035 label: Service names must be one
+_QUANTITY = re.compile(r"(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?")  # Kubernetes's quantity, unsigned
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")  # registry/name:tag or @sha256:digest
+#: JobSet's annotations on every pod, as the variables the pod reads (:data:`JOBSET_ENVS`).
+_JOBSET_ANNOTATIONS = tuple(zip(JOBSET_ENVS, ("jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index")))
+
+
+@dataclass(frozen=True)
+class ManifestSpec:
+    """The job a manifest describes, every field checked (:meth:`checked`)."""
+
+    layout: KubernetesLayout
+    image: str
+    command: tuple[str, ...]
+    namespace: str | None = None
+    gpus: int = 0
+    cpu: str | None = None
+    memory: str | None = None
+    backup_claim: str | None = None
+    timeout: int | None = None
+
+    @classmethod
+    def checked(
+        cls, *, name: str, workers: Any, image: str, command: list[str], ps: Any = 0, namespace: str | None = None, gpus: Any = 0,
+        cpu: str | None = None, memory: str | None = None, port: Any = 2222, backup_claim: str | None = None, timeout: Any = None,
+        jobset: bool = False,
+    ) -> ManifestSpec:
+        """The spec, or an :class:`~autodist.errors.ArgumentError` that names the flag, the value,
+        what was expected and the fix."""
+        num_workers = _int("--workers", workers, 1, MAX_TASKS)
+        num_ps = _int("--ps", ps, 0, MAX_TASKS)
+        tasks = num_workers + num_ps + (1 if num_ps else 0)
+        layout = KubernetesLayout(_label("--name", name), name, num_workers, num_ps, _int("--port", port, 1, 65536 - tasks), jobset)
+        longest = max((layout.hostname(role, count - 1) for role, count in layout.counts().items()), key=len)
+        if len(longest) > 63:
+            raise ArgumentError(
+                f"--name {name!r} makes the host name {longest!r}, {len(longest)} characters (Received: --name {name}). "
+                "Expected at most 63: Kubernetes cuts longer host names, and the pods would not find each other. Choose a shorter name."
+            )
+        if len(image) > 512 or not _IMAGE.fullmatch(image):
+            raise ArgumentError(f"--image {image!r} is not an image reference (Received: --image {json.dumps(image)}). Expected a name such as python:3.11 or registry/train:1.")
+        if not command:
+            raise ArgumentError("No command was given (Received: nothing after the flags). Expected the command each pod runs, for example: -- python train.py.")
+        for flag, quantity in (("--cpu", cpu), ("--memory", memory)):
+            if quantity is not None and not _QUANTITY.fullmatch(quantity):
+                raise ArgumentError(f"{flag} {quantity!r} is not a Kubernetes quantity (Received: {flag} {json.dumps(quantity)}). Expected for example 4, 500m or 16Gi.")
+        return cls(
+            layout, image, tuple(command), _label("--namespace", namespace) if namespace is not None else None, _int("--gpus", gpus, 0, MAX_GPUS),
+            cpu, memory, _label("--backup-claim", backup_claim) if backup_claim is not None else None,
+            _int("--timeout", timeout, 1, 7 * 24 * 3600) if timeout is not None else None,
+        )  # fmt: skip
+
+
+def _int(flag: str, raw: Any, low: int, high: int) -> int:
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise ArgumentError(f"{flag} must be an integer from {low} to {high} (Received: {flag} {json.dumps(str(raw))}).")
+    return value
+
+
+def _label(flag: str, raw: str) -> str:
+    if len(raw) > 63 or not _NAME.fullmatch(raw):
+        raise ArgumentError(
+            f"{flag} {raw!r} is not a DNS label (Received: {flag} {json.dumps(raw)}). Expected at most 63 lowercase "
+            "letters, digits and '-', starting with a letter and ending with a letter or digit, for example mnist-train."
+        )
+    return raw
+
+
+def manifest_objects(spec: ManifestSpec) -> list[dict[str, Any]]:
+    """The Kubernetes objects, in the order ``kubectl apply`` creates them."""
+    layout = spec.layout
+    if layout.jobset:
+        jobs = [{"name": layout.job_name(role), "replicas": 1, "template": {"spec": _job(spec, role, count)}} for role, count in layout.counts().items()]
+        jobset = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": _metadata(spec, layout.name),
+            # publishNotReadyAddresses: a pod resolves its peers as they start, before they are ready
+            "spec": {"network": {"enableDNSHostnames": True, "subdomain": layout.service, "publishNotReadyAddresses": True}, "replicatedJobs": jobs},
+        }
+        return [jobset]
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(spec, layout.service),
+        "spec": {"clusterIP": "None", "selector": {JOB_LABEL: layout.name}, "publishNotReadyAddresses": True},
+    }
+    jobs = [{"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(spec, layout.job_name(role)), "spec": _job(spec, role, count)} for role, count in layout.counts().items()]
+    return [service, *jobs]
+
+
+def _metadata(spec: ManifestSpec, name: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "labels": {JOB_LABEL: spec.layout.name, "app.kubernetes.io/managed-by": "autodist"}}
+    if spec.namespace is not None:
+        metadata["namespace"] = spec.namespace
+    return metadata
+
+
+def _job(spec: ManifestSpec, role: str, count: int) -> dict[str, Any]:
+    """One role's indexed Job spec: ``count`` pods at once, each index restarted after exit 75 or
+    an eviction, the job failed by any other exit."""
+    restart = {"containerName": CONTAINER, "operator": "In", "values": [PREEMPTED_EXIT_CODE]}
+    fail = {"containerName": CONTAINER, "operator": "NotIn", "values": [0, PREEMPTED_EXIT_CODE]}
+    job: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": count,
+        "parallelism": count,
+        "backoffLimit": 0,
+        "podFailurePolicy": {
+            "rules": [
+                {"action": "Ignore", "onExitCodes": restart},
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                {"action": "FailJob", "onExitCodes": fail},
+            ]
+        },
+        "template": {"metadata": {"labels": {JOB_LABEL: spec.layout.name}}, "spec": _pod(spec, role)},
+    }
+    if spec.timeout is not None:
+        job["activeDeadlineSeconds"] = spec.timeout
+    return job
+
+
+def _pod(spec: ManifestSpec, role: str) -> dict[str, Any]:
+    layout = spec.layout
+    env = [
+        {"name": K8S_WORKERS_ENV, "value": str(layout.workers)},
+        {"name": K8S_PS_ENV, "value": str(layout.ps)},
+        {"name": K8S_SERVICE_ENV, "value": layout.service},
+        {"name": PORT_ENV, "value": str(layout.port)},
+    ]
+    if layout.jobset:
+        env += [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{key}']"}}} for name, key in _JOBSET_ANNOTATIONS]
+    else:
+        env += [{"name": K8S_NAME_ENV, "value": layout.name}, {"name": K8S_ROLE_ENV, "value": role}]
+    container: dict[str, Any] = {"name": CONTAINER, "image": spec.image, "command": list(spec.command), "env": env}
+    resources = _resources(spec, role)
+    if resources:
+        container["resources"] = resources
+    pod: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
+    if not layout.jobset:
+        pod["subdomain"] = layout.service  # a JobSet sets its own
+    mounts, volumes = [], []
+    if spec.backup_claim is not None:
+        env.append({"name": BACKUP_DIR_ENV, "value": BACKUP_MOUNT})
+        mounts.append({"name": "backup", "mountPath": BACKUP_MOUNT})
+        volumes.append({"name": "backup", "persistentVolumeClaim": {"claimName": spec.backup_claim}})
+    if spec.gpus and role == "worker":  # NCCL between a pod's GPUs needs more than the 64 MiB /dev/shm a pod has
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+    if mounts:
+        container["volumeMounts"], pod["volumes"] = mounts, volumes
+    return pod
+
+
+def _resources(spec: ManifestSpec, role: str) -> dict[str, Any]:
+    """Requests (and the GPU limit) of a pod: GPUs for workers only (the chief coordinates and the
+    parameter servers hold variables: neither computes a step)."""
+    requests = {key: value for key, value in (("cpu", spec.cpu), ("memory", spec.memory)) if value is not None}
+    resources: dict[str, Any] = {"requests": requests} if requests else {}
+    if spec.gpus and role == "worker":
+        resources["limits"] = {"nvidia.com/gpu": spec.gpus}
+    return resources
+
+
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")
+_RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    return text if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED else json.dumps(text)
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """The objects as one YAML stream (``---`` between them): block style, a string quoted where a
+    YAML reader could take it for anything but that string.
+
+    Example:
+        >>> print(to_yaml([{"kind": "Job", "spec": {"completions": 2, "values": ["on", 75]}}]))
+        kind: Job
+        spec:
+          completions: 2
+          values:
+          - "on"
+          - 75
+        <BLANKLINE>
+    """
+    return "---\n".join("\n".join(_lines(item, 0)) + "\n" for item in objects)
+
+
+def _lines(value: Any, indent: int) -> list[str]:
+    pad = "  " * indent
+    lines: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (dict, list)) and item:
+                lines.append(f"{pad}{_scalar(key)}:")
+                lines += _lines(item, indent + (1 if isinstance(item, dict) else 0))
+            else:
+                lines.append(f"{pad}{_scalar(key)}: {_empty(item)}")
+        return lines
+    for item in value:
+        if isinstance(item, (dict, list)) and item:
+            nested = _lines(item, indent + 1)
+            lines.append(f"{pad}- {nested[0].lstrip()}")
+            lines += nested[1:]
+        else:
+            lines.append(f"{pad}- {_empty(item)}")
+    return lines
+
+
+def _empty(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return _scalar(value)
