@@ -195,13 +195,19 @@ _RAY: dict[str, Any] = {}
 def pytest_collection_finish(session):
     if any(item.nodeid.startswith("tests/test_ray.py") for item in session.items):
         start_ray_scenario()
-    if any(item.nodeid.startswith("tests/test_kubernetes.py::test_the_pods") for item in session.items):
+    _PODS_WANTED.extend(item for item in session.items if item.nodeid.startswith("tests/test_pods_on_kubernetes.py"))
+
+
+def pytest_runtest_setup(item):
+    """The Kubernetes pods start with tests/test_multi_worker.py, whose tests mostly wait (stall
+    and peer timeouts): they run in its idle time, and the pods' test collects them later."""
+    if _PODS_WANTED and item.nodeid.startswith("tests/test_multi_worker.py"):
         start_kubernetes_pods()
 
 
-#: The Kubernetes pod-side run (tests/test_kubernetes.py): two jobs' pods (2 workers, one of them
-#: SIGTERMed and restarted; 3 workers) and one process alone. Its pods mostly wait on each other,
-#: so it runs beside the suite from the start, as the Ray scenario does.
+#: The Kubernetes pod-side run (tests/test_pods_on_kubernetes.py): two jobs' pods (2 workers, one
+#: of them SIGTERMed and restarted; 3 workers) and one process alone, beside the suite.
+_PODS_WANTED: list[Any] = []
 KUBERNETES_CASES = [{"name": "k2", "workers": 2, "port": 2222, "kill_at": {"1": 9}}, {"name": "k3", "workers": 3, "port": 2300}]
 _PODS: dict[str, Any] = {}
 

@@ -1,8 +1,8 @@
 """Kubernetes without an operator (issue 37): the manifest ``python -m autodist manifest`` writes,
 checked against Kubernetes's schemas and JobSet's CRD; what each of its pods reads, from what
 Kubernetes gives a pod (tests/scenarios/kubelet.py, by Kubernetes's own naming rules); each
-inconsistency refused, naming its variable; and the pod side run for real on this machine, in a
-private network where the pods' host names resolve to loopback (tests/scenarios/kubernetes_pods.py)."""
+inconsistency refused, naming its variable. The pod side runs for real in
+tests/test_pods_on_kubernetes.py."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from autodist.detection.cluster import detect_cluster
 from autodist.errors import ArgumentError, ClusterConfigError
 from autodist.jobs.kubernetes import ManifestSpec, manifest_objects, to_yaml
-from tests.conftest import ROOT, run_python, scenario_result, subprocess_env
+from tests.conftest import ROOT, run_python, subprocess_env
 from tests.scenarios.kubelet import pods, verdict
 
 yaml = pytest.importorskip("yaml")
@@ -230,51 +230,3 @@ def test_a_manifest_needs_a_command(capsys):
 
     assert main(["manifest", "--name", "job", "--workers", "2", "--image", "i"]) == 2
     assert "No command was given" in capsys.readouterr().err
-
-
-@pytest.mark.tensorflow
-def test_the_pods_train_as_one_process_and_a_sigterm_restart_redoes_no_step():
-    """2 pods, one SIGTERMed after step 9 and restarted by the failure policy, and 3 pods, from
-    the manifests the command line writes, each pod with what Kubernetes would give it: every
-    pod's weights equal, and equal to one process's; the restart trains on from the step saved.
-    The run started with the session (tests/conftest.py::start_kubernetes_pods)."""
-    from tests.conftest import start_kubernetes_pods
-
-    import importlib.metadata
-
-    from autodist.planning.keras_compat import refused_strategy
-
-    result = scenario_result(start_kubernetes_pods()["proc"], timeout=480)
-    reference = result["reference"][-1]
-    assert reference["end"] == 16 and reference["strategy"] == "default"
-    refused = refused_strategy("multi_worker_mirrored", "keras3", importlib.metadata.version("keras"), {})
-    if refused is not None:  # Keras 3.3-3.6: the named refusal, and the failure policy ends each job
-        for name, case in result["cases"].items():
-            attempts = [attempt for pod in case["pods"].values() for attempt in pod["attempts"]]
-            assert case["failed"] is not None and case["failed"].endswith("exited 1: FailJob"), case["failed"]
-            assert all(attempt["exit"] != 0 for attempt in attempts) and any("StrategyUnavailableError: " + refused.split(".")[0] in attempt["tail"] for attempt in attempts), case
-        return
-    for name, workers in (("k2", 2), ("k3", 3)):
-        case = result["cases"][name]
-        assert case["failed"] is None and case["timed_out"] == [], case
-        finals = {host: pod["records"][-1] for host, pod in case["pods"].items()}
-        assert sorted(finals) == [f"{name}-{i}" for i in range(workers)]
-        for host, final in finals.items():
-            assert final["exit"] == 0 and final["end"] == 16 and final["strategy"] == "multi_worker_mirrored", (host, final)
-            assert any(f"(Kubernetes indexed Job {name})" in reason for reason in final["reasons"]), final["reasons"]
-            assert final["weights"] == finals[f"{name}-0"]["weights"], f"{host}'s weights differ from {name}-0's"
-            gap = max(abs(a - b) for mine, theirs in zip(final["weights"], reference["weights"], strict=True)
-                      for a, b in zip(_flat(mine), _flat(theirs), strict=True))  # fmt: skip
-            assert gap <= 1e-5, f"{host}: {gap:.2g} from one process"
-    restarted = result["cases"]["k2"]["pods"]
-    for host, pod in restarted.items():
-        exits = [(attempt["exit"], attempt["verdict"]) for attempt in pod["attempts"]]
-        assert exits == [(75, "Ignore"), (0, "succeeded")], (host, exits, pod["attempts"][0]["tail"])
-        first, again = pod["records"]
-        assert first["exit"] == 75 and first["last"] >= 9, first
-        assert again["begin"] == first["last"], f"{host}: saved at step {first['last']}, resumed at {again['begin']}: {first['last'] - again['begin']} steps redone"
-    assert all(len(pod["attempts"]) == 1 for pod in result["cases"]["k3"]["pods"].values())
-
-
-def _flat(value):
-    return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
