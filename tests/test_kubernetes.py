@@ -92,6 +92,7 @@ def test_each_inconsistency_is_a_cluster_error_that_names_the_variable(change, n
     for key in [k for k, v in change.items() if v is None]:
         environ.pop(key)
     assert detect_cluster(GOOD).task_index == 1  # the unchanged pod is read
+    assert detect_cluster({**GOOD, "AUTODIST_K8S_PS": ""}).cluster_spec == detect_cluster(GOOD).cluster_spec  # empty is unset
     with pytest.raises(ClusterConfigError) as raised:
         detect_cluster(environ)
     assert named in str(raised.value) and "(Received: " in str(raised.value), str(raised.value)

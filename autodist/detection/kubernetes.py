@@ -142,7 +142,7 @@ class KubernetesEnvironment:
 
 
 def _count(environ: Mapping[str, str], name: str, low: int, received: str) -> int:
-    raw = environ.get(name, "0" if name == PS_ENV else "")
+    raw = environ.get(name, "").strip() or ("0" if name == PS_ENV else "")  # empty is unset, as for every setting
     try:
         value = int(raw.strip())
     except ValueError:
