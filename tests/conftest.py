@@ -106,6 +106,7 @@ def subprocess_env(**overrides: str | None) -> dict[str, str]:
     """A clean environment for a child process: no inherited cluster or autodist settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTODIST_", "TF_CONFIG", "TF_USE_LEGACY"))}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PYTHONFAULTHANDLER"] = "1"  # a crash inside TensorFlow prints every thread's Python stack
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for key, value in overrides.items():
         if value is None:
@@ -168,6 +169,41 @@ def run_scenario(script: str, *args: str, timeout: float = 300, **env: str | Non
     return scenario_result(start_scenario(script, *args, **env), timeout)
 
 
+class Ahead:
+    """A module's independent program runs, started together at the module's first test, at most
+    ``lanes`` at a time, each collected by key. On 2 cores a run spends much of its time importing
+    TensorFlow or waiting on its peers, which leaves a core idle: three at a time fill it. Only
+    runs whose results do not depend on time belong here; a test that bounds a time calls
+    :meth:`settle` first. A run is submitted only when a selected test of the module is named
+    ``needed_by`` or uses a fixture of that name."""
+
+    def __init__(self, request: pytest.FixtureRequest, lanes: int = 3) -> None:
+        import concurrent.futures
+
+        mine = [item for item in request.session.items if item.module is request.module]
+        self._wanted = {name for item in mine for name in (*item.fixturenames, getattr(item, "originalname", item.name))}
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="ahead")
+        self._runs: dict[str, Any] = {}
+
+    def submit(self, needed_by: str, call: Any, key: str | None = None) -> None:
+        """Queue ``call()`` (a bounded run) under ``key`` (default: ``needed_by``) if it is wanted."""
+        if needed_by in self._wanted:
+            self._runs[key or needed_by] = self._pool.submit(call)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._runs[key].result()
+
+    def settle(self) -> None:
+        """Wait until every queued run has ended (each within its own time limit)."""
+        import concurrent.futures
+
+        concurrent.futures.wait(list(self._runs.values()))
+
+    def close(self) -> None:
+        """Queued runs are dropped; running ones end within their own time limits."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def listening(ports: list[int]) -> dict[int, list[str]]:
     """The addresses on which ``ports`` listen in this process's network namespace."""
     import socket
@@ -188,6 +224,8 @@ def listening(ports: list[int]) -> dict[int, list[str]]:
 #: The Ray Train scenario (tests/test_ray.py), started when the session's collection holds its
 #: tests: Ray spends most of its minutes waiting (actors starting, polling), so it runs beside the
 #: rest of the suite. It runs inside a private network with only loopback, as the launcher's jobs.
+#: (Measured: started instead with the modules that run one process at a time, it made the suite
+#: 53 s longer.)
 RAY_CASES = ("keras3", "tf_keras", "doc", "example", "data", "jax", "restart")  # restart last: its worker errors are expected
 _RAY: dict[str, Any] = {}
 
@@ -198,10 +236,19 @@ def pytest_collection_finish(session):
     _PODS_WANTED.extend(item for item in session.items if item.nodeid.startswith("tests/test_pods_on_kubernetes.py"))
 
 
+#: Tests that mostly wait (failures, peer and stall timeouts, with bounds far above what they
+#: wait for): the Kubernetes pods start at the first of them and run in their idle time; the pods'
+#: own test collects them later (or starts them, when none of these runs).
+WAITING_TESTS = (
+    "tests/test_multi_worker.py::test_worker_failure_without_restart_fails_fast_and_names_the_task",
+    "tests/test_multi_worker.py::test_never_started_peer_fails_in_bounded_time",
+    "tests/test_multi_worker.py::test_peer_dying_mid_training_fails_the_survivor_in_bounded_time",
+    "tests/test_multi_worker.py::test_a_worker_blocked_inside_a_batch_ends_the_job_within_the_stall_timeout",
+)
+
+
 def pytest_runtest_setup(item):
-    """The Kubernetes pods start with tests/test_multi_worker.py, whose tests mostly wait (stall
-    and peer timeouts): they run in its idle time, and the pods' test collects them later."""
-    if _PODS_WANTED and item.nodeid.startswith("tests/test_multi_worker.py"):
+    if _PODS_WANTED and item.nodeid in WAITING_TESTS:
         start_kubernetes_pods()
 
 

@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 import json
+from functools import partial
+
+import pytest
 
 from autodist.demo import load_digits
-from tests.conftest import run_python, subprocess_env
+from tests.conftest import Ahead, run_python, subprocess_env
+
+
+def demo(*args: str, **env: str | None):
+    return run_python(["-m", "autodist", "demo", "--json", *args], env=subprocess_env(**env), timeout=300)
+
+
+@pytest.fixture(scope="module")
+def runs(request):
+    """Both demo runs, side by side (``conftest.Ahead``)."""
+    ahead = Ahead(request)
+    ahead.submit("test_demo_trains_to_high_accuracy", demo)
+    ahead.submit("test_demo_on_two_logical_cpus", partial(demo, "--epochs", "10", AUTODIST_CPU_DEVICES="2"))
+    yield ahead
+    ahead.close()
 
 
 def test_bundled_data_is_real_digits():
@@ -15,8 +32,8 @@ def test_bundled_data_is_real_digits():
     assert 0.0 <= x.min() and x.max() == 1.0
 
 
-def test_demo_trains_to_high_accuracy():
-    proc = run_python(["-m", "autodist", "demo", "--json"], env=subprocess_env(), timeout=300)
+def test_demo_trains_to_high_accuracy(runs):
+    proc = runs["test_demo_trains_to_high_accuracy"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert result["strategy"] == "default"
@@ -24,8 +41,8 @@ def test_demo_trains_to_high_accuracy():
     assert "autodist plan: default" in proc.stderr
 
 
-def test_demo_on_two_logical_cpus():
-    proc = run_python(["-m", "autodist", "demo", "--json", "--epochs", "10"], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=300)
+def test_demo_on_two_logical_cpus(runs):
+    proc = runs["test_demo_on_two_logical_cpus"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert (result["strategy"], result["num_replicas"]) == ("mirrored", 2)

@@ -15,7 +15,8 @@ def test_the_pods_train_as_one_process_and_a_sigterm_restart_redoes_no_step():
     """2 pods, one SIGTERMed after step 9 and restarted by the failure policy, and 3 pods, from
     the manifests the command line writes, each pod with what Kubernetes would give it: every
     pod's weights equal, and equal to one process's; the restart trains on from the step saved.
-    The run starts with tests/test_multi_worker.py (tests/conftest.py), or here when that is not run."""
+    The run starts with the waiting tests of tests/test_multi_worker.py (conftest.WAITING_TESTS), or
+    here when none of them runs."""
     import importlib.metadata
 
     from autodist.planning.keras_compat import refused_strategy

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ import pytest
 from autodist.resume.preemption import PREEMPTED_EXIT_CODE
 from autodist.resume.resumed_fit import phases
 from autodist.resume.train_state import Position, clear, discard_after, load, save, saves
-from tests.conftest import ROOT, SCENARIOS, finished, run_python, start_python, subprocess_env
+from tests.conftest import ROOT, SCENARIOS, Ahead, finished, run_python, start_python, subprocess_env
 
 SCRIPT = str(SCENARIOS / "preemption.py")
 STEPS = 30  # 3 epochs of 10 batches
@@ -41,6 +42,44 @@ def uninterrupted(out: Path, flavor: str, cpus: str, data: str, optimizer: str =
     leave the other core free; :func:`finished` collects it."""
     env = subprocess_env(TF_USE_LEGACY_KERAS=LEGACY[flavor], AUTODIST_CPU_DEVICES=cpus, OPTIMIZER=optimizer)
     return start_python([SCRIPT, str(out), "reference", data], env=env)
+
+
+def interrupted_and_restarted(out: Path, reference: Path, mode: str, flavor: str, cpus: str, data: str, warmup: bool = False, optimizer: str = "sgd") -> dict:
+    """The uninterrupted reference beside two starts of the run that receives SIGTERM (it sends it
+    itself, at a step ``mode`` names: the same step however busy the machine is), and the saves'
+    folder as the first start left it."""
+    done = uninterrupted(reference, flavor, cpus, data, optimizer)
+    first = single(out, mode, flavor, cpus, data, warmup, optimizer)
+    folder = out / "backup" / "single" / f"fit-{int(warmup)}"
+    left = {
+        "modes": [stat.S_IMODE(path.stat().st_mode) for path in (out / "backup", out / "backup" / "single", folder) if path.exists()],
+        "file_modes": {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} if folder.exists() else None,
+        "saves": [(found.kind, found.position) for found in saves(str(folder))] if folder.exists() else None,
+    }
+    second = single(out, mode, flavor, cpus, data, warmup, optimizer)
+    code, _, stderr = finished(done, 180)
+    return {"first": first, "left": left, "second": second, "reference": (code, stderr)}
+
+
+SINGLE_HOST = [("keras3", "1", "arrays", "sgd"), ("keras3", "2", "dataset", "momentum"), ("tf_keras", "2", "arrays", "legacy")]
+
+
+@pytest.fixture(scope="module")
+def single_host(request, tmp_path_factory):
+    """The single-host runs, three at a time (``conftest.Ahead``): the step each is stopped at
+    does not depend on time. Keyed by case, with the folders they wrote."""
+    ahead, folders = Ahead(request), {}
+    for flavor, cpus, data, optimizer in SINGLE_HOST:
+        key = f"{flavor}-{cpus}-{data}-{optimizer}"
+        root = folders[key] = tmp_path_factory.mktemp("preempted")
+        warmup = data == "arrays" and cpus == "1"
+        call = partial(interrupted_and_restarted, root / "run", root / "reference", "self", flavor, cpus, data, warmup, optimizer)
+        ahead.submit("test_single_host_sigterm_mid_epoch_resumes_at_that_step", call, key=key)
+    root = folders["late"] = tmp_path_factory.mktemp("late")
+    call = partial(interrupted_and_restarted, root / "run", root / "reference", "late", "keras3", "1", "arrays")
+    ahead.submit("test_a_sigterm_after_the_last_step_saves_the_finished_fit", call, key="late")
+    yield ahead, folders
+    ahead.close()
 
 
 def result(out: Path, task: str) -> tuple[list[np.ndarray], dict]:
@@ -72,46 +111,41 @@ def assert_same_run(out: Path, reference: Path, task: str) -> tuple[float, int]:
 
 
 @pytest.mark.parametrize(
-    "flavor,cpus,data,optimizer",
-    [("keras3", "1", "arrays", "sgd"), ("keras3", "2", "dataset", "momentum"), ("tf_keras", "2", "arrays", "legacy")],
+    "flavor,cpus,data,optimizer", SINGLE_HOST,
     ids=["keras3-default-arrays-sgd", "keras3-mirrored-dataset-momentum", "tf_keras-mirrored-arrays-legacy_momentum"],
 )
-def test_single_host_sigterm_mid_epoch_resumes_at_that_step(tmp_path, flavor, cpus, data, optimizer, report):
+def test_single_host_sigterm_mid_epoch_resumes_at_that_step(single_host, flavor, cpus, data, optimizer, report):
     """The first case runs a smaller fit first: the second fit of a script resumes, the first
     trains again (its own folder). Momentum: slot variables, which tf_keras creates at its first
     step, restored before it (legacy: tf_keras's OptimizerV2)."""
-    out, reference = tmp_path / "run", tmp_path / "reference"
-    warmup = data == "arrays" and cpus == "1"
-    done = uninterrupted(reference, flavor, cpus, data, optimizer)
-    first = single(out, "self", flavor, cpus, data, warmup, optimizer)
+    key = f"{flavor}-{cpus}-{data}-{optimizer}"
+    runs = single_host[0][key]
+    out, reference = single_host[1][key] / "run", single_host[1][key] / "reference"
+    first, left, second = runs["first"], runs["left"], runs["second"]
     assert first.returncode == PREEMPTED_EXIT_CODE, first.stderr[-3000:]
     assert "autodist: preempted (SIGTERM): saved epoch 2 after 5 of its 10 batches" in first.stderr
-    folder = out / "backup" / "single" / f"fit-{int(warmup)}"
-    for path in (out / "backup", out / "backup" / "single", folder):
-        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
-    assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}, "saves are private to the user"
-    assert [(found.kind, found.position) for found in saves(str(folder))] == [("epoch", Position(1, 0, 10)), ("step", Position(1, 5, 10))]
-    second = single(out, "self", flavor, cpus, data, warmup, optimizer)
+    assert left["modes"] == [0o700] * 3, left  # backup/, backup/single/, and the fit's folder
+    assert left["file_modes"] == {0o600}, "saves are private to the user"
+    assert left["saves"] == [("epoch", Position(1, 0, 10)), ("step", Position(1, 5, 10))]
     assert second.returncode == 0, second.stderr[-3000:]
     assert "autodist: resuming at epoch 2, after 5 of its batches, from the preemption save" in second.stderr
     assert list((out / "backup").iterdir()) == [], "a finished run removes its saves (and leaves your folder)"
-    code, _, stderr = finished(done, 180)
+    code, stderr = runs["reference"]
     assert code == 0, stderr[-3000:]
     diff, redone = assert_same_run(out, reference, "single")
     assert redone == 0
     report(f"preemption, {flavor} {result(out, 'single')[1]['strategy']} ({data}, {optimizer}): SIGTERM in epoch 2 batch 5; steps redone {redone}, weights within {diff:g} of the uninterrupted run")
 
 
-def test_a_sigterm_after_the_last_step_saves_the_finished_fit(tmp_path):
+def test_a_sigterm_after_the_last_step_saves_the_finished_fit(single_host):
     """SIGTERM in the last epoch's end: fit finishes, saves the finished state with its History
     and exits 75; the next start trains nothing and returns the uninterrupted run's History."""
-    out, reference = tmp_path / "run", tmp_path / "reference"
-    done = uninterrupted(reference, "keras3", "1", "arrays")
-    first = single(out, "late", "keras3", "1", "arrays")
+    runs = single_host[0]["late"]
+    out, reference = single_host[1]["late"] / "run", single_host[1]["late"] / "reference"
+    first, second = runs["first"], runs["second"]
     assert first.returncode == PREEMPTED_EXIT_CODE and "saved the finished fit" in first.stderr, first.stderr[-3000:]
-    second = single(out, "late", "keras3", "1", "arrays")
     assert second.returncode == 0 and "the fit had finished: nothing to train" in second.stderr, second.stderr[-3000:]
-    code, _, stderr = finished(done, 180)
+    code, stderr = runs["reference"]
     assert code == 0, stderr[-3000:]
     weights, summary = result(out, "single")
     ref_weights, ref_summary = result(reference, "single")

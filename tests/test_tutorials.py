@@ -4,8 +4,8 @@ user would adapt them (tests/tutorials/, one program per tutorial), run for real
 Each program's docstring names its source and lists every change. Single-host tutorials run
 with ``AUTODIST_CPU_DEVICES=2`` (autodist picks Mirrored over 2 logical CPUs); the multi-worker
 ones as 2 workers through ``python -m autodist launch``; the parameter-server one as a chief,
-2 workers and 1 ps. Each program runs once per module (a module-scoped fixture, every
-subprocess bounded), and the tests check what the tutorial itself shows: losses fall, the
+2 workers and 1 ps. Each program runs once per module (every subprocess bounded; the module's
+programs start together, three at a time, see ``conftest.Ahead``), and the tests check what the tutorial itself shows: losses fall, the
 learning-rate schedule applies, only the chief writes checkpoints and summaries, a saved and
 loaded model evaluates the same, and custom loops compute what a one-device loop computes.
 
@@ -21,12 +21,13 @@ import re
 import subprocess
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import run_python, subprocess_env
+from tests.conftest import Ahead, run_python, subprocess_env
 
 TUTORIALS = Path(__file__).resolve().parent / "tutorials"
 SINGLE_HOST_TIMEOUT = 180
@@ -99,13 +100,41 @@ def close(a: float, b: float, rel: float = 1e-6, abs_: float = 1e-7) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
 
 
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory):
+    """Every program the selected tests need, in the order the tests come."""
+    out = tmp_path_factory.mktemp
+    ahead = Ahead(request)
+    ahead.submit("keras_tutorial", partial(run_single_host, "keras_mirrored", out("keras_mirrored")))
+    ahead.submit("custom_training", partial(run_single_host, "custom_training", out("custom_training")))
+    # The same program with autodist's default strategy: a plain one-device loop, at the same
+    # global batch (128 per replica on 1 replica = 64 per replica on 2).
+    ahead.submit("custom_training", partial(run_single_host, "custom_training", out("custom_training_one_device"), "128", AUTODIST_CPU_DEVICES=None), key="custom_training_reference")
+    ahead.submit("guide", partial(run_single_host, "distributed_training_guide", out("guide")))
+    ahead.submit("save_and_load", partial(run_single_host, "save_and_load", out("save_and_load")))
+    ahead.submit("keras_io", partial(run_single_host, "keras_io_distributed_training", out("keras_io")))
+    for keras in (None, "1"):  # main.py with Keras 3, and with tf_keras (tf.keras is then tf_keras)
+        ahead.submit("seed_main", partial(launch, "seed_multi_worker_main", out("seed_main"), "--workers", "2", TF_USE_LEGACY_KERAS=keras), key=f"seed_main {keras}")
+    scratch = out("scratch")
+    ahead.submit("multi_worker_keras", partial(launch, "multi_worker_with_keras", out("multi_worker_keras"), "--workers", "2", TMPDIR=str(scratch)))
+    ahead.submit("multi_worker_ctl", partial(launch, "multi_worker_with_ctl", out("multi_worker_ctl"), "--workers", "2"))
+    # The tutorial's Keras is tf_keras (tf.keras.optimizers.legacy).
+    ahead.submit("parameter_server", partial(launch, "parameter_server_training", out("parameter_server"), "--workers", "2", "--ps", "1", TF_USE_LEGACY_KERAS="1"))
+    # The tutorial's 2 ps (its partitioner splits the embedding in 2), its scopes kept; tf_keras.
+    ahead.submit("parameter_server_custom_loop", partial(
+        launch, "parameter_server_custom_loop", out("parameter_server_custom_loop"), "--workers", "2", "--ps", "2", TF_USE_LEGACY_KERAS="1"
+    ))
+    yield ahead, scratch
+    ahead.close()
+
+
 # --- keras.ipynb: Distributed training with Keras ----------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def keras_tutorial(tmp_path_factory) -> Run:
+def keras_tutorial(runs) -> Run:
     require_tensorboard()
-    return run_single_host("keras_mirrored", tmp_path_factory.mktemp("keras_mirrored"))
+    return runs[0]["keras_tutorial"]
 
 
 @pytest.mark.tensorflow
@@ -153,14 +182,9 @@ def test_keras_tutorial_checkpoint_and_saved_model_evaluate_the_same(keras_tutor
 
 
 @pytest.fixture(scope="module")
-def custom_training(tmp_path_factory) -> tuple[Run, Run]:
-    mirrored = run_single_host("custom_training", tmp_path_factory.mktemp("custom_training"))
-    # The same program with autodist's default strategy: a plain one-device loop, at the same
-    # global batch (128 per replica on 1 replica = 64 per replica on 2).
-    reference = run_single_host(
-        "custom_training", tmp_path_factory.mktemp("custom_training_one_device"), "128", AUTODIST_CPU_DEVICES=None
-    )
-    return mirrored, reference
+def custom_training(runs) -> tuple[Run, Run]:
+    """The tutorial under Mirrored, and under autodist's default strategy at the same global batch."""
+    return runs[0]["custom_training"], runs[0]["custom_training_reference"]
 
 
 @pytest.mark.tensorflow
@@ -208,8 +232,8 @@ def test_custom_training_checkpoint_restores_the_trained_model(custom_training):
 
 
 @pytest.fixture(scope="module")
-def guide(tmp_path_factory) -> Run:
-    return run_single_host("distributed_training_guide", tmp_path_factory.mktemp("guide"))
+def guide(runs) -> Run:
+    return runs[0]["guide"]
 
 
 @pytest.mark.tensorflow
@@ -267,8 +291,8 @@ def test_guide_default_strategy_cells_see_autodists_strategy(guide):
 
 
 @pytest.fixture(scope="module")
-def save_and_load(tmp_path_factory) -> Run:
-    return run_single_host("save_and_load", tmp_path_factory.mktemp("save_and_load"))
+def save_and_load(runs) -> Run:
+    return runs[0]["save_and_load"]
 
 
 @pytest.mark.tensorflow
@@ -323,8 +347,8 @@ def test_save_and_load_under_a_hand_picked_one_device_strategy(save_and_load):
 
 
 @pytest.fixture(scope="module")
-def keras_io(tmp_path_factory) -> Run:
-    return run_single_host("keras_io_distributed_training", tmp_path_factory.mktemp("keras_io"))
+def keras_io(runs) -> Run:
+    return runs[0]["keras_io"]
 
 
 @pytest.mark.tensorflow
@@ -362,10 +386,9 @@ def worker_results(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 @pytest.fixture(scope="module", params=[None, "1"], ids=["keras3", "tf_keras"])
-def seed_main(request, tmp_path_factory) -> Run:
+def seed_main(request, runs) -> Run:
     """The same main.py with Keras 3, and with tf_keras (``tf.keras`` is then tf_keras)."""
-    out = tmp_path_factory.mktemp("seed_main")
-    return launch("seed_multi_worker_main", out, "--workers", "2", TF_USE_LEGACY_KERAS=request.param)
+    return runs[0][f"seed_main {request.param}"]
 
 
 @pytest.mark.tensorflow
@@ -385,9 +408,8 @@ def test_seed_main_trains_both_workers_in_step(seed_main, report, request):
 
 
 @pytest.fixture(scope="module")
-def multi_worker_keras(tmp_path_factory) -> tuple[Run, Path]:
-    out, scratch = tmp_path_factory.mktemp("multi_worker_keras"), tmp_path_factory.mktemp("scratch")
-    return launch("multi_worker_with_keras", out, "--workers", "2", TMPDIR=str(scratch)), scratch
+def multi_worker_keras(runs) -> tuple[Run, Path]:
+    return runs[0]["multi_worker_keras"], runs[1]
 
 
 @pytest.mark.tensorflow
@@ -423,8 +445,8 @@ def test_multi_worker_keras_tutorial_files_come_from_the_chief_only(multi_worker
 
 
 @pytest.fixture(scope="module")
-def multi_worker_ctl(tmp_path_factory) -> Run:
-    return launch("multi_worker_with_ctl", tmp_path_factory.mktemp("multi_worker_ctl"), "--workers", "2")
+def multi_worker_ctl(runs) -> Run:
+    return runs[0]["multi_worker_ctl"]
 
 
 @pytest.mark.tensorflow
@@ -448,13 +470,9 @@ def test_multi_worker_ctl_tutorial(multi_worker_ctl, report):
 
 
 @pytest.fixture(scope="module")
-def parameter_server(tmp_path_factory) -> Run:
-    # The tutorial's Keras is tf_keras (tf.keras.optimizers.legacy).
+def parameter_server(runs) -> Run:
     require_tensorboard()
-    return launch(
-        "parameter_server_training", tmp_path_factory.mktemp("parameter_server"), "--workers", "2", "--ps", "1",
-        TF_USE_LEGACY_KERAS="1",
-    )
+    return runs[0]["parameter_server"]
 
 
 @pytest.mark.tensorflow
@@ -495,12 +513,8 @@ def test_parameter_server_tutorial_custom_loop_and_evaluation(parameter_server):
 
 
 @pytest.fixture(scope="module")
-def parameter_server_custom_loop(tmp_path_factory) -> Run:
-    # The tutorial's 2 ps (its partitioner splits the embedding in 2), its scopes kept; tf_keras.
-    return launch(
-        "parameter_server_custom_loop", tmp_path_factory.mktemp("parameter_server_custom_loop"), "--workers", "2", "--ps", "2",
-        TF_USE_LEGACY_KERAS="1",
-    )
+def parameter_server_custom_loop(runs) -> Run:
+    return runs[0]["parameter_server_custom_loop"]
 
 
 @pytest.mark.tensorflow
