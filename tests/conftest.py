@@ -180,7 +180,7 @@ class Ahead:
     def __init__(self, request: pytest.FixtureRequest, lanes: int = 3) -> None:
         import concurrent.futures
 
-        mine = [item for item in request.session.items if item.module is request.module]
+        mine = [item for item in request.session.items if getattr(item, "module", None) is request.module]
         self._wanted = {name for item in mine for name in (*item.fixturenames, getattr(item, "originalname", item.name))}
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="ahead")
         self._runs: dict[str, Any] = {}
