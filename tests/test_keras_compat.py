@@ -127,16 +127,38 @@ def test_still_needed_own_step_replica_mean(upstream):
     assert error(mixed) == "" and mixed["weights_gap"] <= 2e-3 and abs(mixed["own_loss_ratio"] - 1) <= 1e-2, mixed
 
 
-def test_still_needed_every_replica_fed(upstream):
-    """keras.io's residual block under Mirrored on 2 replicas: predict on 1 image, evaluate 3
-    in batches of 2 (a replica gets an empty share)."""
-    unpatched, patched = upstream["one_image_unpatched"], upstream["one_image_patched"]
-    failed = [name for name, value in unpatched.items() if isinstance(value, str)]
-    assert failed, (
-        f"evaluate and predict feed an empty share upstream now ({unpatched}): remove 'every_replica_fed'"
+def test_still_needed_every_replica_fed(upstream, report):
+    """Under Mirrored on 2 replicas, Keras hands a replica an empty share of a batch with fewer
+    samples than replicas (predict on 1 sample, evaluate on 3 in batches of 2). A layer that fails
+    on an empty share shows the bug itself, the same on every machine and run. What a real model
+    then does with the empty share varies by machine and run (keras.io's residual block: a crash,
+    NaN, or one device's numbers, issue 44), so that is reported, not asserted. With autodist's
+    patch every replica is fed and the residual block gives one device's numbers."""
+    unpatched, patched = upstream["empty_shares_unpatched"], upstream["empty_shares_patched"]
+    assert "raised" not in unpatched and sorted(unpatched) == ["evaluate", "predict"], unpatched
+    fed = sorted(name for name, outcome in unpatched.items() if upstream["empty_share_words"] not in outcome)
+    assert not fed, (
+        f"Keras's {' and '.join(fed)} feed every replica upstream now ({unpatched}): remove "
+        "'every_replica_fed' from autodist/planning/keras_compat.py"
     )
-    assert all("rank" in unpatched[name] or "Graph execution error" in unpatched[name] or "AddN" in unpatched[name] for name in failed), unpatched
-    assert all(isinstance(value, float) and value <= 1e-5 for value in patched.values()), patched
+    assert patched == {"predict": "every replica fed", "evaluate": "every replica fed"}, patched
+    residual = upstream["one_image_patched"]
+    assert all(isinstance(value, float) and value <= 1e-5 for value in residual.values()), residual
+    report(f"every_replica_fed: keras.io's residual block on an empty share, unpatched: {empty_share_outcomes(upstream['one_image_unpatched'])}")
+
+
+def empty_share_outcomes(gaps: dict) -> dict:
+    """What each of predict and evaluate gave on an empty share, in the words of the known outcomes:
+    a crash, NaN, a wrong value, or one device's numbers."""
+    if "raised" in gaps:
+        return {"all": "crash"}
+
+    def outcome(value) -> str:
+        if isinstance(value, str):
+            return "crash"
+        return "NaN" if value != value else ("wrong value" if value > 1e-5 else "one device's numbers")
+
+    return {name: outcome(value) for name, value in gaps.items()}
 
 
 def test_still_needed_mixed_float16_refused_under_central_storage(upstream):

@@ -250,17 +250,18 @@ def measured_category(verdict: str) -> tuple[str, str]:
 def test_the_page_shows_the_model_axis_as_measured(verdicts):
     """docs/differential.md's model-axis table: a row for each model, and in each cell the verdict
     measured here (equal, = hand-built and warned, or the error) and what the hand-built arm did
-    (equal, differs, fails)."""
+    (equal, differs, fails; where plain Keras's outcome varies by machine and run, one of those
+    the page names)."""
     page = doc_tables.table("differential.md", "The model axis")
     assert sorted(page) == sorted(PAGE_ROWS.values()), sorted(set(page) ^ set(PAGE_ROWS.values()))
     wrong = []
     for model, row in PAGE_ROWS.items():
         mine_before = theirs_before = None
         for strategy, cell in zip(ALL, page[row], strict=True):
-            mine, theirs = doc_tables.category(cell, mine_before), doc_tables.bracket(cell, theirs_before) if strategy != "default" else "-"
+            mine, theirs = doc_tables.category(cell, mine_before), doc_tables.bracket(cell, theirs_before) if strategy != "default" else frozenset({"-"})
             measured = measured_category(verdicts[strategy][model][0])
-            if (mine, theirs) != measured:
-                wrong.append(f"{model} under {strategy}: the page says {mine} [{theirs}], measured {measured}")
+            if mine != measured[0] or measured[1] not in theirs:
+                wrong.append(f"{model} under {strategy}: the page says {mine} [{' or '.join(sorted(theirs))}], measured {measured}")
             mine_before, theirs_before = mine, theirs
     assert not wrong, wrong
 

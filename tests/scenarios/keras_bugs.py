@@ -316,6 +316,44 @@ def residual_cnn():
     return model
 
 
+#: The words the probe layer below fails with on a replica's empty share.
+EMPTY_SHARE = "a replica was fed an empty share"
+
+
+class ShareProbe(keras.layers.Layer):
+    """Passes its input through, and fails with :data:`EMPTY_SHARE` on a share of no samples."""
+
+    def call(self, x):
+        with tf.control_dependencies([tf.debugging.assert_positive(tf.shape(x)[0], message=EMPTY_SHARE)]):
+            return tf.identity(x)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+def empty_shares() -> dict:
+    """Whether Keras hands a replica an empty share: ``predict`` on 1 sample and ``evaluate`` on 3
+    in batches of 2, under Mirrored over 2 replicas, through a layer that fails on one. This is the
+    bug itself, whatever a model's kernels then make of the empty share: the residual model below
+    crashes, gives NaN, or gives one device's numbers, by machine and run (issue 44)."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), ShareProbe(), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+    x, y = np.ones((3, 4), "float32"), np.ones((3, 1), "float32")
+    found = {}
+    for name, run in {
+        "predict": lambda: model.predict(x[:1], verbose=0),
+        "evaluate": lambda: model.evaluate(x, y, batch_size=2, verbose=0),
+    }.items():
+        try:
+            run()
+            found[name] = "every replica fed"
+        except Exception as err:  # the probe's failure is what we record
+            found[name] = said(err)
+    return found
+
+
 def one_image_against_one_device() -> dict:
     """predict on 1 image and evaluate on 3 in batches of 2, under Mirrored over 2 replicas (one
     replica gets an empty share), against one device with the same weights."""
@@ -357,6 +395,8 @@ def main() -> None:
         "gradient_gaps_unpatched": case(mirrored_gradient_gaps),
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
+        "empty_share_words": EMPTY_SHARE,
+        "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
         "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
     }
@@ -374,6 +414,7 @@ def main() -> None:
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
+    results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     print("RESULT " + json.dumps(results))
 
