@@ -83,9 +83,14 @@ def test_worker_failure_with_restart_resumes_at_epoch_3(tmp_path, legacy):
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert "worker 1 exited with code 17" in proc.stdout
     assert "restarting the job in 1 s: attempt 2 of 2" in proc.stdout
-    for task in ("worker-0", "worker-1"):
-        # epochs 1 and 2 on attempt 0; then epochs 3, 4, 5, each exactly once, on attempt 1
-        assert epochs_run(tmp_path, task) == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)]
+    # epochs 1 and 2 on attempt 0; then epochs 3, 4, 5, each exactly once, on attempt 1. Worker 0
+    # may begin epoch 3 before worker 1's exit reaches it (no collective lies between worker 1's
+    # epoch end and worker 0's next epoch begin): how far it gets depends on timing, not on the code
+    assert epochs_run(tmp_path, "worker-1") == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)]
+    assert epochs_run(tmp_path, "worker-0") in (
+        [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4)],
+        [(0, 0), (0, 1), (0, 2), (1, 2), (1, 3), (1, 4)],
+    ), epochs_run(tmp_path, "worker-0")
     assert max_diff(weights(tmp_path / "worker-0.npz"), weights(tmp_path / "worker-1.npz")) == 0.0
 
 
@@ -135,7 +140,7 @@ def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(tmp_path, re
             processes.append(
                 subprocess.Popen(
                     [sys.executable, SCRIPT, str(tmp_path), "die"],
-                    env=subprocess_env(TF_CONFIG=json.dumps(config), AUTODIST_PEER_TIMEOUT="10"),
+                    env=subprocess_env(TF_CONFIG=json.dumps(config), AUTODIST_PEER_TIMEOUT="60"),  # registration only: a loaded machine may start one peer late
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     text=True,
@@ -354,7 +359,9 @@ def test_a_worker_blocked_inside_a_batch_ends_the_job_within_the_stall_timeout(t
 
     script = tmp_path / "block.py"
     script.write_text(BLOCKING_SCRIPT)
-    limit = 15
+    # above the first step's tracing and collective set-up on a loaded machine (the watchdog counts
+    # from the fit's start), so the stall it catches is the block, not a slow start
+    limit = 40
     command = [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "150", "--grace", "3"]
     command += ["--stall-timeout", str(limit), str(script)]
     proc = subprocess.Popen(command, env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

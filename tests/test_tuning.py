@@ -4,6 +4,7 @@ own model as that plan would, and the decision is cached privately and shown by 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -136,8 +137,9 @@ def test_communication_projection_and_its_warning_give_the_numbers():
 
 @pytest.mark.tensorflow
 def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_workers(report):
-    """Both measured on 2 real workers on 127.0.0.1, before training, at batch_size=256 (128 per
-    worker): the MLP's 6.3 MB all-reduce outweighs its compute; the CNN's 0.1 MB does not."""
+    """Both measured on 2 real workers on 127.0.0.1, before training: the MLP's 6.3 MB all-reduce
+    outweighs its compute at 32 samples per worker; the CNN's 0.1 MB does not at 128. Each
+    warning agrees with the projection its reason gives."""
     proc = run_python(
         ["-m", "autodist", "launch", "--workers", "2", "--timeout", "200", "--grace", "3", str(SCENARIOS / "communication.py")],
         env=subprocess_env(), timeout=240,
@@ -146,6 +148,10 @@ def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_wor
     result = json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0])
     assert result["mlp"]["warnings"] and result["mlp"]["reason"], result
     assert not result["cnn"]["warnings"] and result["cnn"]["reason"], result
+    from autodist.planning.tune_rules import MIN_SPEEDUP
+
+    projected = {name: float(re.search(r"projected ([0-9.]+)x", found["reason"][0]).group(1)) for name, found in result.items()}
+    assert projected["mlp"] < MIN_SPEEDUP <= projected["cnn"], projected
     report(f"communication check, 2 loopback workers: MLP: {result['mlp']['reason'][0]}")
     report(f"communication check, 2 loopback workers: CNN: {result['cnn']['reason'][0]}")
 

@@ -4,7 +4,8 @@ Usage: preemption.py OUTDIR MODE [INPUT]
   MODE   reference: uninterrupted; self: the task sends itself SIGTERM in epoch 2, batch 5,
          on the first attempt (single host: the process; multi-worker: worker 1 only); late:
          the same at the end of the last epoch; wait: the test sends SIGTERM (to the
-         launcher) once OUTDIR/<task>-reached exists. With WARMUP=1 in the environment, a
+         launcher) once OUTDIR/<task>-reached exists, and each task holds that step until its
+         SIGTERM has come. With WARMUP=1 in the environment, a
          smaller fit runs first (a script's second fit must not resume its first).
   INPUT  arrays (default: numpy, shuffle=False) or dataset (a batched tf.data.Dataset).
 
@@ -62,6 +63,29 @@ def build():
     return model
 
 
+def held_until_sigterm(reached: str, bound_s: float = 120.0) -> None:
+    """Writes ``reached`` and holds this step until SIGTERM has come (the handler autodist
+    installed still runs), so the preemption lands at this named step however loaded the machine
+    is, not at whatever step training got to meanwhile (issue 44). Bounded: the test fails on the
+    steps it finds if no SIGTERM comes."""
+    import threading
+    import time
+
+    arrived = threading.Event()
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def noted(signum, frame):
+        arrived.set()
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, noted)
+    open(reached, "w").close()
+    deadline = time.monotonic() + bound_s
+    while not arrived.is_set() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the main thread wakes to run the handler
+
+
 class StepLog(keras.callbacks.Callback):
     """Logs every trained step; in ``self``/``wait`` mode, brings about the preemption."""
 
@@ -78,7 +102,7 @@ class StepLog(keras.callbacks.Callback):
         if MODE == "self" and TASK in ("single", "worker-1"):
             os.kill(os.getpid(), signal.SIGTERM)  # arrives during this step: it must still finish
         if MODE == "wait":
-            open(os.path.join(OUTDIR, f"{TASK}-reached"), "w").close()
+            held_until_sigterm(os.path.join(OUTDIR, f"{TASK}-reached"))
 
     def on_epoch_end(self, epoch, logs=None):
         if MODE == "late" and FIRST_ATTEMPT and epoch == EPOCHS - 1 and TASK in ("single", "worker-1"):
