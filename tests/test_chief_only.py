@@ -77,7 +77,9 @@ def test_chief_only_work_runs_to_the_end_with_identical_workers(jobs, name, repo
     assert chief["evaluate"] == pytest.approx(expected, abs=1e-5)
     page = (ROOT / "docs" / "multi-worker.md").read_text(encoding="utf-8")
     loss, accuracy = (float(n) for n in re.search(r"\(loss ([0-9.]+), accuracy ([0-9.]+)\) equals the run without autodist", page).groups())
-    assert (round(expected[0], 5), round(expected[1], 3)) == (loss, accuracy), (expected, "docs/multi-worker.md says", loss, accuracy)
+    # the page's loss to its 5 decimals, within float32 sums in another order (another CPU's
+    # kernels): the same run on another machine may differ in the last place
+    assert abs(expected[0] - loss) <= 1e-4 and round(expected[1], 3) == accuracy, (expected, "docs/multi-worker.md says", loss, accuracy)
     report(f"chief-only work, {name} (2 workers): chief's evaluate {chief['evaluate']} (without autodist, tf_keras: {expected}); weights identical on both workers")
 
 

@@ -102,7 +102,9 @@ def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models():
 def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(tmp_path, report):
     # AUTODIST_STEPS_PER_EXECUTION=8: these fits are short (a short fit keeps 1), and the candidate
     # "default, steps_per_execution=8" is one this test times
-    env = subprocess_env(AUTODIST_CPU_DEVICES="2", TMPDIR=str(tmp_path), AUTODIST_STEPS_PER_EXECUTION="8")
+    # AUTODIST_TUNE_BUDGET=600: every candidate is timed however slowly a loaded machine runs the
+    # first (the 60 s default would stop after fewer); the scenario's own bound is run_python's
+    env = subprocess_env(AUTODIST_CPU_DEVICES="2", TMPDIR=str(tmp_path), AUTODIST_STEPS_PER_EXECUTION="8", AUTODIST_TUNE_BUDGET="600")
     proc = run_python([str(SCENARIOS / "tuning.py")], env=env, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout.split("RESULT ", 1)[1])
