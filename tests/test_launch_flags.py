@@ -329,7 +329,7 @@ def places(tmp_path_factory):
     }  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     workers=mostly(st.integers(1, 4).map(str), WHOLE),
     flags=st.fixed_dictionaries({}, optional=FLAG_VALUES),
