@@ -177,14 +177,14 @@ def _differences(reference: dict, got: dict, *, shuffled: bool, numbers: bool) -
             problems.append(f"History epochs differ or are missing {lengths}")
         else:
             gap = max(abs(a - b) for key in reference["history"] for a, b in zip(got["history"][key], reference["history"][key], strict=True))
-            if gap > TOLERANCE:
+            if not gap <= TOLERANCE:  # NaN differs too
                 problems.append(f"History differs by {gap:.2g} (epochs {lengths})")
     if numbers:
         if not got["weights"] or len(got["weights"]) != len(reference["weights"]):
             problems.append(f"{len(got['weights'])} weights where model.fit has {len(reference['weights'])}")
         else:
             weight_gap = max(float(np.max(np.abs(np.array(a) - np.array(b)))) for a, b in zip(got["weights"], reference["weights"], strict=True))
-            if weight_gap > TOLERANCE:
+            if not weight_gap <= TOLERANCE:  # NaN differs too
                 problems.append(f"weights differ by {weight_gap:.2g}")
     if got["hooks"] != reference["hooks"]:
         problems.append(f"hooks {got['hooks']} != {reference['hooks']}")

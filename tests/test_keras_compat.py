@@ -183,12 +183,12 @@ def test_still_needed_mirrored_steps_per_execution(upstream):
 def test_still_needed_symbolic_build_reads_input(upstream):
     """A 4-step fit on a generator of exactly 4 batches: one device trains all 4; under Mirrored
     the symbolic build reads batches of its own, the generator cannot start over, and the fit
-    runs out of data. Steps trained, not batches pulled: tf.data's prefetching pulls more or fewer
-    by load, the steps a fit trains do not vary."""
+    runs out of data (or fails). Steps trained, not batches pulled: tf.data's prefetching pulls
+    more or fewer by load, the steps a fit trains do not vary."""
     plain, mirrored = upstream["generator_steps_plain"], upstream["generator_steps_mirrored"]
     assert plain == {"trained": 4, "ran_out": False}, plain
-    if affects("symbolic_build_reads_input", upstream):
-        assert "raised" not in mirrored and mirrored["trained"] < 4, (
+    if affects("symbolic_build_reads_input", upstream):  # the batches lost leave fewer steps, or the fit fails
+        assert "raised" in mirrored or mirrored["trained"] < 4, (
             f"a 4-step fit under Mirrored trains {mirrored} of a generator's 4 batches: Keras no "
             "longer loses generator batches to its symbolic build; remove 'symbolic_build_reads_input'"
         )

@@ -21,6 +21,8 @@ config = json.loads(os.environ["TF_CONFIG"])
 task = f"{config['task']['type']}-{config['task']['index']}"
 attempt = int(os.environ["AUTODIST_LAUNCH_ATTEMPT"])
 mode = sys.argv[1]
+if mode == "hang":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # first thing: the launcher's SIGTERM finds it ignored
 if mode == "gpus":
     print("gpus", repr(os.environ.get("CUDA_VISIBLE_DEVICES")), flush=True)
     sys.exit(0)
@@ -57,6 +59,7 @@ if mode == "ok":
     sys.exit(0)
 if mode == "save":  # as autodist.fit does: on SIGTERM, finish the step and save (1.5 s), exit 75
     signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.5), print("saved", flush=True), sys.exit(75)))
+    print("ready to save", flush=True)
     time.sleep(120)
 if mode == "fail-once" and task == "worker-1" and attempt == 0:
     sys.exit(3)
@@ -365,10 +368,9 @@ def test_a_terminated_launcher_waits_for_its_tasks_to_save_their_step(script):
     )
     try:
         lines = []
-        while sum("hello" in line for line in lines) < 2:
+        while sum("ready to save" in line for line in lines) < 2:  # both handle SIGTERM now
             lines.append(launcher.stdout.readline())
             assert lines[-1], "the launcher ended early: " + "".join(lines)
-        time.sleep(0.3)
         launcher.send_signal(signal.SIGTERM)
         output = "".join(lines) + launcher.communicate(timeout=ENDS_WITHIN)[0]
     finally:

@@ -233,6 +233,14 @@ PAGE_ROWS = {
 }
 
 
+def _number(text: str) -> float:
+    """A gap as printed (``nan`` and ``inf`` included); anything else reads as NaN: not equal."""
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
 def measured_category(verdict: str) -> tuple[str, str]:
     """A measured cell's verdict and its hand-built bracket, in :mod:`tests.doc_tables`' words."""
     mine = doc_tables.category(verdict)
@@ -242,8 +250,8 @@ def measured_category(verdict: str) -> tuple[str, str]:
     elif inside == "hand-built: -":
         theirs = "-"
     else:
-        numbers = re.findall(r"\b[whep] ([0-9.e+-]+)", inside)
-        theirs = "equal" if inside.startswith("hand-built: w ") and all(float(n) <= TOLERANCE for n in numbers) else "differs"
+        numbers = [_number(n) for n in re.findall(r"\b[whep] ([^,;\s\]]+)", inside)]  # nan and inf too: they differ
+        theirs = "equal" if inside.startswith("hand-built: w ") and numbers and all(n <= TOLERANCE for n in numbers) else "differs"
     return mine, theirs
 
 

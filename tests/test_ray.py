@@ -20,6 +20,10 @@ import pytest
 
 from tests.conftest import ray_scenario_output, start_ray_scenario
 
+#: The words of Ray Train's own port race, as tests/scenarios/ray_train.py's PORT_RACE (that module
+#: makes a folder when imported): the one training error a case is run once more for.
+RAY_PORT_RACE = ("Could not start gRPC server", "CoordinationService/RegisterTask")
+
 #: The differential harness's bound for "equal" (tests/test_model_axis.py).
 EQUAL = 1e-4
 
@@ -136,9 +140,11 @@ def test_no_worker_prints_a_traceback_at_exit(ray_run):
     before, _, restart = output.partition("CASE restart")
     assert restart, output[-3000:]
     # the one other training error allowed: the first attempt of a case run once more on Ray
-    # Train's own port race (the scenario prints RETRY only for that error, after Ray logged it),
-    # so nothing after the last RETRY line
-    assert "Error in training function" not in before.split("\nRETRY ")[-1], before[-3000:]
+    # Train's own port race; Ray's log of each error carries its cause (its log monitor may print
+    # it after the scenario's RETRY line: judged by its words, not by its place)
+    for logged in before.split("Error in training function")[1:]:
+        assert any(marker in logged for marker in RAY_PORT_RACE), logged[:3000]
+    assert before.count("Error in training function") == 0 or "\nRETRY " in before, before[-3000:]
     assert "autodist: preempted (SIGTERM): saved epoch" in restart and "Traceback" not in restart.split("autodist: resuming at epoch")[-1]
 
 

@@ -152,8 +152,9 @@ def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_wor
     assert not result["cnn"]["warnings"] and result["cnn"]["reason"], result
     from autodist.planning.tune_rules import MIN_SPEEDUP
 
+    # each model's warning as its reason's projection says (printed to 2 places: within 0.01 of the line)
     projected = {name: float(re.search(r"projected ([0-9.]+)x", found["reason"][0]).group(1)) for name, found in result.items()}
-    assert projected["mlp"] < MIN_SPEEDUP <= projected["cnn"], projected
+    assert projected["mlp"] <= MIN_SPEEDUP and projected["cnn"] >= MIN_SPEEDUP - 0.01, projected
     report(f"communication check, 2 loopback workers: MLP: {result['mlp']['reason'][0]}")
     report(f"communication check, 2 loopback workers: CNN: {result['cnn']['reason'][0]}")
 

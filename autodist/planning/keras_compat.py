@@ -224,9 +224,10 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "Under any tf.distribute strategy, fit reads the first batch of its input to build "
                 "the model, then starts the input over, even when the model, loss, metrics and "
                 "optimizer are all built. A tf.data pipeline or a PyDataset starts over; a Python "
-                "generator cannot, so the batches read (and prefetched) are lost: 32 of 100 samples "
-                "never seen and 32 seen twice in the first epoch (Mirrored and CentralStorage, 2 "
-                "replicas, batch 16). autodist builds the model from the generator's first batch, "
+                "generator cannot, so the batches read (and prefetched) are lost: for example 32 of "
+                "100 samples never seen and 32 seen twice in the first epoch (Mirrored and "
+                "CentralStorage, 2 replicas, batch 16; how many varies with tf.data's prefetching, "
+                "by load). autodist builds the model from the generator's first batch, "
                 "puts that batch back, and skips the read when nothing needs building."
             ),
             affected=((_NO_SYMBOLIC_BUILD, None),),
@@ -272,9 +273,11 @@ WORKAROUNDS: dict[str, Workaround] = {
             summary=(
                 "evaluate and predict split each batch over the replicas, and a batch with fewer "
                 "samples than replicas (one image to predict on 2 replicas, or 33 samples in "
-                "batches of 32) leaves a replica an empty share. Some models fail on it: a "
-                "residual add becomes a rank-2 BiasAdd ('Shape must be rank 1 but is rank 2', "
-                "keras.io's image classification from scratch). For array inputs, autodist picks "
+                "batches of 32) leaves a replica an empty share. What a model does with it "
+                "varies by machine and run: a residual add becomes a rank-2 BiasAdd ('Shape must "
+                "be rank 1 but is rank 2', keras.io's image classification from scratch), or the "
+                "numbers turn to NaN, or nothing shows; the still-needed test proves the empty "
+                "share itself, with a layer that fails on one. For array inputs, autodist picks "
                 "the nearest batch size that feeds every replica as TensorFlow splits it (means "
                 "over the samples do not depend on the batching; not for a test_step of the "
                 "model's own), and repeats fewer samples than replicas in one batch (predict "

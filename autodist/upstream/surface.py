@@ -295,7 +295,7 @@ TOUCHES: dict[str, Touch] = {
             "the workaround every_replica_fed: evaluate and predict re-batch array inputs so that no replica gets an empty share",
             _K3,
             "evaluate and predict on fewer samples than replicas (or a last batch that small) run as Keras runs them: "
-            "some models fail on the empty share",
+            "some models fail on the empty share, or give NaN (by machine and run)",
             _KC + "test_still_needed_every_replica_fed",
             _present(f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}.TensorFlowTrainer.test_step"),
         ),

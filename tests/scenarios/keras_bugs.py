@@ -354,8 +354,8 @@ def empty_shares() -> dict:
         try:
             run()
             found[name] = "every replica fed"
-        except Exception as err:  # the probe's failure is what we record
-            found[name] = said(err)
+        except Exception as err:  # the probe's failure is what we record (whole: said() cuts long texts)
+            found[name] = EMPTY_SHARE if EMPTY_SHARE in str(err) else said(err)
     return found
 
 

@@ -63,27 +63,39 @@ def build():
     return model
 
 
-def held_until_sigterm(reached: str, bound_s: float = 120.0) -> None:
-    """Writes ``reached`` and holds this step until SIGTERM has come (the handler autodist
-    installed still runs), so the preemption lands at this named step however loaded the machine
-    is, not at whatever step training got to meanwhile (issue 44). Bounded: the test fails on the
-    steps it finds if no SIGTERM comes."""
-    import threading
-    import time
+class SigtermNoted:
+    """Notes a SIGTERM and passes it on to the handler in place (autodist's), from
+    :meth:`install` on: installed at the fit's start, after autodist's, so that a SIGTERM that
+    comes before the named step is noted too."""
 
-    arrived = threading.Event()
-    previous = signal.getsignal(signal.SIGTERM)
+    def __init__(self):
+        import threading
 
-    def noted(signum, frame):
-        arrived.set()
-        if callable(previous):
-            previous(signum, frame)
+        self.arrived = threading.Event()
 
-    signal.signal(signal.SIGTERM, noted)
-    open(reached, "w").close()
-    deadline = time.monotonic() + bound_s
-    while not arrived.is_set() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the main thread wakes to run the handler
+    def install(self) -> None:
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def noted(signum, frame):
+            self.arrived.set()
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(signal.SIGTERM, noted)
+
+    def hold(self, reached: str, bound_s: float = 120.0) -> None:
+        """Writes ``reached`` and holds this step until SIGTERM has come, so the preemption lands at
+        this named step however loaded the machine is, not at whatever step training got to
+        meanwhile (issue 44). Bounded: the test fails on the steps it finds if none comes."""
+        import time
+
+        open(reached, "w").close()
+        deadline = time.monotonic() + bound_s
+        while not self.arrived.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the main thread wakes to run the handler
+
+
+SIGTERM = SigtermNoted()
 
 
 class StepLog(keras.callbacks.Callback):
@@ -92,6 +104,10 @@ class StepLog(keras.callbacks.Callback):
     def __init__(self):
         super().__init__()
         self.epoch = 0
+
+    def on_train_begin(self, logs=None):
+        if MODE == "wait" and FIRST_ATTEMPT:
+            SIGTERM.install()
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
@@ -102,7 +118,7 @@ class StepLog(keras.callbacks.Callback):
         if MODE == "self" and TASK in ("single", "worker-1"):
             os.kill(os.getpid(), signal.SIGTERM)  # arrives during this step: it must still finish
         if MODE == "wait":
-            held_until_sigterm(os.path.join(OUTDIR, f"{TASK}-reached"))
+            SIGTERM.hold(os.path.join(OUTDIR, f"{TASK}-reached"))
 
     def on_epoch_end(self, epoch, logs=None):
         if MODE == "late" and FIRST_ATTEMPT and epoch == EPOCHS - 1 and TASK in ("single", "worker-1"):
