@@ -271,17 +271,14 @@ WORKAROUNDS: dict[str, Workaround] = {
             name="every_replica_fed",
             upstream="Keras 3 evaluate/predict under tf.distribute (a batch with fewer samples than replicas)",
             summary=(
-                "evaluate and predict split each batch over the replicas, and a batch with fewer "
-                "samples than replicas (one image to predict on 2 replicas, or 33 samples in "
-                "batches of 32) leaves a replica an empty share. What a model does with it "
-                "varies by machine and run: a residual add becomes a rank-2 BiasAdd ('Shape must "
-                "be rank 1 but is rank 2', keras.io's image classification from scratch), or the "
-                "numbers turn to NaN, or nothing shows; the still-needed test proves the empty "
-                "share itself, with a layer that fails on one. For array inputs, autodist picks "
-                "the nearest batch size that feeds every replica as TensorFlow splits it (means "
-                "over the samples do not depend on the batching; not for a test_step of the "
-                "model's own), and repeats fewer samples than replicas in one batch (predict "
-                "returns the first copy)."
+                "evaluate and predict split each batch over the replicas, and a batch with fewer samples than "
+                "replicas (one image to predict on 2 replicas, or 33 samples in batches of 32) leaves a replica an "
+                "empty share. What a model does with it varies by machine and run: a residual add becomes a rank-2 "
+                "BiasAdd ('Shape must be rank 1 but is rank 2', keras.io's image classification from scratch), or the"
+                " numbers turn to NaN, or nothing shows (the still-needed test proves the empty share itself). For "
+                "array inputs, autodist picks the nearest batch size that feeds every replica as TensorFlow splits it"
+                " (means over the samples do not depend on the batching; not for a test_step of the model's own), and"
+                " repeats fewer samples than replicas in one batch (predict returns the first copy)."
             ),
             affected=_ALL, touches=("keras.trainer_loops",),
             if_fixed="another batching of the same samples gives the same means and predictions",
