@@ -107,3 +107,50 @@ def test_unbuilt_model_is_created_under_the_strategy_set_by_environment(strategy
     result = _run("import autodist\nimport keras\nimport tensorflow as tf", AUTODIST_STRATEGY=strategy)
     assert (result["strategy"], result["warnings"]) == (strategy, [])
     assert result["variable"] == variable
+
+
+TUNER = """
+import json, sys
+import autodist
+import keras
+import keras_tuner
+import numpy as np
+import tensorflow as tf
+
+seen = []
+
+
+class Record(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        weight = self.model.weights[0]
+        seen.append({"replicas": self.model.distribute_strategy.num_replicas_in_sync,
+                     "variable": type(getattr(weight, "value", weight)).__name__})
+
+
+def build_model(hp):
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(hp.Int("units", 4, 16, step=4), activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+tuner = keras_tuner.RandomSearch(build_model, objective="val_loss", max_trials=3, overwrite=True,
+                                 directory=sys.argv[1], project_name="search")
+x, y = np.random.rand(64, 8).astype("float32"), np.random.rand(64, 1).astype("float32")
+tuner.search(x, y, epochs=1, batch_size=16, validation_split=0.25, callbacks=[Record()], verbose=0)
+print("RESULT " + json.dumps({"trials": seen, "current": type(tf.distribute.get_strategy()).__name__}))
+"""
+
+
+@pytest.mark.tensorflow
+def test_a_keras_tuner_search_trains_every_trial_under_the_strategy_made_current(tmp_path):
+    """KerasTuner calls keras.backend.clear_session() before building each trial, which resets
+    TensorFlow's default graph and with it the current strategy: the log said mirrored while every
+    trial after the first trained on one device (issue 45). Now each trial trains on 2 replicas."""
+    proc = run_python(["-c", TUNER, str(tmp_path)], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=240)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert len(result["trials"]) == 3 and result["current"] == "MirroredStrategy", result
+    assert all(trial == {"replicas": 2, "variable": "MirroredVariable"} for trial in result["trials"]), result
+    assert "mirrored is the current strategy again" in proc.stderr

@@ -129,13 +129,28 @@ def test_still_needed_own_step_replica_mean(upstream):
     assert error(mixed) == "" and mixed["weights_gap"] <= 2e-3 and abs(mixed["own_loss_ratio"] - 1) <= 1e-2, mixed
 
 
+def test_still_needed_optimizer_built_in_step(upstream):
+    """The guide's GAN pattern (a step that updates with Adams of its own, built by their first
+    apply) under a hand-built MirroredStrategy fails at its first step; with autodist's steps it
+    trains as one device."""
+    found = error(upstream["two_optimizers_unpatched"])
+    if affects("optimizer_built_in_step", upstream):
+        assert "You must feed a value for placeholder tensor" in found, (
+            f"an optimizer built by its first apply in a step trains under Mirrored upstream now ({upstream['two_optimizers_unpatched']}): "
+            "remove 'optimizer_built_in_step'"
+        )
+    patched = upstream["two_optimizers_patched"]
+    assert error(patched) == "" and patched["weights_gap"] <= 1e-5 and abs(patched["loss_ratio"] - 1) <= 1e-4, patched
+
+
 def test_still_needed_every_replica_fed(upstream, report):
     """Under Mirrored on 2 replicas, Keras hands a replica an empty share of a batch with fewer
     samples than replicas (predict on 1 sample, evaluate on 3 in batches of 2). A layer that fails
     on an empty share shows the bug itself, the same on every machine and run. What a real model
     then does with the empty share varies by machine and run (keras.io's residual block: a crash,
     NaN, or one device's numbers, issue 44), so that is reported, not asserted. With autodist's
-    patch every replica is fed and the residual block gives one device's numbers."""
+    patch every replica is fed, and the residual block and a dict of string, integer and float
+    tensors (issue 45) give one device's numbers."""
     unpatched, patched = upstream["empty_shares_unpatched"], upstream["empty_shares_patched"]
     assert "raised" not in unpatched and sorted(unpatched) == ["evaluate", "predict"], unpatched
     fed = sorted(name for name, outcome in unpatched.items() if upstream["empty_share_words"] not in outcome)
@@ -146,6 +161,9 @@ def test_still_needed_every_replica_fed(upstream, report):
     assert patched == {"predict": "every replica fed", "evaluate": "every replica fed"}, patched
     residual = upstream["one_image_patched"]
     assert all(isinstance(value, float) and value <= 1e-5 for value in residual.values()), residual
+    # a dict of string, integer and float tensors (keras.io's FeatureSpace inference on one row) is fed the same way
+    structured = upstream["structured_patched"]
+    assert "raised" not in structured and all(value <= 1e-6 for value in structured.values()), structured
     report(f"every_replica_fed: keras.io's residual block on an empty share, unpatched: {empty_share_outcomes(upstream['one_image_unpatched'])}")
 
 

@@ -135,19 +135,6 @@ def test_the_architecture_page_names_every_module():
     assert not missing, missing
 
 
-def test_functions_fit_on_a_screen_and_modules_stay_small():
-    """Reminders, not reasons: a concept decides where code goes; a long one is a place to look."""
-    too_long = []
-    for path in MODULES.values():
-        source = path.read_text(encoding="utf-8")
-        if source.count("\n") > 450:
-            too_long.append(f"{path.relative_to(ROOT)}: {source.count(chr(10))} lines (at most 450)")
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
-                too_long.append(f"{path.relative_to(ROOT)} {node.name}: {node.end_lineno - node.lineno + 1} lines (at most 80)")
-    assert not too_long, too_long
-
-
 def test_the_detect_and_plan_modules_docstring_examples_run():
     """Their examples are data in, data out: they must run as written."""
     failed, tried = 0, 0

@@ -268,6 +268,19 @@ WORKAROUNDS: dict[str, Workaround] = {
             if_fixed="a step whose losses Keras no longer divides trains with the mean of the replicas' gradients, as one device",
         ),
         Workaround(
+            name="optimizer_built_in_step",
+            upstream="Keras 3 optimizers built by their first apply inside a replica's step",
+            summary=(
+                "An optimizer first used inside a train_step of the model's own (the two optimizers of the 'customizing"
+                " fit' guide's GAN) builds its variables in each replica's thread while the step is traced. Under"
+                " MirroredStrategy an optimizer with slots (Adam) then fails at the first step ('You must feed a value"
+                " for placeholder tensor'), where one device trains. autodist builds it once for all replicas, in the"
+                " cross-replica context, before its first update."
+            ),
+            affected=_ALL, touches=("keras.optimizer_build",),
+            if_fixed="an optimizer built before its first update updates as one built by it",
+        ),
+        Workaround(
             name="every_replica_fed",
             upstream="Keras 3 evaluate/predict under tf.distribute (a batch with fewer samples than replicas)",
             summary=(
@@ -398,7 +411,7 @@ def compile_overrides(
 #: The workarounds applied by patching Keras (the others change compile settings or defaults).
 PATCHES = (
     "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input",
-    "no_call_symbolic_build", "own_step_replica_mean", "every_replica_fed", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
+    "no_call_symbolic_build", "own_step_replica_mean", "optimizer_built_in_step", "every_replica_fed", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
 )  # fmt: skip
 
 

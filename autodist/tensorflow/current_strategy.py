@@ -65,6 +65,7 @@ from autodist.settings import activation_enabled, cpu_devices_setting
 from autodist.upstream import tf_scopes
 from autodist.upstream.surface import available
 from autodist.upstream.tf_hooks import (
+    hook_graph_reset,
     Hooks,
     hook_triggers,
     hook_variable_creation,
@@ -73,7 +74,7 @@ from autodist.upstream.tf_hooks import (
     watch_strategy_construction,
 )
 from autodist.upstream.versions import check_versions, installed
-from autodist.process import STATE
+from autodist.process import STATE, once
 
 __all__ = ["ASSUMED_FITS", "activate", "complete", "keep_current", "local", "on_script_strategy", "shared_multi_worker", "step_aside"]
 
@@ -197,9 +198,30 @@ def complete() -> None:
         _triggers().remove()
         if not STATE.first_variable_ours:
             hook_variable_creation(_variable_watch(), _count_variable)
+        hook_graph_reset(_kept_through_reset)
         get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
     finally:
         STATE.activating.release()
+
+
+def _kept_through_reset(reset: Callable[[], Any]) -> Any:
+    """``reset`` (TensorFlow's default graph, which holds the current strategy: Keras's
+    ``clear_session()``, which KerasTuner calls before every trial), with autodist's strategy made
+    current again after it where it was current before. Without this, the log says one strategy
+    is current while every model built after the reset trains on one device."""
+    import tensorflow as tf
+
+    done = current()
+    ours = (
+        done is not None and done.strategy is not None and not done.pending
+        and threading.get_ident() == STATE.main_thread and tf.distribute.get_strategy() is done.strategy
+    )
+    result = reset()
+    if ours and not tf.distribute.has_strategy():
+        tf.distribute.experimental_set_strategy(done.strategy)  # type: ignore[union-attr]
+        if once("strategy kept through a graph reset"):
+            get_logger().info("autodist: clear_session() reset TensorFlow's graph; %s is the current strategy again", done.plan.strategy.value)  # type: ignore[union-attr]
+    return result
 
 
 def _mismatch_at_creation(err: BaseException) -> BaseException | None:

@@ -1,5 +1,12 @@
-"""Keras 3's optimizer under ``tf.distribute`` (touch ``keras.distributed_gradients``): the patches
-behind the workaround ``distributed_gradients`` of :mod:`autodist.planning.keras_compat`.
+"""Keras 3's optimizer under ``tf.distribute`` (touches ``keras.distributed_gradients`` and
+``keras.optimizer_build``): the patches behind the workarounds ``distributed_gradients`` and
+``optimizer_built_in_step`` of :mod:`autodist.planning.keras_compat`.
+
+An optimizer first used inside a step (a GAN's two optimizers, built by their first ``apply``)
+builds its variables in each replica's thread while the step is traced: under MirroredStrategy
+an optimizer with slots (Adam) then fails at the step's first run ("You must feed a value for
+placeholder tensor"). :func:`patch_optimizer_build` builds it once, in the cross-replica context
+(a merge call, outside the traced step), as TensorFlow's own optimizers create their slots.
 
 Keras 3.3 and 3.4 reduce no gradient over the replicas (``_all_reduce_sum_gradients`` runs in
 the merge call, where there is no replica context, and returns them as they are): each replica
@@ -29,7 +36,7 @@ from autodist.process import STATE
 from autodist.upstream.keras_own_steps import in_own_step
 from autodist.upstream.surface import available
 
-__all__ = ["patch_distributed_gradients"]
+__all__ = ["patch_distributed_gradients", "patch_optimizer_build"]
 
 
 
@@ -97,4 +104,45 @@ def patch_distributed_gradients() -> bool:
     base_optimizer.BaseOptimizer.scale_loss = scaled(originals[0])
     loss_scale_optimizer.LossScaleOptimizer.scale_loss = scaled(originals[1])
     STATE.originals(__name__).update(reduce=original_reduce, scale_loss=originals)
+    return True
+
+
+def _build_across_replicas(optimizer: Any, variables: list[Any]) -> None:
+    """Build ``optimizer`` over ``variables`` once for all replicas: in a merge call, with its
+    variables created outside the step being traced, under the strategy."""
+    import tensorflow as tf
+    from keras.src import backend
+
+    def build(strategy: Any) -> None:
+        with tf.init_scope(), strategy.scope():
+            if not optimizer.built:
+                with backend.name_scope(optimizer.name, caller=optimizer):
+                    optimizer.build(variables)
+                optimizer.built = True
+
+    tf.distribute.get_replica_context().merge_call(build)
+
+
+def patch_optimizer_build() -> bool:
+    """An optimizer not built yet, applied in a replica's step under a strategy with more than
+    one replica, is built across the replicas first (:func:`_build_across_replicas`); anywhere
+    else ``apply`` is Keras's. Idempotent; ``False`` where the touch is off."""
+    if "build" in STATE.originals(__name__):
+        return True
+    if not available("keras.optimizer_build"):
+        return False
+    import tensorflow as tf
+    from keras.src.optimizers import base_optimizer
+
+    original_apply = base_optimizer.BaseOptimizer.apply
+
+    def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
+        if trainable_variables is not None and not self.built and len(grads) and not tf.distribute.in_cross_replica_context() \
+                and tf.distribute.has_strategy() and tf.distribute.get_replica_context().num_replicas_in_sync > 1:
+            trainable_variables = list(trainable_variables)
+            _build_across_replicas(self, trainable_variables)
+        return original_apply(self, grads, trainable_variables)
+
+    base_optimizer.BaseOptimizer.apply = apply
+    STATE.originals(__name__)["build"] = original_apply
     return True

@@ -182,13 +182,27 @@ def _samples(x: Any) -> int | None:
     return lengths.pop() if len(lengths) == 1 else None
 
 
-def _repeated(value: Any, copies: int) -> Any:
+def _repeated_leaf(leaf: Any, copies: int) -> Any:
+    """``copies`` of an array-like input one after another, of the leaf's own kind: a TensorFlow
+    tensor (strings, ragged and sparse ones too) stays a tensor, for Keras reads a string or ragged
+    one that NumPy would turn into objects; anything else becomes a NumPy array."""
     import numpy as np
+
+    if type(leaf).__module__.startswith("tensorflow"):
+        import tensorflow as tf
+
+        if isinstance(leaf, tf.SparseTensor):
+            return tf.sparse.concat(0, [leaf] * copies)
+        return tf.concat([leaf] * copies, axis=0)
+    return np.concatenate([np.asarray(leaf)] * copies)
+
+
+def _repeated(value: Any, copies: int) -> Any:
     from keras.src import tree
 
     if value is None or copies == 1:
         return value
-    return tree.map_structure(lambda leaf: np.concatenate([np.asarray(leaf)] * copies), value)
+    return tree.map_structure(lambda leaf: _repeated_leaf(leaf, copies), value)
 
 
 def patch_every_replica_fed(decide: Any) -> bool:

@@ -275,6 +275,17 @@ TOUCHES: dict[str, Touch] = {
             _TEST + "test_still_needed_seed_generators", _mentions("keras.src.layers.layer.Layer._initialize_tracker", "_seed_generators"),
         ),
         Touch(
+            "keras.optimizer_build", "keras",
+            ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.base_optimizer.BaseOptimizer.build"),
+            "the workaround optimizer_built_in_step: an optimizer first applied inside a step (a GAN's two optimizers) "
+            "builds its slots in each replica's thread while the step is traced, and fails under MirroredStrategy",
+            "Keras 3.3.3 and 3.15.1 (the support matrix's oldest and newest)",
+            "an optimizer with slots first applied inside a model's own train_step fails under a replicated strategy as "
+            "with plain Keras ('You must feed a value for placeholder tensor'); build it before fit to avoid it",
+            _KC + "test_still_needed_optimizer_built_in_step",
+            _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.base_optimizer.BaseOptimizer.build"),
+        ),
+        Touch(
             "keras.own_steps", "keras",
             ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
              "keras.src.losses.loss.scale_loss_for_distribution", "keras.src.losses.loss.unscale_loss_for_distribution",

@@ -11,7 +11,10 @@ to listen:
 - :func:`watch_strategy_construction`: the script's own strategies, as they are constructed, and
   ``MultiWorkerMirroredStrategy()`` answered with an existing object;
 - :func:`translate_creation_errors`: an error raised while a strategy creates a variable (under
-  MultiWorkerMirrored, a collective broadcast of its initial value) given to a translator.
+  MultiWorkerMirrored, a collective broadcast of its initial value) given to a translator;
+- :func:`hook_graph_reset`: TensorFlow's default graph being reset
+  (``tf.compat.v1.reset_default_graph``, which Keras's ``clear_session()`` calls, KerasTuner before
+  every trial): the graph holds the strategy made current, and the reset drops it.
 
 Each installs nothing and returns ``False`` where the touch is off (the activation then leaves
 the strategy to ``fit`` and ``init``). A wrapper whose own work fails on something it did not
@@ -36,6 +39,7 @@ from autodist.process import STATE, once
 
 __all__ = [
     "Hooks",
+    "hook_graph_reset",
     "hook_triggers",
     "hook_variable_creation",
     "made_by_tf_distribute",
@@ -100,6 +104,38 @@ def hook_triggers(hooks: Hooks, before: Callable[[], None], before_variable: Cal
                 if getattr(module, function, None) is getattr(distribute_lib, function):
                     hooks.wrap(module, function, before)
     return True
+
+
+def hook_graph_reset(around: Callable[[Callable[[], Any]], Any]) -> bool:
+    """Run every ``tf.compat.v1.reset_default_graph()`` as ``around(reset)``: ``around`` calls
+    ``reset`` itself, and may look at what the graph held before and restore it after. Wraps the
+    public name in each of TensorFlow's API modules that has it (Keras looks it up at each call).
+    Idempotent; ``False`` where the touch is off."""
+    if not available("tf.activation_hooks"):
+        return False
+    from tensorflow.python.framework import ops
+
+    original = ops.reset_default_graph
+    wrapped = 0
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("tensorflow._api.") or getattr(module, "reset_default_graph", None) is None:
+            continue
+        current = module.reset_default_graph
+        if getattr(current, "autodist_wrapped", False):
+            wrapped += 1
+        elif current is original:
+
+            def reset_default_graph() -> Any:
+                try:
+                    return around(original)
+                except _UNEXPECTED as err:
+                    _fell_through("reset_default_graph", err)
+                    return original()
+
+            reset_default_graph.autodist_wrapped = True  # type: ignore[attr-defined]
+            module.reset_default_graph = reset_default_graph
+            wrapped += 1
+    return wrapped > 0
 
 
 def hook_variable_creation(hooks: Hooks, before: Callable[[], None]) -> bool:

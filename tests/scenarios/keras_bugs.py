@@ -305,6 +305,50 @@ def own_step_against_one_device(kind, patched: bool = False, policy: str = "floa
     }
 
 
+class TwoOptimizers(OwnStep):
+    """The 'customizing fit' guide's GAN pattern without its randomness: the step updates its
+    halves with optimizers of its own (Adam, whose slots its first ``apply`` builds), not the
+    compiled one."""
+
+    def compile(self, **kwargs):
+        super().compile(**kwargs)
+        self.encoder_optimizer, self.decoder_optimizer = keras.optimizers.Adam(0.01), keras.optimizers.Adam(0.01)
+
+    def train_step(self, x):
+        with tf.GradientTape(persistent=True) as tape:
+            own = keras.ops.mean(keras.ops.square(x - self.decoder(self.encoder(x))))
+        for part, optimizer in ((self.encoder, self.encoder_optimizer), (self.decoder, self.decoder_optimizer)):
+            optimizer.apply(tape.gradient(own, part.trainable_weights), part.trainable_weights)
+        self.own_loss.update_state(own)
+        return {"own_loss": self.own_loss.result()}
+
+
+def two_optimizers_against_one_device(patched: bool = False) -> dict:
+    """:class:`TwoOptimizers` 2 epochs under Mirrored and on one device from the same weights:
+    the largest weight gap and the loss's ratio (or the error). With ``patched``, its steps run as
+    autodist.fit runs them. TensorFlow's default all-reduce, as the guide's ``MirroredStrategy()``
+    (through one device, it trains)."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES)
+    x = np.random.default_rng(1).normal(size=(64, 4)).astype("float32")
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = TwoOptimizers()
+        model.compile(optimizer="sgd")
+    one = TwoOptimizers()
+    one.compile(optimizer="sgd")
+    one.set_weights(model.get_weights())
+    if patched:
+        from autodist.upstream.keras_own_steps import own_steps
+
+        own_steps(model)
+    mirrored = model.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    single = one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    return {
+        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights(), strict=True)),
+        "loss_ratio": mirrored["own_loss"][-1] / single["own_loss"][-1],
+    }
+
+
 def residual_cnn():
     """The residual block of keras.io's "image classification from scratch", small."""
     inputs = keras.Input((16, 16, 3))
@@ -359,6 +403,38 @@ def empty_shares() -> dict:
     return found
 
 
+def structured_model():
+    """keras.io's FeatureSpace inference model in small: a dict of a string, an integer and a
+    float feature, looked up and concatenated."""
+    inputs = {"thal": keras.Input((1,), dtype="string"), "sex": keras.Input((1,), dtype="int64"), "age": keras.Input((1,))}
+    thal = keras.layers.StringLookup(vocabulary=["fixed", "normal", "reversible"], output_mode="one_hot")(inputs["thal"])
+    sex = keras.layers.IntegerLookup(vocabulary=[0, 1], output_mode="one_hot")(inputs["sex"])
+    features = keras.layers.Concatenate()([thal, sex, inputs["age"]])
+    model = keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(features))
+    model.compile(optimizer="sgd", loss="binary_crossentropy")
+    return model
+
+
+def structured_against_one_device() -> dict:
+    """predict on one row given as tensors (the end-to-end inference of keras.io's "structured
+    data classification with FeatureSpace": ``{name: tf.convert_to_tensor([value])}``) and evaluate
+    on 3 rows in batches of 2, under Mirrored over 2 replicas, against one device."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    rows = {"thal": tf.constant([["fixed"], ["normal"], ["reversible"]]), "sex": tf.constant([[1], [0], [1]], tf.int64),
+            "age": np.array([[0.6], [0.4], [0.5]], "float32")}
+    one_row = {name: value[:1] for name, value in rows.items()}
+    labels = np.array([[0.0], [1.0], [1.0]], "float32")
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = structured_model()
+    one = structured_model()
+    one.set_weights(model.get_weights())
+    return {
+        "predict_gap": float(np.max(np.abs(model.predict(one_row, verbose=0) - one.predict(one_row, verbose=0)))),
+        "evaluate_gap": abs(model.evaluate(rows, labels, batch_size=2, verbose=0) - one.evaluate(rows, labels, batch_size=2, verbose=0)),
+    }
+
+
 def one_image_against_one_device() -> dict:
     """predict on 1 image and evaluate on 3 in batches of 2, under Mirrored over 2 replicas (one
     replica gets an empty share), against one device with the same weights."""
@@ -400,6 +476,7 @@ def main() -> None:
         "gradient_gaps_unpatched": case(mirrored_gradient_gaps),
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
+        "two_optimizers_unpatched": case(two_optimizers_against_one_device),
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
@@ -419,8 +496,10 @@ def main() -> None:
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
+    results["two_optimizers_patched"] = case(two_optimizers_against_one_device, patched=True)
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
+    results["structured_patched"] = case(structured_against_one_device)
     print("RESULT " + json.dumps(results))
 
 
