@@ -24,11 +24,11 @@ from typing import Any, NoReturn
 if not __package__:  # run as a file (python benchmarks/run.py): make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import communication, decision, defaults, detection, memory, overhead, scaling
+from benchmarks import communication, decision, defaults, detection, memory, overhead, random_draws, scaling
 from benchmarks.common import Figure, machine
 
 HERE = Path(__file__).resolve().parent
-SUITES = {"overhead": overhead, "scaling": scaling, "detection": detection, "decision": decision, "defaults": defaults, "memory": memory, "communication": communication}
+SUITES = {"overhead": overhead, "scaling": scaling, "detection": detection, "decision": decision, "defaults": defaults, "memory": memory, "communication": communication, "random_draws": random_draws}
 
 
 def table(figures: list[Figure]) -> str:

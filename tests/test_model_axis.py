@@ -14,10 +14,11 @@ cell (model x strategy) is one of:
 - ``equal``: weights, History, evaluate and predict on a held-out batch within ``TOLERANCE`` of
   one device's, the same History keys and optimizer iterations;
 - ``= hand-built, warned``: within ``TOLERANCE`` of the hand-built strategy's, and an
-  AutodistWarning names the cause (BatchNormalization's per-replica batch, one random draw for
-  every replica, 16-bit rounding);
-- ``warned``: where there is no hand-built arm to match (or it fails), within the named
-  cause's ``WARNED_BOUNDS`` of one device's (predict's bound follows from the cause);
+  AutodistWarning names the cause (BatchNormalization's per-replica batch, 16-bit rounding);
+- ``warned``: where there is no hand-built arm to match (or it fails), or where autodist departs
+  from it by design (each replica's random draws from its own stream, where Keras draws one for
+  every replica), within the named cause's ``WARNED_BOUNDS`` of one device's (predict's bound
+  follows from the cause);
 - an expected AutodistError.
 
 Anything else is autodist's own difference and fails with the measured sizes. The table, with
@@ -41,7 +42,11 @@ pytestmark = pytest.mark.tensorflow
 TOLERANCE = 1e-4
 #: Words of the warnings (autodist.planning.global_batch.split_notes) that name why a model cannot train
 #: as on one device over several replicas.
-CAUSES = ("BatchNormalization (", "draw the same random mask", "The model computes in mixed_float16")
+CAUSES = ("BatchNormalization (", "each replica from its own stream", "The model computes in mixed_float16")
+#: Causes whose numbers differ from the hand-built strategy's by design: autodist draws each
+#: replica's random numbers from its own stream (replica_random_streams), where Keras draws one
+#: mask for every replica. Judged against one device, within the cause's bounds.
+APART_FROM_HAND_BUILT = ("each replica from its own stream",)
 #: Largest gap allowed, per named cause, where no hand-built arm gives numbers to match (7 steps x
 #: 2 epochs of SGD(0.1) on models whose numbers are of order 1). Weights, History and evaluate: the
 #: hand-built arms measured 0.035-0.045, 0.018-0.071 and 0.005-0.031 under mirrored, central_storage
@@ -54,7 +59,7 @@ CAUSES = ("BatchNormalization (", "draw the same random mask", "The model comput
 #: logits' size), bounded at four float16 steps (and the rest well under a percent).
 WARNED_BOUNDS = {
     "BatchNormalization (": {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.2},
-    "draw the same random mask": {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.4},
+    "each replica from its own stream": {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.4},
     "The model computes in mixed_float16": {"weights": 1e-3, "history": 1e-2, "evaluate": 1e-2, "predict": 4e-3},
 }
 STRATEGIES = {
@@ -206,7 +211,8 @@ def _verdict(arms: dict, model: str, strategy: str) -> tuple[str, bool]:
             return f"= hand-built, warned: {causes} (w {gaps['weights']:.2g} from one device; spe {spe})", True
     bounds = {key: max(WARNED_BOUNDS[cause][key] for cause in named) for key in gaps} if named else {}  # the loosest named cause's
     within = bool(named) and all(gaps[key] <= bounds[key] for key in gaps)
-    if named and within and (hand_built is None or "weights" not in hand_built):  # no hand-built numbers to match
+    apart = bool(named) and all(cause in APART_FROM_HAND_BUILT for cause in named)
+    if named and within and (hand_built is None or "weights" not in hand_built or apart):  # no hand-built numbers to match
         return f"warned: {sizes} ({causes}; spe {spe})", True
     said = f"warned ({', '.join(named)}) but not the hand-built arm's numbers (or over {bounds} without one)" if named else "no warning names a cause"
     return f"differs: {sizes}; {said} (spe {spe})", False

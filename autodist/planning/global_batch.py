@@ -172,11 +172,13 @@ def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | No
 def split_notes(
     num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None,
     own_steps: tuple[str, ...] = (), summed_steps: str | None = None, mixed_precision: str | None = None,
+    independent_draws: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
     opt-in); Keras 3's random layers (Dropout, noise, augmentation) draw one mask or transform
-    for every replica (a warning; tf_keras: a note); a Keras 3 step of the caller's own
+    for every replica, or with ``independent_draws`` (the workaround ``replica_random_streams``)
+    each replica its own, still not one device's numbers (a warning; tf_keras: a note); a Keras 3 step of the caller's own
     (``own_steps``: the methods, when the workaround ``own_step_replica_mean`` does not run them
     as on one device) records losses divided by the replicas (a warning), or, on a Keras that
     divides no loss by the replicas (``summed_steps``: its version, 3.3-3.7), takes steps N times
@@ -204,7 +206,8 @@ def split_notes(
     if random_layers and keras_flavor == "tf_keras":
         noted = (f"{_names(random_layers)} draw masks or noise for each replica's share: other draws than one device's",)
     elif random_layers:
-        warned += (SAME_MASKS.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)
+        template = INDEPENDENT_DRAWS if independent_draws else SAME_MASKS
+        warned += (template.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)
     if own_steps and keras_flavor == "keras3":
         template = SUMMED_STEPS if summed_steps else SCALED_LOSS
         warned += (template.format(num_replicas=num_replicas, keras_version=summed_steps, methods="/".join(own_steps)),)
@@ -256,13 +259,24 @@ SUMMED_STEPS = (
 )
 
 #: Keras 3 under tf.distribute: a random layer's seed state is a mirrored variable, so every
-#: replica draws the same masks (tests/test_keras_compat.py checks it is still so).
+#: replica draws the same masks (tests/test_keras_compat.py checks it is still so); said where the
+#: workaround replica_random_streams is off (AUTODIST_KERAS_COMPAT=off).
 SAME_MASKS = (
     "{names} draw the same random masks, noise or transforms on every replica (Keras 3 keeps "
     "their seed state as one mirrored variable): the {num_replicas} replicas' shares of each batch "
     "({per_replica} samples each) get identical draws, where one device draws independent ones for "
     "the whole batch, so training is less random than model.fit's and its numbers differ. Train on "
     "one replica (strategy='default' or 'one_device') where that matters"
+)
+
+#: The same with the workaround replica_random_streams: each replica draws from its own stream.
+INDEPENDENT_DRAWS = (
+    "{names} draw random masks, noise or transforms on {num_replicas} replicas ({per_replica} samples "
+    "each), each replica from its own stream (autodist folds the replica's id into Keras's seed): "
+    "the draws are independent, as one device's are for the whole batch, and reproducible from "
+    "keras.utils.set_random_seed, but they are not one device's numbers, so training differs from "
+    "model.fit's by its randomness. Train on one replica (strategy='default' or 'one_device') for "
+    "one device's numbers"
 )
 
 #: A step of the model's own that scales by the replicas itself, as autodist's earlier warnings

@@ -281,6 +281,20 @@ WORKAROUNDS: dict[str, Workaround] = {
             if_fixed="an optimizer built before its first update updates as one built by it",
         ),
         Workaround(
+            name="replica_random_streams",
+            upstream="Keras 3 SeedGenerator under tf.distribute (one seed state for every replica)",
+            summary=(
+                "Keras 3 keeps a random layer's seed state as one mirrored variable, so under a replicated strategy"
+                " every replica draws the same Dropout mask, noise or augmentation for its share of the batch: on 8"
+                " GPUs, 8 shares share one mask, and the regularisation weakens as replicas grow. autodist folds each"
+                " replica's id into the seed a SeedGenerator hands out in its step (the state advances as Keras"
+                " advances it): the replicas draw independently, as one device draws for its whole batch, reproducibly"
+                " from keras.utils.set_random_seed, though not one device's numbers."
+            ),
+            affected=_ALL, touches=("keras.seed_draws",),
+            if_fixed="a replica's draws from a seed folded with its id are as independent as Keras's own",
+        ),
+        Workaround(
             name="every_replica_fed",
             upstream="Keras 3 evaluate/predict under tf.distribute (a batch with fewer samples than replicas)",
             summary=(
@@ -412,6 +426,7 @@ def compile_overrides(
 PATCHES = (
     "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input",
     "no_call_symbolic_build", "own_step_replica_mean", "optimizer_built_in_step", "every_replica_fed", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
+    "replica_random_streams",
 )  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """Keras 3's variables under ``tf.distribute`` (touches ``keras.variable_updates``,
-``keras.variable_aggregation`` and ``keras.batchnorm_statistics``): the patches behind the
-workarounds ``aggregating_variable_updates``, ``variable_aggregation``,
-``batchnorm_moving_statistics`` and ``seed_state_aggregation`` of
+``keras.variable_aggregation``, ``keras.batchnorm_statistics`` and ``keras.seed_draws``): the
+patches behind the workarounds ``aggregating_variable_updates``, ``variable_aggregation``,
+``batchnorm_moving_statistics``, ``seed_state_aggregation`` and ``replica_random_streams`` of
 :mod:`autodist.planning.keras_compat`, which decides when each is needed.
 
 Each ``patch_*`` function applies its patch once per process and returns whether it is in place
@@ -24,6 +24,7 @@ __all__ = [
     "maps_aggregation",
     "patch_aggregating_variable_updates",
     "patch_batchnorm_moving_statistics",
+    "patch_replica_random_streams",
     "patch_seed_state_aggregation",
     "patch_variable_aggregation",
 ]
@@ -212,4 +213,48 @@ def patch_variable_aggregation() -> bool:
         STATE.originals(__name__)["initialize_with_initializer"] = with_initializer
     STATE.originals(__name__)["initialize"] = original
     STATE.originals(__name__)["seed_state"] = original  # the seeds' aggregation is part of it here
+    return True
+
+
+def _replica_in_sync() -> Any:
+    """The id of the replica whose step runs here (a tensor or an int), where a strategy runs more
+    than one in sync; ``None`` anywhere else (one device, a parameter-server step, cross-replica)."""
+    import tensorflow as tf
+
+    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
+        return None
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync < 2:
+        return None
+    return context.replica_id_in_sync_group
+
+
+def patch_replica_random_streams() -> bool:
+    """Give each replica its own stream of Keras 3 random draws (Dropout, noise, augmentation,
+    ``keras.random`` with a ``SeedGenerator`` or none): the seed a ``SeedGenerator`` hands out in a
+    replica's step is folded with the replica's id (``tf.random.experimental.stateless_fold_in``).
+    The seed state itself advances as Keras advances it, the same on every replica, so a run is
+    reproducible from ``keras.utils.set_random_seed``. Outside a step with replicas in sync,
+    Keras's own seed. Idempotent; ``False`` where the touch is off."""
+    if "seed_draws" in STATE.originals(__name__):
+        return True
+    if not available("keras.seed_draws"):
+        return False
+    import tensorflow as tf
+    from keras.src.random.seed_generator import SeedGenerator
+
+    original = SeedGenerator.next
+
+    def next(self: Any, ordered: bool = True) -> Any:
+        seed = original(self, ordered)
+        if getattr(self.backend, "backend", lambda: "")() != "tensorflow":
+            return seed
+        replica = _replica_in_sync()
+        if replica is None:
+            return seed
+        folded = tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), tf.cast(replica, tf.int32))
+        return tf.cast(folded, seed.dtype)
+
+    SeedGenerator.next = next  # type: ignore[method-assign]
+    STATE.originals(__name__)["seed_draws"] = original
     return True

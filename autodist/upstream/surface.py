@@ -275,6 +275,17 @@ TOUCHES: dict[str, Touch] = {
             _TEST + "test_still_needed_seed_generators", _mentions("keras.src.layers.layer.Layer._initialize_tracker", "_seed_generators"),
         ),
         Touch(
+            "keras.seed_draws", "keras",
+            ("keras.src.random.seed_generator.SeedGenerator.next",),
+            "the workaround replica_random_streams: every seed a SeedGenerator hands out in a replica's step "
+            "(Dropout, noise, augmentation, keras.random) is the same on every replica, as its state is one mirrored variable",
+            "Keras 3.3.3 and 3.15.1 (the support matrix's oldest and newest)",
+            "random layers draw the same masks, noise and transforms on every replica, as with plain Keras (warned: "
+            "one random draw for every replica)",
+            _KC + "test_still_needed_replica_random_streams",
+            _present("keras.src.random.seed_generator.SeedGenerator.next"),
+        ),
+        Touch(
             "keras.optimizer_build", "keras",
             ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.base_optimizer.BaseOptimizer.build"),
             "the workaround optimizer_built_in_step: an optimizer first applied inside a step (a GAN's two optimizers) "

@@ -131,8 +131,9 @@ def batchnorm_moving_gap() -> dict:
     }
 
 
-def dropout_masks_equal_across_replicas() -> bool:
-    """Keras 3 Dropout under Mirrored: whether both replicas draw the same mask for their shares."""
+def dropout_masks_equal_across_replicas() -> dict:
+    """Keras 3 Dropout under Mirrored: the share of mask entries both replicas draw alike for
+    their shares (1.0: the same mask; about 0.5: independent), and the masks drawn."""
     strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
     keras.utils.set_random_seed(0)
     with strategy.scope():
@@ -144,7 +145,7 @@ def dropout_masks_equal_across_replicas() -> bool:
 
     data = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices(np.ones((8, 16), "float32")).batch(8))
     first, second = (t.numpy() > 0 for t in strategy.experimental_local_results(step(next(iter(data)))))
-    return bool((first == second).all())
+    return {"agreement": float((first == second).mean()), "masks": [first.astype(int).tolist(), second.astype(int).tolist()]}
 
 
 def central_storage_dropout_error() -> str | None:
@@ -492,6 +493,7 @@ def main() -> None:
     results["mirrored_sum_counter_patched"] = case(mirrored_sum_counter)
     results["mirrored_sample_count_patched"] = case(mirrored_sample_count)
     results["dropout_masks_patched"] = case(dropout_masks_equal_across_replicas)
+    results["dropout_masks_patched_again"] = case(dropout_masks_equal_across_replicas)
     results["gradient_gaps_patched"] = case(mirrored_gradient_gaps)
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
