@@ -37,8 +37,10 @@ from autodist.core.batching import (
 
 __all__ = [
     "batches_itself",
+    "first_batch_size",
     "fit_steps",
     "requested_batch",
+    "indexed_batches",
     "input_notes",
     "is_array_like",
     "length_unknown",
@@ -59,11 +61,52 @@ _MOVABLE_INPUT_NOTE = (
 )
 
 
+_UNEVEN_OWN_BATCH_NOTE = (
+    "This {kind} yields batches of {own} samples, which do not split evenly over {replicas} replicas, "
+    "and autodist cannot re-batch it: the replicas' shares differ in size on every step, and the "
+    "smaller shares' samples weigh more than in model.fit. Make each batch a multiple of {replicas}, "
+    "or pass numpy arrays or a tf.data.Dataset"
+)
+
+
 def batches_itself(x: Any) -> bool:
     """Inputs Keras refuses ``batch_size`` for: they yield ready-made batches."""
     if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
         return True
-    return any(cls.__name__ in ("PyDataset", "Sequence", "DatasetCreator") for cls in type(x).__mro__)
+    return indexed_batches(x) or any(cls.__name__ == "DatasetCreator" for cls in type(x).__mro__)
+
+
+def indexed_batches(x: Any) -> bool:
+    """A Keras ``PyDataset`` or ``Sequence``: ready-made batches read by index (``x[i]``)."""
+    return any(cls.__name__ in ("PyDataset", "Sequence") for cls in type(x).__mro__)
+
+
+def first_batch_size(x: Any) -> int | None:
+    """The samples in the first batch of a ``PyDataset``/``Sequence`` (``x[0]``, read as Keras
+    reads it for its output signature): the leading size of its first array; ``None`` when it
+    has none, or ``x[0]`` fails (Keras says why when it reads it).
+
+    Example:
+        >>> import numpy as np
+        >>> class Batches:  # a Sequence in all but name
+        ...     def __getitem__(self, i):
+        ...         return {"a": np.ones((16, 3))}, np.ones((16, 1))
+        >>> first_batch_size(Batches())
+        16
+    """
+    try:
+        stack = [x[0]]
+    except Exception:  # noqa: BLE001 - the user's __getitem__; Keras raises it again, in its words
+        return None
+    while stack:
+        part = stack.pop(0)
+        if isinstance(part, Mapping):
+            stack[:0] = list(part.values())
+        elif isinstance(part, (list, tuple)):
+            stack[:0] = list(part)
+        elif len(getattr(part, "shape", ()) or ()) > 0 and part.shape[0] is not None:
+            return int(part.shape[0])
+    return None
 
 
 class TrainingInput(NamedTuple):
@@ -297,6 +340,8 @@ def requested_batch(x: Any, batch_size: int | None, fit_kwargs: Mapping[str, Any
         return batch_size
     if is_dataset(x):  # a tf.data.Dataset, on JAX too
         return dataset_batch_size(x)
+    if indexed_batches(x):
+        return first_batch_size(x)
     if fit_kwargs.get("steps_per_epoch") and x is not None and not batches_itself(x):
         try:
             samples = training_samples(x, fit_kwargs)
@@ -367,7 +412,11 @@ def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[s
     last batch."""
     notes = []
     if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
-        notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
+        own = first_batch_size(x) if indexed_batches(x) else None
+        if own is None:
+            notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
+        elif own % the_plan.num_replicas:
+            notes.append(_UNEVEN_OWN_BATCH_NOTE.format(kind=type(x).__name__, own=own, replicas=the_plan.num_replicas))
     uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
     return notes + ([uneven] if uneven else [])
 

@@ -90,6 +90,18 @@ def _first_batch(epoch_iterator: Any) -> Any:
     return next(source) if hasattr(source, "__next__") else source
 
 
+def _py_dataset_batch(epoch_iterator: Any) -> Any:
+    """A ``PyDataset``'s first batch read as Keras reads it for its output signature
+    (``py_dataset[0]``, standardized), without starting an epoch; ``None`` for other inputs.
+    Starting one would shuffle (Python's ``random``, with ``shuffle=True``: every epoch after is
+    then one device's next one) and leave a running iterator behind."""
+    adapter = getattr(epoch_iterator, "data_adapter", None)
+    py_dataset, standardize = getattr(adapter, "py_dataset", None), getattr(adapter, "_standardize_batch", None)
+    if py_dataset is None or standardize is None or getattr(py_dataset, "num_batches", None) == 0:
+        return None
+    return standardize(py_dataset[0])
+
+
 def _install_symbolic_build() -> None:
     """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``STATE.symbolic_build``."""
     from keras.src import tree
@@ -104,8 +116,13 @@ def _install_symbolic_build() -> None:
             return original_build(self, iterator=iterator, data_batch=data_batch)
         if "no_call_symbolic_build" in STATE.symbolic_build and has_no_call(self):
             return _build_without_call(self, self.distribute_strategy)
-        if "symbolic_build_reads_input" in STATE.symbolic_build and _fully_built(self):
-            return None  # nothing to build: read nothing from the input
+        if "symbolic_build_reads_input" in STATE.symbolic_build:
+            if _fully_built(self):
+                return None  # nothing to build: read nothing from the input
+            batch = _py_dataset_batch(iterator)
+            if batch is not None:
+                with self.distribute_strategy.scope():
+                    return self._symbolic_build(data_batch=batch)
         if "first_batch_symbolic_build" not in STATE.symbolic_build or not _mirrored(self.distribute_strategy):
             return original_build(self, iterator=iterator, data_batch=data_batch)
         import tensorflow as tf

@@ -217,7 +217,8 @@ TOUCHES: dict[str, Touch] = {
         Touch(
             "keras.symbolic_build", "keras",
             (f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build", "keras.src.trainers.trainer.Trainer._symbolic_build",
-             "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight"),
+             "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
+             "keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch (read where present)"),
             "the workarounds first_batch_symbolic_build and symbolic_build_reads_input (keras#20585: "
             "the first batch averaged over replicas)",
             _K3 + "; Keras 3.3 and 3.4 have no symbolic build (a model builds while its first step "

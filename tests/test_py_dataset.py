@@ -1,0 +1,87 @@
+"""A ``keras.utils.PyDataset`` under ``autodist.fit`` on 2 replicas, against plain ``model.fit`` on
+one device, each in its own process (issue 45).
+
+Keras's symbolic build under a strategy started an epoch of the PyDataset to read its first
+batch and threw it away: with ``fit``'s default ``shuffle=True`` that epoch's shuffle (Python's
+``random``) was spent, so every epoch trained in the order one device uses one epoch later
+(weights 0.014 apart, no warning). autodist reads ``py_dataset[0]`` instead, as Keras does for the
+dataset's signature. The plan reports the PyDataset's own batch (16: 8 per replica), not Keras's
+default of 32.
+
+Still open: with ``shuffle=False`` the same program sometimes (about 1 run in 3 here, under load;
+the hand-built strategy's plain Keras too, per issue 45) trains from its second epoch on inputs
+that do not match one device's, deterministically the same wrong numbers when it does (History
+``[2.29, 3.68, 2.46]`` against ``[2.29, 0.002, 0.0]``; the PyDataset is read in the same order in
+both). Not asserted here until its cause is found: docs/differential.md names it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import finished, start_python, subprocess_env
+
+pytestmark = pytest.mark.tensorflow
+
+PROGRAM = """
+import json, sys
+if sys.argv[1] == "autodist":
+    import autodist
+import keras
+import numpy as np
+
+keras.utils.set_random_seed(1)
+rng = np.random.default_rng(0)
+X = rng.normal(size=(512, 8)).astype("float32")
+Y = (X @ rng.normal(size=(8, 1))).astype("float32")
+
+
+class Batches(keras.utils.PyDataset):
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        return X[i * 16 : (i + 1) * 16], Y[i * 16 : (i + 1) * 16]
+
+
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+kwargs = dict(epochs=3, shuffle=sys.argv[2] == "shuffle", verbose=0)
+history = autodist.fit(model, Batches(), **kwargs) if sys.argv[1] == "autodist" else model.fit(Batches(), **kwargs)
+plan = getattr(history, "plan", None)
+print("RESULT " + json.dumps({
+    "loss": history.history["loss"], "weights": [w.tolist() for w in model.get_weights()],
+    "batch": None if plan is None else [plan.global_batch_size, plan.per_replica_batch_size, plan.num_replicas],
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def runs():
+    arms = {(fit, order): (fit, order) for fit in ("plain", "autodist") for order in ("shuffle",)}
+    started = {key: start_python(["-c", PROGRAM, *key], env=subprocess_env(AUTODIST_CPU_DEVICES="2")) for key in arms}
+    found = {}
+    for key, proc in started.items():
+        code, stdout, stderr = finished(proc, timeout=300)
+        lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+        assert code == 0 and lines, (key, stderr[-3000:])
+        found[key] = json.loads(lines[-1][len("RESULT "):])
+    return found
+
+
+def _gap(a, b) -> float:
+    import numpy as np
+
+    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(a, b, strict=True))
+
+
+def test_a_shuffled_py_dataset_trains_on_2_replicas_as_model_fit_on_one_device(runs):
+    plain, got = runs[("plain", "shuffle")], runs[("autodist", "shuffle")]
+    assert got["batch"][2] == 2
+    assert _gap(plain["loss"], got["loss"]) <= 1e-4 and _gap(plain["weights"], got["weights"]) <= 1e-5, (plain["loss"], got["loss"])
+
+
+def test_the_plan_reports_the_py_datasets_own_batch(runs):
+    assert runs[("autodist", "shuffle")]["batch"] == [16, 8, 2]
