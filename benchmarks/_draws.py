@@ -83,7 +83,10 @@ def main() -> None:
         found["before"].append(arms(seed, weights, mirrored))
     from autodist.upstream.keras_variables import patch_replica_random_streams
 
-    assert patch_replica_random_streams()
+    from autodist.tensorflow.strategies import autodist_trains_under, trains_under
+
+    assert patch_replica_random_streams(autodist_trains_under)
+    trains_under(mirrored)  # as autodist.fit marks a strategy it trains under
     for seed in range(SEEDS):
         found["after"].append(arms(seed, weights, mirrored))
     found["after_again"] = arms(0, weights, mirrored)  # the same seed draws the same numbers

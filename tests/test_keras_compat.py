@@ -330,4 +330,6 @@ def test_still_needed_replica_random_streams(upstream, report):
         )
     assert 0.3 <= patched["agreement"] <= 0.7, patched["agreement"]  # 8 x 16 entries: 0.5 give or take 0.2 (4.5 sigma)
     assert upstream["dropout_masks_patched_again"]["masks"] == patched["masks"]
+    # a strategy the script uses with plain model.fit (not through autodist) draws as Keras draws
+    assert upstream["dropout_masks_plain_strategy_patched"]["agreement"] == 1.0, upstream["dropout_masks_plain_strategy_patched"]
     report(f"replica_random_streams: Dropout(0.5) masks alike between 2 replicas: {unpatched['agreement']:.2f} with Keras's draws, {patched['agreement']:.2f} with autodist's")

@@ -53,13 +53,14 @@ APART_FROM_HAND_BUILT = ("each replica from its own stream",)
 #: and 2 workers (docs/differential.md), the bounds about twice that. predict follows from the cause:
 #: BatchNormalization and the random draws act in training only (predict runs the moving statistics
 #: and no draw), so predict differs only through the weights: measured 0.14 (BatchNormalization;
-#: 0.2 once fine-tuned, whose weights are past the weights bound) and 0.18 (Dropout) and 0.31
-#: (augmentation) on the logits, bounded at the cause's largest and a third more. mixed_float16
+#: 0.2 once fine-tuned, whose weights are past the weights bound) and, with each replica's own
+#: random draws (replica_random_streams), 0.22 (Dropout) and 0.42 (augmentation) on the logits,
+#: bounded at the cause's largest and a third more; their History, 0.12 (Dropout), likewise. mixed_float16
 #: differs by 16-bit rounding alone: weights 2.4e-05 and predict 0.00098 (one float16 step at the
 #: logits' size), bounded at four float16 steps (and the rest well under a percent).
 WARNED_BOUNDS = {
     "BatchNormalization (": {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.2},
-    "each replica from its own stream": {"weights": 0.1, "history": 0.15, "evaluate": 0.07, "predict": 0.4},
+    "each replica from its own stream": {"weights": 0.1, "history": 0.16, "evaluate": 0.07, "predict": 0.56},
     "The model computes in mixed_float16": {"weights": 1e-3, "history": 1e-2, "evaluate": 1e-2, "predict": 4e-3},
 }
 STRATEGIES = {

@@ -196,7 +196,7 @@ def test_batchnorm_dropout_and_an_own_train_step_train_on_2_replicas_as_warned(o
     bn, dropout, own = models["batchnorm"], models["dropout"], models["own_train_step"]
     assert any("BatchNormalization (" in w and "16 samples, not the global 32" in w for w in bn["warnings"]), bn["warnings"]
     assert bn["weights_gap"] < 0.1, bn  # each replica normalises its own 16 samples
-    assert any("draw the same random mask" in w for w in dropout["warnings"]), dropout["warnings"]
+    assert any("each replica from its own stream" in w for w in dropout["warnings"]), dropout["warnings"]  # replica_random_streams
     assert dropout["weights_gap"] < 0.1, dropout
     # own_step_replica_mean: the step of the model's own trains as one device, on every pair, unwarned
     assert not any("own train_step" in w for w in own["warnings"]), own["warnings"]

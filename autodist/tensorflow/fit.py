@@ -48,7 +48,7 @@ from autodist.ray.data import from_ray_data
 from autodist.tensorflow.activation_record import current as current_activation
 from autodist.resume.guard import guard_for, ray_owns_backups
 from autodist.resume.resumed_fit import fit_resuming
-from autodist.tensorflow.strategies import describe_strategy, start
+from autodist.tensorflow.strategies import describe_strategy, start, trains_under
 from autodist.tensorflow.tuning import tuned_plan
 from autodist.settings import strategy_setting
 from autodist.upstream.tf_runtime import global_seed
@@ -66,6 +66,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)
     strategy_plan, distribution = _plan_and_build(call, facts)
+    trains_under(distribution)
     apply_workarounds(workarounds_before_building(strategy_plan, call.builder is not None, package_version("keras"), environ))
     with mixed_precision_while_building(call.mixed_precision, call.builder, strategy_plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name

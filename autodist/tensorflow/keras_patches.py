@@ -37,11 +37,17 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "aggregating_variable_updates": keras_variables.patch_aggregating_variable_updates,
     "batchnorm_moving_statistics": keras_variables.patch_batchnorm_moving_statistics,
     "seed_state_aggregation": keras_variables.patch_seed_state_aggregation,
-    "replica_random_streams": keras_variables.patch_replica_random_streams,
+    "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(_autodist_trains_under),
     "own_step_replica_mean": patch_own_steps,
     "optimizer_built_in_step": patch_optimizer_build,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed),
 })
+
+
+def _autodist_trains_under(strategy: Any) -> bool:
+    from autodist.tensorflow.strategies import autodist_trains_under  # strategies applies these patches: imported when asked
+
+    return autodist_trains_under(strategy)
 
 
 def apply_workarounds(names: Iterable[str]) -> list[str]:

@@ -53,6 +53,17 @@ def is_autodists(strategy: Any) -> bool:
     return any(strategy is ours for ours in STATE.strategies.values())
 
 
+def trains_under(strategy: Any) -> None:
+    """``autodist.fit`` trains under ``strategy`` (a script's own, adopted): mark it, so that
+    what autodist does better than Keras there (each replica's own random draws) applies."""
+    strategy._autodist_trains = True
+
+
+def autodist_trains_under(strategy: Any) -> bool:
+    """Whether ``strategy`` is autodist's own or one ``autodist.fit`` trained under."""
+    return is_autodists(strategy) or bool(getattr(strategy, "_autodist_trains", False))
+
+
 def configure_cpu_devices(num_devices: int) -> None:
     """Split the first physical CPU into ``num_devices`` logical devices (before the runtime starts).
 

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from autodist.upstream.surface import available
@@ -229,13 +230,15 @@ def _replica_in_sync() -> Any:
     return context.replica_id_in_sync_group
 
 
-def patch_replica_random_streams() -> bool:
+def patch_replica_random_streams(applies: Callable[[Any], bool]) -> bool:
     """Give each replica its own stream of Keras 3 random draws (Dropout, noise, augmentation,
     ``keras.random`` with a ``SeedGenerator`` or none): the seed a ``SeedGenerator`` hands out in a
     replica's step is folded with the replica's id (``tf.random.experimental.stateless_fold_in``).
     The seed state itself advances as Keras advances it, the same on every replica, so a run is
-    reproducible from ``keras.utils.set_random_seed``. Outside a step with replicas in sync,
-    Keras's own seed. Idempotent; ``False`` where the touch is off."""
+    reproducible from ``keras.utils.set_random_seed``. Only under a strategy for which
+    ``applies(strategy)`` (autodist's, or the script's that autodist trains under): a strategy
+    the script uses with plain ``model.fit`` draws as Keras draws. Outside a step with replicas in
+    sync, Keras's own seed. Idempotent; ``False`` where the touch is off."""
     if "seed_draws" in STATE.originals(__name__):
         return True
     if not available("keras.seed_draws"):
@@ -250,7 +253,7 @@ def patch_replica_random_streams() -> bool:
         if getattr(self.backend, "backend", lambda: "")() != "tensorflow":
             return seed
         replica = _replica_in_sync()
-        if replica is None:
+        if replica is None or not applies(tf.distribute.get_strategy()):
             return seed
         folded = tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), tf.cast(replica, tf.int32))
         return tf.cast(folded, seed.dtype)

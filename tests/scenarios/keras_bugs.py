@@ -131,10 +131,15 @@ def batchnorm_moving_gap() -> dict:
     }
 
 
-def dropout_masks_equal_across_replicas() -> dict:
+def dropout_masks_equal_across_replicas(adopted: bool = False) -> dict:
     """Keras 3 Dropout under Mirrored: the share of mask entries both replicas draw alike for
-    their shares (1.0: the same mask; about 0.5: independent), and the masks drawn."""
+    their shares (1.0: the same mask; about 0.5: independent), and the masks drawn. ``adopted``:
+    the strategy is one autodist.fit trains under (replica_random_streams acts there only)."""
     strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    if adopted:
+        from autodist.tensorflow.strategies import trains_under
+
+        trains_under(strategy)
     keras.utils.set_random_seed(0)
     with strategy.scope():
         model = keras.Sequential([keras.Input((16,)), keras.layers.Dropout(0.5)])
@@ -459,7 +464,32 @@ def one_image_against_one_device() -> dict:
     return found
 
 
+def in_fresh_process(name: str, patched: bool = False) -> dict:
+    """``case(<name>)`` in a process of its own (``patched``: after this release's workarounds
+    are applied, and run as autodist.fit runs it), where TensorFlow's default all-reduce is
+    fresh: a case that fails inside a collective ("restart your program to reset") aborts every
+    collective after it in its process."""
+    import subprocess
+    import sys
+
+    args = ["--case", name, *(["--patched"] if patched else [])]
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("CASE ")]
+    return json.loads(lines[-1][5:]) if lines else {"raised": f"no result (exit {proc.returncode}): {proc.stderr[-2000:]}"}
+
+
 def main() -> None:
+    import sys
+
+    if sys.argv[1:2] == ["--case"]:
+        patched = "--patched" in sys.argv
+        if patched:
+            from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
+            from autodist.tensorflow.keras_patches import apply_workarounds
+
+            apply_workarounds([name for name in PATCHES if WORKAROUNDS[name].is_active(keras.__version__, {})])
+        print("CASE " + json.dumps(case(globals()[sys.argv[2]], **({"patched": True} if patched else {}))))
+        return
     results = {
         "mirrored_uneven_first_batch_error": case(mirrored_uneven_validation_error),
         "keras_version": keras.__version__,
@@ -477,7 +507,7 @@ def main() -> None:
         "gradient_gaps_unpatched": case(mirrored_gradient_gaps),
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
-        "two_optimizers_unpatched": case(two_optimizers_against_one_device),
+        "two_optimizers_unpatched": in_fresh_process("two_optimizers_against_one_device"),
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
@@ -492,13 +522,14 @@ def main() -> None:
     results["central_storage_mean_patched"] = case(central_storage_mean)
     results["mirrored_sum_counter_patched"] = case(mirrored_sum_counter)
     results["mirrored_sample_count_patched"] = case(mirrored_sample_count)
-    results["dropout_masks_patched"] = case(dropout_masks_equal_across_replicas)
-    results["dropout_masks_patched_again"] = case(dropout_masks_equal_across_replicas)
+    results["dropout_masks_plain_strategy_patched"] = case(dropout_masks_equal_across_replicas)
+    results["dropout_masks_patched"] = case(dropout_masks_equal_across_replicas, adopted=True)
+    results["dropout_masks_patched_again"] = case(dropout_masks_equal_across_replicas, adopted=True)
     results["gradient_gaps_patched"] = case(mirrored_gradient_gaps)
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
-    results["two_optimizers_patched"] = case(two_optimizers_against_one_device, patched=True)
+    results["two_optimizers_patched"] = in_fresh_process("two_optimizers_against_one_device", patched=True)
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     results["structured_patched"] = case(structured_against_one_device)
