@@ -139,6 +139,8 @@ def test_still_needed_optimizer_built_in_step(upstream):
             f"an optimizer built by its first apply in a step trains under Mirrored upstream now ({upstream['two_optimizers_unpatched']}): "
             "remove 'optimizer_built_in_step'"
         )
+    else:  # Keras 3.3-3.4 reduce no gradient over the replicas: nothing to fail in
+        assert found == "", f"extend 'optimizer_built_in_step' to Keras {upstream['keras_version']}: {found[:300]}"
     patched = upstream["two_optimizers_patched"]
     assert error(patched) == "" and patched["weights_gap"] <= 1e-5 and abs(patched["loss_ratio"] - 1) <= 1e-4, patched
 

@@ -123,6 +123,7 @@ def warn_untested(keras_version: str) -> None:
 _ALL = (("3.3.0", None),)
 _NO_SYMBOLIC_BUILD = "3.5.0"  # Keras 3.3 and 3.4 build a model while its first step is traced
 _AGGREGATION_PASSED = "3.7.0"  # Keras 3.3-3.6 pass no aggregation to tf.Variable
+_GRADIENTS_REDUCED = "3.5.0"  # Keras 3.3 and 3.4 reduce no gradient over the replicas
 
 WORKAROUNDS: dict[str, Workaround] = {
     w.name: w
@@ -277,10 +278,11 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "An optimizer first used inside a train_step of the model's own (the two optimizers of the 'customizing"
                 " fit' guide's GAN) builds its variables in each replica's thread while the step is traced. Under"
                 " MirroredStrategy an optimizer with slots (Adam) then fails at the first step ('You must feed a value"
-                " for placeholder tensor'), where one device trains. autodist builds it once for all replicas, in the"
+                " for placeholder tensor') in the gradients' all-reduce, where one device trains (Keras 3.3 and 3.4"
+                " reduce no gradient, hence no failure). autodist builds it once for all replicas, in the"
                 " cross-replica context, before its first update."
             ),
-            affected=_ALL, touches=("keras.optimizer_build",),
+            affected=((_GRADIENTS_REDUCED, None),), touches=("keras.optimizer_build",),
             if_fixed="an optimizer built before its first update updates as one built by it",
         ),
         Workaround(
