@@ -142,7 +142,7 @@ def test_still_needed_optimizer_built_in_step(upstream):
     else:  # Keras 3.3-3.4 reduce no gradient over the replicas: nothing to fail in
         assert found == "", f"extend 'optimizer_built_in_step' to Keras {upstream['keras_version']}: {found[:300]}"
     patched = upstream["two_optimizers_patched"]
-    assert error(patched) == "" and patched["weights_gap"] <= 1e-5 and abs(patched["loss_ratio"] - 1) <= 1e-4, patched
+    assert error(patched) == "" and patched["weights_gap"] <= 1e-5 and abs(patched["own_loss_ratio"] - 1) <= 1e-4, patched
 
 
 def test_still_needed_every_replica_fed(upstream, report):

@@ -298,6 +298,13 @@ def own_step_against_one_device(kind, patched: bool = False, policy: str = "floa
         one.compile(optimizer=keras.optimizers.SGD(0.05))
     finally:
         keras.mixed_precision.set_global_policy("float32")
+    return _against_one_device(model, one, x, patched, ("own_loss", "keras_loss"))
+
+
+def _against_one_device(model, one, x, patched: bool, losses: tuple[str, ...]) -> dict:
+    """``model`` (built in a strategy's scope) and ``one`` (on one device) trained 2 epochs from the
+    same weights (``patched``: ``model``'s steps run as autodist.fit runs them): the largest weight
+    gap, and each named loss's ratio to one device's."""
     one.set_weights(model.get_weights())
     if patched:
         from autodist.upstream.keras_own_steps import own_steps
@@ -307,7 +314,7 @@ def own_step_against_one_device(kind, patched: bool = False, policy: str = "floa
     single = one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
     return {
         "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights(), strict=True)),
-        **{f"{key}_ratio": mirrored[key][-1] / single[key][-1] for key in ("own_loss", "keras_loss")},
+        **{f"{key}_ratio": mirrored[key][-1] / single[key][-1] for key in losses},
     }
 
 
@@ -342,17 +349,7 @@ def two_optimizers_against_one_device(patched: bool = False) -> dict:
         model.compile(optimizer="sgd")
     one = TwoOptimizers()
     one.compile(optimizer="sgd")
-    one.set_weights(model.get_weights())
-    if patched:
-        from autodist.upstream.keras_own_steps import own_steps
-
-        own_steps(model)
-    mirrored = model.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
-    single = one.fit(x, batch_size=16, epochs=2, shuffle=False, verbose=0).history
-    return {
-        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), one.get_weights(), strict=True)),
-        "loss_ratio": mirrored["own_loss"][-1] / single["own_loss"][-1],
-    }
+    return _against_one_device(model, one, x, patched, ("own_loss",))
 
 
 def residual_cnn():
