@@ -83,7 +83,7 @@ def main() -> None:
         found["before"].append(arms(seed, weights, mirrored))
     from autodist.upstream.keras_variables import patch_replica_random_streams
 
-    from autodist.tensorflow.strategies import autodist_trains_under, trains_under
+    from autodist.tensorflow.keras_patches import autodist_trains_under, trains_under
 
     assert patch_replica_random_streams(autodist_trains_under)
     trains_under(mirrored)  # as autodist.fit marks a strategy it trains under

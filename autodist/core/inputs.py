@@ -104,8 +104,12 @@ def first_batch_size(x: Any) -> int | None:
             stack[:0] = list(part.values())
         elif isinstance(part, (list, tuple)):
             stack[:0] = list(part)
-        elif len(getattr(part, "shape", ()) or ()) > 0 and part.shape[0] is not None:
-            return int(part.shape[0])
+        else:
+            shape = getattr(part, "shape", None)
+            try:
+                return int(shape[0])
+            except (TypeError, ValueError, IndexError):  # no shape, a scalar, an unknown size or rank: look further
+                continue
     return None
 
 
@@ -413,10 +417,10 @@ def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[s
     notes = []
     if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
         own = first_batch_size(x) if indexed_batches(x) else None
-        if own is None:
-            notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
-        elif own % the_plan.num_replicas:
+        if own is not None and own % the_plan.num_replicas:
             notes.append(_UNEVEN_OWN_BATCH_NOTE.format(kind=type(x).__name__, own=own, replicas=the_plan.num_replicas))
+        else:  # its other batches (an uneven last one) are not read before training
+            notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
     uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
     return notes + ([uneven] if uneven else [])
 

@@ -42,13 +42,13 @@ from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_ste
 from autodist.tensorflow.comm_check import check_communication
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.core.inputs import TrainingInput, fit_steps, input_notes, is_array_like, length_unknown, prepare_input
-from autodist.tensorflow.keras_patches import apply_workarounds, build_from_generator, steps_as_one_device
+from autodist.tensorflow.keras_patches import apply_workarounds, build_from_generator, steps_as_one_device, trains_under
 from autodist.tensorflow.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
 from autodist.ray.data import from_ray_data
 from autodist.tensorflow.activation_record import current as current_activation
 from autodist.resume.guard import guard_for, ray_owns_backups
 from autodist.resume.resumed_fit import fit_resuming
-from autodist.tensorflow.strategies import describe_strategy, start, trains_under
+from autodist.tensorflow.strategies import describe_strategy, start
 from autodist.tensorflow.tuning import tuned_plan
 from autodist.settings import strategy_setting
 from autodist.upstream.tf_runtime import global_seed

@@ -28,7 +28,7 @@ from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, patch
 from autodist.planning.global_batch import every_replica_fed
 from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_every_replica_fed, patch_trainer
 
-__all__ = ["apply_workarounds", "build_from_generator", "steps_as_one_device"]
+__all__ = ["apply_workarounds", "autodist_trains_under", "build_from_generator", "steps_as_one_device", "trains_under"]
 
 #: The workarounds patched one by one (the trainer's go in together).
 _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
@@ -37,17 +37,23 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "aggregating_variable_updates": keras_variables.patch_aggregating_variable_updates,
     "batchnorm_moving_statistics": keras_variables.patch_batchnorm_moving_statistics,
     "seed_state_aggregation": keras_variables.patch_seed_state_aggregation,
-    "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(_autodist_trains_under),
+    "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(autodist_trains_under),
     "own_step_replica_mean": patch_own_steps,
     "optimizer_built_in_step": patch_optimizer_build,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed),
 })
 
 
-def _autodist_trains_under(strategy: Any) -> bool:
-    from autodist.tensorflow.strategies import autodist_trains_under  # strategies applies these patches: imported when asked
+def trains_under(strategy: Any) -> None:
+    """Mark ``strategy`` as one autodist trains under (its own, from creation; a script's, once
+    ``autodist.fit`` adopts it): what autodist does better than Keras there (each replica's own
+    random draws) applies under it, and under no strategy autodist neither made nor adopted."""
+    strategy._autodist_trains = True
 
-    return autodist_trains_under(strategy)
+
+def autodist_trains_under(strategy: Any) -> bool:
+    """Whether ``strategy`` is marked by :func:`trains_under`."""
+    return bool(getattr(strategy, "_autodist_trains", False))
 
 
 def apply_workarounds(names: Iterable[str]) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
 from autodist.planning.plans import Plan, ScriptStrategy, StrategyKind
-from autodist.tensorflow.keras_patches import apply_workarounds
+from autodist.tensorflow.keras_patches import apply_workarounds, trains_under
 from autodist.tensorflow.activation_record import current as current_activation
 from autodist.tensorflow.activation_record import runtime_started_message
 from autodist.upstream.tf_runtime import (
@@ -53,15 +53,6 @@ def is_autodists(strategy: Any) -> bool:
     return any(strategy is ours for ours in STATE.strategies.values())
 
 
-def trains_under(strategy: Any) -> None:
-    """``autodist.fit`` trains under ``strategy`` (a script's own, adopted): mark it, so that
-    what autodist does better than Keras there (each replica's own random draws) applies."""
-    strategy._autodist_trains = True
-
-
-def autodist_trains_under(strategy: Any) -> bool:
-    """Whether ``strategy`` is autodist's own or one ``autodist.fit`` trained under."""
-    return is_autodists(strategy) or bool(getattr(strategy, "_autodist_trains", False))
 
 
 def configure_cpu_devices(num_devices: int) -> None:
@@ -130,6 +121,7 @@ def build_strategy(plan: Plan) -> Any:
     finally:
         STATE.thread.building_strategy -= 1
     STATE.strategies[key] = strategy
+    trains_under(strategy)
     return strategy
 
 

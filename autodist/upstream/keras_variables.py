@@ -236,8 +236,8 @@ def patch_replica_random_streams(applies: Callable[[Any], bool]) -> bool:
     replica's step is folded with the replica's id (``tf.random.experimental.stateless_fold_in``).
     The seed state itself advances as Keras advances it, the same on every replica, so a run is
     reproducible from ``keras.utils.set_random_seed``. Only under a strategy for which
-    ``applies(strategy)`` (autodist's, or the script's that autodist trains under): a strategy
-    the script uses with plain ``model.fit`` draws as Keras draws. Outside a step with replicas in
+    ``applies(strategy)`` (autodist's, or the script's once autodist.fit trained under it): a
+    strategy autodist neither made nor adopted draws as Keras draws. Outside a step with replicas in
     sync, Keras's own seed. Idempotent; ``False`` where the touch is off."""
     if "seed_draws" in STATE.originals(__name__):
         return True

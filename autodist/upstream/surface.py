@@ -115,11 +115,13 @@ TOUCHES: dict[str, Touch] = {
              f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
              f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
              f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
-             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable"),
+             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
+             "tensorflow.python.framework.ops.reset_default_graph"),
             "the activation at import: the strategy is created at the first trigger (the runtime "
             "starting, a variable created, the current strategy asked for), and a strategy the "
             "script constructs itself is noticed, so autodist's steps aside; a collective that "
-            "fails while the multi-worker strategy creates a variable is named (CollectiveMismatchError)",
+            "fails while the multi-worker strategy creates a variable is named (CollectiveMismatchError); "
+            "autodist's strategy stays current through Keras's clear_session() (a reset of the default graph)",
             _TF,
             "nothing is made current at import (as with AUTODIST_ACTIVATE=0): autodist.fit and "
             "autodist.init create the strategy, and a model built before is moved into it with a warning",
@@ -128,7 +130,8 @@ TOUCHES: dict[str, Touch] = {
                      f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
                      f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
                      f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
-                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable"),
+                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
+                     "tensorflow.python.framework.ops.reset_default_graph"),
         ),
         Touch(
             "tf.strategy_scopes", "tensorflow",

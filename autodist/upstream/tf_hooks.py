@@ -126,11 +126,17 @@ def hook_graph_reset(around: Callable[[Callable[[], Any]], Any]) -> bool:
         elif current is original:
 
             def reset_default_graph() -> Any:
+                done: list[Any] = []
+
+                def reset() -> Any:
+                    done.append(original())
+                    return done[0]
+
                 try:
-                    return around(original)
+                    return around(reset)
                 except _UNEXPECTED as err:
                     _fell_through("reset_default_graph", err)
-                    return original()
+                    return done[0] if done else original()
 
             reset_default_graph.autodist_wrapped = True  # type: ignore[attr-defined]
             module.reset_default_graph = reset_default_graph

@@ -137,7 +137,7 @@ def dropout_masks_equal_across_replicas(adopted: bool = False) -> dict:
     the strategy is one autodist.fit trains under (replica_random_streams acts there only)."""
     strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
     if adopted:
-        from autodist.tensorflow.strategies import trains_under
+        from autodist.tensorflow.keras_patches import trains_under
 
         trains_under(strategy)
     keras.utils.set_random_seed(0)
