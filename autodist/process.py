@@ -15,13 +15,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["STATE", "ProcessState", "once", "reset"]
+__all__ = ["STATE", "ProcessState", "draws_kept", "once", "reset"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -103,3 +104,20 @@ def reset() -> None:
     fresh = ProcessState(patched=STATE.patched)
     for field in dataclasses.fields(ProcessState):
         setattr(STATE, field.name, getattr(fresh, field.name))
+
+
+@contextlib.contextmanager
+def draws_kept() -> Iterator[None]:
+    """A block after which Python's and NumPy's global random states are as before it: for
+    autodist's own reads of the user's code (a PyDataset's ``x[0]`` that augments with them), so
+    that it draws nothing ``model.fit`` would not (Keras shuffles a PyDataset with ``random``)."""
+    import random
+
+    import numpy as np
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)

@@ -86,3 +86,27 @@ def test_a_shuffled_py_dataset_trains_on_2_replicas_as_model_fit_on_one_device(r
 
 def test_the_plan_reports_the_py_datasets_own_batch(runs):
     assert runs[("autodist", "shuffle")]["batch"] == [16, 8, 2]
+
+
+def test_autodist_reads_a_first_batch_without_drawing_from_the_global_generators():
+    """autodist reads ``x[0]`` for the plan: a ``__getitem__`` that augments with Python's or
+    NumPy's global generator must leave them where model.fit would find them."""
+    import random
+
+    import numpy as np
+
+    from autodist.core.inputs import first_batch_size
+
+    class Augmented:
+        def __getitem__(self, i):
+            noise = random.random() + np.random.rand()
+            return {"a": np.full((12, 3), noise), "b": np.ones((12,))}, np.ones((12, 1))
+
+    random.seed(5)
+    np.random.seed(5)
+    assert first_batch_size(Augmented()) == 12
+    after = (random.random(), float(np.random.rand()))
+    random.seed(5)
+    np.random.seed(5)
+    assert after == (random.random(), float(np.random.rand()))
+    assert first_batch_size([(1.0, np.float32(2.0))]) is None  # x[0] holds no array with a batch dimension

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from autodist.upstream.tf_data import finite_cardinality, is_dataset
 from autodist.errors import BatchSizeError
 from autodist.log import get_logger
+from autodist.process import draws_kept
 from autodist.planning.global_batch import every_replica_fed
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.core.batching import (
@@ -37,6 +38,7 @@ from autodist.core.batching import (
 
 __all__ = [
     "batches_itself",
+    "first_batch",
     "first_batch_size",
     "fit_steps",
     "requested_batch",
@@ -81,6 +83,13 @@ def indexed_batches(x: Any) -> bool:
     return any(cls.__name__ in ("PyDataset", "Sequence") for cls in type(x).__mro__)
 
 
+def first_batch(x: Any) -> Any:
+    """``x[0]`` of a ``PyDataset``/``Sequence``, with the global random states kept
+    (:func:`autodist.process.draws_kept`)."""
+    with draws_kept():
+        return x[0]
+
+
 def first_batch_size(x: Any) -> int | None:
     """The samples in the first batch of a ``PyDataset``/``Sequence`` (``x[0]``, read as Keras
     reads it for its output signature): the leading size of its first array; ``None`` when it
@@ -95,7 +104,7 @@ def first_batch_size(x: Any) -> int | None:
         16
     """
     try:
-        stack = [x[0]]
+        stack = [first_batch(x)]
     except Exception:  # noqa: BLE001 - the user's __getitem__; Keras raises it again, in its words
         return None
     while stack:

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.core.inputs import indexed_batches
+from autodist.core.inputs import first_batch, indexed_batches
 from autodist.upstream.tf_data import is_batched
 from autodist.detection.model_info import is_compiled, is_model, keras_flavor_of, keras_module
 from autodist.errors import AutodistError, ModelPlacementError
@@ -152,7 +152,7 @@ def _first_inputs(x: Any) -> Any:
     if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
         return None
     if indexed_batches(x):
-        element = x[0]
+        element = first_batch(x)
         return element[0] if isinstance(element, tuple) else element
     values = getattr(x, "values", None)  # pandas
     if values is not None and not callable(values):

@@ -18,7 +18,7 @@ from typing import Any
 
 from autodist.upstream.keras_models import all_layers
 from autodist.upstream.surface import available
-from autodist.process import STATE
+from autodist.process import STATE, draws_kept
 
 __all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_every_replica_fed", "patch_trainer"]
 
@@ -99,7 +99,8 @@ def _py_dataset_batch(epoch_iterator: Any) -> Any:
     py_dataset, standardize = getattr(adapter, "py_dataset", None), getattr(adapter, "_standardize_batch", None)
     if py_dataset is None or standardize is None or getattr(py_dataset, "num_batches", None) == 0:
         return None
-    return standardize(py_dataset[0])
+    with draws_kept():  # one device's fit reads nothing here
+        return standardize(py_dataset[0])
 
 
 def _install_symbolic_build() -> None:
