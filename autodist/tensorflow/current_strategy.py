@@ -220,7 +220,10 @@ def _kept_through_reset(reset: Callable[[], Any]) -> Any:
     if ours and not tf.distribute.has_strategy():
         tf.distribute.experimental_set_strategy(done.strategy)  # type: ignore[union-attr]
         if once("strategy kept through a graph reset"):
-            get_logger().info("autodist: clear_session() reset TensorFlow's graph; %s is the current strategy again", done.plan.strategy.value)  # type: ignore[union-attr]
+            get_logger().info(
+                "autodist: clear_session() reset TensorFlow's graph; %s is the current strategy again",
+                done.plan.strategy.value,  # type: ignore[union-attr]
+            )
     return result
 
 

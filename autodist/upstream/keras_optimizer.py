@@ -137,8 +137,12 @@ def patch_optimizer_build() -> bool:
     original_apply = base_optimizer.BaseOptimizer.apply
 
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
-        if trainable_variables is not None and not self.built and len(grads) and not tf.distribute.in_cross_replica_context() \
-                and tf.distribute.has_strategy() and tf.distribute.get_replica_context().num_replicas_in_sync > 1:
+        first_in_a_replica = (
+            trainable_variables is not None and not self.built and len(grads)
+            and tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
+            and tf.distribute.get_replica_context().num_replicas_in_sync > 1
+        )
+        if first_in_a_replica:
             trainable_variables = list(trainable_variables)
             _build_across_replicas(self, trainable_variables)
         return original_apply(self, grads, trainable_variables)
