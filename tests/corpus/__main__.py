@@ -14,6 +14,7 @@ status is 1 when a program is outside the contract.
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import subprocess
 import sys
@@ -25,20 +26,32 @@ ROOT = HERE.parents[1]
 SOURCES = json.loads((HERE / "sources.json").read_text())
 TOLERANCE = 1e-4
 WAYS = {"plain": ("plain", None), "autodist, 1 device": ("autodist", "1"), "autodist, 2 replicas": ("autodist", "2"), "hand-built": ("hand-built", None)}
+#: Run after WAYS when autodist's replicas drew their own random numbers: the same two programs
+#: with Keras's draws in a step fixed (``CORPUS_DRAWS=off``), which then must be equal.
+DRAWS_OFF = {"plain, draws fixed": ("plain", None), "autodist, 2 replicas, draws fixed": ("autodist", "2")}
 RANDOM_DRAWS = "each replica from its own stream"
 #: How much farther from one device autodist's independent draws may take a program than the
 #: hand-built strategy's shared ones do (both differ from one device by their randomness alone).
 RANDOM_FACTOR = 3.0
 
 
-def run(name: str, out: Path) -> dict:
-    """Every way of one program, all four at once, each bounded at 600 s (killed past it)."""
+def program(name: str) -> Path:
+    """The program's file: its source's name with that source's extension (``.py``, ``.ipynb``)."""
+    return HERE / "programs" / f"{name}{Path(SOURCES[name]['path']).suffix}"
+
+
+def run(name: str, out: Path, ways: dict = WAYS) -> dict:
+    """Each of ``ways`` of one program, all at once, each bounded at 600 s (killed past it)."""
     procs = {}
-    for way, (kind, devices) in WAYS.items():
-        env = {key: value for key, value in __import__("os").environ.items() if not key.startswith("AUTODIST_")}
+    for way, (kind, devices) in ways.items():
+        env = {key: value for key, value in os.environ.items() if not key.startswith("AUTODIST_")}
         env.update(PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {}))
-        target = out / f"{name}-{kind}-{devices}.json"
-        procs[way] = (subprocess.Popen([sys.executable, str(HERE / "run.py"), str(HERE / "programs" / f"{name}.py"), kind, str(target)],
+        env.update({"CORPUS_DRAWS": "off"} if ways is DRAWS_OFF else {})
+        env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(SOURCES[name].get("samples", env.get("CORPUS_SAMPLES", 256))))
+        label = f"{name}-{kind}-{devices}" + ("-fixed" if ways is DRAWS_OFF else "")
+        target, folder = out / f"{label}.json", out / label
+        folder.mkdir()
+        procs[way] = (subprocess.Popen([sys.executable, str(HERE / "run.py"), str(program(name)), kind, str(target)], cwd=folder,
                                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), target)
     found = {}
     for way, (proc, target) in procs.items():
@@ -72,6 +85,14 @@ def gap(a: dict, b: dict) -> float:
     return biggest
 
 
+def drew_apart(found: dict) -> bool:
+    """Whether autodist on 2 replicas trained, apart from one device, and said its replicas drew
+    their own random numbers: the case the draws-fixed ways judge."""
+    plain, two = found["plain"], found["autodist, 2 replicas"]
+    return (two["outcome"] == "ran" and plain["outcome"] == "ran" and gap(plain, two) > TOLERANCE
+            and any(RANDOM_DRAWS in w for w in two.get("warnings", [])))
+
+
 def verdict(found: dict) -> str:
     plain, one, two, hand = (found[way] for way in WAYS)
     if plain["outcome"] != "ran":
@@ -87,30 +108,75 @@ def verdict(found: dict) -> str:
     if hand["outcome"] == "ran" and gap(hand, two) <= TOLERANCE and warned:
         return f"= hand-built, warned ({apart:.2g} from one device)"
     hand_apart = gap(plain, hand) if hand["outcome"] == "ran" else float("inf")
-    if warned and any(RANDOM_DRAWS in w for w in warned) and apart <= RANDOM_FACTOR * hand_apart:
-        return f"warned: independent random draws ({apart:.2g} from one device; hand-built {hand_apart:.2g})"
+    if drew_apart(found):
+        off = [found.get(way, {"outcome": "not run"}) for way in DRAWS_OFF]
+        if all(o["outcome"] == "ran" for o in off) and gap(*off) <= TOLERANCE:
+            return f"warned: independent random draws ({apart:.2g} from one device; equal to it with the draws fixed)"
+        if hand_apart < float("inf") and apart <= RANDOM_FACTOR * hand_apart:
+            return f"warned: independent random draws ({apart:.2g} from one device; hand-built {hand_apart:.2g})"
     return f"differs by {apart:.2g}" + (" (warned)" if warned else " (not warned)")
 
 
+WITHIN = ("equal", "= hand-built, warned", "warned: independent random draws", "AutodistError")
+#: The programs CI runs (``.ci/run``): one of each kind of source and verdict, a few minutes on 2 cores.
+CI_SLICE = ["mnist_convnet", "guide_custom_train_step", "feature_space", "tf_keras_tuner", "vae", "tf_distributed_keras"]
+TABLE_START, TABLE_END = "<!-- corpus table: python -m tests.corpus --write docs/corpus.md -->", "<!-- end of corpus table -->"
+
+
+def kind(said: str) -> str:
+    """A verdict without its figures: what ``--check`` compares."""
+    return said.split(" (")[0]
+
+
+def row(name: str, found: dict) -> tuple[str, str]:
+    source, said = SOURCES[name], verdict(found)
+    hand = found["hand-built"]
+    hand_said = "trains" if hand["outcome"] == "ran" else f"fails ({hand['outcome'].split(':')[0]})"
+    warnings = "; ".join(w.split(":")[0][:80] for w in found["autodist, 2 replicas"].get("warnings", [])) or "-"
+    sizes = f"{source.get('samples', os.environ.get('CORPUS_SAMPLES', 256))} samples, {os.environ.get('CORPUS_EPOCHS', 2)} epochs"
+    where = f"`{source['repository']}` `{source['path']}` @ `{source['commit'][:8]}`"
+    return said, f"| `{name}` | {source['title']}: {where} | {said} | {hand_said} | {sizes} | {warnings} |"
+
+
+def table_rows(text: str) -> dict[str, str]:
+    """The verdict of each program in a written table, by name."""
+    body = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
+    return {cells[1].strip("` "): cells[3].strip() for line in body.splitlines() if line.startswith("| `") for cells in [line.split(" | ")] if len(cells) > 3}
+
+
 def main(argv: list[str]) -> int:
-    names = argv or sorted(SOURCES)
-    rows = ["| program | source | verdict | hand-built | warnings |", "|---|---|---|---|---|"]
-    outside = 0
+    """``[--check DOC | --write DOC] [NAME ...]``: run the programs (all by default; ``ci``: the
+    CI slice) and print their table; ``--check`` fails when a verdict's kind is not the one DOC's
+    table gives; ``--write`` puts the table into DOC."""
+    mode, doc = (argv[0], Path(argv[1])) if argv[:1] in (["--check"], ["--write"]) else (None, None)
+    names = argv[2:] if mode else argv
+    names = CI_SLICE if names == ["ci"] else names or sorted(SOURCES)
+    rows = ["| name | program and source | verdict | hand-built | sizes | warnings |", "|---|---|---|---|---|---|"]
+    outside, verdicts = [], {}
     with tempfile.TemporaryDirectory() as out:
         for name in names:
-            source = SOURCES[name]
-            text = (HERE / "programs" / f"{name}.py").read_bytes()
-            assert hashlib.sha256(text).hexdigest() == source["sha256"], f"{name}: the program is not its source's text"
+            text = program(name).read_bytes()
+            assert hashlib.sha256(text).hexdigest() == SOURCES[name]["sha256"], f"{name}: the program is not its source's text"
             found = run(name, Path(out))
-            said = verdict(found)
-            outside += not said.startswith(("equal", "= hand-built", "warned"))
-            hand = found["hand-built"]
-            hand_said = "trains" if hand["outcome"] == "ran" else f"fails ({hand['outcome'].split(':')[0]})"
-            warnings = "; ".join(w.split(":")[0][:80] for w in found["autodist, 2 replicas"].get("warnings", [])) or "-"
-            rows.append(f"| {source['title']} | `{source['repository']}` `{source['path']}` @ `{source['commit'][:8]}` | {said} | {hand_said} | {warnings} |")
-            print(rows[-1], flush=True)
-    print("\n".join(rows))
-    print(f"\n{len(names) - outside} of {len(names)} within the contract")
+            if drew_apart(found):
+                found.update(run(name, Path(out), DRAWS_OFF))
+            said, line = row(name, found)
+            verdicts[name] = said
+            rows.append(line)
+            print(line, flush=True)
+            if not said.startswith(WITHIN):
+                outside.append(f"{name}: {said}")
+    summary = f"{len(names) - len(outside)} of {len(names)} within the contract"
+    print("\n".join(rows), f"\n{summary}", *(f"outside: {o}" for o in outside), sep="\n")
+    if mode == "--write":
+        text = doc.read_text()
+        head, tail = text.split(TABLE_START, 1)[0], text.split(TABLE_END, 1)[1]
+        doc.write_text(f"{head}{TABLE_START}\n{chr(10).join(rows)}\n\n{summary}.\n{TABLE_END}{tail}")
+    if mode == "--check":
+        written = table_rows(doc.read_text())
+        wrong = [f"{n}: measured {kind(verdicts[n])!r}, {doc} says {kind(written.get(n, 'nothing'))!r}" for n in names if kind(verdicts[n]) != kind(written.get(n, ""))]
+        print(*wrong, sep="\n")
+        return 1 if wrong else 0
     return 1 if outside else 0
 
 

@@ -7,13 +7,18 @@ or ``autodist`` (the adopted text: ``import autodist`` first and ``x.fit(`` turn
 ``autodist.fit(x, ``; ``AUTODIST_CPU_DEVICES`` says on how many devices).
 
 Around the program, never in it:
-- stand-ins for its data (``keras.datasets.*.load_data``): arrays of the real shapes and dtypes,
-  ``CORPUS_SAMPLES`` training samples (default 256), drawn from a fixed seed;
+- stand-ins for its data (``stand_ins.py``: ``keras.datasets``, the files it downloads or reads,
+  ``tensorflow_datasets``), ``CORPUS_SAMPLES`` training samples (default 256), from fixed seeds;
 - its epochs capped at ``CORPUS_EPOCHS`` (default 2), in ``Model.fit``, the same in every way;
 - a record of each ``fit`` (History, and the model's weights after it), ``evaluate`` and
   ``predict`` the program makes (not those Keras makes inside ``fit``), and every
   ``AutodistWarning``;
-- ``keras.utils.set_random_seed(0)`` before the program, so its ways draw the same numbers.
+- ``keras.utils.set_random_seed(0)`` before the program, so its ways draw the same numbers;
+- with ``CORPUS_DRAWS=off``, Keras's random ops in a step give fixed values (``fix_draws``).
+
+A notebook runs as its code cells in order (``program_text``). A program that makes its own
+strategy keeps it: that strategy is its hand-built way, so ``hand-built`` only gives it 2 devices.
+The program runs in the current folder, which the caller makes fresh for each run.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 PROGRAM, WAY, OUT = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-SAMPLES, EPOCHS = int(os.environ.get("CORPUS_SAMPLES", "256")), int(os.environ.get("CORPUS_EPOCHS", "2"))
+EPOCHS = int(os.environ.get("CORPUS_EPOCHS", "2"))
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -45,35 +50,6 @@ RECORD: dict = {"way": WAY, "fits": [], "evaluates": [], "predicts": [], "warnin
 _DEPTH = [0]
 
 
-def _images(shape, classes, dtype="uint8"):
-    def load_data(*args, **kwargs):
-        rng = np.random.default_rng(0)
-        split = []
-        for count in (SAMPLES, max(SAMPLES // 4, 8)):
-            x = rng.integers(0, 256, size=(count, *shape)).astype(dtype)
-            y = rng.integers(0, classes, size=(count,) if len(shape) == 2 else (count, 1)).astype("uint8")
-            split.append((x, y))
-        return tuple(split)
-
-    return load_data
-
-
-STAND_INS = {
-    "mnist": _images((28, 28), 10),
-    "fashion_mnist": _images((28, 28), 10),
-    "cifar10": _images((32, 32, 3), 10),
-}
-
-
-def install_stand_ins() -> None:
-    """Replace each dataset's ``load_data`` wherever Keras's public modules expose it."""
-    originals = {name: getattr(__import__(f"keras.src.datasets.{name}", fromlist=["load_data"]), "load_data") for name in STAND_INS}
-    for module in list(sys.modules.values()):
-        for name, original in originals.items():
-            if getattr(module, "load_data", None) is original:
-                module.load_data = STAND_INS[name]
-
-
 def _numbers(value) -> list:
     array = np.asarray(value, dtype="float64").ravel()
     return array.tolist()
@@ -89,8 +65,8 @@ def _recorded(name, record):
     original = getattr(keras.Model, name)
 
     def method(self, *args, **kwargs):
-        if name == "fit" and kwargs.get("epochs", 1) > EPOCHS:
-            kwargs["epochs"] = EPOCHS
+        if name == "fit" and kwargs.get("epochs", 1) > kwargs.get("initial_epoch", 0) + EPOCHS:
+            kwargs["epochs"] = kwargs.get("initial_epoch", 0) + EPOCHS  # a tuner's later brackets start past 0
         _DEPTH[0] += 1
         try:
             result = original(self, *args, **kwargs)
@@ -116,16 +92,49 @@ _recorded("evaluate", lambda model, result: RECORD["evaluates"].append(_numbers(
 _recorded("predict", lambda model, result: RECORD["predicts"].append(_summary(result)))
 
 
+def fix_draws() -> None:
+    """``CORPUS_DRAWS=off``: inside a traced step, Keras's random ops give fixed values (dropout
+    keeps its input, a normal draw its mean, a uniform one its middle, a shuffle its order), so
+    two ways that differ then differ by more than their random numbers. Eager draws (a weight's
+    initial values) stay as they are."""
+    from keras.src import backend
+    from keras.src.backend.tensorflow import random as draws
+
+    def fixed(name, value):
+        original = getattr(draws, name)
+
+        def draw(*args, **kwargs):
+            return value(*args, **kwargs) if tf.inside_function() else original(*args, **kwargs)
+
+        setattr(draws, name, draw)
+
+    def fill(shape, number, dtype):
+        return tf.fill(shape, tf.cast(number, backend.standardize_dtype(dtype)))
+
+    fixed("normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, seed=None: fill(shape, mean, dtype))
+    fixed("truncated_normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, seed=None: fill(shape, mean, dtype))
+    fixed("uniform", lambda shape, minval=0.0, maxval=1.0, dtype=None, seed=None: fill(shape, (minval + maxval) / 2, dtype))
+    fixed("randint", lambda shape, minval, maxval, dtype="int32", seed=None: fill(shape, minval, dtype))
+    fixed("dropout", lambda inputs, rate, noise_shape=None, seed=None: inputs)
+    fixed("shuffle", lambda x, axis=0, seed=None: x)
+
+
 def main() -> None:
-    install_stand_ins()
+    from tests.corpus import stand_ins
+    from tests.corpus.text import program_text
+
+    stand_ins.install()
+    if os.environ.get("CORPUS_DRAWS") == "off":
+        fix_draws()
     keras.utils.set_random_seed(0)
-    text = PROGRAM.read_text()
+    text = program_text(PROGRAM)
     if WAY == "autodist":
         from tests.adoption import adopt
 
         text, _ = adopt(text)
     code = compile(text, str(PROGRAM), "exec")
-    scope = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope() if WAY == "hand-built" else None
+    own_strategy = "Strategy(" in text  # the program's own strategy is its hand-built one
+    scope = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope() if WAY == "hand-built" and not own_strategy else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -1,0 +1,117 @@
+"""The corpus's own machinery, without TensorFlow: its programs are their sources' bytes, its
+verdicts are the contract's, its table names every program, and its stand-ins give data of the
+published formats. (Running the corpus itself is ``python -m tests.corpus``; CI runs a slice.)"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from tests.corpus import __main__ as corpus
+from tests.corpus import stand_ins
+from tests.corpus.text import program_text
+
+ROOT = corpus.ROOT
+
+
+def test_every_program_is_its_sources_text_and_names_where_it_came_from():
+    files = {path.name.split(".")[0]: path for path in (corpus.HERE / "programs").iterdir()}
+    assert sorted(files) == sorted(corpus.SOURCES)
+    assert len(files) >= 40
+    for name, source in corpus.SOURCES.items():
+        assert {"title", "repository", "path", "commit", "licence", "sha256"} <= set(source), name
+        assert len(source["commit"]) == 40 and source["repository"].count("/") == 1, name
+        assert files[name] == corpus.program(name), name
+        assert hashlib.sha256(files[name].read_bytes()).hexdigest() == source["sha256"], name
+
+
+def test_the_table_names_every_program_and_every_left_out_one_says_why():
+    written = corpus.table_rows((ROOT / "docs" / "corpus.md").read_text())
+    assert sorted(written) == sorted(corpus.SOURCES)
+    assert all(corpus.kind(said) for said in written.values())
+    left_out = json.loads((corpus.HERE / "left_out.json").read_text())
+    assert not set(left_out) & set(corpus.SOURCES)
+    doc = (ROOT / "docs" / "corpus.md").read_text()
+    assert all(f"`{name}`" in doc and entry["why"] in doc for name, entry in left_out.items())
+
+
+def _way(fits=((1.0, 0.5),), weights=((0.1, 0.2),), outcome="ran", warnings=(), autodist_error=False):
+    return {"outcome": outcome, "autodist_error": autodist_error, "warnings": list(warnings), "evaluates": [], "predicts": [],
+            "fits": [{"history": {"loss": list(history)}, "weights": [list(w) for w in weights]} for history in fits]}
+
+
+def _found(plain, one, two, hand):
+    return dict(zip(corpus.WAYS, (plain, one, two, hand)))
+
+
+RANDOM = f"AutodistWarning: Dropout draws {corpus.RANDOM_DRAWS}"
+
+
+@pytest.mark.parametrize(
+    "two, hand, expected",
+    [
+        (_way(), _way(), "equal"),
+        (_way(fits=((1.0, 0.6),), warnings=["cause and size"]), _way(fits=((1.0, 0.6),)), "= hand-built, warned"),
+        (_way(fits=((1.0, 0.6),)), _way(fits=((1.0, 0.6),)), "differs by 0.1"),  # the same as hand-built, but silent
+        (_way(fits=((1.0, 0.6),), warnings=[RANDOM]), _way(fits=((1.0, 0.55),)), "warned: independent random draws"),
+        (_way(fits=((1.0, 0.9),), warnings=[RANDOM]), _way(fits=((1.0, 0.55),)), "differs by 0.4"),  # 8 times hand-built's gap
+        (_way(outcome="AutodistError: the fix", autodist_error=True), _way(), "AutodistError"),
+        (_way(outcome="InvalidArgumentError: placeholder"), _way(), "crash"),
+    ],
+)
+def test_a_verdict_is_the_contracts(two, hand, expected):
+    said = corpus.verdict(_found(_way(), _way(), two, hand))
+    assert corpus.kind(said) == expected or said.startswith(expected), said
+    assert said.startswith(corpus.WITHIN) == expected.startswith(corpus.WITHIN)
+
+
+def test_a_program_autodist_changes_on_one_device_or_one_that_records_less_is_outside():
+    assert corpus.verdict(_found(_way(), _way(fits=((1.0, 0.6),)), _way(), _way())).startswith("autodist on one device differs")
+    assert corpus.gap(_way(), _way(fits=())) == float("inf")
+    assert corpus.verdict(_found(_way(outcome="OSError: no file"), _way(), _way(), _way())).startswith("the program fails on one device")
+
+
+def test_a_notebook_runs_its_code_cells_with_shell_and_magic_lines_doing_nothing(tmp_path):
+    cells = [{"cell_type": "markdown", "source": ["x = 'not code'\n"]},
+             {"cell_type": "code", "source": ["!pip install -q keras-tuner\n", "import math\n"]},
+             {"cell_type": "code", "source": ["%%time\n", "if True:\n", "  !ls saved_model\n", "  y = math.pi\n"]}]
+    notebook = tmp_path / "n.ipynb"
+    notebook.write_text(json.dumps({"cells": cells}))
+    scope: dict = {}
+    exec(compile(program_text(notebook), "n", "exec"), scope)
+    assert scope["y"] == pytest.approx(3.14159, abs=1e-5) and "x" not in scope
+
+
+@pytest.fixture
+def data_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(stand_ins, "FOLDER", tmp_path / "corpus-data")
+    return tmp_path
+
+
+def test_the_files_a_program_downloads_are_made_in_their_published_format(data_folder):
+    heart = stand_ins.local("http://storage.googleapis.com/download.tensorflow.org/data/heart.csv")
+    rows = list(csv.DictReader(open(heart)))
+    assert len(rows) == stand_ins.SAMPLES + stand_ins.TEST and {r["thal"] for r in rows} <= {"fixed", "normal", "reversible"}
+    ford = np.loadtxt(stand_ins.local("https://raw.githubusercontent.com/hfawaz/cd-diagram/master/FordA/FordA_TEST.tsv"), delimiter="\t")
+    assert ford.shape == (stand_ins.TEST, 501) and set(np.unique(ford[:, 0])) <= {-1.0, 1.0}
+    with zipfile.ZipFile(stand_ins._get_file("ml-latest-small.zip", "http://files.grouplens.org/x.zip")) as archive:
+        assert {"ml-latest-small/ratings.csv", "ml-latest-small/movies.csv"} <= set(archive.namelist())
+    assert stand_ins.local("/Users/fchollet/Downloads/creditcard.csv").endswith("creditcard.csv")  # the author's own path
+    assert stand_ins.local("https://example.com/unknown.csv") is None and stand_ins.local(str(data_folder)) is None
+    with pytest.raises(RuntimeError, match="no stand-in for https://example.com/unknown.bin"):
+        stand_ins._get_file("unknown.bin", "https://example.com/unknown.bin")
+
+
+def test_the_datasets_have_keras_shapes_and_dtypes_at_either_size(monkeypatch):
+    (x, y), (xt, yt) = stand_ins.DATASETS["cifar10"]()
+    assert (x.shape, y.shape, x.dtype, xt.shape) == ((stand_ins.SAMPLES, 32, 32, 3), (stand_ins.SAMPLES, 1), np.uint8, (stand_ins.TEST, 32, 32, 3))
+    (x, y), _ = stand_ins.DATASETS["imdb"](num_words=100)
+    assert x.dtype == object and max(max(seq) for seq in x) < 100 and y.shape == (stand_ins.SAMPLES,)
+    monkeypatch.setattr(stand_ins, "FULL", True)
+    (x, y), (xt, yt) = stand_ins.DATASETS["mnist"]()
+    assert x.shape == (60000, 28, 28) and y.shape == (60000,) and xt.shape == (10000, 28, 28)
