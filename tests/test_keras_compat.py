@@ -169,6 +169,19 @@ def test_still_needed_every_replica_fed(upstream, report):
     report(f"every_replica_fed: keras.io's residual block on an empty share, unpatched: {empty_share_outcomes(upstream['one_image_unpatched'])}")
 
 
+def test_still_needed_batches_copied(upstream):
+    """A PyDataset that returns slices of arrays it keeps (targets on a 64-byte boundary), 3 epochs
+    under Mirrored on 2 replicas: TensorFlow's re-batching writes the loss's residuals into its
+    targets and the later epochs train on them; with autodist's copies the targets stay and the
+    History is one device's."""
+    unpatched, patched = upstream["py_dataset_targets_unpatched"], upstream["py_dataset_targets_patched"]
+    assert "raised" not in unpatched and "raised" not in patched, (unpatched, patched)
+    assert unpatched["targets_written"] > 0 and unpatched["history_gap"] > 0.1, (
+        f"fit under Mirrored leaves a PyDataset's arrays as they were upstream now ({unpatched}): remove 'batches_copied'"
+    )
+    assert patched["targets_written"] == 0 and patched["history_gap"] <= 1e-5, patched
+
+
 def empty_share_outcomes(gaps: dict) -> dict:
     """What each of predict and evaluate gave on an empty share, in the words of the known outcomes:
     a crash, NaN, a wrong value, or one device's numbers."""

@@ -316,6 +316,21 @@ WORKAROUNDS: dict[str, Workaround] = {
             if_fixed="another batching of the same samples gives the same means and predictions",
         ),
         Workaround(
+            name="batches_copied",
+            upstream="TensorFlow's legacy re-batching of a generator's batches under tf.distribute (Keras 3's PyDataset and generator inputs)",
+            summary=(
+                "Keras feeds a PyDataset or a Python generator through tf.data's from_generator, which keeps a NumPy"
+                " batch's memory; under a replicated strategy TensorFlow splits each batch into views of it and, where a"
+                " view starts on a 64-byte boundary, lets an op write its output there (y_true - y_pred in a loss). A"
+                " PyDataset that returns slices of arrays it keeps has its targets overwritten by the loss's residuals in"
+                " the first epoch and trains later epochs on them (History [2.29, 3.68, 2.46] where one device gives"
+                " [2.29, 0.002, 0.0]), in the runs whose arrays happen to be so aligned. autodist hands TensorFlow a copy"
+                " of every NumPy array in a batch."
+            ),
+            affected=_ALL, touches=("keras.python_batches",),
+            if_fixed="a PyDataset's arrays stay unchanged after fit under a replicated strategy without the copy",
+        ),
+        Workaround(
             name="batchnorm_moving_statistics",
             upstream="Keras 3 BatchNormalization under tf.distribute (moving statistics)",
             summary=(
@@ -430,7 +445,7 @@ def compile_overrides(
 #: The workarounds applied by patching Keras (the others change compile settings or defaults).
 PATCHES = (
     "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input",
-    "no_call_symbolic_build", "own_step_replica_mean", "optimizer_built_in_step", "every_replica_fed", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
+    "no_call_symbolic_build", "own_step_replica_mean", "optimizer_built_in_step", "every_replica_fed", "batches_copied", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
     "replica_random_streams",
 )  # fmt: skip
 

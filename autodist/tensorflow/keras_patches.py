@@ -23,6 +23,7 @@ from autodist.detection.model_info import keras_flavor_of, overrides
 from autodist.planning.keras_compat import PATCHES
 from autodist.upstream import keras_variables
 from autodist.upstream.keras_models import symbolic_build
+from autodist.upstream.keras_adapters import patch_batches_copied
 from autodist.upstream.keras_optimizer import patch_distributed_gradients, patch_optimizer_build
 from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, patch_own_steps
 from autodist.planning.global_batch import every_replica_fed
@@ -41,6 +42,7 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "own_step_replica_mean": patch_own_steps,
     "optimizer_built_in_step": patch_optimizer_build,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed),
+    "batches_copied": patch_batches_copied,
 })
 
 

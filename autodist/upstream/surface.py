@@ -326,6 +326,19 @@ TOUCHES: dict[str, Touch] = {
             _present(f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}.TensorFlowTrainer.test_step"),
         ),
         Touch(
+            "keras.python_batches", "keras",
+            ("keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch",
+             "keras.src.trainers.data_adapters.generator_data_adapter.GeneratorDataAdapter.__init__"),
+            "the workaround batches_copied: every NumPy array in a batch of a PyDataset or a Python generator is copied "
+            "before TensorFlow's re-batching for the replicas can write into it",
+            _K3,
+            "a PyDataset or generator that yields slices of arrays it keeps may have them overwritten by a loss's "
+            "residuals under a replicated strategy, as with plain Keras (yield copies: np.array(y[i:j]))",
+            _KC + "test_still_needed_batches_copied",
+            _present("keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch",
+                     "keras.src.trainers.data_adapters.generator_data_adapter.GeneratorDataAdapter.__init__"),
+        ),
+        Touch(
             "keras.distributed_gradients", "keras",
             ("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
              "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",

@@ -461,6 +461,48 @@ def one_image_against_one_device() -> dict:
     return found
 
 
+def aligned(values: np.ndarray) -> np.ndarray:
+    """A copy of ``values`` whose memory starts on a 64-byte boundary (where TensorFlow's
+    re-batching hands a replica a view of it rather than a copy)."""
+    raw = np.empty(values.nbytes + 64, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    out = raw[start:start + values.nbytes].view(values.dtype).reshape(values.shape)
+    out[:] = values
+    return out
+
+
+def py_dataset_targets(patched: bool = False) -> dict:
+    """A PyDataset of 32 batches of 16 that returns slices of arrays it keeps, its targets on a
+    64-byte boundary, 3 epochs under Mirrored over 2 replicas and on one device: whether fit
+    wrote into its targets, and the largest History gap to one device. (``patched``: the process
+    applied the workarounds first; run in a fresh process either way, as a collective aborted by an
+    earlier case aborts this one's.)"""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(512, 8)).astype("float32")
+    targets = aligned((x @ rng.normal(size=(8, 1))).astype("float32"))
+    kept = targets.copy()
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 32
+
+        def __getitem__(self, i):
+            return x[i * 16:(i + 1) * 16], targets[i * 16:(i + 1) * 16]
+
+    def history(strategy):
+        keras.utils.set_random_seed(1)
+        with strategy.scope():
+            model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+            model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+        return model.fit(Batches(), epochs=3, shuffle=False, verbose=0).history["loss"]
+
+    replicated = history(tf.distribute.MirroredStrategy(DEVICES))
+    written = int((targets != kept).sum())
+    targets[:] = kept
+    one = history(tf.distribute.get_strategy())
+    return {"targets_written": written, "history_gap": float(np.max(np.abs(np.subtract(replicated, one)))), "history": replicated}
+
+
 def in_fresh_process(name: str, patched: bool = False) -> dict:
     """``case(<name>)`` in a process of its own (``patched``: after this release's workarounds
     are applied, and run as autodist.fit runs it), where TensorFlow's default all-reduce is
@@ -508,6 +550,7 @@ def main() -> None:
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
+        "py_dataset_targets_unpatched": in_fresh_process("py_dataset_targets"),
         "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
@@ -530,6 +573,7 @@ def main() -> None:
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     results["structured_patched"] = case(structured_against_one_device)
+    results["py_dataset_targets_patched"] = in_fresh_process("py_dataset_targets", patched=True)
     print("RESULT " + json.dumps(results))
 
 

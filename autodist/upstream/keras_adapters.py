@@ -1,0 +1,74 @@
+"""Keras 3's data adapters for Python data, a ``keras.utils.PyDataset`` or a generator (touch
+``keras.python_batches``): the patch behind the workaround ``batches_copied`` of
+:mod:`autodist.planning.keras_compat`.
+
+Keras feeds both through ``tf.data.Dataset.from_generator``. Under a replicated strategy
+TensorFlow cannot see that dataset's batch size and splits each batch with its legacy re-batching
+(``_LegacyRebatchDataset``), whose slice of a batch is a view of the batch's memory when the slice
+starts on a 64-byte boundary. For a NumPy array the generator yielded, that memory is the
+array's own (``from_generator`` does not copy it), but the view counts as TensorFlow's: an op
+whose input has no other reader writes its output there (``y_true - y_pred`` in a loss). A
+``PyDataset`` that returns slices of arrays it keeps (``self.y[i * n:(i + 1) * n]``, the common
+way) has its targets overwritten by the loss's residuals during its first epoch, and trains every
+later epoch on them: History ``[2.29, 3.68, 2.46]`` where one device gives ``[2.29, 0.002, 0.0]``,
+in the runs whose arrays start on a 64-byte boundary. autodist hands TensorFlow a copy of every
+NumPy leaf of a batch, so what the program keeps is never written.
+
+Example:
+    >>> import numpy as np
+    >>> kept = np.zeros(4, "float32")
+    >>> batch = _copied((kept[:2], {"x": kept[2:]}, None))
+    >>> batch[0].base is None, np.shares_memory(batch[1]["x"], kept), batch[2]
+    (True, False, None)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autodist.process import STATE
+from autodist.upstream.surface import available
+
+__all__ = ["patch_batches_copied"]
+
+
+def _copied(batch: Any) -> Any:
+    """``batch`` with each NumPy array in it replaced by a copy of its own (everything else, a
+    tensor, a string, ``None``, as it is)."""
+    import numpy as np
+    from keras.src import tree
+
+    return tree.map_structure(lambda leaf: np.array(leaf, copy=True) if isinstance(leaf, np.ndarray) else leaf, batch)
+
+
+def _copying(generator: Any) -> Any:
+    """A ``GeneratorDataAdapter``'s generator (a function that starts one, Keras 3.5 and later; the
+    generator itself before) that yields copied batches."""
+    if callable(generator) and not hasattr(generator, "__next__"):
+        return lambda: (_copied(batch) for batch in generator())
+    return (_copied(batch) for batch in generator)
+
+
+def patch_batches_copied() -> bool:
+    """Copy every NumPy leaf of a batch that a PyDataset or a Python generator gives Keras, before
+    TensorFlow sees it. Idempotent; ``False`` where the touch is off."""
+    if "batches_copied" in STATE.originals(__name__):
+        return True
+    if not available("keras.python_batches"):
+        return False
+    from keras.src.trainers.data_adapters.generator_data_adapter import GeneratorDataAdapter
+    from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+
+    standardize, init = PyDatasetAdapter._standardize_batch, GeneratorDataAdapter.__init__
+
+    def _standardize_batch(self: Any, batch: Any) -> Any:
+        return _copied(standardize(self, batch))
+
+    def __init__(self: Any, generator: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, generator, *args, **kwargs)
+        self.generator = _copying(self.generator)
+
+    PyDatasetAdapter._standardize_batch = _standardize_batch  # type: ignore[method-assign]
+    GeneratorDataAdapter.__init__ = __init__  # type: ignore[method-assign]
+    STATE.originals(__name__)["batches_copied"] = (standardize, init)
+    return True
