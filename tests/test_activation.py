@@ -154,3 +154,53 @@ def test_a_keras_tuner_search_trains_every_trial_under_the_strategy_made_current
     assert len(result["trials"]) == 3 and result["current"] == "MirroredStrategy", result
     assert all(trial == {"replicas": 2, "variable": "MirroredVariable"} for trial in result["trials"]), result
     assert "mirrored is the current strategy again" in proc.stderr
+
+
+EVALUATE_ONLY = """
+import json, sys
+if sys.argv[1] == "autodist":
+    import autodist
+import keras
+import numpy as np
+
+
+class CustomModel(keras.Model):  # the 'customizing fit' guide's "Providing your own evaluation step", as written
+    def test_step(self, data):
+        x, y = data
+        y_pred = self(x, training=False)
+        loss = self.compute_loss(y=y, y_pred=y_pred)
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+
+keras.utils.set_random_seed(0)
+first = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+first.compile(optimizer="sgd", loss="mse")
+rng = np.random.default_rng(0)
+data = rng.random((64, 4)), rng.random((64, 1))
+autodist.fit(first, *data, epochs=1, verbose=0) if sys.argv[1] == "autodist" else first.fit(*data, epochs=1, verbose=0)
+inputs = keras.Input(shape=(32,))
+model = CustomModel(inputs, keras.layers.Dense(1)(inputs))
+model.compile(loss="mse", metrics=["mae"])
+x, y = rng.random((1000, 32)), rng.random((1000, 1))
+print("RESULT " + json.dumps(model.evaluate(x, y, verbose=0)))
+"""
+
+
+@pytest.mark.tensorflow
+def test_a_model_only_evaluated_under_the_strategy_made_current_keeps_its_own_test_steps_loss():
+    """The 'customizing fit' guide evaluates a model with a test_step of its own that never goes
+    through fit: under the strategy autodist made current, Keras divided its compute_loss by the
+    replicas, so evaluate read half of one device's loss (the corpus's guide_custom_train_step,
+    issue 45). Its test_step now runs as autodist.fit runs a model's own steps."""
+    found = {}
+    for arm in ("plain", "autodist"):
+        proc = run_python(["-c", EVALUATE_ONLY, arm], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=240)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        found[arm] = json.loads(lines[-1][len("RESULT "):])
+    assert found["autodist"] == pytest.approx(found["plain"], rel=1e-5), found

@@ -127,3 +127,19 @@ def test_the_datasets_have_keras_shapes_and_dtypes_at_either_size(monkeypatch):
     monkeypatch.setattr(stand_ins, "FULL", True)
     (x, y), (xt, yt) = stand_ins.DATASETS["mnist"]()
     assert x.shape == (60000, 28, 28) and y.shape == (60000,) and xt.shape == (10000, 28, 28)
+
+
+def test_large_numbers_are_equal_within_their_size_and_a_programs_own_strategy_is_its_reference():
+    assert corpus.verdict(_found(_way(fits=((14227.3017,),)), _way(fits=((14227.3017,),)), _way(fits=((14227.3027,),)), _way())) == "equal"
+    assert corpus.gap(_way(fits=((0.5,),)), _way(fits=((0.5002,),))) > corpus.TOLERANCE  # below 1, absolute
+    scaled = _found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way(fits=((1.0, 0.6),)))
+    assert corpus.verdict(scaled).startswith("differs by 0.1 (not warned)")
+    assert corpus.verdict({**scaled, "own_strategy": True}).startswith("= its own strategy (0.1 from one device")
+
+
+def test_a_program_that_does_not_repeat_its_own_numbers_on_one_device_is_named_so():
+    shaky = _found(_way(), _way(fits=((1.0, 0.7),)), _way(), _way())
+    assert corpus.verdict(shaky).startswith("autodist on one device differs by 0.2")
+    said = corpus.verdict({**shaky, "plain again": _way(fits=((1.0, 0.6),))})
+    assert said.startswith("not repeatable on one device (plain twice: 0.1 apart") and not said.startswith(corpus.WITHIN)
+    assert corpus.verdict({**shaky, "plain again": _way()}).startswith("autodist on one device differs by 0.2")

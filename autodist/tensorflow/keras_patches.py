@@ -41,7 +41,7 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(autodist_trains_under),
     "own_step_replica_mean": patch_own_steps,
     "optimizer_built_in_step": patch_optimizer_build,
-    "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed),
+    "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed, prepare=_own_steps_under_autodist),
     "batches_copied": patch_batches_copied,
 })
 
@@ -85,6 +85,18 @@ def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Any) -
         yield from x
 
     return put_back()
+
+
+def _own_steps_under_autodist(model: Any) -> None:
+    """A model of Keras 3 with a ``test_step`` (or ``compute_loss``) of its own, evaluated under a
+    replicated strategy autodist trains under without going through ``autodist.fit`` (the
+    'customizing fit' guide's evaluate-only model): its steps run as fit would run them, with one
+    device's losses (where the process has ``own_step_replica_mean``)."""
+    strategy = getattr(model, "_distribute_strategy", None)
+    if strategy is None or not autodist_trains_under(strategy) or int(strategy.num_replicas_in_sync) < 2:
+        return
+    if keras_flavor_of(model) == "keras3" and any(overrides(model, name) for name in OWN_STEP_METHODS):
+        own_steps(model)
 
 
 def steps_as_one_device(model: Any, the_plan: Any) -> bool:

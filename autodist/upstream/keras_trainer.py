@@ -223,11 +223,13 @@ def _repeated(value: Any, copies: int) -> Any:
     return tree.map_structure(lambda leaf: _repeated_leaf(leaf, copies), value)
 
 
-def patch_every_replica_fed(decide: Any) -> bool:
+def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
     """``evaluate`` and ``predict`` on array-like inputs under a replicated strategy (every
     worker passes the same arrays, as with ``model.fit``): re-batched (``decide(samples, batch_size, replicas)``:
     :func:`autodist.planning.global_batch.every_replica_fed`) so that no replica gets an empty
-    share, where Keras would hand it one. Idempotent; ``False`` where the touch is off."""
+    share, where Keras would hand it one. ``prepare(model)`` runs first (a model evaluated under
+    autodist's strategy that never went through ``autodist.fit`` gets what fit would give it).
+    Idempotent; ``False`` where the touch is off."""
     if "every_replica_fed" in STATE.originals(__name__):
         return True
     if not available("keras.trainer_loops"):
@@ -249,6 +251,8 @@ def patch_every_replica_fed(decide: Any) -> bool:
             return None
 
     def evaluate(self: Any, x: Any = None, y: Any = None, batch_size: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if prepare is not None:
+            prepare(self)
         fed = None if args or "_use_cached_eval_dataset" in kwargs else plan(self, x, batch_size, kwargs.get("steps"))
         if fed is not None and fed[1] == 1 and type(self).test_step is not trainer.TensorFlowTrainer.test_step:
             fed = None  # a test_step of the model's own may average its batches' means: keep its batches

@@ -23,6 +23,7 @@ The program runs in the current folder, which the caller makes fresh for each ru
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -93,18 +94,24 @@ _recorded("predict", lambda model, result: RECORD["predicts"].append(_summary(re
 
 
 def fix_draws() -> None:
-    """``CORPUS_DRAWS=off``: inside a traced step, Keras's random ops give fixed values (dropout
-    keeps its input, a normal draw its mean, a uniform one its middle, a shuffle its order), so
-    two ways that differ then differ by more than their random numbers. Eager draws (a weight's
-    initial values) stay as they are."""
+    """``CORPUS_DRAWS=off``: inside a traced step, Keras's random ops with a layer's seed (a
+    ``SeedGenerator``, or none: Keras's global one) give fixed values (dropout keeps its input, a
+    normal draw its mean, a uniform one its middle, a shuffle its order), so two ways that differ
+    then differ by more than their random numbers. An initializer's draws (a numeric seed, made
+    inside the step when a model builds there) and eager draws stay as they are."""
     from keras.src import backend
     from keras.src.backend.tensorflow import random as draws
 
+    from keras.src.random.seed_generator import SeedGenerator
+
     def fixed(name, value):
         original = getattr(draws, name)
+        signature = inspect.signature(original)
 
         def draw(*args, **kwargs):
-            return value(*args, **kwargs) if tf.inside_function() else original(*args, **kwargs)
+            seed = signature.bind(*args, **kwargs).arguments.get("seed")
+            layers_draw = seed is None or isinstance(seed, SeedGenerator)  # an initializer's seed is a number
+            return value(*args, **kwargs) if tf.inside_function() and layers_draw else original(*args, **kwargs)
 
         setattr(draws, name, draw)
 
