@@ -224,15 +224,18 @@ WORKAROUNDS: dict[str, Workaround] = {
             summary=(
                 "Under any tf.distribute strategy, fit reads the first batch of its input to build "
                 "the model, then starts the input over, even when the model, loss, metrics and "
-                "optimizer are all built. A tf.data pipeline starts over; a PyDataset starts over "
-                "too, but with shuffle=True the epoch read spent its shuffle, so every epoch trains "
-                "in one device's next epoch's order; a Python "
+                "optimizer are all built. A tf.data pipeline starts over, but a shuffle that "
+                "reshuffles each iteration (tf.data's default) spent an epoch of its orders, and a "
+                "PyDataset with shuffle=True spent its shuffle: every epoch then trains in one "
+                "device's next epoch's order (History and weights slightly apart, keras.io's "
+                "FeatureSpace example, no warning); a Python "
                 "generator cannot, so the batches read (and prefetched) are lost: for example 32 of "
                 "100 samples never seen and 32 seen twice in the first epoch (Mirrored and "
                 "CentralStorage, 2 replicas, batch 16; how many varies with tf.data's prefetching, "
                 "by load). autodist builds the model from the generator's first batch, "
                 "puts that batch back, builds from a PyDataset's py_dataset[0] (as Keras reads it "
-                "for its signature), and skips the read when nothing needs building."
+                "for its signature) and from a tf.data pipeline's element spec (the build reads "
+                "shapes and dtypes only), and skips the read when nothing needs building."
             ),
             affected=((_NO_SYMBOLIC_BUILD, None),),
             touches=("keras.symbolic_build",),

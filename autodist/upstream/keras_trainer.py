@@ -103,6 +103,24 @@ def _py_dataset_batch(epoch_iterator: Any) -> Any:
         return standardize(py_dataset[0])
 
 
+def _dataset_batch(epoch_iterator: Any) -> Any:
+    """A ``tf.data.Dataset``'s batch as its element spec (the symbolic build reads only shapes and
+    dtypes), without starting an iterator; ``None`` for other inputs. Starting one would spend an
+    epoch of every ``shuffle`` that reshuffles each iteration: each epoch after would train in the
+    order one device uses one epoch later."""
+    adapter = getattr(epoch_iterator, "data_adapter", None)
+    dataset = getattr(adapter, "_dataset", None)
+    spec = getattr(dataset, "element_spec", None)
+    if spec is None or type(adapter).__name__ != "TFDatasetAdapter":
+        return None
+    from keras.src import tree
+
+    leaves = tree.flatten(spec)
+    if not leaves or not all(hasattr(leaf, "shape") and hasattr(leaf, "dtype") for leaf in leaves):
+        return None
+    return spec
+
+
 def _install_symbolic_build() -> None:
     """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``STATE.symbolic_build``."""
     from keras.src import tree
@@ -121,6 +139,7 @@ def _install_symbolic_build() -> None:
             if _fully_built(self):
                 return None  # nothing to build: read nothing from the input
             batch = _py_dataset_batch(iterator)
+            batch = _dataset_batch(iterator) if batch is None else batch
             if batch is not None:
                 with self.distribute_strategy.scope():
                     return self._symbolic_build(data_batch=batch)
