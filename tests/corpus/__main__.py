@@ -172,7 +172,7 @@ def row(name: str, found: dict) -> tuple[str, str]:
 def table_rows(text: str) -> dict[str, str]:
     """The verdict of each program in a written table, by name."""
     body = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
-    return {cells[1].strip("` "): cells[3].strip() for line in body.splitlines() if line.startswith("| `") for cells in [line.split(" | ")] if len(cells) > 3}
+    return {cells[0].strip("|` "): cells[2].strip() for line in body.splitlines() if line.startswith("| `") for cells in [line.split(" | ")] if len(cells) > 3}
 
 
 def main(argv: list[str]) -> int:
