@@ -41,8 +41,14 @@ def test_the_table_names_every_program_and_every_left_out_one_says_why():
 
 
 def _way(fits=((1.0, 0.5),), weights=((0.1, 0.2),), outcome="ran", warnings=(), autodist_error=False):
-    return {"outcome": outcome, "autodist_error": autodist_error, "warnings": list(warnings), "evaluates": [], "predicts": [],
-            "fits": [{"history": {"loss": list(history)}, "weights": [list(w) for w in weights]} for history in fits]}
+    return {
+        "outcome": outcome,
+        "autodist_error": autodist_error,
+        "warnings": list(warnings),
+        "evaluates": [],
+        "predicts": [],
+        "fits": [{"history": {"loss": list(history)}, "weights": [list(w) for w in weights]} for history in fits],
+    }
 
 
 def _found(plain, one, two, hand):
@@ -72,26 +78,38 @@ def test_independent_draws_are_within_only_where_fixing_the_draws_leaves_one_dev
     drew = _found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=[RANDOM]), _way(fits=((1.0, 0.55),)))
     assert corpus.drew_apart(drew) and not corpus.drew_apart(_found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way()))
     fixed = dict(zip(corpus.DRAWS_OFF, (_way(), _way(), _way())))
-    assert corpus.verdict({**drew, **fixed}).startswith("warned: independent random draws (0.1 from one device; equal to it")
+    assert corpus.verdict({**drew, **fixed}).startswith(
+        "warned: independent random draws (0.1 from one device; equal to it"
+    )
     uneven = dict(zip(corpus.DRAWS_OFF, (_way(), _way(fits=((1.0, 0.52),)), _way(fits=((1.0, 0.52),)))))
     assert corpus.verdict({**drew, **uneven}).startswith("differs by 0.1 (warned)")  # only the draws' warning
     drew["autodist, 2 replicas"]["warnings"].append("AutodistWarning: the last batch splits 45/44")
-    assert corpus.verdict({**drew, **uneven}).startswith("warned: independent random draws (0.1 from one device; with the draws fixed 0.02")
+    assert corpus.verdict({**drew, **uneven}).startswith(
+        "warned: independent random draws (0.1 from one device; with the draws fixed 0.02"
+    )
     uneven["hand-built, draws fixed"] = _way(outcome="InvalidArgumentError: AddN")
-    assert corpus.verdict({**drew, **uneven}).startswith("differs by 0.1 (warned)")  # nothing to measure the rest against
+    assert corpus.verdict({**drew, **uneven}).startswith(
+        "differs by 0.1 (warned)"
+    )  # nothing to measure the rest against
     assert corpus.verdict(drew).startswith("differs")  # the draws-fixed ways never ran
 
 
 def test_a_program_autodist_changes_on_one_device_or_one_that_records_less_is_outside():
-    assert corpus.verdict(_found(_way(), _way(fits=((1.0, 0.6),)), _way(), _way())).startswith("autodist on one device differs")
+    assert corpus.verdict(_found(_way(), _way(fits=((1.0, 0.6),)), _way(), _way())).startswith(
+        "autodist on one device differs"
+    )
     assert corpus.gap(_way(), _way(fits=())) == float("inf")
-    assert corpus.verdict(_found(_way(outcome="OSError: no file"), _way(), _way(), _way())).startswith("the program fails on one device")
+    assert corpus.verdict(_found(_way(outcome="OSError: no file"), _way(), _way(), _way())).startswith(
+        "the program fails on one device"
+    )
 
 
 def test_a_notebook_runs_its_code_cells_with_shell_and_magic_lines_doing_nothing(tmp_path):
-    cells = [{"cell_type": "markdown", "source": ["x = 'not code'\n"]},
-             {"cell_type": "code", "source": ["!pip install -q keras-tuner\n", "import math\n"]},
-             {"cell_type": "code", "source": ["%%time\n", "if True:\n", "  !ls saved_model\n", "  y = math.pi\n"]}]
+    cells = [
+        {"cell_type": "markdown", "source": ["x = 'not code'\n"]},
+        {"cell_type": "code", "source": ["!pip install -q keras-tuner\n", "import math\n"]},
+        {"cell_type": "code", "source": ["%%time\n", "if True:\n", "  !ls saved_model\n", "  y = math.pi\n"]},
+    ]
     notebook = tmp_path / "n.ipynb"
     notebook.write_text(json.dumps({"cells": cells}))
     scope: dict = {}
@@ -108,12 +126,21 @@ def data_folder(tmp_path, monkeypatch):
 def test_the_files_a_program_downloads_are_made_in_their_published_format(data_folder):
     heart = stand_ins.local("http://storage.googleapis.com/download.tensorflow.org/data/heart.csv")
     rows = list(csv.DictReader(open(heart)))
-    assert len(rows) == stand_ins.SAMPLES + stand_ins.TEST and {r["thal"] for r in rows} <= {"fixed", "normal", "reversible"}
-    ford = np.loadtxt(stand_ins.local("https://raw.githubusercontent.com/hfawaz/cd-diagram/master/FordA/FordA_TEST.tsv"), delimiter="\t")
+    assert len(rows) == stand_ins.SAMPLES + stand_ins.TEST and {r["thal"] for r in rows} <= {
+        "fixed",
+        "normal",
+        "reversible",
+    }
+    ford = np.loadtxt(
+        stand_ins.local("https://raw.githubusercontent.com/hfawaz/cd-diagram/master/FordA/FordA_TEST.tsv"),
+        delimiter="\t",
+    )
     assert ford.shape == (stand_ins.TEST, 501) and set(np.unique(ford[:, 0])) <= {-1.0, 1.0}
     with zipfile.ZipFile(stand_ins._get_file("ml-latest-small.zip", "http://files.grouplens.org/x.zip")) as archive:
         assert {"ml-latest-small/ratings.csv", "ml-latest-small/movies.csv"} <= set(archive.namelist())
-    assert stand_ins.local("/Users/fchollet/Downloads/creditcard.csv").endswith("creditcard.csv")  # the author's own path
+    assert stand_ins.local("/Users/fchollet/Downloads/creditcard.csv").endswith(
+        "creditcard.csv"
+    )  # the author's own path
     assert stand_ins.local("https://example.com/unknown.csv") is None and stand_ins.local(str(data_folder)) is None
     with pytest.raises(RuntimeError, match="no stand-in for https://example.com/unknown.bin"):
         stand_ins._get_file("unknown.bin", "https://example.com/unknown.bin")
@@ -121,7 +148,12 @@ def test_the_files_a_program_downloads_are_made_in_their_published_format(data_f
 
 def test_the_datasets_have_keras_shapes_and_dtypes_at_either_size(monkeypatch):
     (x, y), (xt, yt) = stand_ins.DATASETS["cifar10"]()
-    assert (x.shape, y.shape, x.dtype, xt.shape) == ((stand_ins.SAMPLES, 32, 32, 3), (stand_ins.SAMPLES, 1), np.uint8, (stand_ins.TEST, 32, 32, 3))
+    assert (x.shape, y.shape, x.dtype, xt.shape) == (
+        (stand_ins.SAMPLES, 32, 32, 3),
+        (stand_ins.SAMPLES, 1),
+        np.uint8,
+        (stand_ins.TEST, 32, 32, 3),
+    )
     (x, y), _ = stand_ins.DATASETS["imdb"](num_words=100)
     assert x.dtype == object and max(max(seq) for seq in x) < 100 and y.shape == (stand_ins.SAMPLES,)
     monkeypatch.setattr(stand_ins, "FULL", True)
@@ -130,7 +162,12 @@ def test_the_datasets_have_keras_shapes_and_dtypes_at_either_size(monkeypatch):
 
 
 def test_large_numbers_are_equal_within_their_size_and_a_programs_own_strategy_is_its_reference():
-    assert corpus.verdict(_found(_way(fits=((14227.3017,),)), _way(fits=((14227.3017,),)), _way(fits=((14227.3027,),)), _way())) == "equal"
+    assert (
+        corpus.verdict(
+            _found(_way(fits=((14227.3017,),)), _way(fits=((14227.3017,),)), _way(fits=((14227.3027,),)), _way())
+        )
+        == "equal"
+    )
     assert corpus.gap(_way(fits=((0.5,),)), _way(fits=((0.5002,),))) > corpus.TOLERANCE  # below 1, absolute
     scaled = _found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way(fits=((1.0, 0.6),)))
     assert corpus.verdict(scaled).startswith("differs by 0.1 (not warned)")
@@ -141,5 +178,7 @@ def test_a_program_that_does_not_repeat_its_own_numbers_on_one_device_is_named_s
     shaky = _found(_way(), _way(fits=((1.0, 0.7),)), _way(), _way())
     assert corpus.verdict(shaky).startswith("autodist on one device differs by 0.2")
     said = corpus.verdict({**shaky, "plain again": _way(fits=((1.0, 0.6),))})
-    assert said.startswith("not repeatable on one device (plain twice: 0.1 apart") and not said.startswith(corpus.WITHIN)
+    assert said.startswith("not repeatable on one device (plain twice: 0.1 apart") and not said.startswith(
+        corpus.WITHIN
+    )
     assert corpus.verdict({**shaky, "plain again": _way()}).startswith("autodist on one device differs by 0.2")

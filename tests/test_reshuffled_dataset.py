@@ -40,13 +40,16 @@ print("RESULT " + json.dumps({"loss": history.history["loss"], "weights": [w.rav
 
 
 def test_a_reshuffled_pipeline_trains_every_epoch_in_one_devices_order_on_2_replicas():
-    started = {arm: start_python(["-c", PROGRAM, arm], env=subprocess_env(AUTODIST_CPU_DEVICES="2")) for arm in ("plain", "autodist")}
+    started = {
+        arm: start_python(["-c", PROGRAM, arm], env=subprocess_env(AUTODIST_CPU_DEVICES="2"))
+        for arm in ("plain", "autodist")
+    }
     found = {}
     for arm, proc in started.items():
         code, stdout, stderr = finished(proc, timeout=300)
         lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
         assert code == 0 and lines, (arm, stderr[-3000:])
-        found[arm] = json.loads(lines[-1][len("RESULT "):])
+        found[arm] = json.loads(lines[-1][len("RESULT ") :])
     plain, got = found["plain"], found["autodist"]
     assert got["loss"] == pytest.approx(plain["loss"], rel=1e-5, abs=1e-6), (plain["loss"], got["loss"])
     for one, two in zip(plain["weights"], got["weights"], strict=True):

@@ -33,14 +33,22 @@ SOURCES = json.loads((HERE / "sources.json").read_text())
 #: Two numbers are equal within ``TOLERANCE`` of the larger of 1 and their size: float32 sums in
 #: another order (a batch split over replicas) move a loss of 14227.30 by 0.001.
 TOLERANCE = 1e-4
-WAYS = {"plain": ("plain", None), "autodist, 1 device": ("autodist", "1"), "autodist, 2 replicas": ("autodist", "2"), "hand-built": ("hand-built", None)}
+WAYS = {
+    "plain": ("plain", None),
+    "autodist, 1 device": ("autodist", "1"),
+    "autodist, 2 replicas": ("autodist", "2"),
+    "hand-built": ("hand-built", None),
+}
 #: Run after WAYS when autodist's replicas drew their own random numbers: the same two programs
 #: with Keras's draws in a step fixed (``CORPUS_DRAWS=off``), which then must be equal.
 #: Run when autodist on one device is not plain model.fit: plain once more, to tell a program that
 #: does not repeat its own numbers (random ops in a parallel tf.data map) from autodist's doing.
 AGAIN = {"plain again": ("plain", None)}
-DRAWS_OFF = {"plain, draws fixed": ("plain", None), "autodist, 2 replicas, draws fixed": ("autodist", "2"),
-             "hand-built, draws fixed": ("hand-built", None)}
+DRAWS_OFF = {
+    "plain, draws fixed": ("plain", None),
+    "autodist, 2 replicas, draws fixed": ("autodist", "2"),
+    "hand-built, draws fixed": ("hand-built", None),
+}
 RANDOM_DRAWS = "each replica from its own stream"
 
 
@@ -54,7 +62,9 @@ def run(name: str, out: Path, ways: dict = WAYS) -> dict:
     procs = {}
     for way, (kind, devices) in ways.items():
         env = {key: value for key, value in os.environ.items() if not key.startswith("AUTODIST_")}
-        env.update(PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {}))
+        env.update(
+            PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {})
+        )
         env.update({"CORPUS_DRAWS": "off"} if ways is DRAWS_OFF else {})
         env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(SOURCES[name].get("samples", env.get("CORPUS_SAMPLES", 256))))
         label = f"{name}-{kind}-{devices}" + {id(DRAWS_OFF): "-fixed", id(AGAIN): "-again"}.get(id(ways), "")
@@ -63,12 +73,23 @@ def run(name: str, out: Path, ways: dict = WAYS) -> dict:
             procs[way] = (None, target)
             continue
         folder.mkdir()
-        procs[way] = (subprocess.Popen([sys.executable, str(HERE / "run.py"), str(program(name)), kind, str(target)], cwd=folder,
-                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), target)
+        procs[way] = (
+            subprocess.Popen(
+                [sys.executable, str(HERE / "run.py"), str(program(name)), kind, str(target)],
+                cwd=folder,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+            target,
+        )
     found = {}
     for way, (proc, target) in procs.items():
         if proc is None:
-            found[way] = json.loads(target.read_text()) if target.exists() else {"outcome": "not measured: no record kept"}
+            found[way] = (
+                json.loads(target.read_text()) if target.exists() else {"outcome": "not measured: no record kept"}
+            )
             continue
         try:
             _, err = proc.communicate(timeout=600)
@@ -76,7 +97,11 @@ def run(name: str, out: Path, ways: dict = WAYS) -> dict:
             proc.kill()
             _, err = proc.communicate()
             err = f"timed out: over 600 s. {err}"
-        found[way] = json.loads(target.read_text()) if target.exists() else {"outcome": f"no record (exit {proc.returncode}): {err[-300:]}"}
+        found[way] = (
+            json.loads(target.read_text())
+            if target.exists()
+            else {"outcome": f"no record (exit {proc.returncode}): {err[-300:]}"}
+        )
     return found
 
 
@@ -85,7 +110,11 @@ def gap(a: dict, b: dict) -> float:
     relative to the numbers' size where they are above 1; ``inf`` where they recorded different
     things."""
     pairs = []
-    if len(a["fits"]) != len(b["fits"]) or len(a["evaluates"]) != len(b["evaluates"]) or len(a["predicts"]) != len(b["predicts"]):
+    if (
+        len(a["fits"]) != len(b["fits"])
+        or len(a["evaluates"]) != len(b["evaluates"])
+        or len(a["predicts"]) != len(b["predicts"])
+    ):
         return float("inf")
     for one, two in zip(a["fits"], b["fits"]):
         if sorted(one["history"]) != sorted(two["history"]):
@@ -112,13 +141,19 @@ def drew_apart(found: dict) -> bool:
     """Whether autodist on 2 replicas trained, apart from one device, and said its replicas drew
     their own random numbers: the case the draws-fixed ways judge."""
     plain, two = found["plain"], found["autodist, 2 replicas"]
-    return (two["outcome"] == "ran" and plain["outcome"] == "ran" and gap(plain, two) > TOLERANCE
-            and any(RANDOM_DRAWS in w for w in two.get("warnings", [])))
+    return (
+        two["outcome"] == "ran"
+        and plain["outcome"] == "ran"
+        and gap(plain, two) > TOLERANCE
+        and any(RANDOM_DRAWS in w for w in two.get("warnings", []))
+    )
 
 
 def verdict(found: dict) -> str:
     plain, one, two, hand = (found[way] for way in WAYS)
-    if any(way["outcome"].startswith(("not measured", "no record (exit -9): timed out")) for way in (plain, one, two, hand)):
+    if any(
+        way["outcome"].startswith(("not measured", "no record (exit -9): timed out")) for way in (plain, one, two, hand)
+    ):
         return "not measured: a way ran over 600 s or kept no record"
     if plain["outcome"] != "ran":
         return f"the program fails on one device here: {plain['outcome'][:120]}"
@@ -126,7 +161,11 @@ def verdict(found: dict) -> str:
     if again is not None and (again["outcome"] != "ran" or gap(plain, again) > TOLERANCE):
         return f"not repeatable on one device (plain twice: {gap(plain, again):.2g} apart; autodist on one device {gap(plain, one):.2g})"
     if one["outcome"] != "ran" or gap(plain, one) > TOLERANCE:
-        return f"autodist on one device is not model.fit: {one['outcome'][:120]} (gap {gap(plain, one):.2g})" if one["outcome"] != "ran" else f"autodist on one device differs by {gap(plain, one):.2g}"
+        return (
+            f"autodist on one device is not model.fit: {one['outcome'][:120]} (gap {gap(plain, one):.2g})"
+            if one["outcome"] != "ran"
+            else f"autodist on one device differs by {gap(plain, one):.2g}"
+        )
     if two["outcome"] != "ran":
         return two["outcome"].split(":")[0] if two.get("autodist_error") else f"crash: {two['outcome'][:160]}"
     apart = gap(plain, two)
@@ -141,16 +180,32 @@ def verdict(found: dict) -> str:
         plain_off, two_off, hand_off = (found.get(way, {"outcome": "not run"}) for way in DRAWS_OFF)
         if plain_off["outcome"] == two_off["outcome"] == "ran" and gap(plain_off, two_off) <= TOLERANCE:
             return f"warned: independent random draws ({apart:.2g} from one device; equal to it with the draws fixed)"
-        if hand_off["outcome"] == two_off["outcome"] == "ran" and gap(hand_off, two_off) <= TOLERANCE and len(warned) > 1:
-            return (f"warned: independent random draws ({apart:.2g} from one device; with the draws fixed "
-                    f"{gap(plain_off, two_off):.2g} from it, = hand-built, warned)")
+        if (
+            hand_off["outcome"] == two_off["outcome"] == "ran"
+            and gap(hand_off, two_off) <= TOLERANCE
+            and len(warned) > 1
+        ):
+            return (
+                f"warned: independent random draws ({apart:.2g} from one device; with the draws fixed "
+                f"{gap(plain_off, two_off):.2g} from it, = hand-built, warned)"
+            )
     return f"differs by {apart:.2g}" + (" (warned)" if warned else " (not warned)")
 
 
 WITHIN = ("equal", "= hand-built, warned", "= its own strategy", "warned: independent random draws", "AutodistError")
 #: The programs CI runs (``.ci/run``): one of each kind of source and verdict, a few minutes on 2 cores.
-CI_SLICE = ["mnist_convnet", "autoencoder", "knowledge_distillation", "collaborative_filtering", "guide_custom_train_step", "tf_quickstart_beginner"]
-TABLE_START, TABLE_END = "<!-- corpus table: python -m tests.corpus --write docs/corpus.md -->", "<!-- end of corpus table -->"
+CI_SLICE = [
+    "mnist_convnet",
+    "autoencoder",
+    "knowledge_distillation",
+    "collaborative_filtering",
+    "guide_custom_train_step",
+    "tf_quickstart_beginner",
+]
+TABLE_START, TABLE_END = (
+    "<!-- corpus table: python -m tests.corpus --write docs/corpus.md -->",
+    "<!-- end of corpus table -->",
+)
 
 
 def kind(said: str) -> str:
@@ -172,7 +227,13 @@ def row(name: str, found: dict) -> tuple[str, str]:
 def table_rows(text: str) -> dict[str, str]:
     """The verdict of each program in a written table, by name."""
     body = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
-    return {cells[0].strip("|` "): cells[2].strip() for line in body.splitlines() if line.startswith("| `") for cells in [line.split(" | ")] if len(cells) > 3}
+    return {
+        cells[0].strip("|` "): cells[2].strip()
+        for line in body.splitlines()
+        if line.startswith("| `")
+        for cells in [line.split(" | ")]
+        if len(cells) > 3
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -185,10 +246,12 @@ def main(argv: list[str]) -> int:
     rows = ["| name | program and source | verdict | hand-built | sizes | warnings |", "|---|---|---|---|---|---|"]
     outside, verdicts = [], {}
     keep = os.environ.get("CORPUS_KEEP")  # a folder to keep each way's record and files in
-    with (contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory()) as out:
+    with contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory() as out:
         for name in names:
             text = program(name).read_bytes()
-            assert hashlib.sha256(text).hexdigest() == SOURCES[name]["sha256"], f"{name}: the program is not its source's text"
+            assert hashlib.sha256(text).hexdigest() == SOURCES[name]["sha256"], (
+                f"{name}: the program is not its source's text"
+            )
             found = run(name, Path(out))
             found["own_strategy"] = "Strategy(" in program_text(program(name))  # as run.py decides it
             if found["plain"]["outcome"] == "ran" and gap(found["plain"], found["autodist, 1 device"]) > TOLERANCE:
@@ -209,7 +272,11 @@ def main(argv: list[str]) -> int:
         doc.write_text(f"{head}{TABLE_START}\n{chr(10).join(rows)}\n\n{summary}.\n{TABLE_END}{tail}")
     if mode == "--check":
         written = table_rows(doc.read_text())
-        wrong = [f"{n}: measured {kind(verdicts[n])!r}, {doc} says {kind(written.get(n, 'nothing'))!r}" for n in names if kind(verdicts[n]) != kind(written.get(n, ""))]
+        wrong = [
+            f"{n}: measured {kind(verdicts[n])!r}, {doc} says {kind(written.get(n, 'nothing'))!r}"
+            for n in names
+            if kind(verdicts[n]) != kind(written.get(n, ""))
+        ]
         print(*wrong, sep="\n")
         return 1 if wrong else 0
     return 1 if outside else 0

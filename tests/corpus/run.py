@@ -58,8 +58,11 @@ def _numbers(value) -> list:
 
 def _summary(value) -> dict:
     leaves = [np.asarray(leaf, dtype="float64") for leaf in tf.nest.flatten(value)]
-    return {"shapes": [list(leaf.shape) for leaf in leaves], "values": [leaf.ravel()[:64].tolist() for leaf in leaves],
-            "means": [float(leaf.mean()) if leaf.size else 0.0 for leaf in leaves]}
+    return {
+        "shapes": [list(leaf.shape) for leaf in leaves],
+        "values": [leaf.ravel()[:64].tolist() for leaf in leaves],
+        "means": [float(leaf.mean()) if leaf.size else 0.0 for leaf in leaves],
+    }
 
 
 def _recorded(name, record):
@@ -82,14 +85,23 @@ def _recorded(name, record):
 
 def _fit_record(model, history):
     weights = [np.asarray(w, dtype="float64") for w in model.get_weights()]
-    RECORD["fits"].append({"history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
-                           "weights": [w.ravel()[:256].tolist() for w in weights],
-                           "weight_norms": [float(np.sqrt((w ** 2).sum())) for w in weights],
-                           "plan": str(getattr(getattr(history, "plan", None), "strategy", "") or "")})
+    RECORD["fits"].append(
+        {
+            "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
+            "weights": [w.ravel()[:256].tolist() for w in weights],
+            "weight_norms": [float(np.sqrt((w**2).sum())) for w in weights],
+            "plan": str(getattr(getattr(history, "plan", None), "strategy", "") or ""),
+        }
+    )
 
 
 _recorded("fit", _fit_record)
-_recorded("evaluate", lambda model, result: RECORD["evaluates"].append(_numbers(result if not isinstance(result, dict) else list(result.values()))))
+_recorded(
+    "evaluate",
+    lambda model, result: RECORD["evaluates"].append(
+        _numbers(result if not isinstance(result, dict) else list(result.values()))
+    ),
+)
 _recorded("predict", lambda model, result: RECORD["predicts"].append(_summary(result)))
 
 
@@ -120,7 +132,10 @@ def fix_draws() -> None:
 
     fixed("normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, seed=None: fill(shape, mean, dtype))
     fixed("truncated_normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, seed=None: fill(shape, mean, dtype))
-    fixed("uniform", lambda shape, minval=0.0, maxval=1.0, dtype=None, seed=None: fill(shape, (minval + maxval) / 2, dtype))
+    fixed(
+        "uniform",
+        lambda shape, minval=0.0, maxval=1.0, dtype=None, seed=None: fill(shape, (minval + maxval) / 2, dtype),
+    )
     fixed("randint", lambda shape, minval, maxval, dtype="int32", seed=None: fill(shape, minval, dtype))
     fixed("dropout", lambda inputs, rate, noise_shape=None, seed=None: inputs)
     fixed("shuffle", lambda x, axis=0, seed=None: x)
@@ -141,7 +156,11 @@ def main() -> None:
         text, _ = adopt(text)
     code = compile(text, str(PROGRAM), "exec")
     own_strategy = "Strategy(" in text  # the program's own strategy is its hand-built one
-    scope = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope() if WAY == "hand-built" and not own_strategy else None
+    scope = (
+        tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope()
+        if WAY == "hand-built" and not own_strategy
+        else None
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -32,12 +32,20 @@ import numpy as np
 FULL = os.environ.get("CORPUS_SAMPLES") == "full"
 SAMPLES = 256 if FULL else int(os.environ.get("CORPUS_SAMPLES", "256"))
 TEST = max(SAMPLES // 4, 8)
-REAL = {"mnist": (60000, 10000), "fashion_mnist": (60000, 10000), "cifar10": (50000, 10000), "cifar100": (50000, 10000),
-        "imdb": (25000, 25000), "boston_housing": (404, 102)}
+REAL = {
+    "mnist": (60000, 10000),
+    "fashion_mnist": (60000, 10000),
+    "cifar10": (50000, 10000),
+    "cifar100": (50000, 10000),
+    "imdb": (25000, 25000),
+    "boston_housing": (404, 102),
+}
 
 
 def _counts(name: str) -> tuple[int, int]:
     return REAL[name] if FULL else (SAMPLES, TEST)
+
+
 FOLDER = Path("corpus-data").resolve()
 
 
@@ -51,8 +59,13 @@ def _rng(name: str) -> np.random.Generator:
 def _images(name, shape, classes, label_shape=()):
     def load_data(*args, **kwargs):
         rng = _rng(name)
-        return tuple((rng.integers(0, 256, size=(count, *shape)).astype("uint8"),
-                      rng.integers(0, classes, size=(count, *label_shape)).astype("uint8")) for count in _counts(name))
+        return tuple(
+            (
+                rng.integers(0, 256, size=(count, *shape)).astype("uint8"),
+                rng.integers(0, classes, size=(count, *label_shape)).astype("uint8"),
+            )
+            for count in _counts(name)
+        )
 
     return load_data
 
@@ -70,8 +83,10 @@ def _imdb(path="imdb.npz", num_words=None, skip_top=0, maxlen=None, **kwargs):
 
 def _boston_housing(path="boston_housing.npz", test_split=0.2, seed=113):
     rng = _rng("boston")
-    return tuple((rng.normal(10, 5, size=(count, 13)).astype("float64"), rng.uniform(5, 50, size=count).astype("float64"))
-                 for count in _counts("boston_housing"))
+    return tuple(
+        (rng.normal(10, 5, size=(count, 13)).astype("float64"), rng.uniform(5, 50, size=count).astype("float64"))
+        for count in _counts("boston_housing")
+    )
 
 
 DATASETS = {
@@ -91,12 +106,43 @@ def _heart_csv(path: Path) -> None:
     rng = _rng("heart")
     with path.open("w", newline="") as out:
         writer = csv.writer(out)
-        writer.writerow(["age", "sex", "cp", "trestbps", "chol", "fbs", "restecg", "thalach", "exang", "oldpeak", "slope", "ca", "thal", "target"])
+        writer.writerow(
+            [
+                "age",
+                "sex",
+                "cp",
+                "trestbps",
+                "chol",
+                "fbs",
+                "restecg",
+                "thalach",
+                "exang",
+                "oldpeak",
+                "slope",
+                "ca",
+                "thal",
+                "target",
+            ]
+        )
         for _ in range(SAMPLES + TEST):
-            writer.writerow([int(rng.integers(29, 78)), int(rng.integers(0, 2)), int(rng.integers(0, 5)), int(rng.integers(94, 201)),
-                             int(rng.integers(126, 565)), int(rng.integers(0, 2)), int(rng.integers(0, 3)), int(rng.integers(71, 203)),
-                             int(rng.integers(0, 2)), round(float(rng.uniform(0, 6.2)), 1), int(rng.integers(1, 4)), int(rng.integers(0, 4)),
-                             str(rng.choice(["fixed", "normal", "reversible"])), int(rng.integers(0, 2))])
+            writer.writerow(
+                [
+                    int(rng.integers(29, 78)),
+                    int(rng.integers(0, 2)),
+                    int(rng.integers(0, 5)),
+                    int(rng.integers(94, 201)),
+                    int(rng.integers(126, 565)),
+                    int(rng.integers(0, 2)),
+                    int(rng.integers(0, 3)),
+                    int(rng.integers(71, 203)),
+                    int(rng.integers(0, 2)),
+                    round(float(rng.uniform(0, 6.2)), 1),
+                    int(rng.integers(1, 4)),
+                    int(rng.integers(0, 4)),
+                    str(rng.choice(["fixed", "normal", "reversible"])),
+                    int(rng.integers(0, 2)),
+                ]
+            )
 
 
 def _ford_a(count: int):
@@ -115,7 +161,9 @@ def _nab(path: Path) -> None:
     values = 20 + 60 * (np.sin(np.arange(steps) * 2 * np.pi / 288) > 0) + rng.normal(0, 2, size=steps)
     if "jumpsup" in path.name:  # the anomaly the program looks for: a day that jumps up
         values[1500:2500] += 400
-    path.write_text("timestamp,value\n" + "".join(f"{str(t).replace('T', ' ')}:00,{v:.6f}\n" for t, v in zip(stamps, values)))
+    path.write_text(
+        "timestamp,value\n" + "".join(f"{str(t).replace('T', ' ')}:00,{v:.6f}\n" for t, v in zip(stamps, values))
+    )
 
 
 def _text(path: Path) -> None:
@@ -126,8 +174,13 @@ def _text(path: Path) -> None:
 
 def _movielens_zip(path: Path) -> None:
     rng = _rng("movielens")
-    rows = "".join(f"{int(rng.integers(1, 60))},{int(rng.integers(1, 200))},{float(rng.integers(1, 11)) / 2},{964982703 + i}\n" for i in range(SAMPLES))
-    movies = "".join(f'{i},"Movie {i} ({1950 + i % 70})",{"Comedy|Drama" if i % 2 else "Action"}\n' for i in range(1, 200))
+    rows = "".join(
+        f"{int(rng.integers(1, 60))},{int(rng.integers(1, 200))},{float(rng.integers(1, 11)) / 2},{964982703 + i}\n"
+        for i in range(SAMPLES)
+    )
+    movies = "".join(
+        f'{i},"Movie {i} ({1950 + i % 70})",{"Comedy|Drama" if i % 2 else "Action"}\n' for i in range(1, 200)
+    )
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("ml-latest-small/ratings.csv", "userId,movieId,rating,timestamp\n" + rows)
         archive.writestr("ml-latest-small/movies.csv", "movieId,title,genres\n" + movies)
@@ -151,17 +204,37 @@ def _adult(path: Path) -> None:
     """UCI Adult (census income): ``adult.data``, and ``adult.test`` with its odd first line and
     its labels ending in a dot, as the programs that read it expect."""
     rng, test = _rng(path.name), path.name == "adult.test"
-    words = {"workclass": ["Private", "State-gov", "Self-emp-not-inc"], "education": ["Bachelors", "HS-grad", "Masters", "11th"],
-             "marital_status": ["Never-married", "Divorced", "Married-civ-spouse"], "occupation": ["Adm-clerical", "Sales", "Exec-managerial"],
-             "relationship": ["Husband", "Wife", "Not-in-family"], "race": ["White", "Black", "Other"], "gender": ["Male", "Female"],
-             "native_country": ["United-States", "Cuba", "India"]}
+    words = {
+        "workclass": ["Private", "State-gov", "Self-emp-not-inc"],
+        "education": ["Bachelors", "HS-grad", "Masters", "11th"],
+        "marital_status": ["Never-married", "Divorced", "Married-civ-spouse"],
+        "occupation": ["Adm-clerical", "Sales", "Exec-managerial"],
+        "relationship": ["Husband", "Wife", "Not-in-family"],
+        "race": ["White", "Black", "Other"],
+        "gender": ["Male", "Female"],
+        "native_country": ["United-States", "Cuba", "India"],
+    }
     lines = ["|1x3 Cross validator"] if test else []
     for _ in range(TEST if test else SAMPLES):
         pick = {name: str(rng.choice(values)) for name, values in words.items()}
         label = str(rng.choice(["<=50K", ">50K"])) + ("." if test else "")
-        fields = [int(rng.integers(17, 90)), pick["workclass"], int(rng.integers(12285, 1484705)), pick["education"], int(rng.integers(1, 17)),
-                  pick["marital_status"], pick["occupation"], pick["relationship"], pick["race"], pick["gender"], int(rng.integers(0, 5000)),
-                  int(rng.integers(0, 2000)), int(rng.integers(1, 99)), pick["native_country"], label]
+        fields = [
+            int(rng.integers(17, 90)),
+            pick["workclass"],
+            int(rng.integers(12285, 1484705)),
+            pick["education"],
+            int(rng.integers(1, 17)),
+            pick["marital_status"],
+            pick["occupation"],
+            pick["relationship"],
+            pick["race"],
+            pick["gender"],
+            int(rng.integers(0, 5000)),
+            int(rng.integers(0, 2000)),
+            int(rng.integers(1, 99)),
+            pick["native_country"],
+            label,
+        ]
         lines.append(", ".join(map(str, fields)))
     path.write_text("\n".join(lines) + "\n")
 
@@ -202,7 +275,7 @@ def local(where) -> str | None:
 def _served(original, argument=0):
     def reader(*args, **kwargs):
         if len(args) > argument and (path := local(args[argument])):
-            args = (*args[:argument], path, *args[argument + 1:])
+            args = (*args[:argument], path, *args[argument + 1 :])
         return original(*args, **kwargs)
 
     return reader
@@ -212,7 +285,9 @@ def _get_file(fname=None, origin=None, *args, **kwargs):
     name = fname or (origin or "").rsplit("/", 1)[-1]
     if name in FILES:
         return local(f"https://stand-in/{name}")
-    raise RuntimeError(f"the corpus has no stand-in for {origin or fname}: add its file to tests/corpus/stand_ins.py FILES")
+    raise RuntimeError(
+        f"the corpus has no stand-in for {origin or fname}: add its file to tests/corpus/stand_ins.py FILES"
+    )
 
 
 # tensorflow_datasets
