@@ -169,17 +169,31 @@ def test_still_needed_every_replica_fed(upstream, report):
     report(f"every_replica_fed: keras.io's residual block on an empty share, unpatched: {empty_share_outcomes(upstream['one_image_unpatched'])}")
 
 
-def test_still_needed_batches_copied(upstream):
+#: TensorFlow releases measured to copy a generator's batches themselves before re-batching them for
+#: the replicas (TF 2.18.1 with Keras 3.8.0: no target written, without autodist's copies too);
+#: TF 2.16.2 and 2.21.0 hand the replicas views that the loss writes into.
+COPIES_GENERATOR_BATCHES = ("2.18",)
+
+
+def test_still_needed_batches_copied(upstream, report):
     """A PyDataset that returns slices of arrays it keeps (targets on a 64-byte boundary), 3 epochs
-    under Mirrored on 2 replicas: TensorFlow's re-batching writes the loss's residuals into its
-    targets and the later epochs train on them; with autodist's copies the targets stay and the
-    History is one device's."""
-    unpatched, patched = upstream["py_dataset_targets_unpatched"], upstream["py_dataset_targets_patched"]
-    assert "raised" not in unpatched and "raised" not in patched, (unpatched, patched)
-    assert unpatched["targets_written"] > 0 and unpatched["history_gap"] > 0.1, (
-        f"fit under Mirrored leaves a PyDataset's arrays as they were upstream now ({unpatched}): remove 'batches_copied'"
-    )
+    under Mirrored on 2 replicas, every other workaround applied: without autodist's copies,
+    TensorFlow's re-batching writes the loss's residuals into its targets and the later epochs train
+    on them; with them the targets stay and the History is one device's."""
+    without, patched = upstream["py_dataset_targets_without_copies"], upstream["py_dataset_targets_patched"]
+    assert "raised" not in without and "raised" not in patched, (without, patched)
+    tensorflow = ".".join(upstream["tensorflow_version"].split(".")[:2])
+    if tensorflow in COPIES_GENERATOR_BATCHES:
+        assert without["targets_written"] == 0 and without["history_gap"] <= 1e-5, (
+            f"TensorFlow {tensorflow} was measured to copy a generator's batches, and now writes into them ({without})"
+        )
+    else:
+        assert without["targets_written"] > 0 and without["history_gap"] > 0.1, (
+            f"fit under Mirrored leaves a PyDataset's arrays as they were on TensorFlow {tensorflow} now ({without}): "
+            "remove 'batches_copied' (or name this release in COPIES_GENERATOR_BATCHES)"
+        )
     assert patched["targets_written"] == 0 and patched["history_gap"] <= 1e-5, patched
+    report(f"batches_copied: TensorFlow {tensorflow}, without the copies: {without['targets_written']} target values written")
 
 
 def empty_share_outcomes(gaps: dict) -> dict:

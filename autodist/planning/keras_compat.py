@@ -327,8 +327,8 @@ WORKAROUNDS: dict[str, Workaround] = {
                 " view starts on a 64-byte boundary, lets an op write its output there (y_true - y_pred in a loss). A"
                 " PyDataset that returns slices of arrays it keeps has its targets overwritten by the loss's residuals in"
                 " the first epoch and trains later epochs on them (History [2.29, 3.68, 2.46] where one device gives"
-                " [2.29, 0.002, 0.0]), in the runs whose arrays happen to be so aligned. autodist hands TensorFlow a copy"
-                " of every NumPy array in a batch."
+                " [2.29, 0.002, 0.0]), in the runs whose arrays happen to be so aligned (measured on TensorFlow 2.16.2 and"
+                " 2.21.0; 2.18.1 copies the batch itself). autodist hands TensorFlow a copy of every NumPy array in a batch."
             ),
             affected=_ALL, touches=("keras.python_batches",),
             if_fixed="a PyDataset's arrays stay unchanged after fit under a replicated strategy without the copy",

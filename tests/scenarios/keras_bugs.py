@@ -503,15 +503,16 @@ def py_dataset_targets(patched: bool = False) -> dict:
     return {"targets_written": written, "history_gap": float(np.max(np.abs(np.subtract(replicated, one)))), "history": replicated}
 
 
-def in_fresh_process(name: str, patched: bool = False) -> dict:
+def in_fresh_process(name: str, patched: bool = False, without: str | None = None) -> dict:
     """``case(<name>)`` in a process of its own (``patched``: after this release's workarounds
-    are applied, and run as autodist.fit runs it), where TensorFlow's default all-reduce is
-    fresh: a case that fails inside a collective ("restart your program to reset") aborts every
-    collective after it in its process."""
+    are applied, and run as autodist.fit runs it; ``without``: every one of them but that one, so
+    what it alone changes is measured), where TensorFlow's default all-reduce is fresh: a case
+    that fails inside a collective ("restart your program to reset") aborts every collective
+    after it in its process."""
     import subprocess
     import sys
 
-    args = ["--case", name, *(["--patched"] if patched else [])]
+    args = ["--case", name, *(["--patched"] if patched or without else []), *(["--without", without] if without else [])]
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=600)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("CASE ")]
     return json.loads(lines[-1][5:]) if lines else {"raised": f"no result (exit {proc.returncode}): {proc.stderr[-2000:]}"}
@@ -522,16 +523,18 @@ def main() -> None:
 
     if sys.argv[1:2] == ["--case"]:
         patched = "--patched" in sys.argv
+        left_out = sys.argv[sys.argv.index("--without") + 1] if "--without" in sys.argv else None
         if patched:
             from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
             from autodist.tensorflow.keras_patches import apply_workarounds
 
-            apply_workarounds([name for name in PATCHES if WORKAROUNDS[name].is_active(keras.__version__, {})])
+            apply_workarounds([name for name in PATCHES if name != left_out and WORKAROUNDS[name].is_active(keras.__version__, {})])
         print("CASE " + json.dumps(case(globals()[sys.argv[2]], **({"patched": True} if patched else {}))))
         return
     results = {
         "mirrored_uneven_first_batch_error": case(mirrored_uneven_validation_error),
         "keras_version": keras.__version__,
+        "tensorflow_version": tf.__version__,
         "central_storage_mean_unpatched": case(central_storage_mean),
         "mirrored_sum_counter_unpatched": case(mirrored_sum_counter),
         "mirrored_steps_per_execution_error": case(mirrored_fit_error, steps_per_execution=4),
@@ -550,7 +553,7 @@ def main() -> None:
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
-        "py_dataset_targets_unpatched": in_fresh_process("py_dataset_targets"),
+        "py_dataset_targets_without_copies": in_fresh_process("py_dataset_targets", without="batches_copied"),
         "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
