@@ -18,6 +18,7 @@ __all__ = [
     "ArgumentError",
     "AutodistError",
     "AutodistWarning",
+    "BackupFolderInUseError",
     "BatchSizeError",
     "ClusterConfigError",
     "CollectiveMismatchError",
@@ -69,6 +70,11 @@ class AutodistWarning(UserWarning):
 
 class PeerError(AutodistError, RuntimeError):
     """A worker of the cluster stopped, or never came, while this one needed it."""
+
+
+class BackupFolderInUseError(AutodistError, RuntimeError):
+    """Another live process holds this task's backup folder (a pod being replaced while its
+    predecessor still runs, or the same script started twice), and did not let go in time."""
 
 
 #: ``BaseException``'s own ``__cause__`` slot, under the property that :class:`CollectiveMismatchError` puts over it.

@@ -143,7 +143,8 @@ def _metadata(spec: ManifestSpec, name: str) -> dict[str, Any]:
 
 def _job(spec: ManifestSpec, role: str, count: int) -> dict[str, Any]:
     """One role's indexed Job spec: ``count`` pods at once, each index restarted after exit 75 or
-    an eviction, the job failed by any other exit."""
+    an eviction (its replacement started once it has ended, never beside it), the job failed by
+    any other exit."""
     restart = {"containerName": CONTAINER, "operator": "In", "values": [PREEMPTED_EXIT_CODE]}
     fail = {"containerName": CONTAINER, "operator": "NotIn", "values": [0, PREEMPTED_EXIT_CODE]}
     job: dict[str, Any] = {
@@ -151,6 +152,7 @@ def _job(spec: ManifestSpec, role: str, count: int) -> dict[str, Any]:
         "completions": count,
         "parallelism": count,
         "backoffLimit": 0,
+        "podReplacementPolicy": "Failed",  # a replacement pod starts once its predecessor has ended (docs/kubernetes.md)
         "podFailurePolicy": {
             "rules": [
                 {"action": "Ignore", "onExitCodes": restart},

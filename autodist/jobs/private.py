@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -128,13 +129,20 @@ def digest(value: Any) -> str:
 
 
 def write_privately(path: str, write: Any) -> None:
-    """Write ``path`` (mode 0600) through a partial file and an atomic rename."""
+    """Write ``path`` (mode 0600) through a partial file and an atomic rename. A write that fails
+    (a full disk, a quota, a folder gone read-only) removes its partial file and raises: ``path``
+    is as it was."""
     partial = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial")
-    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
-        write(handle)
-        handle.flush()
-        os.fsync(handle.fileno())  # a host that crashes next leaves the old save, not half a new one
-    os.replace(partial, path)
+    try:
+        with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())  # a host that crashes next leaves the old save, not half a new one
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise
 
 
 def private_folder(folder: str) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.resume.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
+from autodist.resume.holder import hold, wait_for_holder_s
 from autodist.resume.preemption import Guard, guard
 from autodist.resume.train_state import needed_for_resume
 from autodist.jobs.private import backup_folder, command_line, default_backup_root, digest, private_root
@@ -88,6 +89,7 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
         return None
     task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
     folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
+    holding = hold(folder, wait_for_holder_s(os.environ, getattr(the_plan, "peer_timeout_seconds", None)))  # one writer per folder
     ray_saves = RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}", needed_for_resume) if in_ray else None  # worker 0's, the same on every worker
     if ray_saves is not None:
         saves_from_checkpoint(ray_saves)  # a restarted worker group: the saves its predecessor reported
@@ -101,7 +103,7 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
         agreement = LocalAgreement()
     tf_task = f"/job:{cluster.task_type}/task:{cluster.task_index}" if multi_worker and cluster is not None else None
     state = Guard(folder, agreement, strategy, root=root, own_root=not isinstance(backup_dir, str) and not backup_dir_setting(os.environ),
-                  notice_at_exit=ray_worker is not None, tf_task=tf_task)  # fmt: skip
+                  notice_at_exit=ray_worker is not None, tf_task=tf_task, holding=holding)  # fmt: skip
     if ray_saves is not None:
         saves = ray_saves  # bound for the closure
         state.before_exit = lambda model, position, logs: report_saves(model, saves, position.epoch, position.step, logs)

@@ -46,10 +46,11 @@ from typing import Any
 from autodist.errors import AutodistError
 from autodist.resume import callback_state, train_state
 from autodist.resume.agreement import watch_tf_notice
+from autodist.resume.holder import Holding
 from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
 from autodist.jobs.private import release_private_root
 from autodist.resume.train_state import Position, Save
-from autodist.log import get_logger
+from autodist.log import get_logger, warn_all
 from autodist.upstream.keras_models import SupportsTensorLogs
 
 __all__ = ["EXIT_WAIT_S", "PREEMPTED_EXIT_CODE", "Guard", "guard", "restore_state"]
@@ -88,6 +89,15 @@ class Guard:
     destination: str | None = None
     staging: bool = False
     acted: threading.Event = field(default_factory=threading.Event)  # saved (or gave up) after a notice
+    #: The run's History so far, every start's epochs (restored from the save resumed from), and
+    #: the entry of the epoch whose end is being saved, before every callback has added to it.
+    entries: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    pending: tuple[int, dict[str, Any]] | None = None
+    newest: Position | None = None  # the newest save written (or resumed from): what a preemption falls back to
+    failing: str | None = None  # the error of the last save that could not be written, while saves fail
+    last_epoch: Save | None = None  # the newest epoch save this start wrote
+    holding: Holding | None = None  # this process's hold on the folder (:mod:`autodist.resume.holder`)
+    warned_failure: bool = False  # one AutodistWarning a fit
 
     def install(self) -> None:
         """Catch SIGTERM (only a flag: the step that is running finishes). A handler of the
@@ -121,14 +131,76 @@ class Guard:
         if not self.acted.wait(EXIT_WAIT_S):
             get_logger().warning(f"autodist: the process exits, and no step was saved within {EXIT_WAIT_S:g} s; the next start resumes at the newest save")
 
-    def save(self, model: Any, kind: str, position: Position, *, metrics: bool = True, extra: dict | None = None) -> Save:
-        """Save the model's state with the callbacks' carried state and the epoch orders' seed."""
+    def save(self, model: Any, kind: str, position: Position, *, metrics: bool = True, extra: dict | None = None) -> Save | None:
+        """Save the model's state with the callbacks' carried state, the epoch orders' seed and the
+        run's History so far; ``None`` when the save could not be written (:meth:`save_failed`)."""
         scalars, arrays = callback_state.capture(self.callbacks)
         groups = train_state.state_variables(model, metrics=metrics)
         if arrays:
             groups[callback_state.ARRAYS] = arrays
         seed = {} if self.order_seed is None else {"order_seed": self.order_seed}
-        return train_state.save(self.folder, kind, position, groups, extra={"callbacks": scalars, **seed, **(extra or {})})
+        try:
+            made = train_state.save(self.folder, kind, position, groups, extra={"callbacks": scalars, **seed, **self.run_record(), **(extra or {})})
+        except OSError as err:
+            self.save_failed(kind, position, err)
+            return None
+        if self.failing is not None:
+            get_logger().warning(
+                f"autodist: the {kind} save to {self.folder} was written again (the last ones failed: {self.failing}); "
+                f"a preemption now resumes at epoch {position.epoch + 1}, after {position.step} of its batches"
+            )
+            self.failing = None
+        self.newest = position
+        return made
+
+    def save_failed(self, kind: str, position: Position, err: OSError) -> None:
+        """A save that could not be written (a full disk, a quota, a folder gone read-only or
+        removed): its own files are gone, the saves made before stay, and training goes on. Said
+        once a fit as an :class:`~autodist.errors.AutodistWarning` with the folder, the error and
+        what a preemption would now cost; then in the log while saves keep failing."""
+        self.failing = f"{type(err).__name__}: {err}"
+        cost = _cost(self.newest, position)
+        if self.warned_failure:
+            get_logger().warning(f"autodist: the {kind} save to {self.folder} failed again ({self.failing}); a preemption now costs {cost}")
+            return
+        self.warned_failure = True
+        warn_all([
+            f"autodist could not write its {kind} save (epoch {position.epoch + 1}, after {position.step} of its batches) to "
+            f"{self.folder}: {self.failing}. Training goes on, and the saves already made stay; a preemption now would cost "
+            f"{cost}. autodist tries again at each epoch's end. Free space there, or pass backup_dir= a folder with room "
+            "for two saves."
+        ], stacklevel=4)
+
+    def run_record(self) -> dict[str, Any]:
+        """The run's History to keep in a save: the logs of every epoch trained so far (this
+        start's and the earlier starts'), the pending epoch's included."""
+        entries = list(self.entries)
+        if self.pending is not None and all(epoch != self.pending[0] for epoch, _ in entries):
+            entries.append(self.pending)
+        return {"epoch_logs": [[epoch, entry] for epoch, entry in entries]}
+
+    def amend(self, found: Save, extra: dict[str, Any]) -> None:
+        """Complete an epoch save's record with the epoch's final logs (and ``extra``)."""
+        try:
+            train_state.amend(self.folder, found.name, {**self.run_record(), **extra})
+        except OSError as err:  # the save stays whole: its History lacks what the later callbacks logged
+            get_logger().warning(f"autodist: the epoch save {found.name} in {self.folder} keeps the epoch's logs as they were before your callbacks added to them ({type(err).__name__}: {err})")
+
+    def record_epoch(self, epoch: int, logs: Any) -> bool:
+        """Add an epoch's final logs (every callback has added to them) to the run's History;
+        whether they differ from the pending entry its epoch save holds."""
+        entry = _entry(logs)
+        changed = self.pending is None or self.pending != (epoch, entry)
+        self.entries = [(e, logged) for e, logged in self.entries if e != epoch] + [(epoch, entry)]
+        self.pending = None
+        return changed
+
+    def resumed_history(self, found: Save) -> None:
+        """The logs of the epochs trained before the save ``found`` (by earlier starts)."""
+        saved = train_state.record(self.folder, found.name)
+        before = None if found.kind == "done" else found.position.epoch
+        self.entries = [(int(epoch), dict(entry)) for epoch, entry in saved.get("epoch_logs", []) if before is None or int(epoch) < before]
+        self.newest = found.position
 
     def give_back_callbacks(self) -> None:
         """On resume, after the callbacks' ``on_train_begin``: their carried state, as saved."""
@@ -152,9 +224,9 @@ class Guard:
         record = {"history": _plain(getattr(history, "history", {})), "epochs": list(getattr(history, "epoch", []))}
         epochs = int(getattr(history, "params", {}).get("epochs") or 0)
         position = Position(epochs, 0, getattr(history, "params", {}).get("steps"))
-        self.save(model, "done", position, metrics=False, extra=record)
+        saved = self.save(model, "done", position, metrics=False, extra=record) is not None
         last = {key: values[-1] for key, values in record["history"].items() if values}
-        _exit(self, position, finished=True, model=model, logs=last)
+        _exit(self, position, finished=True, model=model, logs=last, saved=saved)
 
     def close(self, *, finished: bool) -> None:
         """Give SIGTERM back; after a finished fit (or always, for a staging folder), remove the
@@ -167,9 +239,13 @@ class Guard:
         if self.installed:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if self.previous_handler is None else self.previous_handler)
             self.installed = False
-        if finished or self.staging:
-            train_state.clear(self.folder)
-            for folder in (os.path.dirname(self.folder), self.root if self.own_root else None):
+        removed = finished or self.staging
+        if removed:
+            train_state.clear(self.folder)  # while still held: no other process reads a half-cleared folder
+        if self.holding is not None:
+            self.holding.release(remove=removed)
+        if removed:
+            for folder in (self.folder, os.path.dirname(self.folder), self.root if self.own_root else None):
                 _remove_if_empty(folder)
         if self.received.is_set() and not self.notice_at_exit:  # came after the fit's end was agreed: as without autodist
             self.received.clear()
@@ -177,7 +253,41 @@ class Guard:
 
 
 def _plain(history: Any) -> dict[str, list[float]]:
-    return {key: [float(value) for value in values] for key, values in dict(history).items()}
+    return {key: [_number(value) for value in values] for key, values in dict(history).items()}
+
+
+def _number(value: Any) -> Any:
+    """A log value as JSON keeps it: a float, or a list for a metric that is not one number."""
+    import numpy as np
+
+    found = np.asarray(value)
+    return float(found) if found.size == 1 else found.tolist()
+
+
+def _entry(logs: Any) -> dict[str, Any]:
+    return {str(key): _number(value) for key, value in dict(logs or {}).items()}
+
+
+def history_of(entries: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, list[Any]], list[int]]:
+    """Keras's ``History.history`` and ``History.epoch`` for these epochs' logs (a key an epoch
+    did not log, such as validation every other epoch, has no value for it, as in Keras)."""
+    history: dict[str, list[Any]] = {}
+    for _, entry in sorted(entries, key=lambda item: item[0]):
+        for key, value in entry.items():
+            history.setdefault(key, []).append(value)
+    return history, sorted(epoch for epoch, _ in entries)
+
+
+def _cost(newest: Position | None, now: Position) -> str:
+    """What a preemption at ``now`` costs when it resumes at ``newest`` (``None``: the run's start)."""
+    if newest is None:
+        return "the whole run so far (no save of it was written): it would start again from its first step"
+    batches = now.batches or newest.batches
+    where = f"epoch {newest.epoch + 1}, after {newest.step} of its batches"
+    if batches:
+        steps = (now.epoch - newest.epoch) * batches + now.step - newest.step
+        return f"the {steps} steps since the newest save ({where})"
+    return f"the steps since the newest save ({where})"
 
 
 def _remove_if_empty(folder: str | None) -> None:
@@ -216,7 +326,9 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
                 self.metrics_pending = None
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            # first in the list: saved before any other callback of the epoch can end the task
+            # first in the list: saved before any other callback of the epoch can end the task, with
+            # the epoch's logs as they are now (the last callback completes them)
+            state.pending = (epoch, _entry(logs))
             state.epoch_scalars = _save_epoch(self.model, state, Position(epoch + 1, 0, self.params.get("steps")))
 
     class SaveOnPreemption(SupportsTensorLogs, base):  # type: ignore[misc, valid-type]
@@ -243,17 +355,21 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
                 _abandon(state)
             batches = self.params.get("steps")
             position = Position(self.epoch, self.step, batches)
-            state.save(self.model, "step", position)
-            if batches and self.step >= batches:
+            saved = state.save(self.model, "step", position) is not None
+            if saved and batches and self.step >= batches:
                 self.exit_at_epoch_end = True  # saved; its validation and epoch-end callbacks first
                 return
-            _exit(state, position, model=self.model, logs=logs)
+            _exit(state, position, model=self.model, logs=logs, saved=saved)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             position = Position(epoch + 1, 0, self.params.get("steps"))
+            logged = state.record_epoch(epoch, logs)  # the History's entry, every callback's keys in it
+            stopped = {"stopped": True} if self.model.stop_training else {}  # EarlyStopping: the run ends here
             changed = _scalars(self.model) != state.epoch_scalars  # a callback changed the learning rate (or the like)
             if changed or callback_state.capture(state.callbacks)[0] != state.epoch_callbacks:  # or its own state
-                _save_epoch(self.model, state, position)
+                _save_epoch(self.model, state, position, extra=stopped)
+            elif (logged or stopped) and state.last_epoch is not None and state.last_epoch.position == position:
+                state.amend(state.last_epoch, stopped)
             last = epoch + 1 >= int(self.params.get("epochs") or 0) or self.model.stop_training
             if self.exit_at_epoch_end and not last:  # the last epoch: fit ends, and Guard.finish saves it
                 _exit(state, position, model=self.model, logs=logs)
@@ -269,8 +385,8 @@ def _scalars(model: Any) -> list[float]:
     return [float(np.asarray(v.numpy()).reshape(())) for v in variables if int(np.prod(tuple(v.shape))) == 1]
 
 
-def _save_epoch(model: Any, state: Guard, position: Position) -> list[float]:
-    state.save(model, "epoch", position, metrics=False)
+def _save_epoch(model: Any, state: Guard, position: Position, extra: dict | None = None) -> list[float]:
+    state.last_epoch = state.save(model, "epoch", position, metrics=False, extra=extra)
     state.epoch_callbacks = callback_state.capture(state.callbacks)[0]
     return _scalars(model)
 
@@ -279,9 +395,10 @@ def _metric_variables(model: Any) -> list[Any]:
     return [v for metric in model.metrics for v in metric.variables]
 
 
-def restore_state(model: Any, state: Guard) -> list[Any] | None:
+def restore_state(model: Any, state: Guard, *, finished: bool = False) -> list[Any] | None:
     """Restore weights and optimizer from the save; return its metric values, to restore when
-    the epoch begins (or, in tf_keras, after its first step builds the metrics)."""
+    the epoch begins (or, in tf_keras, after its first step builds the metrics). ``finished``:
+    the save is the end of the run (nothing is trained after it)."""
     found = state.resume_from
     assert found is not None
     with state.strategy.scope():
@@ -295,8 +412,13 @@ def restore_state(model: Any, state: Guard) -> list[Any] | None:
         for variable, value in zip(groups[name], saved[name]):
             variable.assign(value)
     what = {"step": "preemption", "epoch": "epoch-end", "done": "finished-fit"}[found.kind]
-    where = "the fit had finished: nothing to train" if found.kind == "done" else f"at epoch {found.position.epoch + 1}, after {found.position.step} of its batches"
-    get_logger().warning(f"autodist: resuming {where}, from the {what} save in {state.folder}")
+    if finished:
+        epochs = found.position.epoch
+        stopped = found.kind == "epoch" and train_state.record(state.folder, found.name).get("stopped")
+        ended = f"the run stopped early, after epoch {epochs}" if stopped else f"all {epochs} epochs were trained"
+        get_logger().warning(f"autodist: {ended} before the restart: nothing to train; the weights and History are the finished run's, from the {what} save in {state.folder}")
+    else:
+        get_logger().warning(f"autodist: resuming at epoch {found.position.epoch + 1}, after {found.position.step} of its batches, from the {what} save in {state.folder}")
     return saved.get("metrics") if found.kind == "step" else None
 
 
@@ -328,16 +450,21 @@ def _abandon(state: Guard) -> None:
     raise SystemExit(PREEMPTED_EXIT_CODE)
 
 
-def _exit(state: Guard, position: Position, *, finished: bool = False, model: Any = None, logs: Any = None) -> None:
+def _exit(state: Guard, position: Position, *, finished: bool = False, model: Any = None, logs: Any = None, saved: bool = True) -> None:
     state.received.clear()  # acted on
-    reported = state.before_exit is not None and model is not None
+    reported = saved and state.before_exit is not None and model is not None
     if reported:
         state.before_exit(model, position, logs)
     state.acted.set()
     where = "the finished fit" if finished else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
+    if saved:
+        said = f"saved {where} to {state.destination if reported else state.folder}"
+        then = "with that History" if finished else "at that step"
+    else:
+        said = f"could not save {where} to {state.folder} ({state.failing})"
+        then = f"at the newest save, costing {_cost(state.newest, position)}"
     print(
-        f"autodist: preempted (SIGTERM): saved {where} to {state.destination if reported else state.folder}; exiting with code "
-        f"{PREEMPTED_EXIT_CODE}. The next start resumes {'with that History' if finished else 'at that step'}.",
+        f"autodist: preempted (SIGTERM): {said}; exiting with code {PREEMPTED_EXIT_CODE}. The next start resumes {then}.",
         file=sys.stderr,
         flush=True,
     )

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autodist.upstream.tf_data import finite_cardinality, shuffles
-from autodist.resume.preemption import Guard, restore_state
-from autodist.resume.train_state import Save, clear, discard_after, readable, record, saves
+from autodist.resume.preemption import Guard, history_of, restore_state
+from autodist.resume.train_state import Damaged, Position, Save, clear, damaged, discard_after, readable, record, saves, set_aside
 from autodist.log import warn_all
 from autodist.core.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
 
@@ -294,18 +294,28 @@ def run_phases(model: Any, plan: Phases, callbacks: Any) -> Any:
 
 def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], armed: Any, keras_module: Any, *, order_note: str = "", order_seed: Any = None) -> Any:
     """``model.fit`` with the preemption guard's callbacks first and last, resumed at the newest
-    save that every worker has, when there is one (see the module's docstring). Shuffled arrays
-    take autodist's epoch orders from a seed kept with every save (``order_seed()`` draws it for
-    a fresh start), so a restart trains the rest of the epoch in the uninterrupted run's order."""
+    intact save that every worker has, when there is one (see the module's docstring). Damaged
+    saves are moved aside, each named in a warning. Shuffled arrays take autodist's epoch orders
+    from a seed kept with every save (``order_seed()`` draws it for a fresh start), so a restart
+    trains the rest of the epoch in the uninterrupted run's order. The History returned holds
+    every epoch of the run, the earlier starts' included; a run whose saves say it finished
+    trains nothing and returns that History."""
     state = armed.state
     state.callbacks = list(callbacks)
-    late = [cb for cb in callbacks if getattr(cb, "autodist_after_guard", False)]  # Ray's report: after the epoch's last save
-    callbacks = [armed.first, *[cb for cb in callbacks if cb not in late], armed.last, *late]
-    kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
+    broken = damaged(state.folder)
+    aside = set_aside(state.folder, broken) if broken else ""
     common = state.agreement.common([found for found in saves(state.folder) if readable(state.folder, found.name)])
     if common:
         state.order_seed = record(state.folder, common[-1].name).get("order_seed")
-    plan, state.resume_from = _resume_plan(ready, kwargs, epochs, common, state.folder, state.order_seed) if common else (None, None)
+    plan, state.resume_from = _resume_plan(ready, {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}, epochs, common, state.folder, state.order_seed) if common else (None, None)
+    if broken:
+        warn_all([_damaged_warning(state.folder, aside, broken, state.resume_from)])
+    if state.resume_from is not None:
+        state.resumed_history(state.resume_from)
+    late = [cb for cb in callbacks if getattr(cb, "autodist_after_guard", False)]  # Ray's report: after the epoch's last save
+    run_history = _run_history(keras_module, state.entries)
+    callbacks = [armed.first, *[cb for cb in callbacks if cb not in late], armed.last, *late, run_history]
+    kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
     if state.resume_from is None:
         clear(state.folder)  # saves no peer has, or a stale one: this run starts afresh
         ordered = order_seed is not None and ordered_by_autodist(ready.x, kwargs)
@@ -317,15 +327,52 @@ def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], arme
         assert plan is not None
         return _run_plan(model, plan, callbacks, keras_module, kwargs, epochs)
     discard_after(state.folder, state.resume_from)
-    if state.resume_from.kind == "done":
+    if plan is None:  # its saves say the run finished: nothing is trained
         return restore_finished(model, state, keras_module)
-    assert plan is not None
     position = state.resume_from.position
     warn_all(list(plan.warnings) + ([_inexact_warning(position.epoch, position.step, plan.batches, order_note)] if order_note and position.step else []))
     if len(plan.phases) == 1 and plan.phases[0].batch_offset == 0:
         only = plan.phases[0]
         return model.fit(only.x, only.y, callbacks=callbacks, **only.kwargs)
     return _run_plan(model, plan, callbacks, keras_module, kwargs, epochs)
+
+
+def _run_history(keras_module: Any, entries: list[tuple[int, dict[str, Any]]]) -> Any:
+    """Keras's ``History`` callback, holding the epochs the earlier starts trained: ``fit``
+    returns it (the last ``History`` in a callback list is the one Keras fills), so a resumed
+    run's History is the uninterrupted run's, every epoch in it."""
+    earlier, epochs = history_of(entries)
+
+    class RunHistory(keras_module.callbacks.History):  # type: ignore[misc, name-defined]
+        def on_train_begin(self, logs: Any = None) -> None:
+            super().on_train_begin(logs)
+            self.history = {key: list(values) for key, values in earlier.items()}
+            self.epoch = list(epochs)
+
+    return RunHistory()
+
+
+def _damaged_warning(folder: str, aside: str, broken: list[Damaged], resumed: Save | None) -> str:
+    """What the damaged saves cost: the steps trained again, and where their files are kept."""
+    named = "; ".join(f"{found.name} ({found.why})" for found in broken)
+    newest = broken[-1].position
+    held = f"epoch {newest.epoch + 1}, after {newest.step} of its batches"
+    if resumed is None:
+        return (
+            f"Every save in {folder} is damaged: {named}. The run starts over from its first step, and the steps they held "
+            f"(up to {held}{_steps(newest)}) are trained again. The damaged files are kept in {aside}."
+        )
+    back = resumed.position
+    if (back.epoch, back.step) >= (newest.epoch, newest.step):
+        return f"autodist moved damaged saves in {folder} aside: {named}; it resumes from the newer save {resumed.name}. The damaged files are kept in {aside}."
+    return (
+        f"The newest save in {folder} is damaged: {named}. autodist resumes from the older save {resumed.name} (epoch "
+        f"{back.epoch + 1}, after {back.step} of its batches), so the steps up to {held} are trained again. The damaged files are kept in {aside}."
+    )
+
+
+def _steps(position: Position) -> str:
+    return f": {position.epoch * position.batches + position.step} steps" if position.batches else ""
 
 
 def _run_plan(model: Any, plan: Phases, callbacks: list[Any], keras_module: Any, kwargs: Mapping[str, Any], epochs: int) -> Any:
@@ -339,8 +386,8 @@ def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[S
     epoch-end save before it (the epoch's trained batches are trained again, with a warning)."""
     found = common[-1]
     position = found.position
-    if found.kind == "done":
-        return None, found
+    if found.kind == "done" or (found.kind == "epoch" and (position.epoch >= epochs or record(folder, found.name).get("stopped"))):
+        return None, found  # the run finished before the restart (killed after its last save)
     plan = phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=position.step, epochs=epochs, order_seed=seed)
     if plan is not None:
         if position.batches and plan.batches and position.batches != plan.batches:
@@ -363,15 +410,19 @@ def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[S
 
 
 def restore_finished(model: Any, state: Guard, keras_module: Any) -> Any:
-    """A ``fit`` that finished before a late SIGTERM: its weights and optimizer back, and its
-    History; nothing is trained, and no callback runs."""
+    """A ``fit`` whose saves say it finished (a SIGTERM after its last step; a process killed after
+    its last epoch's save, or after an early stop): its weights and optimizer back, and the
+    run's History; nothing is trained, and no callback runs."""
     found = state.resume_from
     assert found is not None
-    restore_state(model, state)
+    restore_state(model, state, finished=True)
     saved = record(state.folder, found.name)
     history = keras_module.callbacks.History()
     history.set_model(model)
-    history.history, history.epoch = dict(saved.get("history", {})), list(saved.get("epochs", []))
+    if "history" in saved:  # a finished fit's save: its History as fit returned it
+        history.history, history.epoch = dict(saved["history"]), list(saved.get("epochs", []))
+    else:
+        history.history, history.epoch = history_of(state.entries)
     history.params = {"epochs": found.position.epoch, "steps": found.position.batches}
     model.history = history
     return history

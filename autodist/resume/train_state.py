@@ -42,7 +42,7 @@ from autodist.upstream.keras_models import optimizer_slots_ready
 
 __all__ = [
     "build_optimizer",
-    "GROUPS", "KEEP", "KINDS", "Position", "Save", "clear", "discard_after", "load", "matches", "needed_for_resume", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
+    "DAMAGED", "GROUPS", "KEEP", "KINDS", "Damaged", "Position", "Save", "amend", "clear", "damaged", "set_aside", "discard_after", "load", "matches", "needed_for_resume", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
 ]  # fmt: skip
 
 #: The variable groups a save holds, in order.
@@ -129,12 +129,91 @@ def save(folder: str, kind: str, position: Position, groups: dict[str, list[Any]
     private_folder(folder)
     name = f"{kind}-{position.epoch:06d}-{position.step:08d}"
     arrays = {f"{group}_{i}": value for group, found in values.items() for i, value in enumerate(found)}
-    write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
     record = {"position": asdict(position), "shapes": _shapes(values), **(extra or {})}
-    write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
+    try:
+        write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
+        write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
+    except BaseException:
+        _remove(folder, name)  # its own files only: the saves made before stay
+        raise
     for old in saves(folder)[:-keep]:
         _remove(folder, old.name)
     return Save(name, kind, position)
+
+
+def amend(folder: str, name: str, extra: dict[str, Any]) -> None:
+    """Rewrite the JSON of save ``name`` with ``extra`` merged in (atomically; the values stay)."""
+    updated = {**record(folder, name), **extra}
+    write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(updated).encode()))
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A save whose files are there but do not read: its name, why, and where its name says the
+    run stood (its epoch and step)."""
+
+    name: str
+    why: str
+    position: Position
+
+    def files(self, folder: str) -> list[str]:
+        return [os.path.join(folder, self.name + suffix) for suffix in (".json", ".npz") if os.path.exists(os.path.join(folder, self.name + suffix))]
+
+
+def damaged(folder: str) -> list[Damaged]:
+    """The saves in ``folder`` that cannot be resumed from, oldest first: a record (JSON) that does
+    not parse, or values (``.npz``) missing, truncated or failing their checksums (every array is
+    read: a zip's CRC catches bit rot). A save cut short while it was written (values without a
+    record) is not one: it was never made."""
+    found = []
+    for file in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if file.endswith(".json") and file.partition("-")[0] in KINDS:
+            name = file[: -len(".json")]
+            why, position = _damage(folder, name)
+            if why:
+                found.append(Damaged(name, why, position))
+    return sorted(found, key=lambda d: (d.position.epoch, d.position.step))
+
+
+def _damage(folder: str, name: str) -> tuple[str, Position]:
+    """Why save ``name`` cannot be resumed from (``""``: it can), and where it stood: by its
+    record, or by its name (``<kind>-<epoch>-<step>``) when the record does not read."""
+    try:
+        saved = record(folder, name)
+        position = Position(**saved["position"])
+        shapes = dict(saved["shapes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        _, epoch, step = (name.split("-") + ["0", "0"])[:3]
+        return "its record (.json) does not read", Position(int(epoch) if epoch.isdigit() else 0, int(step) if step.isdigit() else 0)
+    if not os.path.exists(os.path.join(folder, f"{name}.npz")):
+        return "its values (.npz) are missing", position
+    try:
+        with np.load(os.path.join(folder, f"{name}.npz")) as data:
+            for group, group_shapes in shapes.items():
+                for i, shape in enumerate(group_shapes):
+                    if list(np.shape(data[f"{group}_{i}"])) != list(shape):
+                        return f"its values (.npz) do not match its record ({group}_{i})", position
+    except Exception as err:  # zipfile, EOF, CRC, pickle and key errors alike
+        return f"its values (.npz) do not read ({type(err).__name__}: {err})", position
+    return "", position
+
+
+#: Where damaged saves are moved, inside their folder: kept, never deleted.
+DAMAGED = "damaged"
+
+
+def set_aside(folder: str, found: list[Damaged]) -> str:
+    """Move the files of the ``found`` saves into ``<folder>/damaged`` (a name already there gets a
+    number), where a user can still recover what they hold; returns that folder."""
+    aside = os.path.join(folder, DAMAGED)
+    private_folder(aside)
+    for damage in found:
+        for path in damage.files(folder):
+            target, number = os.path.join(aside, os.path.basename(path)), 1
+            while os.path.exists(target):
+                target, number = os.path.join(aside, f"{os.path.basename(path)}.{number}"), number + 1
+            os.replace(path, target)
+    return aside
 
 
 def saves(folder: str) -> list[Save]:
