@@ -98,23 +98,30 @@ def __dir__() -> list[str]:
 
 
 def plan(snapshot: HardwareSnapshot | None = None, **plan_kwargs: object) -> Plan:
-    """Plan for ``snapshot``, or for this machine (:func:`detect`) when it is ``None``.
+    """Plan for ``snapshot``, or for this machine when it is ``None``: then as ``fit``, ``init``
+    and ``python -m autodist inspect`` plan (:func:`autodist.core.detect_and_plan.plan_here`),
+    under this process's ``AUTODIST_*`` settings: the same strategy, replicas, global batch and
+    refusals as the run.
 
     The pure planner is :func:`autodist.planning.planner.plan`, which takes the same keywords
-    (``model``, ``num_params``, ``batch_size``, ``strategy``, ...) and reads no machine.
+    (``model``, ``num_params``, ``batch_size``, ``strategy``, ...) and reads no machine; given a
+    ``snapshot``, this is that planner (no setting read unless ``environ=`` is passed).
 
     Example:
         >>> import autodist
         >>> autodist.plan(autodist.HardwareSnapshot.cpu_only(), batch_size=64).global_batch_size
         64
     """
-    from autodist.detection.hardware import detect
+    from autodist.core.detect_and_plan import plan_here
     from autodist.planning.arguments import check_plan_arguments, check_snapshot
     from autodist.planning.planner import plan as pure_plan
 
     check_snapshot("autodist.plan", snapshot, optional=True)
     checked = check_plan_arguments("autodist.plan", plan_kwargs)  # before this machine is read
-    return pure_plan(detect() if snapshot is None else snapshot, **checked)
+    if snapshot is not None:
+        return pure_plan(snapshot, **checked)
+    environ = checked.pop("environ", None)
+    return plan_here(_os.environ if environ is None else environ, **checked)  # type: ignore[arg-type]
 
 
 _install_hook(_os.environ)

@@ -29,6 +29,7 @@ from autodist.planning.arguments import MAX_BATCH_SIZE, MAX_NUM_PARAMS, STRATEGY
 from autodist.jobs import job_layout
 from autodist.jobs.kubernetes import ManifestSpec, manifest_objects, to_yaml
 from autodist.jobs.tune_cache import cached_decisions
+from autodist.core.detect_and_plan import plan_here
 from autodist.planning.planner import check_strategy_setting, plan
 from autodist.planning.plans import Plan, format_gib
 from autodist.settings import check_settings
@@ -106,7 +107,7 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
     "ray_train"}`` (``ray_train``: this process's place in a Ray Train worker group, or ``None``)."""
     start = time.perf_counter()
     snap = detect(fast=args.fast)
-    the_plan = plan(snap)
+    the_plan = plan_here(os.environ, snapshot=snap)  # as fit plans: the AUTODIST_* settings included
     worker = ray_train_worker()
     return {
         "versions": _versions(),
@@ -206,10 +207,11 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
     if args.snapshot is not None:
         raw = read_json_file(args.snapshot, "--snapshot", "a JSON file as `python -m autodist inspect --json > snap.json` writes it")
         snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw) if isinstance(raw, dict) else raw)
-    else:
-        snap = detect(fast=True)
-    # a dry run: a model that fits no GPU is a warning in the plan, not an error
-    return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
+        # a snapshot file: what another machine would plan, with no setting of this one
+        return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
+    # this machine, as fit plans it (its AUTODIST_* settings included); a dry run: a model that
+    # fits no GPU is a warning in the plan, not an error
+    return plan_here(os.environ, snapshot=detect(fast=True), num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
 
 
 def read_json_file(path: str, flag: str, expected: str) -> Any:

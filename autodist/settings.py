@@ -290,6 +290,20 @@ def strategy_setting(environ: Mapping[str, str], requested: str | object = "auto
     return environ.get(STRATEGY_ENV, "").strip() or "auto"
 
 
+def strategy_source(environ: Mapping[str, str], requested: str | object = "auto") -> str:
+    """Where a forced strategy came from, as a plan's reason names it: the caller's argument, or
+    ``AUTODIST_STRATEGY`` (which only an argument left at ``"auto"`` reads).
+
+    Example:
+        >>> strategy_source({"AUTODIST_STRATEGY": "one_device"}), strategy_source({}, "mirrored")
+        ("AUTODIST_STRATEGY='one_device'", "the caller's argument (strategy='mirrored')")
+    """
+    if requested != "auto" and requested is not None:
+        return f"the caller's argument (strategy={getattr(requested, 'value', requested)!r})"
+    raw = environ.get(STRATEGY_ENV, "").strip()
+    return f"{STRATEGY_ENV}={raw!r}" if raw else "the caller"
+
+
 def tune_budget_setting(environ: Mapping[str, str], default: float) -> float:
     """``AUTODIST_TUNE_BUDGET`` in seconds, or ``default`` when unset.
 

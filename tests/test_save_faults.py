@@ -227,3 +227,21 @@ def test_a_replacement_that_starts_while_its_predecessor_saves_resumes_at_that_s
     assert found["waited"] and f"is held by pid {found['old']['pid']}" in found["new"]["stderr"], found["new"]["stderr"][-3000:]
     assert found["steps"] == {"lost": [], "redone": 0}, found["steps"]
     report("save faults: a replacement started while its predecessor held its preemption save: waited, resumed at its step, 0 steps redone")
+
+
+def test_the_faults_table_shows_the_steps_these_runs_redo(runs):
+    """docs/resume.md's "Faults" table: each row this module measures gives its steps redone."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "resume.md").read_text(encoding="utf-8").split("## Faults", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[2].strip() for line in text.splitlines() if line.startswith("| ") and not line.startswith("| fault")}
+    measured = {
+        "SIGKILL mid-epoch (epoch 3, batch 6)": runs["kill_mid"]["steps"]["redone"],
+        "the newest save damaged (bit rot in its values)": runs["newest_damaged"]["steps"]["redone"],
+        "every save damaged (values cut short, a record that does not parse)": runs["every_save_damaged"]["steps"]["redone"],
+        "killed after the last epoch's save, before `fit` returned": runs["kill_end"]["steps"]["redone"],
+        "a replacement pod while its predecessor writes its preemption save": runs["replaced"]["steps"]["redone"],
+        "SIGTERM mid-epoch (a preemption with notice)": runs["replaced"]["steps"]["redone"],
+    }
+    for row, redone in measured.items():
+        assert rows.get(row) == str(redone), (row, rows.get(row), redone)

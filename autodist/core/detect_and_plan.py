@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from autodist.detection.hardware import HardwareSnapshot, detect
 from autodist.planning import planner  # planner.plan, looked up at each call (a test or profiler may wrap it)
 from autodist.planning.plans import Plan
-from autodist.settings import peer_timeout_setting, strategy_setting
+from autodist.settings import peer_timeout_setting
 
 __all__ = ["plan_here"]
 
@@ -37,7 +37,7 @@ def plan_here(
         plan_kwargs["peer_timeout_seconds"] = timeout
     return planner.plan(
         snapshot if snapshot is not None else detect(environ),
-        strategy=strategy_setting(environ, strategy),
+        strategy=strategy,  # "auto" reads AUTODIST_STRATEGY in the planner, which names it in the plan's reason
         environ=environ,
         **plan_kwargs,  # type: ignore[arg-type]
     )

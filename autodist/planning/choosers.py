@@ -75,9 +75,10 @@ class Layout:
 
 
 def choose_kind(
-    snapshot: HardwareSnapshot, *, forced: StrategyKind | None, memory: MemoryFacts | None = None, fraction: float = 0.9
+    snapshot: HardwareSnapshot, *, forced: StrategyKind | None, memory: MemoryFacts | None = None, fraction: float = 0.9, forced_by: str = "the caller"
 ) -> Choice[StrategyKind]:
-    """The strategy: the forced one when it can run here, else the rules of the module docstring.
+    """The strategy: the forced one (by ``forced_by``: an argument, or a named setting) when it can
+    run here, else the rules of the module docstring.
 
     Raises:
         StrategyUnavailableError: when a forced strategy cannot run here, or when no strategy's
@@ -85,7 +86,7 @@ def choose_kind(
     """
     if forced is not None:
         _check_forced(snapshot, forced)
-        return Choice(forced, (f"strategy={forced.value!r} was forced by the caller",))
+        return Choice(forced, (f"strategy={forced.value!r} was forced by {forced_by}",))
     cluster = snapshot.cluster
     if snapshot.tpu is not None:
         return Choice(K.TPU, (f"a TPU was found ({snapshot.tpu.source}={snapshot.tpu.name})",))

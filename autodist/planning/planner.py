@@ -54,7 +54,7 @@ from autodist.planning.plans import (
 )
 from autodist.planning.steps_per_execution import FitFacts, choose_steps_per_execution
 from autodist.planning.tune_rules import TUNE
-from autodist.settings import STRATEGY_ENV, check_settings
+from autodist.settings import STRATEGY_ENV, check_settings, strategy_setting, strategy_source
 
 __all__ = ["check_strategy_setting", "plan", "plan_for_built_model", "workarounds_before_building"]
 
@@ -105,6 +105,9 @@ def plan(
         >>> (p.strategy.value, p.global_batch_size)
         ('mirrored', 34)
     """
+    settings = environ if isinstance(environ, Mapping) else {}
+    forced_by = strategy_source(settings, strategy)  # AUTODIST_STRATEGY is read here, for every caller that passes its environment
+    strategy = strategy_setting(settings, strategy)
     checked = _check_arguments(snapshot, dict(model=model, model_info=model_info, num_params=num_params, batch_size=batch_size, strategy=strategy, gpu_memory_fraction=gpu_memory_fraction, activation_fraction=activation_fraction, optimizer_slots=optimizer_slots, peer_timeout_seconds=peer_timeout_seconds, environ=environ, fit_facts=fit_facts, refuse_when_nothing_fits=refuse_when_nothing_fits, kept=kept))
     strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (checked.get(name, default) for name, default in _DEFAULTS)
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
@@ -116,7 +119,7 @@ def plan(
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env, unbuilt = (environ if environ is not None else {}), _opening(strategy, model is not None and params is None)
-    kind, layout = _keep(snapshot, kept, memory, gpu_memory_fraction) if kept else _choose(snapshot, forced, memory, gpu_memory_fraction)
+    kind, layout = _keep(snapshot, kept, memory, gpu_memory_fraction) if kept else _choose(snapshot, forced, memory, gpu_memory_fraction, forced_by)
     _refuse_for_keras(kind.value, flavor, version, env, kept, info.mixed_precision)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     per_replica = batch.value.per_replica_batch_size
@@ -141,8 +144,8 @@ def plan(
     )  # fmt: skip
 
 
-def _choose(snapshot: HardwareSnapshot, forced: StrategyKind | None, memory: choosers.MemoryFacts | None, fraction: float) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
-    kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=fraction)
+def _choose(snapshot: HardwareSnapshot, forced: StrategyKind | None, memory: choosers.MemoryFacts | None, fraction: float, forced_by: str = "the caller") -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
+    kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=fraction, forced_by=forced_by)
     return kind, choosers.choose_layout(snapshot, kind.value)
 
 
