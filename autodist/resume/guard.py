@@ -20,7 +20,8 @@ from typing import Any
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.resume.agreement import ClusterAgreement, LocalAgreement, ack_timeout, next_fit_id
-from autodist.resume.holder import hold, wait_for_holder_s
+from autodist.log import get_logger
+from autodist.resume.holder import Holding, hold, wait_for_holder_s
 from autodist.resume.preemption import Guard, guard
 from autodist.resume.train_state import needed_for_resume
 from autodist.jobs.private import backup_folder, command_line, default_backup_root, digest, private_root
@@ -47,6 +48,17 @@ class Armed:
     first: Any
     last: Any
     ray_saves: RaySaves | None = None
+
+
+def _hold(folder: str, the_plan: Any) -> Holding | None:
+    """This process's hold on its task folder (one writer per folder), or ``None`` when the folder
+    cannot be made or locked at all (read-only, gone): the saves then fail, each said, and the
+    training goes on."""
+    try:
+        return hold(folder, wait_for_holder_s(os.environ, getattr(the_plan, "peer_timeout_seconds", None)))
+    except OSError as err:
+        get_logger().warning(f"autodist: cannot hold the backup folder {folder} ({type(err).__name__}: {err}); its saves will be tried at each epoch's end")
+        return None
 
 
 def ray_owns_backups(backup_dir: Any) -> bool:
@@ -89,7 +101,7 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
         return None
     task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
     folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
-    holding = hold(folder, wait_for_holder_s(os.environ, getattr(the_plan, "peer_timeout_seconds", None)))  # one writer per folder
+    holding = _hold(folder, the_plan)
     ray_saves = RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}", needed_for_resume) if in_ray else None  # worker 0's, the same on every worker
     if ray_saves is not None:
         saves_from_checkpoint(ray_saves)  # a restarted worker group: the saves its predecessor reported
