@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import run_python, subprocess_env
 
+pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+
 FIGURES = ("overhead", "fit: autodist's defaults", "start-up: a fresh process", "multi-worker scaling", "decision quality", "steps_per_execution", "memory estimate")  # communication: full runs only
 # Every benchmark runs once: detection as a module (the second test), the others together.
 TOGETHER = ["decision", "defaults", "memory", "overhead", "scaling"]

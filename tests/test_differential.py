@@ -17,6 +17,8 @@ import pytest
 from tests import doc_tables
 from tests.conftest import ROOT, SCENARIOS, finished, run_scenario, scenario_result, start_python, start_scenario, subprocess_env
 
+pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+
 TOLERANCE = 1e-4
 STRATEGIES = {
     "default": {},

@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import ROOT, Ahead, run_python, subprocess_env
 
+pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+
 EXAMPLES = ROOT / "examples"
 SINGLE_HOST_DEVICES = [None, "2"]
 FORCED = [("central_storage", "2", 2), ("one_device", None, 1)]

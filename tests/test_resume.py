@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import ROOT, finished, start_scenario
 
+pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+
 #: Weights and History: the resumed run's against the uninterrupted run's.
 TOLERANCE = 1e-6
 KILL_AT = 14  # the training step during which the model sends SIGTERM (tests/scenarios/resume.py), or later

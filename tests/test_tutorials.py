@@ -29,6 +29,8 @@ import pytest
 
 from tests.conftest import Ahead, run_python, subprocess_env
 
+pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+
 TUTORIALS = Path(__file__).resolve().parent / "tutorials"
 SINGLE_HOST_TIMEOUT = 180
 JOB_TIMEOUT = 240
