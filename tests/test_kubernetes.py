@@ -162,6 +162,17 @@ def _containers(item):
     return [c for job in jobs for c in job["template"]["spec"]["containers"]]
 
 
+@pytest.mark.parametrize("case", list(MANIFESTS))
+def test_a_replacement_pod_starts_once_its_predecessor_has_ended(case):
+    """Every Job (and every JobSet's Job) replaces a pod of an index only once the old pod has
+    ended (``podReplacementPolicy: Failed``), never while it still writes its preemption save to
+    the same folder (issue 46); Kubernetes requires that value beside a ``podFailurePolicy``."""
+    objects = manifest_objects(spec(**MANIFESTS[case]))
+    jobs = [item["spec"] for item in objects if item["kind"] == "Job"]
+    jobs += [r["template"]["spec"] for item in objects if item["kind"] == "JobSet" for r in item["spec"]["replicatedJobs"]]
+    assert jobs and all(job.get("podReplacementPolicy") == "Failed" and "podFailurePolicy" in job for job in jobs), jobs
+
+
 def test_gpus_go_to_workers_only():
     objects = manifest_objects(spec(name="ps-train", workers=2, ps=1, gpus=8))
     limits = {item["metadata"]["name"]: _containers(item)[0].get("resources", {}).get("limits") for item in objects if item["kind"] == "Job"}

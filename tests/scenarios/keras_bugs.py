@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import warnings
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -503,19 +504,39 @@ def py_dataset_targets(patched: bool = False) -> dict:
     return {"targets_written": written, "history_gap": float(np.max(np.abs(np.subtract(replicated, one)))), "history": replicated}
 
 
-def in_fresh_process(name: str, patched: bool = False, without: str | None = None) -> dict:
-    """``case(<name>)`` in a process of its own (``patched``: after this release's workarounds
-    are applied, and run as autodist.fit runs it; ``without``: every one of them but that one, so
-    what it alone changes is measured), where TensorFlow's default all-reduce is fresh: a case
-    that fails inside a collective ("restart your program to reset") aborts every collective
-    after it in its process."""
+def in_fresh_process(name: str, patched: bool = False, without: str | None = None) -> Any:
+    """``case(<name>)`` in a process of its own, started now (``patched``: after this release's
+    workarounds are applied, and run as autodist.fit runs it; ``without``: every one of them but
+    that one, so what it alone changes is measured), where TensorFlow's default all-reduce is
+    fresh: a case that fails inside a collective ("restart your program to reset") aborts every
+    collective after it in its process. :func:`fresh_result` collects it; the processes run
+    beside this one's cases."""
     import subprocess
     import sys
+    import tempfile
 
     args = ["--case", name, *(["--patched"] if patched or without else []), *(["--without", without] if without else [])]
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("CASE ")]
-    return json.loads(lines[-1][5:]) if lines else {"raised": f"no result (exit {proc.returncode}): {proc.stderr[-2000:]}"}
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=out, stderr=err, text=True)
+    proc.outputs = (out, err)  # type: ignore[attr-defined]
+    return proc
+
+
+def fresh_result(proc: Any) -> dict:
+    """What a case started by :func:`in_fresh_process` returned, or why it gave nothing."""
+    import subprocess
+
+    try:
+        proc.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    texts = []
+    for output in proc.outputs:
+        output.seek(0)
+        texts.append(output.read())
+    lines = [line for line in texts[0].splitlines() if line.startswith("CASE ")]
+    return json.loads(lines[-1][5:]) if lines else {"raised": f"no result (exit {proc.returncode}): {texts[1][-2000:]}"}
 
 
 def main() -> None:
@@ -531,6 +552,12 @@ def main() -> None:
             apply_workarounds([name for name in PATCHES if name != left_out and WORKAROUNDS[name].is_active(keras.__version__, {})])
         print("CASE " + json.dumps(case(globals()[sys.argv[2]], **({"patched": True} if patched else {}))))
         return
+    fresh = {  # in processes of their own, beside this one's cases
+        "two_optimizers_unpatched": in_fresh_process("two_optimizers_against_one_device"),
+        "py_dataset_targets_without_copies": in_fresh_process("py_dataset_targets", without="batches_copied"),
+        "two_optimizers_patched": in_fresh_process("two_optimizers_against_one_device", patched=True),
+        "py_dataset_targets_patched": in_fresh_process("py_dataset_targets", patched=True),
+    }
     results = {
         "mirrored_uneven_first_batch_error": case(mirrored_uneven_validation_error),
         "keras_version": keras.__version__,
@@ -549,11 +576,9 @@ def main() -> None:
         "gradient_gaps_unpatched": case(mirrored_gradient_gaps),
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
-        "two_optimizers_unpatched": in_fresh_process("two_optimizers_against_one_device"),
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
-        "py_dataset_targets_without_copies": in_fresh_process("py_dataset_targets", without="batches_copied"),
         "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
@@ -572,11 +597,10 @@ def main() -> None:
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
-    results["two_optimizers_patched"] = in_fresh_process("two_optimizers_against_one_device", patched=True)
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     results["structured_patched"] = case(structured_against_one_device)
-    results["py_dataset_targets_patched"] = in_fresh_process("py_dataset_targets", patched=True)
+    results.update({key: fresh_result(proc) for key, proc in fresh.items()})
     print("RESULT " + json.dumps(results))
 
 
