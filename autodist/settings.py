@@ -89,7 +89,7 @@ SETTINGS: dict[str, str] = {
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
     LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",
     HEARTBEAT_FILE_ENV: "set by the launcher for its tasks: the file a task touches as it trains",
-    GRACE_ENV: "set by the launcher for its tasks: its --grace, the seconds between SIGTERM and SIGKILL (bounds the preemption agreement)",
+    GRACE_ENV: "set by the launcher for its tasks: its --grace, the seconds between SIGTERM and SIGKILL (bounds the preemption agreement, and how long a process waits for another holder of its backup folder: 30 s when unset)",
     TUNE_BUDGET_ENV: 'the most seconds strategy="tune" spends timing candidates (default 60; never over 10% of the planned training)',
     K8S_WORKERS_ENV: "set by the Kubernetes manifest (python -m autodist manifest): the worker count; marks a pod of a training job",
     K8S_PS_ENV: "set by the Kubernetes manifest: the parameter-server count (default 0)",

@@ -65,7 +65,7 @@ def measure(reference: dict, first: dict, again: dict) -> dict:
 
 def page_rows() -> dict[str, list[str]]:
     """docs/resume.md's resume table: each row's cells, by its first."""
-    text = (ROOT / "docs" / "resume.md").read_text(encoding="utf-8").split("## The resume table", 1)[1]
+    text = (ROOT / "docs" / "resume.md").read_text(encoding="utf-8").split("## The resume table", 1)[1].split("\n## ", 1)[0]
     rows = [line.strip().strip("|").split(" | ") for line in text.splitlines() if line.startswith("| ") and not line.startswith("| input")]
     return {row[0].strip(): [cell.strip() for cell in row[1:]] for row in rows}
 
