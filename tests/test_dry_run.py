@@ -20,7 +20,9 @@ NAMES = [name for name in STRATEGY_NAMES if name != "tune"]
 #: What each setting is drawn from: every strategy name, in the case a user types, typos and
 #: stray spaces; valid and invalid values of the other settings that change a plan.
 SETTINGS = {
-    "AUTODIST_STRATEGY": NAMES + [name.upper() for name in NAMES] + ["mirored", "onedevice", "gpu", "auto ", " mirrored"],
+    "AUTODIST_STRATEGY": NAMES
+    + [name.upper() for name in NAMES]
+    + ["mirored", "onedevice", "gpu", "auto ", " mirrored"],
     "AUTODIST_STEPS_PER_EXECUTION": ["1", "4", "0", "many"],
     "AUTODIST_PEER_TIMEOUT": ["30", "-1", "soon"],
     "AUTODIST_KERAS_COMPAT": ["auto", "off", "force", "of"],
@@ -33,7 +35,11 @@ def drawn_cases(seed: int = SEED, count: int = CASES) -> list[dict]:
     rng = random.Random(seed)
     return [
         {
-            "settings": {name: rng.choice(values) for name, values in SETTINGS.items() if rng.random() < (0.8 if name == "AUTODIST_STRATEGY" else 0.25)},
+            "settings": {
+                name: rng.choice(values)
+                for name, values in SETTINGS.items()
+                if rng.random() < (0.8 if name == "AUTODIST_STRATEGY" else 0.25)
+            },
             "batch_size": rng.choice([None, rng.randint(1, 40)]),
             "cpu_devices": rng.choice(["1", "2", "3"]),
         }
@@ -46,7 +52,10 @@ def test_plan_inspect_and_fit_make_one_plan_under_every_setting(report):
     by_split = defaultdict(list)
     for case in drawn:
         by_split[case["cpu_devices"]].append(case)
-    started = {split: start_scenario("dry_run.py", json.dumps(group), AUTODIST_CPU_DEVICES=split) for split, group in by_split.items()}
+    started = {
+        split: start_scenario("dry_run.py", json.dumps(group), AUTODIST_CPU_DEVICES=split)
+        for split, group in by_split.items()
+    }
     agreed = refused = 0
     for split, proc in started.items():
         for case, found in zip(by_split[split], scenario_result(proc, timeout=600), strict=True):
@@ -54,5 +63,7 @@ def test_plan_inspect_and_fit_make_one_plan_under_every_setting(report):
             agreed += 1
             refused += "refused" in found["fit"]
     kinds = {found for case in drawn for found in [case["settings"].get("AUTODIST_STRATEGY")]}
-    report(f"dry run: {len(drawn)} cases drawn (seed {SEED}; {len(kinds)} AUTODIST_STRATEGY values, 3 CPU splits): plan(), the command line and fit agree on {agreed}, {refused} of them refused alike")
+    report(
+        f"dry run: {len(drawn)} cases drawn (seed {SEED}; {len(kinds)} AUTODIST_STRATEGY values, 3 CPU splits): plan(), the command line and fit agree on {agreed}, {refused} of them refused alike"
+    )
     assert agreed == len(drawn) and 0 < refused < len(drawn)

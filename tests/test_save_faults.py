@@ -57,12 +57,32 @@ def full_disk(out: Path) -> dict:
     """The backup folder on a tmpfs of its own, filled after the first save (see the scenario)."""
     mount = out / "mnt"
     mount.mkdir(parents=True)
-    command = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o size=32m tmpfs "$1" && shift && exec "$@"', "sh", str(mount), sys.executable, SCRIPT, str(out), "full"]
-    proc = subprocess.run(command, env=subprocess_env(AUTODIST_CPU_DEVICES="1", SAVE_FAULTS_BACKUP=str(mount)), capture_output=True, text=True, timeout=240)
+    command = [
+        "unshare",
+        "-rm",
+        "sh",
+        "-c",
+        'mount -t tmpfs -o size=32m tmpfs "$1" && shift && exec "$@"',
+        "sh",
+        str(mount),
+        sys.executable,
+        SCRIPT,
+        str(out),
+        "full",
+    ]
+    proc = subprocess.run(
+        command,
+        env=subprocess_env(AUTODIST_CPU_DEVICES="1", SAVE_FAULTS_BACKUP=str(mount)),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     result = out / "full.json"
     listed = out / "after_failed_save.json"
     return {
-        "code": proc.returncode, "stderr": proc.stderr, **(json.loads(result.read_text()) if result.exists() else {}),
+        "code": proc.returncode,
+        "stderr": proc.stderr,
+        **(json.loads(result.read_text()) if result.exists() else {}),
         "after_failed_save": json.loads(listed.read_text()) if listed.exists() else None,
     }
 
@@ -71,7 +91,12 @@ def killed_then_again(out: Path, mode: str, damage=None) -> dict:
     first = run(out, mode)
     if damage is not None:
         damage(out / FOLDER)
-    return {"first": first, "again": run(out, "again"), "steps": steps(out), "left": sorted(p.name for p in (out / FOLDER).rglob("*")) if (out / FOLDER).exists() else []}
+    return {
+        "first": first,
+        "again": run(out, "again"),
+        "steps": steps(out),
+        "left": sorted(p.name for p in (out / FOLDER).rglob("*")) if (out / FOLDER).exists() else [],
+    }
 
 
 def every_save_damaged(folder: Path) -> None:
@@ -85,7 +110,7 @@ def newest_save_bit_rot(folder: Path) -> None:
     newest = sorted(folder.glob("*.npz"))[-1]
     data = bytearray(newest.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 64] = bytes(b ^ 0xFF for b in data[middle:middle + 64])  # the zip's directory still reads
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])  # the zip's directory still reads
     newest.write_bytes(bytes(data))
 
 
@@ -139,8 +164,12 @@ def runs(request, tmp_path_factory):
     ahead.submit("runs", partial(full_disk, base / "full"), key="full")
     ahead.submit("runs", partial(killed_then_again, base / "mid", "kill_mid"), key="kill_mid")
     ahead.submit("runs", partial(killed_then_again, base / "end", "kill_end"), key="kill_end")
-    ahead.submit("runs", partial(killed_then_again, base / "all", "kill_epoch", every_save_damaged), key="every_save_damaged")
-    ahead.submit("runs", partial(killed_then_again, base / "newest", "kill_epoch", newest_save_bit_rot), key="newest_damaged")
+    ahead.submit(
+        "runs", partial(killed_then_again, base / "all", "kill_epoch", every_save_damaged), key="every_save_damaged"
+    )
+    ahead.submit(
+        "runs", partial(killed_then_again, base / "newest", "kill_epoch", newest_save_bit_rot), key="newest_damaged"
+    )
     ahead.submit("runs", partial(two_processes, base / "two"), key="two_processes")
     ahead.submit("runs", partial(replaced_while_saving, base / "replaced"), key="replaced")
     yield ahead
@@ -153,8 +182,16 @@ def assert_the_uninterrupted_run(result: dict, reference: dict, what: str) -> fl
     assert result["epochs"] == list(range(EPOCHS)), f"{what}: History epochs {result['epochs']}"
     assert sorted(result["history"]) == sorted(reference["history"]), (what, result["history"])
     for key, values in result["history"].items():
-        assert np.allclose(values, reference["history"][key], rtol=0, atol=TOLERANCE), (what, key, values, reference["history"][key])
-    gap = max(float(np.max(np.abs(np.array(a) - np.array(b)))) for a, b in zip(result["weights"], reference["weights"], strict=True))
+        assert np.allclose(values, reference["history"][key], rtol=0, atol=TOLERANCE), (
+            what,
+            key,
+            values,
+            reference["history"][key],
+        )
+    gap = max(
+        float(np.max(np.abs(np.array(a) - np.array(b))))
+        for a, b in zip(result["weights"], reference["weights"], strict=True)
+    )
     assert gap <= TOLERANCE, f"{what}: weights {gap:g} from the uninterrupted run's"
     return gap
 
@@ -165,20 +202,32 @@ def test_a_full_disk_costs_no_training_and_says_once_what_a_preemption_would_cos
     said = [message for message in full["warnings"] if "could not write" in message]
     assert len(said) == 1, full["warnings"]
     assert "No space left on device" in said[0], said[0]
-    assert "mnt/single/fit-0" in said[0] and "would cost the 10 steps since the newest save (epoch 3, after 0 of its batches)" in said[0], said[0]
+    assert (
+        "mnt/single/fit-0" in said[0]
+        and "would cost the 10 steps since the newest save (epoch 3, after 0 of its batches)" in said[0]
+    ), said[0]
     assert "was written again" in full["stderr"], full["stderr"][-3000:]
     listed = full["after_failed_save"]
     assert listed is not None and not [name for name in listed if name.endswith(".partial")], listed
-    assert sorted(name for name in listed if name.endswith(".npz")) == ["epoch-000001-00000000.npz", "epoch-000002-00000000.npz"], listed
-    report("save faults: a full disk at the third of 5 epoch saves: trained on to the uninterrupted run's weights, 1 warning; saves 1-2 kept, no partial file")
+    assert sorted(name for name in listed if name.endswith(".npz")) == [
+        "epoch-000001-00000000.npz",
+        "epoch-000002-00000000.npz",
+    ], listed
+    report(
+        "save faults: a full disk at the third of 5 epoch saves: trained on to the uninterrupted run's weights, 1 warning; saves 1-2 kept, no partial file"
+    )
 
 
 def test_a_sigkill_mid_epoch_resumes_at_the_epochs_start_with_one_history(runs, report):
     reference, found = runs["reference"], runs["kill_mid"]
     assert found["first"]["code"] == -signal.SIGKILL
     assert_the_uninterrupted_run(found["again"], reference, "SIGKILL mid-epoch")
-    assert found["steps"] == {"lost": [], "redone": 5}, found["steps"]  # epoch 3's first 5 steps, trained after the epoch 2 save
-    report("save faults: SIGKILL in epoch 3, batch 6: resumed at the epoch-2 save, 5 steps redone, the History of all 5 epochs")
+    assert found["steps"] == {"lost": [], "redone": 5}, found[
+        "steps"
+    ]  # epoch 3's first 5 steps, trained after the epoch 2 save
+    report(
+        "save faults: SIGKILL in epoch 3, batch 6: resumed at the epoch-2 save, 5 steps redone, the History of all 5 epochs"
+    )
 
 
 def test_a_run_killed_after_its_last_save_stays_finished(runs):
@@ -194,18 +243,33 @@ def test_every_save_damaged_starts_over_with_a_warning_and_keeps_the_files(runs,
     assert_the_uninterrupted_run(found["again"], reference, "every save damaged")
     said = [message for message in found["again"]["warnings"] if "is damaged" in message]
     assert len(said) == 1 and said[0].startswith("Every save in "), found["again"]["warnings"]
-    assert "epoch-000002-00000000" in said[0] and "epoch-000003-00000000" in said[0] and "up to epoch 4, after 0 of its batches" in said[0], said[0]
+    assert (
+        "epoch-000002-00000000" in said[0]
+        and "epoch-000003-00000000" in said[0]
+        and "up to epoch 4, after 0 of its batches" in said[0]
+    ), said[0]
     assert found["steps"]["redone"] == 30 and not found["steps"]["lost"], found["steps"]
     kept = [name for name in found["left"] if name.startswith("epoch-")]
-    assert sorted(kept) == ["epoch-000002-00000000.json", "epoch-000002-00000000.npz", "epoch-000003-00000000.json", "epoch-000003-00000000.npz"], found["left"]
-    report("save faults: every save damaged: started over (30 steps redone), warned naming both saves, their 4 files kept in damaged/")
+    assert sorted(kept) == [
+        "epoch-000002-00000000.json",
+        "epoch-000002-00000000.npz",
+        "epoch-000003-00000000.json",
+        "epoch-000003-00000000.npz",
+    ], found["left"]
+    report(
+        "save faults: every save damaged: started over (30 steps redone), warned naming both saves, their 4 files kept in damaged/"
+    )
 
 
 def test_a_damaged_newest_save_resumes_from_the_older_one_named(runs):
     reference, found = runs["reference"], runs["newest_damaged"]
     assert_the_uninterrupted_run(found["again"], reference, "newest save damaged")
     said = [message for message in found["again"]["warnings"] if "is damaged" in message]
-    assert len(said) == 1 and "epoch-000003-00000000" in said[0] and "resumes from the older save epoch-000002-00000000" in said[0], found["again"]["warnings"]
+    assert (
+        len(said) == 1
+        and "epoch-000003-00000000" in said[0]
+        and "resumes from the older save epoch-000002-00000000" in said[0]
+    ), found["again"]["warnings"]
     assert found["steps"] == {"lost": [], "redone": 10}, found["steps"]
     assert "damaged" in found["left"] and "epoch-000003-00000000.npz" in found["left"], found["left"]
 
@@ -224,9 +288,13 @@ def test_a_replacement_that_starts_while_its_predecessor_saves_resumes_at_that_s
     reference, found = runs["reference"], runs["replaced"]
     assert found["old"]["code"] == PREEMPTED_EXIT_CODE, found["old"]["stderr"][-3000:]
     assert_the_uninterrupted_run(found["new"], reference, "replacement pod")
-    assert found["waited"] and f"is held by pid {found['old']['pid']}" in found["new"]["stderr"], found["new"]["stderr"][-3000:]
+    assert found["waited"] and f"is held by pid {found['old']['pid']}" in found["new"]["stderr"], found["new"][
+        "stderr"
+    ][-3000:]
     assert found["steps"] == {"lost": [], "redone": 0}, found["steps"]
-    report("save faults: a replacement started while its predecessor held its preemption save: waited, resumed at its step, 0 steps redone")
+    report(
+        "save faults: a replacement started while its predecessor held its preemption save: waited, resumed at its step, 0 steps redone"
+    )
 
 
 def test_the_faults_table_shows_the_steps_these_runs_redo(runs):
@@ -234,11 +302,17 @@ def test_the_faults_table_shows_the_steps_these_runs_redo(runs):
     from tests.conftest import ROOT
 
     text = (ROOT / "docs" / "resume.md").read_text(encoding="utf-8").split("## Faults", 1)[1].split("\n## ", 1)[0]
-    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[2].strip() for line in text.splitlines() if line.startswith("| ") and not line.startswith("| fault")}
+    rows = {
+        line.split(" | ")[0].strip("| "): line.split(" | ")[2].strip()
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| fault")
+    }
     measured = {
         "SIGKILL mid-epoch (epoch 3, batch 6)": runs["kill_mid"]["steps"]["redone"],
         "the newest save damaged (bit rot in its values)": runs["newest_damaged"]["steps"]["redone"],
-        "every save damaged (values cut short, a record that does not parse)": runs["every_save_damaged"]["steps"]["redone"],
+        "every save damaged (values cut short, a record that does not parse)": runs["every_save_damaged"]["steps"][
+            "redone"
+        ],
         "killed after the last epoch's save, before `fit` returned": runs["kill_end"]["steps"]["redone"],
         "a replacement pod while its predecessor writes its preemption save": runs["replaced"]["steps"]["redone"],
         "SIGTERM mid-epoch (a preemption with notice)": runs["replaced"]["steps"]["redone"],

@@ -114,8 +114,10 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
     else:
         agreement = LocalAgreement()
     tf_task = f"/job:{cluster.task_type}/task:{cluster.task_index}" if multi_worker and cluster is not None else None
-    state = Guard(folder, agreement, strategy, root=root, own_root=not isinstance(backup_dir, str) and not backup_dir_setting(os.environ),
-                  notice_at_exit=ray_worker is not None, tf_task=tf_task, holding=holding)  # fmt: skip
+    own_root = not isinstance(backup_dir, str) and not backup_dir_setting(os.environ)
+    state = Guard(
+        folder, agreement, strategy, root=root, own_root=own_root, notice_at_exit=ray_worker is not None, tf_task=tf_task, holding=holding
+    )
     if ray_saves is not None:
         saves = ray_saves  # bound for the closure
         state.before_exit = lambda model, position, logs: report_saves(model, saves, position.epoch, position.step, logs)

@@ -81,7 +81,13 @@ def wait_for_holder_s(environ: Mapping[str, str], peer_timeout_s: float | None =
     return min(grace, bound) if bound is not None else grace
 
 
-def hold(folder: str, wait_s: float, *, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Holding:
+def hold(
+    folder: str,
+    wait_s: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Holding:
     """Hold ``folder`` (created, private, if missing) for this process: at once when no live
     process holds it, else after its holder lets go, waiting at most ``wait_s`` seconds.
 
@@ -108,7 +114,9 @@ def hold(folder: str, wait_s: float, *, clock: Callable[[], float] = time.monoto
                     "backup_dir= another folder."
                 ) from None
             if not said:
-                get_logger().warning(f"autodist: {folder} is held by {holder}; waiting up to {wait_s:g} s for it to let go (a process being replaced writes its last save first)")
+                get_logger().warning(
+                    f"autodist: {folder} is held by {holder}; waiting up to {wait_s:g} s for it to let go (a process being replaced writes its last save first)"
+                )
                 said = True
             sleep(_POLL_S)
             continue
@@ -128,7 +136,12 @@ def _same_file(fd: int, path: str) -> bool:
 
 
 def _me() -> dict[str, object]:
-    return {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "command": " ".join(sys.argv)}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "command": " ".join(sys.argv),
+    }
 
 
 def _holder(fd: int) -> str:

@@ -35,7 +35,11 @@ def outcome(call) -> dict:
     except autodist.AutodistError as err:
         return {"refused": type(err).__name__, "message": str(err)[:300]}
     if isinstance(found, dict):  # the command line's JSON
-        return {"strategy": found["strategy"], "replicas": found["num_replicas"], "global_batch": found["global_batch_size"]}
+        return {
+            "strategy": found["strategy"],
+            "replicas": found["num_replicas"],
+            "global_batch": found["global_batch_size"],
+        }
     return {"strategy": found.strategy.value, "replicas": found.num_replicas, "global_batch": found.global_batch_size}
 
 
@@ -54,11 +58,13 @@ def main() -> None:
             del os.environ[name]
         os.environ.update(case["settings"])
         batch = case["batch_size"]
-        results.append({
-            "plan": outcome(lambda: autodist.plan(**({"batch_size": batch} if batch is not None else {}))),
-            "cli": outcome(lambda: command_line(batch)),
-            "fit": outcome(lambda: fitted(batch)),
-        })
+        results.append(
+            {
+                "plan": outcome(lambda: autodist.plan(**({"batch_size": batch} if batch is not None else {}))),
+                "cli": outcome(lambda: command_line(batch)),
+                "fit": outcome(lambda: fitted(batch)),
+            }
+        )
     print("RESULT " + json.dumps(results))
 
 

@@ -49,7 +49,9 @@ Y = (X @ rng.normal(size=(8, 1)) + 0.1 * rng.normal(size=(160, 1))).astype("floa
 
 
 def save_bytes(epoch: int) -> int:
-    return sum(os.path.getsize(os.path.join(FOLDER, f)) for f in os.listdir(FOLDER) if f.startswith(f"epoch-{epoch:06d}-"))
+    return sum(
+        os.path.getsize(os.path.join(FOLDER, f)) for f in os.listdir(FOLDER) if f.startswith(f"epoch-{epoch:06d}-")
+    )
 
 
 def until_released(bound_s: float = 120.0) -> None:
@@ -109,7 +111,14 @@ class Faults(keras.callbacks.Callback):
 def main() -> None:
     os.makedirs(OUTDIR, exist_ok=True)
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(64, activation="tanh"), keras.layers.Dense(64, activation="tanh"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            keras.layers.Dense(64, activation="tanh"),
+            keras.layers.Dense(64, activation="tanh"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.5), loss="mse", metrics=["mae"])
     raised = []
     with warnings.catch_warnings():
@@ -122,7 +131,9 @@ def main() -> None:
             shown(message, category, *args, **kwargs)
 
         warnings.showwarning = record
-        history = autodist.fit(model, X, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0, backup_dir=BACKUP, callbacks=[Faults()])
+        history = autodist.fit(
+            model, X, Y, batch_size=BATCH, epochs=EPOCHS, verbose=0, backup_dir=BACKUP, callbacks=[Faults()]
+        )
     result = {
         "history": {key: [float(v) for v in values] for key, values in history.history.items()},
         "epochs": list(history.epoch),
