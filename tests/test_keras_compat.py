@@ -127,6 +127,20 @@ def test_still_needed_own_step_replica_mean(upstream):
     # under mixed_float16 (a LossScaleOptimizer applying through its inner one): one device's steps, to float16's digits
     mixed = upstream["own_step_mixed_patched"]
     assert error(mixed) == "" and mixed["weights_gap"] <= 2e-3 and abs(mixed["own_loss_ratio"] - 1) <= 1e-2, mixed
+    # keras.io's endpoint layer (a keras.losses loss in a layer's call, to add_loss) under Keras's own train_step:
+    # divided twice from 3.8 (History 1/N, SGD steps 1/N); autodist divides it once
+    unpatched, patched = upstream["endpoint_unpatched"], upstream["endpoint_patched"]
+    assert error(unpatched) == "" and error(patched) == "", (unpatched, patched)
+    if version_tuple(upstream["keras_version"]) >= (3, 8):
+        assert abs(unpatched["loss_ratio"] - 0.5) <= 0.05 and unpatched["weights_gap"] > 1e-3, (
+            f"an add_loss of a keras.losses loss reads one device's under Mirrored upstream now ({unpatched}): "
+            "drop the layer-call case of 'own_step_replica_mean'"
+        )
+    assert abs(patched["loss_ratio"] - 1) <= 1e-4 and patched["weights_gap"] <= 1e-5, patched
+    # under a strategy autodist neither made nor adopted, Keras divides such a loss twice as before
+    plain = upstream["endpoint_plain_strategy_patched"]
+    if version_tuple(upstream["keras_version"]) >= (3, 8):
+        assert abs(plain["loss_ratio"] - 0.5) <= 0.05, plain
 
 
 def test_still_needed_optimizer_built_in_step(upstream):

@@ -84,6 +84,57 @@ def test_random_layers_are_read_by_kind_and_by_their_seed_generators():
     assert info.random_layers == (noisy.name,) and info.own_steps == ("test_step",)
 
 
+class TensorFlowSampling(keras.layers.Layer):
+    """keras.io's VAE sampling layer as the TensorFlow example writes it: ``tf.random.normal``."""
+
+    def call(self, inputs):
+        import tensorflow as tf
+
+        z_mean, z_log_var = inputs
+        epsilon = tf.random.normal(shape=(tf.shape(z_mean)[0], tf.shape(z_mean)[1]))
+        return z_mean + tf.exp(0.5 * z_log_var) * epsilon
+
+
+class TensorFlowNoiseStep(keras.Model):
+    """A GAN's train_step drawing its noise with TensorFlow (wgan_gp's way)."""
+
+    def train_step(self, data):
+        import tensorflow as tf
+
+        noise = tf.random.normal(shape=(4, 2))
+        return {"noise": tf.reduce_mean(noise)}
+
+
+class StatelessDraws(keras.layers.Layer):
+    def call(self, inputs):
+        import tensorflow as tf
+
+        return inputs + tf.random.stateless_normal(tf.shape(inputs), seed=(1, 2))
+
+
+def test_tensorflow_draws_in_a_users_layer_or_step_are_read_and_warned():
+    """TensorFlow's stateful draws (``tf.random.normal``) in a layer's ``call`` or the model's own
+    step: under a strategy each replica's op has a seed of its own, so the replicas draw
+    independently, not one device's numbers: read from the source, and warned with the sizes.
+    A stateless draw (same numbers on every replica, as on one device's same call) is not."""
+    from autodist.detection.model_info import describe_model
+    from autodist.planning.global_batch import split_notes
+
+    inputs = keras.Input((4,))
+    z = TensorFlowSampling(name="sampling")([keras.layers.Dense(2)(inputs), keras.layers.Dense(2)(inputs)])
+    z = StatelessDraws(name="stateless")(z)
+    info = describe_model(_compiled(keras.Model(inputs, z)))
+    assert info.tf_random_layers == ("sampling",) and info.random_layers == (), info
+    step = TensorFlowNoiseStep()
+    assert describe_model(step).tf_random_layers == (step.name,)
+    dropout = keras.Sequential([keras.Input((3,)), keras.layers.Dropout(0.5)])
+    assert describe_model(_compiled(dropout)).tf_random_layers == ()
+    _, warned = split_notes(4, 8, (), (), "keras3", tf_random_layers=info.tf_random_layers)
+    assert len(warned) == 1 and "sampling draw with TensorFlow's random ops" in warned[0], warned
+    assert "4 replicas (8 samples each), each replica from its own stream" in warned[0], warned
+    assert split_notes(1, 8, (), (), "keras3", tf_random_layers=info.tf_random_layers) == ((), ())
+
+
 def test_frozen_batchnorm_is_not_a_difference_and_a_fine_tuned_one_is():
     from autodist.detection.model_info import describe_model
 

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ class ModelInfo:
     variables: tuple[tuple[str, tuple[int, ...]], ...] = ()  # trainable (path, shape), Keras 3
     batch_statistics_layers: tuple[str, ...] = ()  # BatchNormalization not synchronized: per-replica batch
     random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
+    tf_random_layers: tuple[str, ...] = ()  # the user's layers (or model) whose call or steps draw with tf.random
     own_train_step: bool = False  # the model's class overrides train_step
     own_steps: tuple[str, ...] = ()  # which of train_step, test_step, compute_loss the model's class defines
     own_steps_read_replicas: bool = False  # one of them reads num_replicas_in_sync (scales by the replicas itself)
@@ -196,6 +198,33 @@ def _draws_random_numbers(kind: str, layer: Any) -> bool:
     return (known or owns_seed_generators(layer)) and getattr(layer, "rate", None) != 0
 
 
+#: A draw with one of TensorFlow's stateful random ops, named in a method's source: each replica's
+#: op gets a seed of its own under a strategy (independent draws, not one device's).
+_TF_DRAW = re.compile(
+    r"\btf\.(random\.(normal|uniform|truncated_normal|categorical|shuffle|gamma|poisson)|nn\.dropout)\s*\("
+)
+
+
+def _draws_with_tensorflow(layer: Any) -> bool:
+    """Whether a class of the caller's own that ``layer`` (or a model) is, between its class and
+    Keras's, draws with TensorFlow's stateful random ops (``tf.random.normal``, ...) in its
+    ``call`` or its own steps, as read from their source (keras.io's VAE sampling layer, a GAN's
+    ``train_step``). ``False`` when the source cannot be read."""
+    import inspect
+
+    for cls in type(layer).__mro__:
+        if cls.__module__.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins"):
+            return False
+        for name in ("call", "train_step", "test_step"):
+            if name in vars(cls):
+                try:
+                    if _TF_DRAW.search(inspect.getsource(vars(cls)[name])):
+                        return True
+                except (OSError, TypeError):
+                    continue
+    return False
+
+
 def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
     """The names of the layers whose training numbers depend on the per-replica batch
     (BatchNormalization without ``synchronized``, not frozen) or on randomness (Dropout of a
@@ -209,12 +238,18 @@ def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
     except Exception:  # an unusual model: no layer facts
         return {}
     names = [(type(layer).__name__, getattr(layer, "name", "?"), layer) for layer in layers]
+    random_layers = tuple(name for kind, name, layer in names if _draws_random_numbers(kind, layer))
+    own = [model, *(layer for layer in layers if layer is not model)]  # the model's own steps too
+    with_tensorflow = [(getattr(layer, "name", "?"), layer) for layer in own]
     return {
         "batch_statistics_layers": tuple(
             name for kind, name, layer in names
             if "BatchNormalization" in kind and not getattr(layer, "synchronized", False) and getattr(layer, "trainable", True)
         ),
-        "random_layers": tuple(name for kind, name, layer in names if _draws_random_numbers(kind, layer)),
+        "random_layers": random_layers,
+        "tf_random_layers": tuple(
+            name for name, layer in with_tensorflow if name not in random_layers and _draws_with_tensorflow(layer)
+        ),
     }
 
 

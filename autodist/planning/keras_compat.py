@@ -269,7 +269,10 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "test_step (or Keras's, when the model defines compute_loss), autodist keeps each "
                 "loss the replica's mean, as on one device, and divides the gradients the "
                 "optimizer applies by the replicas; a step that divides by the global batch "
-                "itself (tf.nn.compute_average_loss) keeps its gradients."
+                "itself (tf.nn.compute_average_loss) keeps its gradients. Keras's own train_step divides a "
+                "keras.losses loss a layer computes in call() and passes to add_loss (keras.io's endpoint "
+                "layer) twice, so History reads 1/N of one device's and its gradients are 1/N: autodist keeps "
+                "such a loss the replica's mean, and Keras's sum of the model's losses divides it once."
             ),
             affected=_ALL, touches=("keras.own_steps",),
             if_fixed="a step whose losses Keras no longer divides trains with the mean of the replicas' gradients, as one device",

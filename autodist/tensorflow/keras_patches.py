@@ -39,7 +39,7 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "batchnorm_moving_statistics": keras_variables.patch_batchnorm_moving_statistics,
     "seed_state_aggregation": keras_variables.patch_seed_state_aggregation,
     "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(autodist_trains_under),
-    "own_step_replica_mean": patch_own_steps,
+    "own_step_replica_mean": lambda: patch_own_steps(autodist_trains_under),
     "optimizer_built_in_step": patch_optimizer_build,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed, prepare=_own_steps_under_autodist),
     "batches_copied": patch_batches_copied,

@@ -19,7 +19,15 @@ Inside a step of the model's own (:func:`own_steps`), the patches make every los
 replica's mean, as on one device (no division by the replicas), and divide the gradients the
 optimizer applies by the replicas, so that their sum is the global batch's mean gradient. A
 step that divides by the global batch itself (``tf.nn.compute_average_loss``) keeps its
-gradients as they are. Outside such a step nothing changes.
+gradients as they are.
+
+Keras's own ``train_step`` gets the endpoint-layer pattern wrong the same way (keras.io's
+"Endpoint layer pattern"): a ``keras.losses`` loss a layer computes in ``call`` and passes to
+``add_loss`` is divided by the replicas, and divided again when Keras sums the model's losses
+(``_aggregate_additional_loss``), so its History reads 1/N of one device's and its gradients are
+1/N (hidden under Adam, which ignores a gradient's scale). Inside a layer's ``call`` a
+``keras.losses`` loss is the replica's mean, and Keras's sum divides it once. Elsewhere nothing
+changes.
 
 Example:
     >>> def step(data):
@@ -37,7 +45,7 @@ from typing import Any
 from autodist.upstream.surface import available
 from autodist.process import STATE
 
-__all__ = ["OWN_STEP_METHODS", "in_own_step", "own_steps", "own_steps_wrap", "patch_own_steps"]
+__all__ = ["OWN_STEP_METHODS", "in_layer_call", "in_own_step", "own_steps", "own_steps_wrap", "patch_own_steps"]
 
 #: The methods a model's class may define that make its steps its own.
 OWN_STEP_METHODS = ("train_step", "test_step", "compute_loss")
@@ -103,9 +111,11 @@ def _divided(grads: Any, replicas: int) -> list[Any]:
     return [one(grad) for grad in grads]
 
 
-def patch_own_steps() -> bool:
+def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> bool:
     """Install the patches (Keras's loss scaling, ``BaseOptimizer.apply`` and
-    ``LossScaleOptimizer.apply``; each acts only in a step of a model's own). On Keras 3.3-3.7,
+    ``LossScaleOptimizer.apply``; each acts only in a step of a model's own, and the loss scaling
+    in a layer's ``call`` under a strategy for which ``applies(strategy)``: autodist's, or the
+    script's once autodist.fit trained under it). On Keras 3.3-3.7,
     whose losses are not divided by the replicas, the workaround ``distributed_gradients``
     divides ``fit``'s loss in ``optimizer.scale_loss``; it asks :func:`in_own_step` and leaves a
     step of the model's own alone. Idempotent; ``False`` where the touch is off."""
@@ -121,7 +131,8 @@ def patch_own_steps() -> bool:
         original = getattr(loss_module, name, None)
         if original is not None:
             STATE.originals(__name__)[name] = original
-            setattr(loss_module, name, _unless_own_step(original))
+            in_layers = applies if name.startswith("scale") else None  # Keras divides; nothing unscales in a layer
+            setattr(loss_module, name, _unless_own_step(original, in_layers=in_layers))
     from keras.src.optimizers import loss_scale_optimizer
 
     # A LossScaleOptimizer applies through its inner optimizer, in the merge call's own threads
@@ -158,8 +169,28 @@ def _dividing(original_apply: Callable[..., Any]) -> Callable[..., Any]:
     return apply
 
 
-def _unless_own_step(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def in_layer_call() -> bool:
+    """Whether the code running (being traced) is inside a layer's ``call`` (Keras's call context
+    of this thread: each replica's own under MirroredStrategy)."""
+    from keras.src.backend.common import global_state
+
+    return global_state.get_global_attribute("current_call_ctx") is not None
+
+
+def _unless_own_step(
+    original: Callable[[Any], Any], *, in_layers: Callable[[Any], bool] | None = None
+) -> Callable[[Any], Any]:
+    """``original`` (Keras's scaling of a loss for the replicas), except in a step of the model's
+    own and, under a strategy for which ``in_layers(strategy)``, in a layer's ``call``: a
+    ``keras.losses`` loss a layer computes there is passed to ``add_loss`` (the endpoint-layer
+    pattern), which Keras divides by the replicas when it sums the model's losses, or to a metric."""
+
+    def in_layers_here() -> bool:
+        import tensorflow as tf
+
+        return in_layers is not None and in_layer_call() and in_layers(tf.distribute.get_strategy())
+
     def scaled(value: Any) -> Any:
-        return value if in_own_step() else original(value)
+        return value if in_own_step() or in_layers_here() else original(value)
 
     return scaled

@@ -307,13 +307,16 @@ TOUCHES: dict[str, Touch] = {
              "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss"),
             "the workaround own_step_replica_mean: in a train_step or test_step of the model's own, Keras divides a "
             "keras.losses loss by the replicas (3.8 and later: scale_loss_for_distribution; 3.3-3.7: fit's loss in "
-            "scale_loss with distributed_gradients) and a loss the step computes itself not",
+            "scale_loss with distributed_gradients) and a loss the step computes itself not; in a layer's call "
+            "(reading Keras's call context), a keras.losses loss passed to add_loss is divided twice (3.8 and later)",
             _K3 + "; scale_loss_for_distribution from 3.8",
             "a model's own train_step or test_step trains and records its losses as Keras makes them under a strategy: "
-            "steps N times one device's, or losses at 1/N (not warned: the plan lists the workaround)",
+            "steps N times one device's, or losses at 1/N; a layer's add_loss of a keras.losses loss reads 1/N in "
+            "History, with gradients 1/N (not warned: the plan lists the workaround)",
             _KC + "test_still_needed_own_step_replica_mean",
             _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
-                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss", "keras.src.losses.loss.reduce_values"),
+                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss", "keras.src.losses.loss.reduce_values",
+                     "keras.src.backend.common.global_state.get_global_attribute"),
         ),
         Touch(
             "keras.trainer_loops", "keras",

@@ -15,6 +15,7 @@ Around the program, never in it:
   ``AutodistWarning``;
 - ``keras.utils.set_random_seed(0)`` before the program, so its ways draw the same numbers;
 - with ``CORPUS_DRAWS=off``, Keras's random ops in a step give fixed values (``fix_draws``).
+- with ``CORPUS_FLOATX=float64``, Keras's default float is float64 (its layers compute in it).
 
 A notebook runs as its code cells in order (``program_text``). A program that makes its own
 strategy keeps it: that strategy is its hand-built way, so ``hand-built`` only gives it 2 devices.
@@ -66,7 +67,14 @@ def _summary(value) -> dict:
 
 
 def _recorded(name, record):
-    original = getattr(keras.Model, name)
+    # Keras's method as it is when called, not as it was when this ran: autodist replaces the
+    # trainer's evaluate and predict once it trains (every_replica_fed), after this wrapper is made.
+    own = vars(keras.Model).get(name)
+
+    def original(self, *args, **kwargs):
+        if own is not None:
+            return own(self, *args, **kwargs)
+        return getattr(super(keras.Model, self), name)(*args, **kwargs)
 
     def method(self, *args, **kwargs):
         if name == "fit" and kwargs.get("epochs", 1) > kwargs.get("initial_epoch", 0) + EPOCHS:
@@ -109,7 +117,8 @@ def fix_draws() -> None:
     """``CORPUS_DRAWS=off``: inside a traced step, Keras's random ops with a layer's seed (a
     ``SeedGenerator``, or none: Keras's global one) give fixed values (dropout keeps its input, a
     normal draw its mean, a uniform one its middle, a shuffle its order), so two ways that differ
-    then differ by more than their random numbers. An initializer's draws (a numeric seed, made
+    then differ by more than their random numbers. TensorFlow's ``tf.random`` draws inside a traced
+    function are fixed the same way. An initializer's draws (a numeric seed, made
     inside the step when a model builds there) and eager draws stay as they are."""
     from keras.src import backend
     from keras.src.backend.tensorflow import random as draws
@@ -140,6 +149,29 @@ def fix_draws() -> None:
     fixed("dropout", lambda inputs, rate, noise_shape=None, seed=None: inputs)
     fixed("shuffle", lambda x, axis=0, seed=None: x)
 
+    # TensorFlow's stateful draws in a layer's call or a step of the program's own (keras.io's VAE):
+    # inside a traced function, fixed the same way; eager draws (data, initial values) stay.
+    def tf_fixed(name, value):
+        original = getattr(tf.random, name)
+
+        def draw(*args, **kwargs):
+            return value(*args, **kwargs) if tf.inside_function() else original(*args, **kwargs)
+
+        setattr(tf.random, name, draw)
+
+    def mean_of(shape, mean=0.0, stddev=1.0, dtype=tf.float32, seed=None, name=None):
+        return fill(shape, mean, dtype)
+
+    tf_fixed("normal", mean_of)
+    tf_fixed("truncated_normal", mean_of)
+    tf_fixed(
+        "uniform",
+        lambda shape, minval=0, maxval=None, dtype=tf.float32, seed=None, name=None: fill(
+            shape, (minval + (1 if maxval is None else maxval)) / 2, dtype
+        ),
+    )
+    tf_fixed("shuffle", lambda value, seed=None, name=None: value)
+
 
 def main() -> None:
     from tests.corpus import stand_ins
@@ -148,6 +180,8 @@ def main() -> None:
     stand_ins.install()
     if os.environ.get("CORPUS_DRAWS") == "off":
         fix_draws()
+    if os.environ.get("CORPUS_FLOATX"):
+        keras.config.set_floatx(os.environ["CORPUS_FLOATX"])  # float64: the rounding of float32 sums out of the way
     keras.utils.set_random_seed(0)
     text = program_text(PROGRAM)
     if WAY == "autodist":

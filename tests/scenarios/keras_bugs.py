@@ -319,6 +319,54 @@ def _against_one_device(model, one, x, patched: bool, losses: tuple[str, ...]) -
     }
 
 
+class LogisticEndpoint(keras.layers.Layer):
+    """keras.io's "Endpoint layer pattern": a layer that computes a ``keras.losses`` loss in its
+    ``call`` and passes it to ``add_loss``."""
+
+    def __init__(self):
+        super().__init__()
+        self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+
+    def call(self, logits, targets):
+        self.add_loss(self.loss_fn(targets, logits))
+        return keras.ops.sigmoid(logits)
+
+
+def _endpoint_model():
+    inputs, targets = keras.Input((4,), name="inputs"), keras.Input((1,), name="targets")
+    model = keras.Model([inputs, targets], LogisticEndpoint()(keras.layers.Dense(1)(inputs), targets))
+    model.compile(optimizer=keras.optimizers.SGD(0.5))
+    return model
+
+
+def endpoint_against_one_device(adopted: bool = False) -> dict:
+    """The endpoint-layer model trained 2 epochs with SGD under Mirrored and on one device from
+    the same weights: the largest weight gap and the last loss's ratio to one device's. With
+    ``adopted``, the strategy is one autodist trains under (autodist.fit adopted it)."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    if adopted:
+        from autodist.tensorflow.keras_patches import trains_under
+
+        trains_under(strategy)
+    rng = np.random.default_rng(3)
+    data = {
+        "inputs": rng.normal(size=(64, 4)).astype("float32"),
+        "targets": rng.integers(0, 2, (64, 1)).astype("float32"),
+    }
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = _endpoint_model()
+    one = _endpoint_model()
+    one.set_weights(model.get_weights())
+    mirrored = model.fit(data, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    single = one.fit(data, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    pairs = zip(model.get_weights(), one.get_weights(), strict=True)
+    return {
+        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in pairs),
+        "loss_ratio": mirrored["loss"][-1] / single["loss"][-1],
+    }
+
+
 class TwoOptimizers(OwnStep):
     """The 'customizing fit' guide's GAN pattern without its randomness: the step updates its
     halves with optimizers of its own (Adam, whose slots its first ``apply`` builds), not the
@@ -576,6 +624,7 @@ def main() -> None:
         "gradient_gaps_unpatched": case(mirrored_gradient_gaps),
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
+        "endpoint_unpatched": case(endpoint_against_one_device),
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
@@ -597,6 +646,8 @@ def main() -> None:
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
+    results["endpoint_plain_strategy_patched"] = case(endpoint_against_one_device)
+    results["endpoint_patched"] = case(endpoint_against_one_device, adopted=True)
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     results["structured_patched"] = case(structured_against_one_device)
