@@ -221,3 +221,48 @@ def test_evaluate_and_predict_batches_feed_every_replica(samples, batch_size, re
         assert replicas == 1 or all(min(_shares(batch, replicas)) >= 1 for batch in keras_batches)
     elif copies == 1:
         assert size != batch_size and replicas <= size <= samples
+
+
+class BatchDot(keras.Model):
+    """keras.io's collaborative filtering model: ``ops.tensordot(users, movies, 2)`` sums over the
+    whole batch, so each sample's output depends on the rest of its batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.users = keras.layers.Embedding(10, 4, embeddings_initializer="he_normal")
+        self.movies = keras.layers.Embedding(10, 4, embeddings_initializer="he_normal")
+        self.bias = keras.layers.Embedding(10, 1)
+
+    def call(self, inputs):
+        dot = keras.ops.tensordot(self.users(inputs[:, 0]), self.movies(inputs[:, 1]), 2)
+        return keras.ops.sigmoid(dot + self.bias(inputs[:, 0]))
+
+
+def test_a_model_whose_output_mixes_its_batch_is_measured_and_warned_and_one_that_does_not_is_not():
+    """The probe runs the model in inference on 4 of the caller's samples and on their halves: a
+    batch-wide sum differs, per-sample layers (LayerNormalization, BatchNormalization in
+    inference) do not; a model it cannot run without moving a seed or a state is not run."""
+    import numpy as np
+
+    from autodist.tensorflow.batch_probe import MIXES_BATCH, batch_mixing_check, mixing_gap
+
+    ids = np.random.default_rng(0).integers(0, 10, (16, 2))
+    mixing = BatchDot()
+    mixing(ids[:4])
+    assert mixing_gap(mixing, ids[:4]) > 1e-3
+    features = np.random.default_rng(1).normal(size=(16, 3)).astype("float32")
+    normalised = [keras.layers.LayerNormalization(), keras.layers.BatchNormalization()]
+    per_sample = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), *normalised, keras.layers.Dense(1)])
+    assert mixing_gap(per_sample, features[:4]) == 0.0
+    dropped = keras.Sequential([keras.Input((3,)), keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    assert mixing_gap(dropped, features[:4]) is None and mixing_gap(BatchDot(), ids[:4]) is None  # random; not built
+    assert batch_mixing_check(keras, ids, 1, 8) is None and batch_mixing_check(keras, ids[:3], 2, 8) is None
+    check = batch_mixing_check(keras, ids, 2, 8)
+    check.set_model(mixing)
+    with pytest.warns(Warning) as caught:
+        check.on_train_begin()
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and said[0].startswith(MIXES_BATCH.split("{")[0]), said
+    assert "each computes on its share (8 samples), where one device computes on the global batch of 16" in said[0]
+    check.set_model(per_sample)
+    check.on_train_begin()  # nothing said (pytest turns an AutodistWarning into an error here)

@@ -39,6 +39,7 @@ from autodist.tensorflow.current_strategy import complete as complete_activation
 from autodist.core.fit_call import FitCall
 from autodist.core.batching import own_shard, shared_shuffle_seed
 from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
+from autodist.tensorflow.batch_probe import batch_mixing_check
 from autodist.tensorflow.comm_check import check_communication
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.core.inputs import TrainingInput, fit_steps, input_notes, is_array_like, length_unknown, prepare_input
@@ -215,6 +216,8 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     try:
         saves = guard.ray_saves if guard is not None else None
         callbacks = final_callbacks(keras, duties.prepare(given), ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint, ray_saves=saves)
+        probe = batch_mixing_check(keras, call.x, the_plan.num_replicas, the_plan.per_replica_batch_size)
+        callbacks += [probe] if probe is not None else []
         with distribution.scope():
             if guard is None:
                 history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})
