@@ -143,6 +143,23 @@ def test_still_needed_own_step_replica_mean(upstream):
         assert abs(plain["loss_ratio"] - 0.5) <= 0.05, plain
 
 
+def test_still_needed_global_seed_in_replicas(upstream):
+    """The Keras guide's VAE Sampling layer (keras.random.normal without a seed) under a hand-built
+    MirroredStrategy fails in its first step, each replica's thread making Keras's global
+    SeedGenerator; under a strategy autodist trains under it trains, each replica drawing its own
+    noise; under one autodist neither made nor adopted it fails as before."""
+    found = error(upstream["unseeded_draws_unpatched"])
+    if affects("global_seed_in_replicas", upstream):
+        assert "singleton tf.Variables" in found or "tf.Variable" in found, (
+            f"an unseeded keras.random draw in a step trains under Mirrored upstream now ({found[:300]}): "
+            "remove 'global_seed_in_replicas'"
+        )
+    plain = error(upstream["unseeded_draws_plain_strategy_patched"])
+    assert ("singleton tf.Variables" in plain) == ("singleton tf.Variables" in found), plain
+    patched = upstream["unseeded_draws_patched"]
+    assert error(patched) == "" and patched["same_draws"] is False, patched
+
+
 def test_still_needed_optimizer_built_in_step(upstream):
     """The guide's GAN pattern (a step that updates with Adams of its own, built by their first
     apply) under a hand-built MirroredStrategy fails at its first step; with autodist's steps it

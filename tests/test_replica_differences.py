@@ -124,15 +124,15 @@ def test_tensorflow_draws_in_a_users_layer_or_step_are_read_and_warned():
     z = TensorFlowSampling(name="sampling")([keras.layers.Dense(2)(inputs), keras.layers.Dense(2)(inputs)])
     z = StatelessDraws(name="stateless")(z)
     info = describe_model(_compiled(keras.Model(inputs, z)))
-    assert info.tf_random_layers == ("sampling",) and info.random_layers == (), info
+    assert info.own_draw_layers == ("sampling",) and info.random_layers == (), info
     step = TensorFlowNoiseStep()
-    assert describe_model(step).tf_random_layers == (step.name,)
+    assert describe_model(step).own_draw_layers == (step.name,)
     dropout = keras.Sequential([keras.Input((3,)), keras.layers.Dropout(0.5)])
-    assert describe_model(_compiled(dropout)).tf_random_layers == ()
-    _, warned = split_notes(4, 8, (), (), "keras3", tf_random_layers=info.tf_random_layers)
-    assert len(warned) == 1 and "sampling draw with TensorFlow's random ops" in warned[0], warned
+    assert describe_model(_compiled(dropout)).own_draw_layers == ()
+    _, warned = split_notes(4, 8, (), (), "keras3", own_draw_layers=info.own_draw_layers)
+    assert len(warned) == 1 and "sampling draw random numbers in their own code" in warned[0], warned
     assert "4 replicas (8 samples each), each replica from its own stream" in warned[0], warned
-    assert split_notes(1, 8, (), (), "keras3", tf_random_layers=info.tf_random_layers) == ((), ())
+    assert split_notes(1, 8, (), (), "keras3", own_draw_layers=info.own_draw_layers) == ((), ())
 
 
 def test_frozen_batchnorm_is_not_a_difference_and_a_fine_tuned_one_is():

@@ -44,7 +44,7 @@ class ModelInfo:
     variables: tuple[tuple[str, tuple[int, ...]], ...] = ()  # trainable (path, shape), Keras 3
     batch_statistics_layers: tuple[str, ...] = ()  # BatchNormalization not synchronized: per-replica batch
     random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
-    tf_random_layers: tuple[str, ...] = ()  # the user's layers (or model) whose call or steps draw with tf.random
+    own_draw_layers: tuple[str, ...] = ()  # the user's layers (or model) drawing in call or steps: tf.random, unseeded keras.random
     own_train_step: bool = False  # the model's class overrides train_step
     own_steps: tuple[str, ...] = ()  # which of train_step, test_step, compute_loss the model's class defines
     own_steps_read_replicas: bool = False  # one of them reads num_replicas_in_sync (scales by the replicas itself)
@@ -198,18 +198,22 @@ def _draws_random_numbers(kind: str, layer: Any) -> bool:
     return (known or owns_seed_generators(layer)) and getattr(layer, "rate", None) != 0
 
 
-#: A draw with one of TensorFlow's stateful random ops, named in a method's source: each replica's
-#: op gets a seed of its own under a strategy (independent draws, not one device's).
-_TF_DRAW = re.compile(
+#: A draw named in a method's source: one of TensorFlow's stateful random ops (each replica's op
+#: gets a seed of its own under a strategy) or a ``keras.random`` draw (a layer's own
+#: SeedGenerator is read from the layer; without one, Keras's global one): independent draws on
+#: each replica, not one device's.
+_OWN_DRAW = re.compile(
     r"\btf\.(random\.(normal|uniform|truncated_normal|categorical|shuffle|gamma|poisson)|nn\.dropout)\s*\("
+    r"|(?<![\w.])(keras\.)?random\.(normal|uniform|truncated_normal|categorical|randint|shuffle|dropout|gamma|binomial|beta)\s*\("
 )
 
 
-def _draws_with_tensorflow(layer: Any) -> bool:
+def _draws_in_own_code(layer: Any) -> bool:
     """Whether a class of the caller's own that ``layer`` (or a model) is, between its class and
-    Keras's, draws with TensorFlow's stateful random ops (``tf.random.normal``, ...) in its
-    ``call`` or its own steps, as read from their source (keras.io's VAE sampling layer, a GAN's
-    ``train_step``). ``False`` when the source cannot be read."""
+    Keras's, draws random numbers in its ``call`` or its own steps, as read from their source:
+    TensorFlow's stateful random ops (``tf.random.normal``: keras.io's VAE sampling layer, a GAN's
+    ``train_step``) or ``keras.random`` (the Keras guide's VAE, without a seed). ``False`` when the
+    source cannot be read."""
     import inspect
 
     for cls in type(layer).__mro__:
@@ -218,7 +222,7 @@ def _draws_with_tensorflow(layer: Any) -> bool:
         for name in ("call", "train_step", "test_step"):
             if name in vars(cls):
                 try:
-                    if _TF_DRAW.search(inspect.getsource(vars(cls)[name])):
+                    if _OWN_DRAW.search(inspect.getsource(vars(cls)[name])):
                         return True
                 except (OSError, TypeError):
                     continue
@@ -247,8 +251,8 @@ def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
             if "BatchNormalization" in kind and not getattr(layer, "synchronized", False) and getattr(layer, "trainable", True)
         ),
         "random_layers": random_layers,
-        "tf_random_layers": tuple(
-            name for name, layer in with_tensorflow if name not in random_layers and _draws_with_tensorflow(layer)
+        "own_draw_layers": tuple(
+            name for name, layer in with_tensorflow if name not in random_layers and _draws_in_own_code(layer)
         ),
     }
 

@@ -172,15 +172,16 @@ def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | No
 def split_notes(
     num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None,
     own_steps: tuple[str, ...] = (), summed_steps: str | None = None, mixed_precision: str | None = None,
-    independent_draws: bool = False, tf_random_layers: tuple[str, ...] = (),
+    independent_draws: bool = False, own_draw_layers: tuple[str, ...] = (),
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
     opt-in); Keras 3's random layers (Dropout, noise, augmentation) draw one mask or transform
     for every replica, or with ``independent_draws`` (the workaround ``replica_random_streams``)
     each replica its own, still not one device's numbers (a warning; tf_keras: a note); layers or
-    steps of the caller's own that draw with TensorFlow's random ops (``tf_random_layers``) draw
-    each replica's own numbers (a warning); a Keras 3 step of the caller's own
+    steps of the caller's own that draw in their own code (``own_draw_layers``: ``tf.random``, or
+    ``keras.random`` without a seed) draw each replica's own numbers (a warning); a Keras 3 step of
+    the caller's own
     (``own_steps``: the methods, when the workaround ``own_step_replica_mean`` does not run them
     as on one device) records losses divided by the replicas (a warning), or, on a Keras that
     divides no loss by the replicas (``summed_steps``: its version, 3.3-3.7), takes steps N times
@@ -210,8 +211,8 @@ def split_notes(
     elif random_layers:
         template = INDEPENDENT_DRAWS if independent_draws else SAME_MASKS
         warned += (template.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)
-    if tf_random_layers:
-        warned += (TF_DRAWS.format(names=_names(tf_random_layers), per_replica=per_replica, num_replicas=num_replicas),)
+    if own_draw_layers:
+        warned += (OWN_DRAWS.format(names=_names(own_draw_layers), per_replica=per_replica, num_replicas=num_replicas),)
     if own_steps and keras_flavor == "keras3":
         template = SUMMED_STEPS if summed_steps else SCALED_LOSS
         warned += (template.format(num_replicas=num_replicas, keras_version=summed_steps, methods="/".join(own_steps)),)
@@ -283,13 +284,14 @@ INDEPENDENT_DRAWS = (
     "one device's numbers"
 )
 
-#: A layer's call or a step of the user's own that draws with TensorFlow's stateful random ops
-#: (keras.io's VAE: tf.random.normal): under a strategy each replica's op has a seed of its own.
-TF_DRAWS = (
-    "{names} draw with TensorFlow's random ops (tf.random.normal, ...) on {num_replicas} replicas "
-    "({per_replica} samples each), each replica from its own stream (TensorFlow gives each replica's op "
-    "a seed of its own): the draws are independent, as one device's are for the whole batch, and "
-    "reproducible from keras.utils.set_random_seed, but they are not one device's numbers, so training "
+#: A layer's call or a step of the user's own that draws in its own code (keras.io's VAE:
+#: tf.random.normal; the Keras guide's: keras.random.normal without a seed): under a strategy each
+#: replica's TensorFlow op has a seed of its own, and autodist folds the replica's id into Keras's.
+OWN_DRAWS = (
+    "{names} draw random numbers in their own code (tf.random.normal, or keras.random without a seed) on "
+    "{num_replicas} replicas ({per_replica} samples each), each replica from its own stream (TensorFlow gives "
+    "each replica's op a seed of its own; autodist folds the replica's id into Keras's): the draws are "
+    "independent, as one device's are for the whole batch, and reproducible from keras.utils.set_random_seed, but they are not one device's numbers, so training "
     "differs from model.fit's by its randomness. Train on one replica (strategy='default' or "
     "'one_device') for one device's numbers"
 )

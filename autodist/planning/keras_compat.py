@@ -306,6 +306,21 @@ WORKAROUNDS: dict[str, Workaround] = {
             if_fixed="a replica's draws from a seed folded with its id are as independent as Keras's own",
         ),
         Workaround(
+            name="global_seed_in_replicas",
+            upstream="Keras 3's global SeedGenerator (keras.random without a seed) under tf.distribute",
+            summary=(
+                "keras.random.normal and the other draws without a seed use Keras's global SeedGenerator, which Keras"
+                " keeps in thread-local state and makes at its first use. A layer that draws so in its call (the Keras"
+                " guide's VAE Sampling layer) makes it inside the first step; under MirroredStrategy each replica's"
+                " thread makes one of its own, and TensorFlow refuses the second ('tf.function only supports singleton"
+                " tf.Variables created on the first call'), where one device trains. autodist makes it once, in the"
+                " main thread, outside the step and under the strategy, at the same point as one device, and every"
+                " replica draws from it (each its own stream, with replica_random_streams)."
+            ),
+            affected=_ALL, touches=("keras.global_seed_generator",),
+            if_fixed="a global SeedGenerator made once for the replicas is the one each would have used",
+        ),
+        Workaround(
             name="every_replica_fed",
             upstream="Keras 3 evaluate/predict under tf.distribute (a batch with fewer samples than replicas)",
             summary=(
@@ -452,7 +467,7 @@ def compile_overrides(
 PATCHES = (
     "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build", "symbolic_build_reads_input",
     "no_call_symbolic_build", "own_step_replica_mean", "optimizer_built_in_step", "every_replica_fed", "batches_copied", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
-    "replica_random_streams",
+    "replica_random_streams", "global_seed_in_replicas",
 )  # fmt: skip
 
 

@@ -78,7 +78,7 @@ def _can_probe(model: Any) -> bool:
     if any(getattr(layer, "stateful", False) is True for layer in all_layers(model)):
         return False
     info = describe_model(model)
-    return not (info.random_layers or info.tf_random_layers)
+    return not (info.random_layers or info.own_draw_layers)
 
 
 def mixing_gap(model: Any, sample: Any) -> float | None:

@@ -43,6 +43,7 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "optimizer_built_in_step": patch_optimizer_build,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed, prepare=_own_steps_under_autodist),
     "batches_copied": patch_batches_copied,
+    "global_seed_in_replicas": lambda: keras_variables.patch_global_seed_in_replicas(autodist_trains_under),
 })
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "maps_aggregation",
     "patch_aggregating_variable_updates",
     "patch_batchnorm_moving_statistics",
+    "patch_global_seed_in_replicas",
     "patch_replica_random_streams",
     "patch_seed_state_aggregation",
     "patch_variable_aggregation",
@@ -260,4 +261,52 @@ def patch_replica_random_streams(applies: Callable[[Any], bool]) -> bool:
 
     SeedGenerator.next = next  # type: ignore[method-assign]
     STATE.originals(__name__)["seed_draws"] = original
+    return True
+
+
+def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> bool:
+    """Give every replica's step Keras's one global ``SeedGenerator`` (what ``keras.random.normal``
+    and the other draws without a ``seed`` use, as the Keras guide's VAE ``Sampling`` layer does).
+    Keras keeps it in thread-local state and makes it at its first use; under MirroredStrategy each
+    replica's thread then makes one of its own inside the step being traced, and TensorFlow refuses
+    the second ("tf.function only supports singleton tf.Variables created on the first call"), where
+    one device trains. In a replica's step under a strategy for which ``applies(strategy)``, it is
+    made (or found) once in the main thread, in a merge call, outside the step and under the
+    strategy, as one device makes it at the same point (where one was made earlier under another
+    strategy, one from the same seed under this one); each replica then draws from it (its own stream with
+    ``replica_random_streams``). Anywhere else Keras's own. Idempotent; ``False`` where
+    the touch is off."""
+    if "global_seed" in STATE.originals(__name__):
+        return True
+    if not available("keras.global_seed_generator"):
+        return False
+    import tensorflow as tf
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
+
+    original = seed_generator.global_seed_generator
+    name = getattr(seed_generator, "GLOBAL_SEED_GENERATOR", "global_seed_generator")
+
+    def global_seed_generator() -> Any:
+        found = global_state.get_global_attribute(name)
+        if found is not None or _replica_in_sync() is None or not applies(tf.distribute.get_strategy()):
+            return original()
+
+        def made_once(strategy: Any) -> Any:  # the main thread: its own, made there the first time
+            with tf.init_scope(), strategy.scope():
+                made = original()
+                if strategy.extended.variable_created_in_scope(made.state.value):
+                    return made
+                # made under another strategy (an earlier fit's), whose variables this one cannot read:
+                # one of this strategy's from the same seed (its stream starts again)
+                moved = seed_generator.SeedGenerator(seed=getattr(made, "_initial_seed", None))
+                global_state.set_global_attribute(name, moved)
+                return moved
+
+        found = tf.distribute.get_replica_context().merge_call(made_once)
+        global_state.set_global_attribute(name, found)  # this replica thread's reference, for its later draws
+        return found
+
+    seed_generator.global_seed_generator = global_seed_generator
+    STATE.originals(__name__)["global_seed"] = original
     return True

@@ -290,6 +290,19 @@ TOUCHES: dict[str, Touch] = {
             _present("keras.src.random.seed_generator.SeedGenerator.next"),
         ),
         Touch(
+            "keras.global_seed_generator", "keras",
+            ("keras.src.random.seed_generator.global_seed_generator",),
+            "the workaround global_seed_in_replicas: Keras makes its global SeedGenerator (keras.random draws without a "
+            "seed) at its first use in thread-local state, so each replica's thread of a MirroredStrategy step makes "
+            "one of its own, which TensorFlow refuses",
+            "Keras 3.3.3, 3.8.0 and 3.15.1",
+            "a model that draws with keras.random without a seed in its step (the Keras guide's VAE Sampling layer) "
+            "fails under a replicated strategy as with plain Keras ('tf.function only supports singleton tf.Variables'); "
+            "give the layer a SeedGenerator of its own (seed=self.seed_generator)",
+            _KC + "test_still_needed_global_seed_in_replicas",
+            _present("keras.src.random.seed_generator.global_seed_generator", "keras.src.backend.common.global_state.set_global_attribute"),
+        ),
+        Touch(
             "keras.optimizer_build", "keras",
             ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.base_optimizer.BaseOptimizer.build"),
             "the workaround optimizer_built_in_step: an optimizer first applied inside a step (a GAN's two optimizers) "

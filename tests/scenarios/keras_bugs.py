@@ -319,6 +319,37 @@ def _against_one_device(model, one, x, patched: bool, losses: tuple[str, ...]) -
     }
 
 
+class UnseededSampling(keras.layers.Layer):
+    """The Keras guide's VAE ``Sampling`` layer: ``keras.random.normal`` without a seed (Keras's
+    global SeedGenerator, made at its first use)."""
+
+    def call(self, inputs):
+        return inputs + keras.random.normal(keras.ops.shape(inputs))
+
+
+def unseeded_draws_fit(adopted: bool = False) -> dict:
+    """A model with that layer trained one epoch under Mirrored (``adopted``: a strategy autodist
+    trains under): its loss and how alike the two replicas' noise was (1.0: the same draws)."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    if adopted:
+        from autodist.tensorflow.keras_patches import trains_under
+
+        trains_under(strategy)
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), UnseededSampling(), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(np.ones((32, 4), "float32"), np.ones((32, 1), "float32"), batch_size=16, epochs=1, verbose=0)
+    noise = model.layers[1]
+
+    @tf.function
+    def draws():
+        return strategy.run(lambda: noise(tf.zeros((4, 4))))
+
+    first, second = (t.numpy() for t in strategy.experimental_local_results(draws()))
+    return {"loss": history.history["loss"][-1], "same_draws": bool(np.allclose(first, second))}
+
+
 class LogisticEndpoint(keras.layers.Layer):
     """keras.io's "Endpoint layer pattern": a layer that computes a ``keras.losses`` loss in its
     ``call`` and passes it to ``add_loss``."""
@@ -625,6 +656,7 @@ def main() -> None:
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
         "endpoint_unpatched": case(endpoint_against_one_device),
+        "unseeded_draws_unpatched": case(unseeded_draws_fit),
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
@@ -648,6 +680,8 @@ def main() -> None:
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
     results["endpoint_plain_strategy_patched"] = case(endpoint_against_one_device)
     results["endpoint_patched"] = case(endpoint_against_one_device, adopted=True)
+    results["unseeded_draws_plain_strategy_patched"] = case(unseeded_draws_fit)
+    results["unseeded_draws_patched"] = case(unseeded_draws_fit, adopted=True)
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     results["structured_patched"] = case(structured_against_one_device)
