@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from autodist.detection.model_info import describe_model
+from autodist.log import warn_all
 from autodist.upstream.keras_models import all_layers
 
 __all__ = ["SAMPLES", "batch_mixing_check", "first_samples", "mixing_gap"]
@@ -131,8 +132,6 @@ def batch_mixing_check(keras_module: Any, x: Any, num_replicas: int, per_replica
 
     class BatchMixingCheck(keras_module.callbacks.Callback):
         def on_train_begin(self, logs: Any = None) -> None:
-            from autodist.log import warn_all
-
             gap = mixing_gap(self.model, sample)
             if gap is not None and gap > TOLERANCE:
                 global_batch = None if per_replica is None else per_replica * num_replicas

@@ -131,7 +131,9 @@ def fix_draws() -> None:
 
         def draw(*args, **kwargs):
             seed = signature.bind(*args, **kwargs).arguments.get("seed")
-            layers_draw = seed is None or isinstance(seed, SeedGenerator)  # an initializer's seed is a number
+            # a layer's seed: its SeedGenerator, one drawn from it (a tensor: augmentation layers), or
+            # none (Keras's global one); an initializer's seed is a number
+            layers_draw = seed is None or isinstance(seed, SeedGenerator) or tf.is_tensor(seed)
             return value(*args, **kwargs) if tf.inside_function() and layers_draw else original(*args, **kwargs)
 
         setattr(draws, name, draw)
