@@ -58,6 +58,12 @@ FLOAT64 = {
     "plain, float64": ("plain", None),
     "autodist, 2 replicas, float64": ("autodist", "2"),
 }
+#: Run when, with the draws fixed, autodist on 2 replicas is still apart from one device: the
+#: same two in float64 as well. Equal there, what was left is float32's rounding.
+DRAWS_OFF_FLOAT64 = {
+    "plain, draws fixed, float64": ("plain", None),
+    "autodist, 2 replicas, draws fixed, float64": ("autodist", "2"),
+}
 RANDOM_DRAWS = "each replica from its own stream"
 
 
@@ -104,11 +110,13 @@ def run(name: str, out: Path, ways: dict = WAYS) -> dict:
         env.update(
             PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {})
         )
-        env.update({"CORPUS_DRAWS": "off"} if ways is DRAWS_OFF else {})
-        env.update({"CORPUS_FLOATX": "float64"} if ways is FLOAT64 else {})
+        env.update({"CORPUS_DRAWS": "off"} if ways in (DRAWS_OFF, DRAWS_OFF_FLOAT64) else {})
+        env.update({"CORPUS_FLOATX": "float64"} if ways in (FLOAT64, DRAWS_OFF_FLOAT64) else {})
         env.update(CORPUS_OUT=str(out.resolve()))
         env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(SOURCES[name].get("samples", env.get("CORPUS_SAMPLES", 256))))
-        suffix = {id(DRAWS_OFF): "-fixed", id(AGAIN): "-again", id(FLOAT64): "-float64"}.get(id(ways), "")
+        suffixes = {id(DRAWS_OFF): "-fixed", id(AGAIN): "-again", id(FLOAT64): "-float64"}
+        suffixes[id(DRAWS_OFF_FLOAT64)] = "-fixed-float64"
+        suffix = suffixes.get(id(ways), "")
         label = f"{name}-{kind}-{devices}{suffix}"
         target, folder = out / f"{label}.json", out / label
         if target.exists() or os.environ.get("CORPUS_JUDGE_ONLY"):  # kept (CORPUS_KEEP): judged again, not run again
@@ -204,6 +212,13 @@ def rounded_apart(found: dict) -> bool:
     )
 
 
+def rounded_with_draws_fixed(found: dict) -> bool:
+    """Whether, with the draws fixed, autodist on 2 replicas trained apart from one device: the
+    case the draws-fixed float64 ways judge."""
+    plain_off, two_off = (found.get(way, {"outcome": "not run"}) for way in list(DRAWS_OFF)[:2])
+    return plain_off["outcome"] == two_off["outcome"] == "ran" and gap(plain_off, two_off) > TOLERANCE
+
+
 def verdict(found: dict) -> str:
     plain, one, two, hand = (found[way] for way in WAYS)
     if any(
@@ -238,6 +253,12 @@ def verdict(found: dict) -> str:
         plain_off, two_off, hand_off = (found.get(way, {"outcome": "not run"}) for way in DRAWS_OFF)
         if plain_off["outcome"] == two_off["outcome"] == "ran" and gap(plain_off, two_off) <= TOLERANCE:
             return f"warned: independent random draws ({apart:.2g} from one device; equal to it with the draws fixed)"
+        plain_64, two_64 = (found.get(way, {"outcome": "not run"}) for way in DRAWS_OFF_FLOAT64)
+        if plain_64["outcome"] == two_64["outcome"] == "ran" and gap(plain_64, two_64) <= TOLERANCE:
+            return (
+                f"warned: independent random draws ({apart:.2g} from one device; with the draws fixed "
+                f"{gap(plain_off, two_off):.2g} from it, float32's rounding: equal to it in float64)"
+            )
         if (
             hand_off["outcome"] == two_off["outcome"] == "ran"
             and gap(hand_off, two_off) <= TOLERANCE
@@ -323,6 +344,8 @@ def main(argv: list[str]) -> int:
                 found.update(run(name, Path(out), AGAIN))
             if drew_apart(found):
                 found.update(run(name, Path(out), DRAWS_OFF))
+                if rounded_with_draws_fixed(found):
+                    found.update(run(name, Path(out), DRAWS_OFF_FLOAT64))
             if rounded_apart(found) and not found["own_strategy"]:
                 found.update(run(name, Path(out), FLOAT64))
             said, line = row(name, found)
