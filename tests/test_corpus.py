@@ -94,6 +94,56 @@ def test_independent_draws_are_within_only_where_fixing_the_draws_leaves_one_dev
     assert corpus.verdict(drew).startswith("differs")  # the draws-fixed ways never ran
 
 
+def test_an_unwarned_gap_is_within_only_where_float64_shows_it_is_float32_rounding():
+    """autodist on 2 replicas = hand-built, apart from one device, nothing warned: within only when
+    the same two ways in float64 agree; a gap that float64 keeps (a model that mixes its batch) is
+    outside, and so is one the float64 ways never measured."""
+    rounded = _found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way(fits=((1.0, 0.6),)))
+    assert corpus.rounded_apart(rounded)
+    warned = _way(fits=((1.0, 0.6),), warnings=["w"])
+    assert not corpus.rounded_apart(_found(_way(), _way(), warned, _way(fits=((1.0, 0.6),))))
+    assert not corpus.rounded_apart(_found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way(fits=((1.0, 0.7),))))
+    equal64 = dict(zip(corpus.FLOAT64, (_way(), _way())))
+    said = corpus.verdict({**rounded, **equal64})
+    assert said.startswith("equal but for float32's rounding (0.1 from one device") and said.startswith(corpus.WITHIN)
+    kept = dict(zip(corpus.FLOAT64, (_way(), _way(fits=((1.0, 0.6),)))))
+    assert corpus.verdict({**rounded, **kept}) == "differs by 0.1 (not warned)"
+    assert corpus.verdict(rounded) == "differs by 0.1 (not warned)"
+
+
+def test_draws_fixed_and_still_apart_is_within_only_where_float64_with_the_draws_fixed_agrees():
+    crashed = _way(outcome="RuntimeError: optimizer")
+    drew = _found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=[RANDOM]), crashed)
+    fixed = dict(zip(corpus.DRAWS_OFF, (_way(), _way(fits=((1.0, 0.501),)), crashed)))
+    assert corpus.rounded_with_draws_fixed({**drew, **fixed})
+    assert corpus.verdict({**drew, **fixed}).startswith("differs by 0.1 (warned)")
+    agree = dict(zip(corpus.DRAWS_OFF_FLOAT64, (_way(), _way())))
+    assert corpus.verdict({**drew, **fixed, **agree}).startswith(
+        "warned: independent random draws (0.1 from one device; with the draws fixed 0.001 from it, float32's"
+    )
+    apart = dict(zip(corpus.DRAWS_OFF_FLOAT64, (_way(), _way(fits=((1.0, 0.501),)))))
+    assert corpus.verdict({**drew, **fixed, **apart}).startswith("differs by 0.1 (warned)")
+
+
+def test_a_way_writes_to_a_tmp_of_its_own_and_its_records_reach_the_runs_folder(tmp_path):
+    """Where this machine can make one (a private mount namespace): two ways writing the same
+    fixed /tmp path do not meet, and what a way writes to the run's folder stays there."""
+    import os
+    import subprocess
+
+    if not corpus.PRIVATE_TMP:
+        pytest.skip("no private mount namespace here (unshare -rm)")
+    out = tmp_path / "records"
+    out.mkdir()
+    script = "test ! -e /tmp/shared-name && touch /tmp/shared-name && echo $1 > $CORPUS_OUT/way-$1"
+    for way in ("one", "two"):
+        env = {**os.environ, "CORPUS_OUT": str(out)}
+        proc = subprocess.run([*corpus.PRIVATE_TMP, "sh", "-c", script, "sh", way], env=env, capture_output=True)
+        assert proc.returncode == 0, proc.stderr
+    assert sorted(path.name for path in out.iterdir()) == ["way-one", "way-two"]
+    assert not os.path.exists("/tmp/shared-name")
+
+
 def test_a_program_autodist_changes_on_one_device_or_one_that_records_less_is_outside():
     assert corpus.verdict(_found(_way(), _way(fits=((1.0, 0.6),)), _way(), _way())).startswith(
         "autodist on one device differs"
