@@ -131,7 +131,12 @@ def batch_mixing_check(keras_module: Any, x: Any, num_replicas: int, per_replica
         return None
 
     class BatchMixingCheck(keras_module.callbacks.Callback):
+        measured = False  # once per fit, though a resumed fit begins training more than once
+
         def on_train_begin(self, logs: Any = None) -> None:
+            if self.measured:
+                return
+            self.measured = True
             gap = mixing_gap(self.model, sample)
             if gap is not None and gap > TOLERANCE:
                 global_batch = None if per_replica is None else per_replica * num_replicas
