@@ -44,7 +44,7 @@ class ModelInfo:
     variables: tuple[tuple[str, tuple[int, ...]], ...] = ()  # trainable (path, shape), Keras 3
     batch_statistics_layers: tuple[str, ...] = ()  # BatchNormalization not synchronized: per-replica batch
     random_layers: tuple[str, ...] = ()  # layers that draw random numbers in training (Dropout, noise)
-    own_draw_layers: tuple[str, ...] = ()  # the user's layers (or model) drawing in call or steps: tf.random, unseeded keras.random
+    own_draw_layers: tuple[str, ...] = ()  # the user's layers (or model) that draw in call or steps themselves
     own_train_step: bool = False  # the model's class overrides train_step
     own_steps: tuple[str, ...] = ()  # which of train_step, test_step, compute_loss the model's class defines
     own_steps_read_replicas: bool = False  # one of them reads num_replicas_in_sync (scales by the replicas itself)
@@ -204,7 +204,8 @@ def _draws_random_numbers(kind: str, layer: Any) -> bool:
 #: each replica, not one device's.
 _OWN_DRAW = re.compile(
     r"\btf\.(random\.(normal|uniform|truncated_normal|categorical|shuffle|gamma|poisson)|nn\.dropout)\s*\("
-    r"|(?<![\w.])(keras\.)?random\.(normal|uniform|truncated_normal|categorical|randint|shuffle|dropout|gamma|binomial|beta)\s*\("
+    r"|(?<![\w.])(keras\.)?random\."
+    r"(normal|uniform|truncated_normal|categorical|randint|shuffle|dropout|gamma|binomial|beta)\s*\("
 )
 
 

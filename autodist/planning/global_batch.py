@@ -291,9 +291,10 @@ OWN_DRAWS = (
     "{names} draw random numbers in their own code (tf.random.normal, or keras.random without a seed) on "
     "{num_replicas} replicas ({per_replica} samples each), each replica from its own stream (TensorFlow gives "
     "each replica's op a seed of its own; autodist folds the replica's id into Keras's): the draws are "
-    "independent, as one device's are for the whole batch, and reproducible from keras.utils.set_random_seed, but they are not one device's numbers, so training "
-    "differs from model.fit's by its randomness. Train on one replica (strategy='default' or "
-    "'one_device') for one device's numbers"
+    "independent, as one device's are for the whole batch, and reproducible from "
+    "keras.utils.set_random_seed, but they are not one device's numbers, so training differs from "
+    "model.fit's by its randomness. Train on one replica (strategy='default' or 'one_device') for one "
+    "device's numbers"
 )
 
 #: A step of the model's own that scales by the replicas itself, as autodist's earlier warnings
