@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,23 +157,29 @@ def overrides(model: Any, method: str) -> bool:
     return False
 
 
-def _reads_replicas(model: Any, methods: tuple[str, ...]) -> bool:
-    """Whether the source of one of the model's own ``methods`` names ``num_replicas_in_sync``: a
-    step that scales its loss or metrics by the replicas itself. ``False`` when the source cannot
-    be read."""
+def _own_source_says(obj: Any, methods: tuple[str, ...], says: Callable[[str], Any]) -> bool:
+    """Whether the source of one of ``methods`` that a class of the caller's own defines (between
+    ``obj``'s class and Keras's) ``says`` what is asked. ``False`` when the source cannot be read."""
     import inspect
 
-    for cls in type(model).__mro__:
+    for cls in type(obj).__mro__:
         if cls.__module__.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins"):
             return False
         for name in methods:
             if name in vars(cls):
                 try:
-                    if "num_replicas_in_sync" in inspect.getsource(vars(cls)[name]):
+                    if says(inspect.getsource(vars(cls)[name])):
                         return True
                 except (OSError, TypeError):
                     continue
     return False
+
+
+def _reads_replicas(model: Any, methods: tuple[str, ...]) -> bool:
+    """Whether the source of one of the model's own ``methods`` names ``num_replicas_in_sync``: a
+    step that scales its loss or metrics by the replicas itself. ``False`` when the source cannot
+    be read."""
+    return _own_source_says(model, methods, lambda source: "num_replicas_in_sync" in source)
 
 
 def _mixed_policy(model: Any) -> str | None:
@@ -215,19 +222,7 @@ def _draws_in_own_code(layer: Any) -> bool:
     TensorFlow's stateful random ops (``tf.random.normal``: keras.io's VAE sampling layer, a GAN's
     ``train_step``) or ``keras.random`` (the Keras guide's VAE, without a seed). ``False`` when the
     source cannot be read."""
-    import inspect
-
-    for cls in type(layer).__mro__:
-        if cls.__module__.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins"):
-            return False
-        for name in ("call", "train_step", "test_step"):
-            if name in vars(cls):
-                try:
-                    if _OWN_DRAW.search(inspect.getsource(vars(cls)[name])):
-                        return True
-                except (OSError, TypeError):
-                    continue
-    return False
+    return _own_source_says(layer, ("call", "train_step", "test_step"), _OWN_DRAW.search)
 
 
 def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:

@@ -292,15 +292,20 @@ TOUCHES: dict[str, Touch] = {
         Touch(
             "keras.global_seed_generator", "keras",
             ("keras.src.random.seed_generator.global_seed_generator",),
-            "the workaround global_seed_in_replicas: Keras makes its global SeedGenerator (keras.random draws without a "
-            "seed) at its first use in thread-local state, so each replica's thread of a MirroredStrategy step makes "
+            "the workaround global_seed_in_replicas: Keras makes its global SeedGenerator "
+            "(keras.random draws without a seed) at its first use in thread-local state, so each replica's "
+            "thread of a MirroredStrategy step makes "
             "one of its own, which TensorFlow refuses",
             "Keras 3.3.3, 3.8.0 and 3.15.1",
             "a model that draws with keras.random without a seed in its step (the Keras guide's VAE Sampling layer) "
-            "fails under a replicated strategy as with plain Keras ('tf.function only supports singleton tf.Variables'); "
-            "give the layer a SeedGenerator of its own (seed=self.seed_generator)",
+            "fails under a replicated strategy as with plain Keras "
+            "('tf.function only supports singleton tf.Variables'); give the layer a SeedGenerator of its own "
+            "(seed=self.seed_generator)",
             _KC + "test_still_needed_global_seed_in_replicas",
-            _present("keras.src.random.seed_generator.global_seed_generator", "keras.src.backend.common.global_state.set_global_attribute"),
+            _present(
+                "keras.src.random.seed_generator.global_seed_generator",
+                "keras.src.backend.common.global_state.set_global_attribute",
+            ),
         ),
         Touch(
             "keras.optimizer_build", "keras",
@@ -328,7 +333,8 @@ TOUCHES: dict[str, Touch] = {
             "History, with gradients 1/N (not warned: the plan lists the workaround)",
             _KC + "test_still_needed_own_step_replica_mean",
             _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
-                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss", "keras.src.losses.loss.reduce_values",
+                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+                     "keras.src.losses.loss.reduce_values",
                      "keras.src.backend.common.global_state.get_global_attribute"),
         ),
         Touch(
