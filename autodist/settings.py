@@ -48,6 +48,7 @@ __all__ = [
     "cpu_devices_setting",
     "grace_setting",
     "keras_compat_mode",
+    "keras_compat_setting",
     "port_setting",
     "positive_int_setting",
     "steps_per_execution_setting",
@@ -83,7 +84,10 @@ SETTINGS: dict[str, str] = {
     PEER_TIMEOUT_ENV: "seconds a worker waits for its peers (default 300)",
     CPU_DEVICES_ENV: "split the CPU into N logical devices (mirrored over them)",
     STEPS_PER_EXECUTION_ENV: "steps per compiled call on default/one_device (1 turns it off)",
-    KERAS_COMPAT_ENV: "auto (the default): the workarounds the installed Keras needs; off: none; force: all of them, whatever the version",
+    KERAS_COMPAT_ENV: (
+        "auto (the default): the workarounds the installed Keras needs; off: none; force: all of them, "
+        "whatever the version; auto,-name (or force,-name): all those but the named ones"
+    ),
     BACKUP_DIR_ENV: "folder of the epoch-end and preemption saves (the launcher sets it; turns them on for single-host runs)",
     PORT_ENV: "the port of every host of a host-list cluster (default 2222); on Kubernetes, the first task's (each task adds its place)",
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
@@ -192,27 +196,46 @@ def steps_per_execution_setting(environ: Mapping[str, str], default: int) -> int
 
 #: ``AUTODIST_KERAS_COMPAT``'s values: unset or ``auto`` (gated by version), ``off``, ``force``.
 KERAS_COMPAT_MODES = ("auto", "off", "force")
+_WORKAROUND_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def keras_compat_mode(environ: Mapping[str, str]) -> str:
-    """``AUTODIST_KERAS_COMPAT``: ``"off"``, ``"force"``, or ``""`` (unset or ``auto``: gated by version).
+def keras_compat_setting(environ: Mapping[str, str]) -> tuple[str, frozenset[str]]:
+    """``AUTODIST_KERAS_COMPAT``, read once: its mode (``"off"``, ``"force"``, or ``""``: unset or
+    ``auto``, gated by version) and the workarounds it leaves out (``auto,-name,...`` or
+    ``-name,...``: each ``-name`` one workaround not applied, to see what it changes; the names are
+    checked against the workarounds where they are known, by the planner).
 
     Raises:
         AutodistError: for any other value (a typo must not silently mean "gated by version").
 
     Example:
+        >>> keras_compat_setting({"AUTODIST_KERAS_COMPAT": "auto, -batches_copied"})
+        ('', frozenset({'batches_copied'}))
+    """
+    raw = environ.get(KERAS_COMPAT_ENV, "")
+    words = [word.strip() for word in raw.strip().lower().split(",")]
+    mode = "" if words[0].startswith("-") else words.pop(0)
+    left_out = [word[1:].strip() for word in words]
+    well_formed = all(word.startswith("-") and _WORKAROUND_NAME.fullmatch(name) for word, name in zip(words, left_out))
+    if mode not in ("", *KERAS_COMPAT_MODES) or not well_formed or (left_out and mode == "off"):
+        raise AutodistError(
+            f"{KERAS_COMPAT_ENV} must be one of {', '.join(KERAS_COMPAT_MODES)}, optionally followed by workarounds "
+            f"to leave out (auto,-name,...) (Received: {KERAS_COMPAT_ENV}={raw!r}). off turns every Keras "
+            "workaround off, force applies them all, auto (or unset) applies those the installed Keras "
+            "needs, and each -name leaves that one out (docs/keras-workarounds.md names them). Set one of "
+            "these, or unset it."
+        )
+    return ("" if mode == "auto" else mode), frozenset(left_out)
+
+
+def keras_compat_mode(environ: Mapping[str, str]) -> str:
+    """``AUTODIST_KERAS_COMPAT``'s mode (:func:`keras_compat_setting`).
+
+    Example:
         >>> keras_compat_mode({"AUTODIST_KERAS_COMPAT": "Off"}), keras_compat_mode({})
         ('off', '')
     """
-    raw = environ.get(KERAS_COMPAT_ENV, "")
-    mode = raw.strip().lower()
-    if mode not in ("", *KERAS_COMPAT_MODES):
-        raise AutodistError(
-            f"{KERAS_COMPAT_ENV} must be one of {', '.join(KERAS_COMPAT_MODES)} (Received: {KERAS_COMPAT_ENV}={raw!r}). "
-            "off turns every Keras workaround off, force applies them all, auto (or unset) applies "
-            "those the installed Keras needs. Set one of these, or unset it."
-        )
-    return "" if mode == "auto" else mode
+    return keras_compat_setting(environ)[0]
 
 
 def grace_setting(environ: Mapping[str, str]) -> float | None:

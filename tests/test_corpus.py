@@ -125,6 +125,27 @@ def test_draws_fixed_and_still_apart_is_within_only_where_float64_with_the_draws
     assert corpus.verdict({**drew, **fixed, **apart}).startswith("differs by 0.1 (warned)")
 
 
+AVERAGED = f"AutodistWarning: BatchNormalization (bn) ... {corpus.AVERAGED_STATISTICS}, as tf.keras did"
+
+
+def test_averaged_moving_statistics_are_within_only_where_keras_own_statistics_give_hand_built():
+    """autodist on 2 replicas apart from the hand-built strategy, saying it averaged the moving
+    statistics: within only when the same program with that one workaround left out
+    (``KERAS_STATISTICS``) is the hand-built strategy's numbers; a gap that stays, or one never
+    measured, is outside; without the warning there is nothing to judge."""
+    averaged = _found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=[AVERAGED]), _way(fits=((1.0, 0.62),)))
+    assert corpus.averaged_apart(averaged)
+    assert not corpus.averaged_apart(_found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=["w"]), _way()))
+    keras_own = dict(zip(corpus.KERAS_STATISTICS, (_way(fits=((1.0, 0.62),)),)))
+    said = corpus.verdict({**averaged, **keras_own})
+    assert said.startswith("= hand-built but for the averaged moving statistics, warned (0.1 from one device, 0.02")
+    assert said.startswith(corpus.WITHIN)
+    still_apart = dict(zip(corpus.KERAS_STATISTICS, (_way(fits=((1.0, 0.6),)),)))
+    assert corpus.verdict({**averaged, **still_apart}) == "differs by 0.1 (warned)"
+    assert corpus.verdict(averaged) == "differs by 0.1 (warned)"
+    assert corpus.EXTRA[id(corpus.KERAS_STATISTICS)][1] == {"AUTODIST_KERAS_COMPAT": "auto,-batchnorm_moving_statistics"}
+
+
 def test_a_way_writes_to_a_tmp_of_its_own_and_its_records_reach_the_runs_folder(tmp_path):
     """Where this machine can make one (a private mount namespace): two ways writing the same
     fixed /tmp path do not meet, and what a way writes to the run's folder stays there."""

@@ -289,8 +289,14 @@ def test_batchnorm_and_dropout_are_said_once_per_plan_with_the_per_replica_batch
     said = [w for w in split.warnings if w.startswith(("BatchNormalization", "dropout"))]
     assert len(said) == 2 and "32 samples, not the global 64" in said[0] and "synchronized=True" in said[0]
     assert "each replica from its own stream" in said[1] and "(32 samples each)" in said[1] and "not one device's numbers" in said[1]
+    assert "averages each update of the moving statistics over the replicas" in said[0], said[0]
     shared = plan(make_snapshot(num_cpu_devices=2), model_info=layers, batch_size=64, environ={"AUTODIST_KERAS_COMPAT": "off"})
     assert any("same random masks, noise or transforms on every replica" in w for w in shared.warnings), shared.warnings
+    # the moving statistics as Keras keeps them, where the workaround that averages them is left out
+    keras_own = plan(make_snapshot(num_cpu_devices=2), model_info=layers, batch_size=64, environ={"AUTODIST_KERAS_COMPAT": "auto,-batchnorm_moving_statistics"})
+    assert "batchnorm_moving_statistics" not in keras_own.keras_workarounds and "replica_random_streams" in keras_own.keras_workarounds
+    kept = [w for w in keras_own.warnings if w.startswith("BatchNormalization")]
+    assert len(kept) == 1 and "that replica's copy" in kept[0] and "averages" not in kept[0], kept
     one = plan(make_snapshot(), model_info=layers, batch_size=64)
     assert not [w for w in one.warnings if "BatchNormalization" in w or "mask" in w]
     tf_keras = plan(make_snapshot(num_cpu_devices=2), model_info=dataclasses.replace(layers, keras_flavor="tf_keras", batch_statistics_layers=()), batch_size=64)

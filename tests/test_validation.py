@@ -27,7 +27,8 @@ from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import AutodistError
 from autodist.planning.planner import plan
 from autodist.planning.plans import DEFAULT_PEER_TIMEOUT_SECONDS, StrategyKind
-from autodist.settings import SETTINGS, activation_enabled, cpu_devices_setting, grace_setting, keras_compat_mode, port_setting, tune_budget_setting
+from autodist.planning.keras_compat import WORKAROUNDS
+from autodist.settings import SETTINGS, activation_enabled, cpu_devices_setting, grace_setting, keras_compat_mode, keras_compat_setting, port_setting, tune_budget_setting
 from tests.plan_invariants import check_plan_invariants
 
 BUDGET = settings(max_examples=250, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -269,10 +270,16 @@ def check_setting(name: str, value: str, the_plan, environ: dict[str, str]) -> N
     elif name == "AUTODIST_STEPS_PER_EXECUTION":  # on the default strategy; 1 leaves the model's own
         steps = int(word) if word else 8
         assert the_plan.steps_per_execution == (None if steps == 1 else steps), (value, the_plan.steps_per_execution)
-    elif name == "AUTODIST_KERAS_COMPAT":
-        assert word in ("", "auto", "off", "force") and keras_compat_mode(environ) == ("" if word == "auto" else word), value
+    elif name == "AUTODIST_KERAS_COMPAT":  # a mode, then the workarounds it leaves out (-name)
+        mode, *rest = [part.strip() for part in word.split(",")]
+        mode, rest = ("", [mode, *rest]) if mode.startswith("-") else (mode, rest)
+        left_out = frozenset(part[1:].strip() for part in rest)
+        assert mode in ("", "auto", "off", "force") and keras_compat_mode(environ) == ("" if mode == "auto" else mode), value
+        assert keras_compat_setting(environ)[1] == left_out and left_out <= set(WORKAROUNDS), value
+        assert not left_out & set(the_plan.keras_workarounds), (value, the_plan.keras_workarounds)
         # force applies every workaround, whatever the version: the short-epoch one keeps steps_per_execution at 1
-        assert the_plan.steps_per_execution == (None if word == "force" else 8), (value, the_plan.steps_per_execution)
+        short_epoch = mode == "force" and "short_epoch_steps_per_execution" not in left_out
+        assert the_plan.steps_per_execution == (None if short_epoch else 8), (value, the_plan.steps_per_execution)
     else:
         assert the_plan == BASELINE, f"{name}={value!r} changed the plan: {the_plan} != {BASELINE}"
         if name in PARSED:
@@ -293,6 +300,10 @@ def check_setting(name: str, value: str, the_plan, environ: dict[str, str]) -> N
 @example(name="AUTODIST_CPU_DEVICES", value="2")
 @example(name="AUTODIST_STEPS_PER_EXECUTION", value="3")
 @example(name="AUTODIST_KERAS_COMPAT", value="force")
+@example(name="AUTODIST_KERAS_COMPAT", value="force, -short_epoch_steps_per_execution")
+@example(name="AUTODIST_KERAS_COMPAT", value="-batchnorm_moving_statistics")
+@example(name="AUTODIST_KERAS_COMPAT", value="auto,-nope")
+@example(name="AUTODIST_KERAS_COMPAT", value="off,-batches_copied")
 def test_every_setting_is_what_the_plan_says_or_an_autodist_error(name, value):
     """Each setting as the entry points read it (:func:`autodist.core.detect_and_plan.plan_here`,
     with ``AUTODIST_CPU_DEVICES`` read into the snapshot as :func:`autodist.detect` reads it)."""

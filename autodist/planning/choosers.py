@@ -373,6 +373,7 @@ def choose_data_parallel_notes(
         num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, own,
         summed_steps=(keras_version or info.keras_version) if summed else None, mixed_precision=info.mixed_precision,
         independent_draws="replica_random_streams" in workarounds, own_draw_layers=info.own_draw_layers,
+        averaged_statistics="batchnorm_moving_statistics" in workarounds,
     )
     if corrected and info.own_steps_read_replicas and num_replicas > 1:
         warnings += (OWN_STEPS_READ_REPLICAS.format(methods="/".join(info.own_steps), num_replicas=num_replicas),)

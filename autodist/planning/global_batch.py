@@ -169,14 +169,28 @@ def dropped_samples(num_samples: int | None, global_batch_size: int) -> int | No
     return None if num_samples is None else num_samples % global_batch_size
 
 
+#: What becomes of BatchNormalization's moving statistics on the replicas, said after its warning.
+AVERAGED_STATISTICS = (
+    "autodist averages each update of the moving statistics over the replicas, as tf.keras did, so "
+    "every replica, evaluate, predict and a save read the same ones; Keras 3 under a strategy of your "
+    "own keeps each replica's own copy (the workaround batchnorm_moving_statistics: "
+    "AUTODIST_KERAS_COMPAT=auto,-batchnorm_moving_statistics trains as Keras does)"
+)
+OWN_STATISTICS = (
+    "Each replica keeps moving statistics of its own shares, and evaluate and predict normalise each "
+    "replica's share with that replica's copy"
+)
+
+
 def split_notes(
     num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None,
     own_steps: tuple[str, ...] = (), summed_steps: str | None = None, mixed_precision: str | None = None,
-    independent_draws: bool = False, own_draw_layers: tuple[str, ...] = (),
+    independent_draws: bool = False, own_draw_layers: tuple[str, ...] = (), averaged_statistics: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
-    opt-in); Keras 3's random layers (Dropout, noise, augmentation) draw one mask or transform
+    opt-in, and what becomes of the moving statistics: with ``averaged_statistics``, the
+    workaround ``batchnorm_moving_statistics``, each update averaged over the replicas); Keras 3's random layers (Dropout, noise, augmentation) draw one mask or transform
     for every replica, or with ``independent_draws`` (the workaround ``replica_random_streams``)
     each replica its own, still not one device's numbers (a warning; tf_keras: a note); layers or
     steps of the caller's own that draw in their own code (``own_draw_layers``: ``tf.random``, or
@@ -202,8 +216,8 @@ def split_notes(
             f"{per_replica} samples, not the global {per_replica * num_replicas} that one device normalises over "
             f"({num_replicas} replicas), so the training differs from model.fit on one device. For "
             "batch statistics over the global batch, create the layers with "
-            "BatchNormalization(synchronized=True) (one all-reduce per layer per step); the moving "
-            "statistics end the same on every replica either way",
+            "BatchNormalization(synchronized=True) (one all-reduce per layer per step). "
+            + (AVERAGED_STATISTICS if averaged_statistics else OWN_STATISTICS),
         )
     noted: tuple[str, ...] = ()
     if random_layers and keras_flavor == "tf_keras":

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from autodist.errors import AutodistWarning
-from autodist.settings import KERAS_COMPAT_ENV, keras_compat_mode
+from autodist.errors import AutodistError, AutodistWarning
+from autodist.settings import KERAS_COMPAT_ENV, keras_compat_setting
 from autodist.upstream.versions import NEWEST_TESTED, version_tuple
 from autodist.process import once
 
@@ -87,8 +87,15 @@ class Workaround:
     def is_active(self, keras_version: str | None, environ: Mapping[str, str] | None = None) -> bool:
         """Whether to apply it for this Keras 3 version (see the module docstring)."""
         env = os.environ if environ is None else environ
-        mode = keras_compat_mode(env)
-        if mode == "off":
+        mode, left_out = keras_compat_setting(env)
+        unknown = sorted(left_out - set(WORKAROUNDS))
+        if unknown:
+            raise AutodistError(
+                f"{KERAS_COMPAT_ENV} leaves out {', '.join(unknown)}, which is no workaround of autodist's "
+                f"(Received: {KERAS_COMPAT_ENV}={env.get(KERAS_COMPAT_ENV)!r}; the workarounds are "
+                f"{', '.join(sorted(WORKAROUNDS))}). Name one of them after the minus, or unset it."
+            )
+        if mode == "off" or self.name in left_out:
             return False
         if mode == "force":
             return True

@@ -64,7 +64,21 @@ DRAWS_OFF_FLOAT64 = {
     "plain, draws fixed, float64": ("plain", None),
     "autodist, 2 replicas, draws fixed, float64": ("autodist", "2"),
 }
+#: Run when autodist on 2 replicas averaged BatchNormalization's moving statistics over the
+#: replicas (the workaround ``batchnorm_moving_statistics``: tf.keras's way, where Keras 3 keeps each
+#: replica's own copy) and is apart from the hand-built strategy: the same program with that one
+#: workaround left out, which then must be the hand-built strategy's numbers.
+KERAS_STATISTICS = {"autodist, 2 replicas, Keras's moving statistics": ("autodist", "2")}
+#: Each extra set of ways: the suffix of its records' names and the settings it runs with.
+EXTRA = {
+    id(AGAIN): ("-again", {}),
+    id(DRAWS_OFF): ("-fixed", {"CORPUS_DRAWS": "off"}),
+    id(FLOAT64): ("-float64", {"CORPUS_FLOATX": "float64"}),
+    id(DRAWS_OFF_FLOAT64): ("-fixed-float64", {"CORPUS_DRAWS": "off", "CORPUS_FLOATX": "float64"}),
+    id(KERAS_STATISTICS): ("-keras-statistics", {"AUTODIST_KERAS_COMPAT": "auto,-batchnorm_moving_statistics"}),
+}
 RANDOM_DRAWS = "each replica from its own stream"
+AVERAGED_STATISTICS = "averages each update of the moving statistics over the replicas"
 
 
 #: Run as ``sh -c SCRIPT python ...`` in a private mount namespace: /tmp becomes a tmpfs of the way's
@@ -110,13 +124,10 @@ def run(name: str, out: Path, ways: dict = WAYS) -> dict:
         env.update(
             PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {})
         )
-        env.update({"CORPUS_DRAWS": "off"} if ways in (DRAWS_OFF, DRAWS_OFF_FLOAT64) else {})
-        env.update({"CORPUS_FLOATX": "float64"} if ways in (FLOAT64, DRAWS_OFF_FLOAT64) else {})
+        suffix, settings = EXTRA.get(id(ways), ("", {}))
+        env.update(settings)
         env.update(CORPUS_OUT=str(out.resolve()))
         env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(SOURCES[name].get("samples", env.get("CORPUS_SAMPLES", 256))))
-        suffixes = {id(DRAWS_OFF): "-fixed", id(AGAIN): "-again", id(FLOAT64): "-float64"}
-        suffixes[id(DRAWS_OFF_FLOAT64)] = "-fixed-float64"
-        suffix = suffixes.get(id(ways), "")
         label = f"{name}-{kind}-{devices}{suffix}"
         target, folder = out / f"{label}.json", out / label
         if target.exists() or os.environ.get("CORPUS_JUDGE_ONLY"):  # kept (CORPUS_KEEP): judged again, not run again
@@ -219,6 +230,18 @@ def rounded_with_draws_fixed(found: dict) -> bool:
     return plain_off["outcome"] == two_off["outcome"] == "ran" and gap(plain_off, two_off) > TOLERANCE
 
 
+def averaged_apart(found: dict) -> bool:
+    """Whether autodist on 2 replicas trained apart from the hand-built strategy (which trained)
+    and said it averaged BatchNormalization's moving statistics over the replicas: the case the
+    ``KERAS_STATISTICS`` way judges."""
+    two, hand = found["autodist, 2 replicas"], found["hand-built"]
+    return (
+        two["outcome"] == hand["outcome"] == "ran"
+        and gap(hand, two) > TOLERANCE
+        and any(AVERAGED_STATISTICS in w for w in two.get("warnings", []))
+    )
+
+
 def verdict(found: dict) -> str:
     plain, one, two, hand = (found[way] for way in WAYS)
     if any(
@@ -247,6 +270,12 @@ def verdict(found: dict) -> str:
     plain64, two64 = (found.get(way, {"outcome": "not run"}) for way in FLOAT64)
     if rounded_apart(found) and plain64["outcome"] == two64["outcome"] == "ran" and gap(plain64, two64) <= TOLERANCE:
         return f"equal but for float32's rounding ({apart:.2g} from one device, = hand-built; equal to it in float64)"
+    keras_statistics = found.get(next(iter(KERAS_STATISTICS)), {"outcome": "not run"})
+    if averaged_apart(found) and keras_statistics["outcome"] == "ran" and gap(hand, keras_statistics) <= TOLERANCE:
+        return (
+            f"= hand-built but for the averaged moving statistics, warned ({apart:.2g} from one device, "
+            f"{gap(hand, two):.2g} from hand-built; = hand-built with Keras's own)"
+        )
     if hand["outcome"] == "ran" and gap(hand, two) <= TOLERANCE and own_strategy(found):
         return f"= its own strategy ({apart:.2g} from one device, as the program trains without autodist)"
     if drew_apart(found):
@@ -275,6 +304,7 @@ WITHIN = (
     "equal",
     "equal but for float32's rounding",
     "= hand-built, warned",
+    "= hand-built but for the averaged moving statistics, warned",
     "= its own strategy",
     "warned: independent random draws",
     "AutodistError",
@@ -346,6 +376,8 @@ def main(argv: list[str]) -> int:
                 found.update(run(name, Path(out), DRAWS_OFF))
                 if rounded_with_draws_fixed(found):
                     found.update(run(name, Path(out), DRAWS_OFF_FLOAT64))
+            if averaged_apart(found):
+                found.update(run(name, Path(out), KERAS_STATISTICS))
             if rounded_apart(found) and not found["own_strategy"]:
                 found.update(run(name, Path(out), FLOAT64))
             said, line = row(name, found)
