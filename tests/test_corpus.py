@@ -146,6 +146,27 @@ def test_averaged_moving_statistics_are_within_only_where_keras_own_statistics_g
     assert corpus.EXTRA[id(corpus.KERAS_STATISTICS)][1] == {"AUTODIST_KERAS_COMPAT": "auto,-batchnorm_moving_statistics"}
 
 
+SPENT = f"AutodistWarning: The script's own strategy trains a tf.data pipeline ... {corpus.SPENT_ORDER} ..."
+
+
+def test_an_order_keras_spends_is_within_only_where_fixing_the_order_gives_plain_and_own_strategy():
+    """autodist on one device apart from plain model.fit under the program's own strategy, saying
+    Keras would have spent an order: within only when, with every shuffle keeping its order,
+    autodist on one device is plain model.fit and on 2 replicas the program's own strategy."""
+    spent = _found(_way(), _way(fits=((1.0, 0.6),), warnings=[SPENT]), _way(fits=((1.0, 0.7),)), _way(fits=((1.0, 0.8),)))
+    assert corpus.ordered_apart(spent)
+    assert not corpus.ordered_apart(_found(_way(), _way(fits=((1.0, 0.6),)), _way(), _way()))
+    fixed = dict(zip(corpus.ORDER_FIXED, (_way(), _way(), _way(fits=((1.0, 0.7),)), _way(fits=((1.0, 0.7),)))))
+    said = corpus.verdict({**spent, **fixed})
+    assert said.startswith("= its own strategy but for the order Keras spends, warned (0.1 from plain") and said.startswith(corpus.WITHIN)
+    one_apart = {**fixed, "autodist, 1 device, order fixed": _way(fits=((1.0, 0.6),))}
+    assert corpus.verdict({**spent, **one_apart}).startswith("autodist on one device differs by 0.1")
+    two_apart = {**fixed, "autodist, 2 replicas, order fixed": _way(fits=((1.0, 0.75),))}
+    assert corpus.verdict({**spent, **two_apart}).startswith("autodist on one device differs by 0.1")
+    assert corpus.verdict(spent).startswith("autodist on one device differs by 0.1")  # never measured
+    assert corpus.EXTRA[id(corpus.ORDER_FIXED)][1] == {"CORPUS_ORDER": "fixed"}
+
+
 def test_a_way_writes_to_a_tmp_of_its_own_and_its_records_reach_the_runs_folder(tmp_path):
     """Where this machine can make one (a private mount namespace): two ways writing the same
     fixed /tmp path do not meet, and what a way writes to the run's folder stays there."""

@@ -5,6 +5,8 @@ Keras's symbolic build under a strategy started an iterator of the pipeline to r
 batch: that spent one epoch of the shuffle's orders, so every epoch trained in the order one
 device uses one epoch later (History 0.02 apart in the third decimal, no warning; keras.io's
 FeatureSpace example in the corpus). autodist builds from the pipeline's element spec instead.
+Under a script's own strategy (the TensorFlow tutorial's), that is model.fit's order without a
+strategy, not the order plain Keras trains in under the same strategy: autodist says so.
 """
 
 from __future__ import annotations
@@ -18,24 +20,34 @@ from tests.conftest import finished, start_python, subprocess_env
 pytestmark = pytest.mark.tensorflow
 
 PROGRAM = """
-import json, sys
-if sys.argv[1] == "autodist":
+import json, sys, warnings
+if "autodist" in sys.argv[1]:
     import autodist
 import keras
 import numpy as np
 import tensorflow as tf
 
+if sys.argv[1] == "own-plain":  # the logical CPUs autodist makes from AUTODIST_CPU_DEVICES
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 keras.utils.set_random_seed(0)
 rng = np.random.default_rng(0)
 x = rng.normal(size=(256, 8)).astype("float32")
 y = (x @ rng.normal(size=(8, 1))).astype("float32")
 ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(256).batch(32)
 ds = ds.map(lambda a, b: (a * 1.0, b), num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-inputs = keras.Input((8,))
-model = keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(16, activation="relu")(inputs)))
-model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
-history = autodist.fit(model, ds, epochs=3, verbose=0) if sys.argv[1] == "autodist" else model.fit(ds, epochs=3, verbose=0)
-print("RESULT " + json.dumps({"loss": history.history["loss"], "weights": [w.ravel().tolist() for w in model.get_weights()]}))
+own = sys.argv[1].startswith("own")  # the script's own strategy, as the TensorFlow tutorial makes it
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if own else tf.distribute.get_strategy()
+with strategy.scope():
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Dense(16, activation="relu")(inputs)))
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    history = autodist.fit(model, ds, epochs=3, verbose=0) if "autodist" in sys.argv[1] else model.fit(ds, epochs=3, verbose=0)
+said = [str(w.message) for w in caught if type(w.message).__name__ == "AutodistWarning"]
+weights = [w.ravel().tolist() for w in model.get_weights()]
+print("RESULT " + json.dumps({"loss": history.history["loss"], "weights": weights, "warnings": said}))
 """
 
 
@@ -54,3 +66,26 @@ def test_a_reshuffled_pipeline_trains_every_epoch_in_one_devices_order_on_2_repl
     assert got["loss"] == pytest.approx(plain["loss"], rel=1e-5, abs=1e-6), (plain["loss"], got["loss"])
     for one, two in zip(plain["weights"], got["weights"], strict=True):
         assert two == pytest.approx(one, abs=1e-5)
+    assert not [w for w in got["warnings"] if "spends one of its shuffled orders" in w], got["warnings"]
+
+
+def test_under_a_scripts_own_strategy_autodist_trains_one_devices_order_and_says_keras_would_not():
+    """The TensorFlow tutorial's shape: the script's own MirroredStrategy over 2 devices, a model
+    made in its scope, a reshuffling pipeline. Plain Keras there trains every epoch one order
+    late; autodist trains model.fit's order without a strategy, and warns with the cause."""
+    started = {
+        arm: start_python(["-c", PROGRAM, arm], env=subprocess_env(AUTODIST_CPU_DEVICES="2"))
+        for arm in ("plain", "own-autodist", "own-plain")
+    }
+    found = {}
+    for arm, proc in started.items():
+        code, stdout, stderr = finished(proc, timeout=300)
+        lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+        assert code == 0 and lines, (arm, stderr[-3000:])
+        found[arm] = json.loads(lines[-1][len("RESULT ") :])
+    plain, got, keras_own = found["plain"], found["own-autodist"], found["own-plain"]
+    assert got["loss"] == pytest.approx(plain["loss"], rel=1e-5, abs=1e-6), (plain["loss"], got["loss"])
+    assert keras_own["loss"] != pytest.approx(plain["loss"], rel=1e-4), "plain Keras under a strategy no longer spends an order"
+    said = [w for w in got["warnings"] if "spends one of its shuffled orders" in w]
+    assert len(said) == 1 and "a tf.data pipeline whose shuffle reshuffles each iteration" in said[0], got["warnings"]
+    assert "auto,-symbolic_build_reads_input" in said[0]

@@ -20,11 +20,12 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.upstream.tf_data import finite_cardinality, is_dataset
+from autodist.upstream.tf_data import finite_cardinality, is_dataset, reshuffles
 from autodist.errors import BatchSizeError
 from autodist.log import get_logger
 from autodist.process import draws_kept
 from autodist.planning.global_batch import every_replica_fed
+from autodist.planning.keras_compat import kept_strategy_order
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.core.batching import (
     arrays_to_dataset,
@@ -420,10 +421,12 @@ def is_array_like(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[str]:
+def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], kept: bool = False) -> list[str]:
     """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
-    last batch."""
-    notes = []
+    last batch, and, under a script's own strategy (``kept``), an order Keras would have spent
+    (:func:`autodist.planning.keras_compat.kept_strategy_order`)."""
+    order = kept_strategy_order(the_plan.keras_workarounds, kept, _reshuffled(x, fit_kwargs))
+    notes = [order] if order else []
     if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
         own = first_batch_size(x) if indexed_batches(x) else None
         if own is not None and own % the_plan.num_replicas:
@@ -432,6 +435,16 @@ def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> list[s
             notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
     uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
     return notes + ([uneven] if uneven else [])
+
+
+def _reshuffled(x: Any, fit_kwargs: Mapping[str, Any]) -> str | None:
+    """What ``x`` is when it draws a new order each time it is read (a tf.data pipeline whose
+    ``shuffle`` reshuffles each iteration, a ``PyDataset`` that ``fit`` shuffles), or ``None``."""
+    if is_dataset(x):
+        return "a tf.data pipeline whose shuffle reshuffles each iteration" if reshuffles(x) else None
+    if indexed_batches(x) and fit_kwargs.get("shuffle", True):
+        return f"a {type(x).__name__} with shuffle=True"
+    return None
 
 
 def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> str | None:

@@ -41,9 +41,16 @@ from autodist.upstream.versions import NEWEST_TESTED, version_tuple
 from autodist.process import once
 
 __all__ = [
-    "PATCHES", "WORKAROUNDS", "Workaround", "compile_overrides", "refused_strategy",
-    "version_tuple", "warn_untested",
-]  # fmt: skip
+    "KEPT_STRATEGY_ORDER",
+    "PATCHES",
+    "WORKAROUNDS",
+    "Workaround",
+    "compile_overrides",
+    "kept_strategy_order",
+    "refused_strategy",
+    "version_tuple",
+    "warn_untested",
+]
 
 _NEWEST = NEWEST_TESTED["keras"]
 
@@ -476,6 +483,34 @@ PATCHES = (
     "no_call_symbolic_build", "own_step_replica_mean", "optimizer_built_in_step", "every_replica_fed", "batches_copied", "multi_worker_scalar_reduce", "batchnorm_moving_statistics", "seed_state_aggregation",
     "replica_random_streams", "global_seed_in_replicas",
 )  # fmt: skip
+
+
+#: Said when autodist keeps a script's own strategy and its input reshuffles on every read: Keras's
+#: symbolic build would have spent one of its orders (the workaround symbolic_build_reads_input).
+KEPT_STRATEGY_ORDER = (
+    "The script's own strategy trains {input}. Keras's model.fit under a strategy reads the input "
+    "once to build the model, then starts it over, which spends one of its shuffled orders: every "
+    "epoch trains in the order model.fit without a strategy uses one epoch later. autodist builds "
+    "the model without reading the input (the workaround symbolic_build_reads_input), so the "
+    "epochs train in model.fit's order without a strategy, and the numbers differ from model.fit "
+    "under your strategy by that order. AUTODIST_KERAS_COMPAT=auto,-symbolic_build_reads_input "
+    "trains in Keras's order"
+)
+
+
+def kept_strategy_order(workarounds: tuple[str, ...], kept: bool, reshuffled: str | None) -> str | None:
+    """The warning for a script's own strategy (``kept``) trained on an input that draws a new
+    order each time it is read (``reshuffled``: what it is, or ``None``), where autodist's build
+    reads none of it; ``None`` otherwise.
+
+    Example:
+        >>> kept_strategy_order(("symbolic_build_reads_input",), True, "a PyDataset with shuffle=True")[:58]
+        "The script's own strategy trains a PyDataset with shuffle="
+        >>> kept_strategy_order(("symbolic_build_reads_input",), False, "a PyDataset with shuffle=True")
+    """
+    if not kept or reshuffled is None or "symbolic_build_reads_input" not in workarounds:
+        return None
+    return KEPT_STRATEGY_ORDER.format(input=reshuffled)
 
 
 #: What a Keras that passes no aggregation to TensorFlow (3.3-3.6) cannot train under, and why.

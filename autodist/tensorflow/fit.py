@@ -66,7 +66,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     model, x = call.model, call.x
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)
-    strategy_plan, distribution = _plan_and_build(call, facts)
+    strategy_plan, distribution, kept = _plan_and_build(call, facts)
     trains_under(distribution)
     apply_workarounds(workarounds_before_building(strategy_plan, call.builder is not None, package_version("keras"), environ))
     with mixed_precision_while_building(call.mixed_precision, call.builder, strategy_plan) as precision_warnings:
@@ -76,7 +76,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
     steps_as_one_device(placed.trained, the_plan)
     get_logger().info(the_plan.summary(include_warnings=False))
-    warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs))
+    warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs, kept=kept))
     with _copy_back_on_interrupt(model, placed):
         history = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
     return _finish(history, model, placed, the_plan)
@@ -93,17 +93,17 @@ def _fit_facts(call: FitCall) -> FitFacts:
     )
 
 
-def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
-    """The strategy's plan and the strategy: planned, served (parameter-server worker and ps
-    tasks end here), tuned where asked, built; on a TPU, the batch planned again with the real
-    number of cores once connected. A model built in the scope of a strategy the script created
-    itself keeps that strategy. The Keras workarounds are not applied here (the caller applies
-    them once)."""
+def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
+    """The strategy's plan, the strategy, and whether it is the script's own: planned, served
+    (parameter-server worker and ps tasks end here), tuned where asked, built; on a TPU, the batch
+    planned again with the real number of cores once connected. A model built in the scope of a
+    strategy the script created itself keeps that strategy. The Keras workarounds are not applied
+    here (the caller applies them once)."""
     own = _scripts_own_strategy(call)
     if own is not None:
         kept = _plan_for(call, facts, kept=describe_strategy(own))
         _refuse_evaluator(kept)
-        return kept, own
+        return kept, own, True
     auto = _plan_for(call, facts)
     parameter_server.serve_if_this_task_serves(auto)
     chosen = _tuned(call, facts, auto) if strategy_setting(os.environ, call.strategy) == TUNE else auto
@@ -114,7 +114,8 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any]:
     built = _plan_for(call, facts, tpu_cores=cores) if cores != chosen.num_replicas else chosen
     final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
     _refuse_evaluator(final)
-    return final, distribution
+    return final, distribution, False
+
 
 
 def _final_plan(strategy_plan: Plan, call: FitCall, placed: Placed, distribution: Any, environ: Mapping[str, str], facts: FitFacts) -> Plan:

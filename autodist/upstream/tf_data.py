@@ -34,6 +34,7 @@ __all__ = [
     "is_batched",
     "is_dataset",
     "samples_per_pass",
+    "reshuffles",
     "serialize",
     "shuffles",
     "variable_length_parts",
@@ -265,6 +266,26 @@ def shuffles(dataset: Any) -> bool:
     while stack and seen < 256:
         node, seen = stack.pop(), seen + 1
         if "Shuffle" in type(node).__name__:
+            return True
+        stack.extend(_children(node))
+    return False
+
+
+def reshuffles(dataset: Any) -> bool:
+    """Whether the pipeline has a ``shuffle`` step that draws a new order each time it is read
+    (``reshuffle_each_iteration``, tf.data's default): reading it once spends an order.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> reshuffles(tf.data.Dataset.range(8).shuffle(8).batch(2))
+        True
+        >>> reshuffles(tf.data.Dataset.range(8).shuffle(8, reshuffle_each_iteration=False).batch(2))
+        False
+    """
+    stack, seen = [dataset], 0
+    while stack and seen < 256:
+        node, seen = stack.pop(), seen + 1
+        if "Shuffle" in type(node).__name__ and getattr(node, "_reshuffle_each_iteration", True) is not False:
             return True
         stack.extend(_children(node))
     return False

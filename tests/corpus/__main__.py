@@ -69,6 +69,11 @@ DRAWS_OFF_FLOAT64 = {
 #: replica's own copy) and is apart from the hand-built strategy: the same program with that one
 #: workaround left out, which then must be the hand-built strategy's numbers.
 KERAS_STATISTICS = {"autodist, 2 replicas, Keras's moving statistics": ("autodist", "2")}
+#: Run when autodist on one device kept the program's own strategy, apart from plain model.fit
+#: under it, and said Keras would have spent one of its input's shuffled orders: the four ways
+#: again with every tf.data shuffle keeping its first order (``CORPUS_ORDER=fixed``), where autodist
+#: must then be the program's numbers under its own strategy.
+ORDER_FIXED = {f"{way}, order fixed": how for way, how in WAYS.items()}
 #: Each extra set of ways: the suffix of its records' names and the settings it runs with.
 EXTRA = {
     id(AGAIN): ("-again", {}),
@@ -76,9 +81,11 @@ EXTRA = {
     id(FLOAT64): ("-float64", {"CORPUS_FLOATX": "float64"}),
     id(DRAWS_OFF_FLOAT64): ("-fixed-float64", {"CORPUS_DRAWS": "off", "CORPUS_FLOATX": "float64"}),
     id(KERAS_STATISTICS): ("-keras-statistics", {"AUTODIST_KERAS_COMPAT": "auto,-batchnorm_moving_statistics"}),
+    id(ORDER_FIXED): ("-order-fixed", {"CORPUS_ORDER": "fixed"}),
 }
 RANDOM_DRAWS = "each replica from its own stream"
 AVERAGED_STATISTICS = "averages each update of the moving statistics over the replicas"
+SPENT_ORDER = "spends one of its shuffled orders"
 
 
 #: Run as ``sh -c SCRIPT python ...`` in a private mount namespace: /tmp becomes a tmpfs of the way's
@@ -242,6 +249,37 @@ def averaged_apart(found: dict) -> bool:
     )
 
 
+def ordered_apart(found: dict) -> bool:
+    """Whether autodist on one device trained apart from plain model.fit under the program's own
+    strategy and said Keras's build there would have spent an order of its input: the case the
+    ``ORDER_FIXED`` ways judge."""
+    plain, one = found["plain"], found["autodist, 1 device"]
+    return (
+        plain["outcome"] == one["outcome"] == "ran"
+        and gap(plain, one) > TOLERANCE
+        and any(SPENT_ORDER in w for w in one.get("warnings", []))
+    )
+
+
+def order_verdict(found: dict) -> str | None:
+    """The verdict of a program whose own strategy autodist kept, apart from plain model.fit
+    only by the order Keras spends (:func:`ordered_apart`): with every shuffle keeping its order,
+    autodist on one device must be plain model.fit and on 2 replicas the program's own strategy's
+    numbers. ``None`` where that is not shown."""
+    if not ordered_apart(found):
+        return None
+    plain, one, two, hand = (found.get(way, {"outcome": "not run"}) for way in ORDER_FIXED)
+    if not plain["outcome"] == one["outcome"] == two["outcome"] == hand["outcome"] == "ran":
+        return None
+    if gap(plain, one) > TOLERANCE or gap(hand, two) > TOLERANCE:
+        return None
+    spent = gap(found["plain"], found["autodist, 1 device"])
+    return (
+        f"= its own strategy but for the order Keras spends, warned ({spent:.2g} from plain model.fit "
+        "under it on one device; with the order fixed, equal to it and on 2 replicas to its own strategy)"
+    )
+
+
 def verdict(found: dict) -> str:
     plain, one, two, hand = (found[way] for way in WAYS)
     if any(
@@ -253,6 +291,9 @@ def verdict(found: dict) -> str:
     again = found.get("plain again")
     if again is not None and (again["outcome"] != "ran" or gap(plain, again) > TOLERANCE):
         return f"not repeatable on one device (plain twice: {gap(plain, again):.2g} apart; autodist on one device {gap(plain, one):.2g})"
+    ordered = order_verdict(found)
+    if ordered is not None:
+        return ordered
     if one["outcome"] != "ran" or gap(plain, one) > TOLERANCE:
         return (
             f"autodist on one device is not model.fit: {one['outcome'][:120]} (gap {gap(plain, one):.2g})"
@@ -306,6 +347,7 @@ WITHIN = (
     "= hand-built, warned",
     "= hand-built but for the averaged moving statistics, warned",
     "= its own strategy",
+    "= its own strategy but for the order Keras spends, warned",
     "warned: independent random draws",
     "AutodistError",
 )
@@ -372,6 +414,8 @@ def main(argv: list[str]) -> int:
             found["own_strategy"] = "Strategy(" in program_text(program(name))  # as run.py decides it
             if found["plain"]["outcome"] == "ran" and gap(found["plain"], found["autodist, 1 device"]) > TOLERANCE:
                 found.update(run(name, Path(out), AGAIN))
+            if ordered_apart(found):
+                found.update(run(name, Path(out), ORDER_FIXED))
             if drew_apart(found):
                 found.update(run(name, Path(out), DRAWS_OFF))
                 if rounded_with_draws_fixed(found):

@@ -16,6 +16,7 @@ Around the program, never in it:
 - ``keras.utils.set_random_seed(0)`` before the program, so its ways draw the same numbers;
 - with ``CORPUS_DRAWS=off``, Keras's random ops in a step give fixed values (``fix_draws``).
 - with ``CORPUS_FLOATX=float64``, Keras's default float is float64 (its layers compute in it).
+- with ``CORPUS_ORDER=fixed``, every tf.data ``shuffle`` keeps its first order (``fix_order``).
 
 A notebook runs as its code cells in order (``program_text``). A program that makes its own
 strategy keeps it: that strategy is its hand-built way, so ``hand-built`` only gives it 2 devices.
@@ -175,6 +176,18 @@ def fix_draws() -> None:
     tf_fixed("shuffle", lambda value, seed=None, name=None: value)
 
 
+def fix_order() -> None:
+    """``CORPUS_ORDER=fixed``: every tf.data ``shuffle`` draws its order once and keeps it
+    (``reshuffle_each_iteration=False``), so a way that reads its input once more than another
+    (Keras's symbolic build under a strategy) trains in the same order."""
+    original = tf.data.Dataset.shuffle
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
+        return original(self, buffer_size, seed=seed, reshuffle_each_iteration=False, name=name)
+
+    tf.data.Dataset.shuffle = shuffle
+
+
 def main() -> None:
     from tests.corpus import stand_ins
     from tests.corpus.text import program_text
@@ -182,6 +195,8 @@ def main() -> None:
     stand_ins.install()
     if os.environ.get("CORPUS_DRAWS") == "off":
         fix_draws()
+    if os.environ.get("CORPUS_ORDER") == "fixed":
+        fix_order()
     if os.environ.get("CORPUS_FLOATX"):
         keras.config.set_floatx(os.environ["CORPUS_FLOATX"])  # float64: the rounding of float32 sums out of the way
     keras.utils.set_random_seed(0)
