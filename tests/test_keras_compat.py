@@ -147,7 +147,9 @@ def test_still_needed_global_seed_in_replicas(upstream):
     """The Keras guide's VAE Sampling layer (keras.random.normal without a seed) under a hand-built
     MirroredStrategy fails in its first step, each replica's thread making Keras's global
     SeedGenerator; under a strategy autodist trains under it trains, each replica drawing its own
-    noise; under one autodist neither made nor adopted it fails as before."""
+    noise; under one autodist neither made nor adopted it fails as before. The same draw in a
+    tf.data map made in the strategy's scope (keras.io's CutMix) fails upstream to lift the
+    generator out of the map function; under autodist's strategy it trains as one device."""
     found = error(upstream["unseeded_draws_unpatched"])
     if affects("global_seed_in_replicas", upstream):
         assert "singleton tf.Variables" in found or "tf.Variable" in found, (
@@ -158,6 +160,17 @@ def test_still_needed_global_seed_in_replicas(upstream):
     assert ("singleton tf.Variables" in plain) == ("singleton tf.Variables" in found), plain
     patched = upstream["unseeded_draws_patched"]
     assert error(patched) == "" and patched["same_draws"] is False, patched
+    # keras.io's CutMix: the same draw in a tf.data map made in the strategy's scope (autodist makes
+    # its strategy current at import) fails to lift Keras's SeedGenerator out of the map function
+    found = error(upstream["unseeded_dataset_draws_unpatched"])
+    if affects("global_seed_in_replicas", upstream):
+        assert "Unable to lift" in found, (
+            f"an unseeded keras.random draw in a tf.data map under Mirrored works upstream now ({found[:300]}): "
+            "remove the tf.data half of 'global_seed_in_replicas'"
+        )
+    assert "Unable to lift" in error(upstream["unseeded_dataset_draws_plain_strategy_patched"])
+    one, patched = upstream["unseeded_dataset_draws_one_device"], upstream["unseeded_dataset_draws_patched"]
+    assert error(one) == "" == error(patched) and abs(patched["loss"] - one["loss"]) <= 1e-5 * max(1.0, abs(one["loss"])), (one, patched)
 
 
 def test_still_needed_optimizer_built_in_step(upstream):

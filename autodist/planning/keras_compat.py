@@ -329,7 +329,10 @@ WORKAROUNDS: dict[str, Workaround] = {
                 " thread makes one of its own, and TensorFlow refuses the second ('tf.function only supports singleton"
                 " tf.Variables created on the first call'), where one device trains. autodist makes it once, in the"
                 " main thread, outside the step and under the strategy, at the same point as one device, and every"
-                " replica draws from it (each its own stream, with replica_random_streams)."
+                " replica draws from it (each its own stream, with replica_random_streams). The same draw in a"
+                " tf.data map made under the strategy (keras.io's CutMix; autodist makes its strategy current at"
+                " import) makes it inside the map function as a distributed variable, which TensorFlow cannot lift"
+                " out ('Unable to lift tensor'): autodist makes it in the eager context there, as a layer's own is."
             ),
             affected=_ALL, touches=("keras.global_seed_generator",),
             if_fixed="a global SeedGenerator made once for the replicas is the one each would have used",

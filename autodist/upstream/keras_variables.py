@@ -274,35 +274,47 @@ def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> bool:
     made (or found) once in the main thread, in a merge call, outside the step and under the
     strategy, as one device makes it at the same point (where one was made earlier under another
     strategy, one from the same seed under this one); each replica then draws from it (its own stream with
-    ``replica_random_streams``). Anywhere else Keras's own. Idempotent; ``False`` where
-    the touch is off."""
+    ``replica_random_streams``). A function traced under such a strategy outside a step (a
+    ``tf.data`` map drawing ``keras.random.uniform`` without a seed, keras.io's CutMix) makes it in
+    the eager context, where Keras would make it inside the function and TensorFlow fails to lift
+    the distributed variable out ("UnliftableError"), even before any ``fit``. Anywhere else Keras's
+    own. Idempotent; ``False`` where the touch is off."""
     if "global_seed" in STATE.originals(__name__):
         return True
     if not available("keras.global_seed_generator"):
         return False
     import tensorflow as tf
     from keras.src.backend.common import global_state
+    from keras.src.backend.common.stateless_scope import in_stateless_scope
     from keras.src.random import seed_generator
 
     original = seed_generator.global_seed_generator
     name = getattr(seed_generator, "GLOBAL_SEED_GENERATOR", "global_seed_generator")
 
+    def made_once(strategy: Any) -> Any:  # the main thread: its own, made there the first time
+        with tf.init_scope(), strategy.scope():
+            made = original()
+            if strategy.extended.variable_created_in_scope(made.state.value):
+                return made
+            # made under another strategy (an earlier fit's), whose variables this one cannot read:
+            # one of this strategy's from the same seed (its stream starts again)
+            moved = seed_generator.SeedGenerator(seed=getattr(made, "_initial_seed", None))
+            global_state.set_global_attribute(name, moved)
+            return moved
+
     def global_seed_generator() -> Any:
-        found = global_state.get_global_attribute(name)
-        if found is not None or _replica_in_sync() is None or not applies(tf.distribute.get_strategy()):
+        strategy = tf.distribute.get_strategy()
+        if not applies(strategy):
             return original()
-
-        def made_once(strategy: Any) -> Any:  # the main thread: its own, made there the first time
-            with tf.init_scope(), strategy.scope():
-                made = original()
-                if strategy.extended.variable_created_in_scope(made.state.value):
-                    return made
-                # made under another strategy (an earlier fit's), whose variables this one cannot read:
-                # one of this strategy's from the same seed (its stream starts again)
-                moved = seed_generator.SeedGenerator(seed=getattr(made, "_initial_seed", None))
-                global_state.set_global_attribute(name, moved)
-                return moved
-
+        if _replica_in_sync() is None:
+            if tf.inside_function() and tf.distribute.in_cross_replica_context() and not in_stateless_scope():
+                # a function traced under the strategy, outside any step and any of Keras's symbolic
+                # calls (a tf.data map): made in the eager context, as a layer's own generator is,
+                # where TensorFlow could not lift a distributed variable made inside the function
+                return made_once(strategy)
+            return original()
+        if global_state.get_global_attribute(name) is not None:
+            return original()
         found = tf.distribute.get_replica_context().merge_call(made_once)
         global_state.set_global_attribute(name, found)  # this replica thread's reference, for its later draws
         return found

@@ -291,11 +291,13 @@ TOUCHES: dict[str, Touch] = {
         ),
         Touch(
             "keras.global_seed_generator", "keras",
-            ("keras.src.random.seed_generator.global_seed_generator",),
+            ("keras.src.random.seed_generator.global_seed_generator",
+             "keras.src.backend.common.stateless_scope.in_stateless_scope"),
             "the workaround global_seed_in_replicas: Keras makes its global SeedGenerator "
             "(keras.random draws without a seed) at its first use in thread-local state, so each replica's "
             "thread of a MirroredStrategy step makes "
-            "one of its own, which TensorFlow refuses",
+            "one of its own, which TensorFlow refuses, and a tf.data map under the strategy makes a "
+            "distributed one that TensorFlow cannot lift out of the map function",
             "Keras 3.3.3, 3.8.0 and 3.15.1",
             "a model that draws with keras.random without a seed in its step (the Keras guide's VAE Sampling layer) "
             "fails under a replicated strategy as with plain Keras "
@@ -305,6 +307,7 @@ TOUCHES: dict[str, Touch] = {
             _present(
                 "keras.src.random.seed_generator.global_seed_generator",
                 "keras.src.backend.common.global_state.set_global_attribute",
+                "keras.src.backend.common.stateless_scope.in_stateless_scope",
             ),
         ),
         Touch(

@@ -350,6 +350,32 @@ def unseeded_draws_fit(adopted: bool = False) -> dict:
     return {"loss": history.history["loss"][-1], "same_draws": bool(np.allclose(first, second))}
 
 
+def unseeded_dataset_draws(strategy_kind: str = "mirrored") -> dict:
+    """keras.io's CutMix pattern: a tf.data map drawing ``keras.random.uniform`` without a seed,
+    the pipeline made in the scope of Mirrored (``adopted``: a strategy autodist trains under) or of
+    none (``one_device``), and a model trained one epoch on it: its loss."""
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
+
+    keras.utils.set_random_seed(0)
+    # Keras's global SeedGenerator made again below, as in a fresh process (3.3-3.8's set_random_seed keeps it)
+    global_state.set_global_attribute(getattr(seed_generator, "GLOBAL_SEED_GENERATOR", "global_seed_generator"), None)
+    strategy = tf.distribute.get_strategy()
+    if strategy_kind != "one_device":
+        strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    if strategy_kind == "adopted":
+        from autodist.tensorflow.keras_patches import trains_under
+
+        trains_under(strategy)
+    x, y = np.linspace(0, 1, 128, dtype="float32").reshape(32, 4), np.linspace(1, 0, 32, dtype="float32").reshape(32, 1)
+    with strategy.scope():
+        jittered = tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a + keras.random.uniform((4,)), b))
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, kernel_initializer="ones")])
+        model.compile(optimizer="sgd", loss="mse")
+        history = model.fit(jittered.batch(16), epochs=1, verbose=0)
+    return {"loss": history.history["loss"][-1]}
+
+
 class LogisticEndpoint(keras.layers.Layer):
     """keras.io's "Endpoint layer pattern": a layer that computes a ``keras.losses`` loss in its
     ``call`` and passes it to ``add_loss``."""
@@ -657,6 +683,8 @@ def main() -> None:
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
         "endpoint_unpatched": case(endpoint_against_one_device),
         "unseeded_draws_unpatched": case(unseeded_draws_fit),
+        "unseeded_dataset_draws_one_device": case(unseeded_dataset_draws, "one_device"),
+        "unseeded_dataset_draws_unpatched": case(unseeded_dataset_draws),
         "empty_share_words": EMPTY_SHARE,
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
@@ -682,6 +710,8 @@ def main() -> None:
     results["endpoint_patched"] = case(endpoint_against_one_device, adopted=True)
     results["unseeded_draws_plain_strategy_patched"] = case(unseeded_draws_fit)
     results["unseeded_draws_patched"] = case(unseeded_draws_fit, adopted=True)
+    results["unseeded_dataset_draws_plain_strategy_patched"] = case(unseeded_dataset_draws)
+    results["unseeded_dataset_draws_patched"] = case(unseeded_dataset_draws, "adopted")
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     results["structured_patched"] = case(structured_against_one_device)
