@@ -190,8 +190,9 @@ def split_notes(
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
     opt-in, and what becomes of the moving statistics: with ``averaged_statistics``, the
-    workaround ``batchnorm_moving_statistics``, each update averaged over the replicas); Keras 3's random layers (Dropout, noise, augmentation) draw one mask or transform
-    for every replica, or with ``independent_draws`` (the workaround ``replica_random_streams``)
+    workaround ``batchnorm_moving_statistics``, each update averaged over the replicas); Keras
+    3's random layers (Dropout, noise, augmentation) draw one mask or transform for every replica,
+    or with ``independent_draws`` (the workaround ``replica_random_streams``)
     each replica its own, still not one device's numbers (a warning; tf_keras: a note); layers or
     steps of the caller's own that draw in their own code (``own_draw_layers``: ``tf.random``, or
     ``keras.random`` without a seed) draw each replica's own numbers (a warning); a Keras 3 step of

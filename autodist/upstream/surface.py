@@ -174,7 +174,8 @@ TOUCHES: dict[str, Touch] = {
         Touch(
             "tf.dataset_graph", "tensorflow",
             ("tensorflow.python.data.ops.dataset_ops.DatasetV2", "DatasetV2._input_dataset", "._datasets", "._input_datasets",
-             "the dataset classes' names (_BatchDataset, _RebatchDataset, ...)", "_ShuffleDataset._reshuffle_each_iteration"),
+             "the dataset classes' names (_BatchDataset, _RebatchDataset, ...)",
+             "_ShuffleDataset._reshuffle_each_iteration"),
             "reads how a tf.data pipeline is batched (its batch size, its samples) without iterating "
             "it, to bring it to the global batch",
             _TF,
