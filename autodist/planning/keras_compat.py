@@ -249,7 +249,10 @@ WORKAROUNDS: dict[str, Workaround] = {
                 "by load). autodist builds the model from the generator's first batch, "
                 "puts that batch back, builds from a PyDataset's py_dataset[0] (as Keras reads it "
                 "for its signature) and from a tf.data pipeline's element spec (the build reads "
-                "shapes and dtypes only), and skips the read when nothing needs building."
+                "shapes and dtypes only), and skips the read when nothing needs building. Under a "
+                "script's own strategy that order is model.fit's without a strategy, not the one plain "
+                "Keras trains in under that strategy: where the input reshuffles on every read, autodist "
+                "says so (kept_strategy_order)."
             ),
             affected=((_NO_SYMBOLIC_BUILD, None),),
             touches=("keras.symbolic_build",),
