@@ -94,6 +94,26 @@ def test_independent_draws_are_within_only_where_fixing_the_draws_leaves_one_dev
     assert corpus.verdict(drew).startswith("differs")  # the draws-fixed ways never ran
 
 
+def test_a_gap_left_with_the_draws_fixed_is_rounding_only_where_one_device_moves_as_far_with_its_batches_reversed():
+    """With the draws fixed, autodist 0.02 from one device, and the program does not run in
+    float64: within where plain model.fit with each batch's samples in reverse order (the same
+    steps, the sums in another order) is at least as far from itself; outside where it is not,
+    or where that way failed or never ran."""
+    drew = _found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=[RANDOM]), _way(fits=((1.0, 0.55),)))
+    fixed = dict(zip(corpus.DRAWS_OFF, (_way(), _way(fits=((1.0, 0.52),)), _way(fits=((1.0, 0.52),)))))
+    no64 = dict(zip(corpus.DRAWS_OFF_FLOAT64, (_way(outcome="ValueError: float32 concat"),) * 2))
+    way = next(iter(corpus.DRAWS_OFF_REVERSED))
+    assert corpus.reversed_rounding({**drew, **fixed, **no64}) is None
+    said = corpus.verdict({**drew, **fixed, **no64, way: _way(fits=((1.0, 0.475),))})
+    assert said.startswith("warned: independent random draws (0.1 from one device; with the draws fixed 0.02") and (
+        "one device with each batch reversed is 0.025 from itself" in said and said.startswith(corpus.WITHIN)
+    ), said
+    closer = corpus.verdict({**drew, **fixed, **no64, way: _way(fits=((1.0, 0.51),))})
+    assert closer.startswith("differs by 0.1 (warned)"), closer
+    failed = corpus.verdict({**drew, **fixed, **no64, way: _way(outcome="ValueError: reversed")})
+    assert failed.startswith("differs by 0.1 (warned)"), failed
+
+
 def test_an_unwarned_gap_is_within_only_where_float64_shows_it_is_float32_rounding():
     """autodist on 2 replicas = hand-built, apart from one device, nothing warned: within only when
     the same two ways in float64 agree; a gap that float64 keeps (a model that mixes its batch) is

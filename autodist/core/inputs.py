@@ -45,6 +45,8 @@ __all__ = [
     "requested_batch",
     "indexed_batches",
     "input_notes",
+    "last_batch",
+    "LastBatch",
     "is_array_like",
     "length_unknown",
     "num_samples",
@@ -61,6 +63,17 @@ __all__ = [
 _MOVABLE_INPUT_NOTE = (
     "autodist cannot check the batch size of a {kind}; make each of its batches a multiple of "
     "{replicas} (the replica count), or pass numpy arrays or a tf.data.Dataset"
+)
+
+
+_OWN_STEP_UNEVEN_NOTE = (
+    "On {replicas} replicas {where}. autodist weights each replica's gradients by its share, so the "
+    "weights are model.fit's; but a mean your train_step records itself (a metric's "
+    "update_state(loss)) is updated once per replica, and on such a step it averages the replicas' "
+    "means, counting the smaller share's samples more: that History entry differs slightly from "
+    "model.fit's. Pass each batch's sample count as update_state's sample_weight (as Keras's own "
+    "loss tracker does: the same epoch mean on one device and on {replicas} replicas), or make "
+    "every batch a multiple of {replicas}."
 )
 
 
@@ -421,20 +434,38 @@ def is_array_like(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def input_notes(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], kept: bool = False) -> list[str]:
+def input_notes(
+    x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], kept: bool = False, split: LastBatch | None = None,
+    weighted: bool = False, own_train_step: bool = False,
+) -> list[str]:
     """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
-    last batch, and, under a script's own strategy (``kept``), an order Keras would have spent
-    (:func:`autodist.planning.keras_compat.kept_strategy_order`)."""
+    last batch (``split``, from :func:`last_batch`), and, under a script's own strategy (``kept``),
+    an order Keras would have spent (:func:`autodist.planning.keras_compat.kept_strategy_order`).
+    Where each replica's gradients are weighted by its share (``weighted``: the workaround
+    ``uneven_shares_weighted``), a batch that splits unevenly trains as on one device, and only
+    a ``train_step`` of the model's own (``own_train_step``) has something left to say: a mean it
+    records itself averages the replicas' means."""
     order = kept_strategy_order(the_plan.keras_workarounds, kept, _reshuffled(x, fit_kwargs))
     notes = [order] if order else []
+    if weighted:
+        if own_train_step and (split is None or split.shares):
+            where = (
+                f"the last batch of each epoch, {split.last} of {split.count} samples, splits "
+                f"{'/'.join(map(str, split.shares))}"
+                if split is not None
+                else f"this {type(x).__name__}'s batches may not split evenly"
+            )
+            notes.append(_OWN_STEP_UNEVEN_NOTE.format(where=where, replicas=the_plan.num_replicas))
+        return notes
     if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
         own = first_batch_size(x) if indexed_batches(x) else None
         if own is not None and own % the_plan.num_replicas:
             notes.append(_UNEVEN_OWN_BATCH_NOTE.format(kind=type(x).__name__, own=own, replicas=the_plan.num_replicas))
         else:  # its other batches (an uneven last one) are not read before training
             notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
-    uneven = _uneven_last_batch(x, the_plan, fit_kwargs)
-    return notes + ([uneven] if uneven else [])
+    if split is not None and split.shares:
+        notes.append(_uneven_last_batch(split, the_plan.num_replicas, the_plan.global_batch_size))
+    return notes
 
 
 def _reshuffled(x: Any, fit_kwargs: Mapping[str, Any]) -> str | None:
@@ -447,19 +478,32 @@ def _reshuffled(x: Any, fit_kwargs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> str | None:
-    """The warning for an epoch whose last batch does not split evenly over the replicas, or None.
+class LastBatch(NamedTuple):
+    """The last batch of each epoch: its samples (``last``) of the epoch's ``count``, and how it
+    splits over the replicas (``shares``, one per replica; ``()`` where it splits evenly)."""
 
-    Each replica averages its own share and the replicas' averages count equally, so on that one
-    step the samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples,
-    batch 16, 2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD).
-    """
+    last: int
+    count: int
+    shares: tuple[int, ...]
+
+
+def last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> LastBatch | None:
+    """How the last batch of each epoch splits over the plan's replicas, where autodist can tell:
+    arrays and a ``tf.data.Dataset`` of known length (``shares`` empty where every batch splits
+    evenly: one replica, a TPU's dropped remainder, a parameter server's workers, which each
+    take whole batches); ``None`` where it cannot (a generator, a ``PyDataset``,
+    ``steps_per_epoch``).
+
+    Each replica averages its own share and, unless autodist weights them
+    (``uneven_shares_weighted``), the replicas' averages count equally, so on that one step the
+    samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples, batch 16,
+    2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD)."""
     import tensorflow as tf
 
     replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
-    if replicas < 2 or not batch or the_plan.drop_remainder or fit_kwargs.get("steps_per_epoch") is not None:
-        return None
-    if the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+    if replicas < 2 or the_plan.drop_remainder or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+        return LastBatch(0, 0, ())
+    if not batch or fit_kwargs.get("steps_per_epoch") is not None:
         return None
     if isinstance(x, tf.data.Dataset):
         count = samples_per_pass(x)
@@ -467,13 +511,19 @@ def _uneven_last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) ->
         count = training_samples(x, fit_kwargs)
     else:
         return None
-    last = count % batch if count else 0
-    if not last or last % replicas == 0:
+    if not count:
         return None
-    shares = [last // replicas + (1 if r < last % replicas else 0) for r in range(replicas)]
+    last = count % batch
+    if not last or last % replicas == 0:
+        return LastBatch(last, count, ())
+    return LastBatch(last, count, tuple(last // replicas + (1 if r < last % replicas else 0) for r in range(replicas)))
+
+
+def _uneven_last_batch(split: LastBatch, replicas: int, batch: int) -> str:
+    """The warning for an epoch whose last batch does not split evenly over the replicas."""
     return (
-        f"The last batch of each epoch, {last} of {count} samples (global batch {batch}), splits "
-        f"{'/'.join(map(str, shares))} over {replicas} replicas. tf.distribute averages each "
+        f"The last batch of each epoch, {split.last} of {split.count} samples (global batch {batch}), splits "
+        f"{'/'.join(map(str, split.shares))} over {replicas} replicas. tf.distribute averages each "
         "replica's share and counts the replicas' averages equally, so on that one step the "
         "samples of the smaller shares weigh more than in model.fit, and the epoch's History and "
         "weights differ slightly from model.fit's (the other steps are exact). To match "

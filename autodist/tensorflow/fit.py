@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from autodist.detection.hardware import detect, package_version
-from autodist.detection.model_info import describe_model, keras_flavor_of, keras_module
+from autodist.detection.model_info import describe_model, keras_flavor_of, keras_module, overrides
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, warn_all
 from autodist.planning.steps_per_execution import FitFacts
@@ -42,8 +42,22 @@ from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_ste
 from autodist.tensorflow.batch_probe import batch_mixing_check
 from autodist.tensorflow.comm_check import check_communication
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
-from autodist.core.inputs import TrainingInput, fit_steps, input_notes, is_array_like, length_unknown, prepare_input
-from autodist.tensorflow.keras_patches import apply_workarounds, build_from_generator, steps_as_one_device, trains_under
+from autodist.core.inputs import (
+    TrainingInput,
+    fit_steps,
+    input_notes,
+    is_array_like,
+    last_batch,
+    length_unknown,
+    prepare_input,
+)
+from autodist.tensorflow.keras_patches import (
+    apply_workarounds,
+    build_from_generator,
+    shares_weighted,
+    steps_as_one_device,
+    trains_under,
+)
 from autodist.tensorflow.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
 from autodist.ray.data import from_ray_data
 from autodist.tensorflow.activation_record import current as current_activation
@@ -75,11 +89,32 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     the_plan = _final_plan(strategy_plan, call, placed, distribution, environ, facts)  # frozen from here
     x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
     steps_as_one_device(placed.trained, the_plan)
+    split = last_batch(x, the_plan, call.fit_kwargs)
+    weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.shares)
     get_logger().info(the_plan.summary(include_warnings=False))
-    warn_all(list(the_plan.warnings) + precision_warnings + input_notes(x, the_plan, call.fit_kwargs, kept=kept))
+    if weighted:
+        get_logger().info(_WEIGHTED.format(split=_said_split(split)))
+    own_train_step = overrides(placed.trained, "train_step")
+    notes = input_notes(
+        x, the_plan, call.fit_kwargs, kept=kept, split=split, weighted=weighted, own_train_step=own_train_step
+    )
+    warn_all(list(the_plan.warnings) + precision_warnings + notes)
     with _copy_back_on_interrupt(model, placed):
         history = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
     return _finish(history, model, placed, the_plan)
+
+
+_WEIGHTED = (
+    "autodist: {split}; each replica's gradients are weighted by its share of the step's samples, so "
+    "every step takes the whole batch's mean gradient, as model.fit does on one device"
+)
+
+
+def _said_split(split: Any) -> str:
+    if split is None:
+        return "the input's batches may not split evenly over the replicas"
+    shares = "/".join(map(str, split.shares))
+    return f"the last batch of each epoch, {split.last} of {split.count} samples, splits {shares}"
 
 
 def _fit_facts(call: FitCall) -> FitFacts:

@@ -25,11 +25,24 @@ from autodist.upstream import keras_variables
 from autodist.upstream.keras_models import symbolic_build
 from autodist.upstream.keras_adapters import patch_batches_copied
 from autodist.upstream.keras_optimizer import patch_distributed_gradients, patch_optimizer_build
-from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, patch_own_steps
+from autodist.upstream.keras_own_steps import (
+    OWN_STEP_METHODS,
+    own_steps,
+    patch_own_steps,
+    patch_share_weights,
+    share_weights,
+)
 from autodist.planning.global_batch import every_replica_fed
 from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_every_replica_fed, patch_trainer
 
-__all__ = ["apply_workarounds", "autodist_trains_under", "build_from_generator", "steps_as_one_device", "trains_under"]
+__all__ = [
+    "apply_workarounds",
+    "autodist_trains_under",
+    "build_from_generator",
+    "shares_weighted",
+    "steps_as_one_device",
+    "trains_under",
+]
 
 #: The workarounds patched one by one (the trainer's go in together).
 _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
@@ -40,6 +53,7 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "seed_state_aggregation": keras_variables.patch_seed_state_aggregation,
     "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(autodist_trains_under),
     "own_step_replica_mean": lambda: patch_own_steps(autodist_trains_under),
+    "uneven_shares_weighted": patch_share_weights,
     "optimizer_built_in_step": patch_optimizer_build,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed, prepare=_own_steps_under_autodist),
     "batches_copied": patch_batches_copied,
@@ -110,3 +124,20 @@ def steps_as_one_device(model: Any, the_plan: Any) -> bool:
         return False
     own_steps(model)
     return True
+
+
+#: The strategies whose replicas take a share of every batch in sync (a parameter server's
+#: workers each train on a whole batch; a TPU's batches are whole, its last partial one dropped).
+_SHARING = ("mirrored", "multi_worker_mirrored", "central_storage")
+
+
+def shares_weighted(model: Any, the_plan: Any, shares: tuple[int, ...] | None) -> bool:
+    """Weight each replica's gradients by its share of the batch (:func:`share_weights`) when
+    the plan has the workaround ``uneven_shares_weighted``, its replicas share every batch, and
+    the input's batches may split unevenly over them (``shares``: the last batch's split, ``()``
+    where every batch splits evenly, ``None`` where that is not known). ``True`` when it does."""
+    if "uneven_shares_weighted" not in the_plan.keras_workarounds or the_plan.num_replicas < 2 or shares == ():
+        return False
+    if str(the_plan.strategy) not in _SHARING or keras_flavor_of(model) != "keras3":
+        return False
+    return share_weights(model, autodist_trains_under)

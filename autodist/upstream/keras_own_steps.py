@@ -21,6 +21,13 @@ optimizer applies by the replicas, so that their sum is the global batch's mean 
 step that divides by the global batch itself (``tf.nn.compute_average_loss``) keeps its
 gradients as they are.
 
+Where a batch does not split evenly over the replicas (the last batch of an epoch, 89 samples
+split 45/44), each replica's mean still counts 1/N in that sum, so the samples of the smaller
+share weigh more than on one device. :func:`share_weights` runs a model's ``train_step`` with
+each replica's share of the step's samples (``n_k`` of ``n``, one scalar all-reduce) and the
+optimizer's gradients weighted by ``N * n_k / n``: the sum is then the whole batch's mean
+gradient, as one device takes it (the workaround ``uneven_shares_weighted``).
+
 Keras's own ``train_step`` gets the endpoint-layer pattern wrong the same way (keras.io's
 "Endpoint layer pattern"): a ``keras.losses`` loss a layer computes in ``call`` and passes to
 ``add_loss`` is divided by the replicas, and divided again when Keras sums the model's losses
@@ -45,7 +52,17 @@ from typing import Any
 from autodist.upstream.surface import available
 from autodist.process import STATE
 
-__all__ = ["OWN_STEP_METHODS", "in_layer_call", "in_own_step", "own_steps", "own_steps_wrap", "patch_own_steps"]
+__all__ = [
+    "OWN_STEP_METHODS",
+    "in_layer_call",
+    "in_own_step",
+    "own_steps",
+    "own_steps_wrap",
+    "patch_own_steps",
+    "patch_share_weights",
+    "share_weights",
+    "share_weights_wrap",
+]
 
 #: The methods a model's class may define that make its steps its own.
 OWN_STEP_METHODS = ("train_step", "test_step", "compute_loss")
@@ -79,7 +96,8 @@ def own_steps(model: Any) -> bool:
     """Run ``model``'s ``train_step`` and ``test_step`` as steps of its own (instance attributes,
     so the class stays Keras's or the user's). Idempotent; ``True`` when newly wrapped: the
     model's cached train and test functions are dropped, to be traced with the wrappers."""
-    if not STATE.originals(__name__) or all(hasattr(getattr(model, name, None), "autodist_own_step") for name in _WRAPPED):
+    installed = "compute_average_loss" in STATE.originals(__name__)
+    if not installed or all(hasattr(getattr(model, name, None), "autodist_own_step") for name in _WRAPPED):
         return False
     for name in _WRAPPED:
         method = getattr(model, name)
@@ -91,6 +109,57 @@ def own_steps(model: Any) -> bool:
     return True
 
 
+def share_weights_wrap(step: Callable[..., Any], applies: Callable[[Any], bool]) -> Callable[..., Any]:
+    """``step`` (a model's ``train_step``) run with its replica's share of the step's samples
+    known, so that the optimizer weights its gradients by it, under a strategy of more than one
+    replica for which ``applies(strategy)``; elsewhere ``step`` as it is."""
+
+    @functools.wraps(step)
+    def wrapped(data: Any, *args: Any, **kwargs: Any) -> Any:
+        import tensorflow as tf
+
+        context = tf.distribute.get_replica_context()
+        if context is None or int(context.num_replicas_in_sync) < 2 or not applies(tf.distribute.get_strategy()):
+            return step(data, *args, **kwargs)
+        rows = tf.cast(_rows(data), tf.float32)
+        total = context.all_reduce(tf.distribute.ReduceOp.SUM, rows)  # every replica, every step, in one order
+        STATE.thread.share_weight = tf.math.divide_no_nan(rows * float(context.num_replicas_in_sync), total)
+        STATE.thread.own_step_divided = False
+        try:
+            return step(data, *args, **kwargs)
+        finally:
+            STATE.thread.share_weight = None
+
+    wrapped.autodist_share_weights = step  # type: ignore[attr-defined]
+    return wrapped
+
+
+def share_weights(model: Any, applies: Callable[[Any], bool]) -> bool:
+    """Run ``model``'s ``train_step`` with its gradients weighted by each replica's share of the
+    batch (:func:`share_weights_wrap`; an instance attribute, around a step of its own when it
+    has one). Idempotent; ``False`` where the patch is not installed (:func:`patch_share_weights`)."""
+    if _APPLY not in STATE.originals(__name__):
+        return False
+    if not hasattr(model.train_step, "autodist_share_weights"):
+        model.train_step = share_weights_wrap(model.train_step, applies)
+        if getattr(model, "train_function", None) is not None:
+            model.train_function = None  # traced again, with the wrapper
+    return True
+
+
+def _rows(data: Any) -> Any:
+    """The samples in a step's batch: the leading dimension of its first tensor (the inputs'), as
+    Keras counts them for its loss metric."""
+    import tensorflow as tf
+
+    first = tf.nest.flatten(data)[0]
+    if isinstance(first, tf.RaggedTensor):
+        return first.nrows()
+    if isinstance(first, tf.SparseTensor):
+        return first.dense_shape[0]
+    return tf.shape(first)[0]
+
+
 def _replicas() -> int:
     import tensorflow as tf
 
@@ -98,17 +167,35 @@ def _replicas() -> int:
     return 1 if context is None else int(context.num_replicas_in_sync)
 
 
-def _divided(grads: Any, replicas: int) -> list[Any]:
+def _scaled(grads: Any, factor: Any) -> list[Any]:
+    """Each gradient times ``factor`` (a number or a scalar tensor); ``0`` where ``factor`` is
+    (a replica with no samples in its share, whose mean loss is not a number)."""
     import tensorflow as tf
+
+    def times(value: Any) -> Any:
+        return tf.math.multiply_no_nan(value, tf.cast(factor, value.dtype))
 
     def one(grad: Any) -> Any:
         if grad is None:
             return None
         if isinstance(grad, tf.IndexedSlices):
-            return tf.IndexedSlices(grad.values / replicas, grad.indices, grad.dense_shape)
-        return grad / tf.cast(replicas, grad.dtype)
+            return tf.IndexedSlices(times(grad.values), grad.indices, grad.dense_shape)
+        return times(grad)
 
     return [one(grad) for grad in grads]
+
+
+def _gradient_factor() -> Any:
+    """What the optimizer multiplies this replica's gradients by (``None``: nothing): ``1 / N``
+    in a step of the model's own, its share's weight ``N * n_k / n`` where :func:`share_weights`
+    runs the step, both where both do; nothing where the step divides by the global batch itself."""
+    if STATE.per_thread("own_step_divided", False):
+        return None
+    factor = 1.0 / _replicas() if in_own_step() and _replicas() > 1 else None
+    weight = STATE.per_thread("share_weight", None)
+    if weight is not None:
+        factor = weight if factor is None else weight * factor
+    return factor
 
 
 def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> bool:
@@ -119,13 +206,12 @@ def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> 
     whose losses are not divided by the replicas, the workaround ``distributed_gradients``
     divides ``fit``'s loss in ``optimizer.scale_loss``; it asks :func:`in_own_step` and leaves a
     step of the model's own alone. Idempotent; ``False`` where the touch is off."""
-    if STATE.originals(__name__):
+    if "compute_average_loss" in STATE.originals(__name__):
         return True
     if not available("keras.own_steps"):
         return False
     import tensorflow as tf
     from keras.src.losses import loss as loss_module
-    from keras.src.optimizers import base_optimizer
 
     for name in ("scale_loss_for_distribution", "unscale_loss_for_distribution"):  # Keras 3.8 and later
         original = getattr(loss_module, name, None)
@@ -133,13 +219,7 @@ def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> 
             STATE.originals(__name__)[name] = original
             in_layers = applies if name.startswith("scale") else None  # Keras divides; nothing unscales in a layer
             setattr(loss_module, name, _unless_own_step(original, in_layers=in_layers))
-    from keras.src.optimizers import loss_scale_optimizer
-
-    # A LossScaleOptimizer applies through its inner optimizer, in the merge call's own threads
-    # where this thread's state is not seen: its apply divides, and the inner one does not again.
-    for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
-        STATE.originals(__name__)[f"{owner.__name__}.apply"] = owner.apply
-        owner.apply = _dividing(owner.apply)
+    _patch_apply()
     original_average = tf.nn.compute_average_loss
 
     def compute_average_loss(*args: Any, **kwargs: Any) -> Any:
@@ -152,17 +232,46 @@ def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> 
     return True
 
 
-def _dividing(original_apply: Callable[..., Any]) -> Callable[..., Any]:
-    """``apply`` that divides the gradients by the replicas, once, in a step of a model's own."""
+#: The key of the optimizers' ``apply`` among this module's originals.
+_APPLY = "BaseOptimizer.apply"
+
+
+def patch_share_weights() -> bool:
+    """Install the optimizers' ``apply`` that weights a replica's gradients by its share of the
+    batch where :func:`share_weights` runs the step (the workaround ``uneven_shares_weighted``).
+    Idempotent; ``False`` where the touch is off."""
+    if _APPLY in STATE.originals(__name__):
+        return True
+    if not available("keras.share_weights"):
+        return False
+    _patch_apply()
+    return True
+
+
+def _patch_apply() -> None:
+    """``BaseOptimizer.apply`` and ``LossScaleOptimizer.apply`` that scale the gradients by
+    :func:`_gradient_factor`, once per step. A LossScaleOptimizer applies through its inner
+    optimizer, in the merge call's own threads where this thread's state is not seen: its apply
+    scales, and the inner one does not again."""
+    if _APPLY in STATE.originals(__name__):
+        return
+    from keras.src.optimizers import base_optimizer, loss_scale_optimizer
+
+    for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
+        STATE.originals(__name__)[f"{owner.__name__}.apply"] = owner.apply
+        owner.apply = _scaling(owner.apply)
+
+
+def _scaling(original_apply: Callable[..., Any]) -> Callable[..., Any]:
+    """``apply`` that multiplies the gradients by :func:`_gradient_factor`, once."""
 
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
-        if not in_own_step() or STATE.per_thread("own_step_applying", False) or STATE.per_thread("own_step_divided", False):
+        factor = None if STATE.per_thread("own_step_applying", False) else _gradient_factor()
+        if factor is None:
             return original_apply(self, grads, trainable_variables)
-        replicas = _replicas()
         STATE.thread.own_step_applying = True  # an optimizer applying through another one in this thread
         try:
-            grads = _divided(list(grads), replicas) if replicas > 1 else grads
-            return original_apply(self, grads, trainable_variables)
+            return original_apply(self, _scaled(list(grads), factor), trainable_variables)
         finally:
             STATE.thread.own_step_applying = False
 

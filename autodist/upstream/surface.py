@@ -47,6 +47,8 @@ _TF = "TensorFlow 2.16.2, 2.17.1, 2.18.1, 2.19.1, 2.20.0, 2.21.0"
 _TEST = "tests/test_upstream.py::"
 _KC = "tests/test_keras_compat.py::"
 _TRAINER = "keras.src.backend.tensorflow.trainer"
+_OPTIMIZERS = "keras.src.optimizers"
+_LOSS_SCALE = "keras.src.optimizers.loss_scale_optimizer"
 _CORE = "keras.src.backend.tensorflow.core"
 _CONTEXT = "tensorflow.python.eager.context"
 _DISTRIBUTE = "tensorflow.python.distribute"
@@ -340,6 +342,18 @@ TOUCHES: dict[str, Touch] = {
                      "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
                      "keras.src.losses.loss.reduce_values",
                      "keras.src.backend.common.global_state.get_global_attribute"),
+        ),
+        Touch(
+            "keras.share_weights", "keras",
+            (f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply", f"{_LOSS_SCALE}.LossScaleOptimizer.apply"),
+            "the workaround uneven_shares_weighted: Keras sums the replicas' gradients of their shares' means, each "
+            "counting 1/N, so where a batch splits unevenly (an epoch's last batch) the smaller share's samples weigh "
+            "more",
+            _K3,
+            "a batch that splits unevenly over the replicas trains as plain Keras under the strategy: its smaller "
+            "share's samples weigh more than on one device, and autodist warns with the split",
+            _KC + "test_still_needed_uneven_shares_weighted",
+            _present(f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply", f"{_LOSS_SCALE}.LossScaleOptimizer.apply"),
         ),
         Touch(
             "keras.trainer_loops", "keras",

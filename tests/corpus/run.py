@@ -17,6 +17,8 @@ Around the program, never in it:
 - with ``CORPUS_DRAWS=off``, Keras's random ops in a step give fixed values (``fix_draws``).
 - with ``CORPUS_FLOATX=float64``, Keras's default float is float64 (its layers compute in it).
 - with ``CORPUS_ORDER=fixed``, every tf.data ``shuffle`` keeps its first order (``fix_order``).
+- with ``CORPUS_BATCH_ORDER=reversed``, every training step takes its batch's samples in reverse
+  order (``reverse_batches``): the same step, its sums taken in another order.
 
 A notebook runs as its code cells in order (``program_text``). A program that makes its own
 strategy keeps it: that strategy is its hand-built way, so ``hand-built`` only gives it 2 devices.
@@ -78,6 +80,8 @@ def _recorded(name, record):
         return getattr(super(keras.Model, self), name)(*args, **kwargs)
 
     def method(self, *args, **kwargs):
+        if name == "fit" and os.environ.get("CORPUS_BATCH_ORDER") == "reversed":
+            reverse_batches(self)
         if name == "fit" and kwargs.get("epochs", 1) > kwargs.get("initial_epoch", 0) + EPOCHS:
             kwargs["epochs"] = kwargs.get("initial_epoch", 0) + EPOCHS  # a tuner's later brackets start past 0
         _DEPTH[0] += 1
@@ -174,6 +178,28 @@ def fix_draws() -> None:
         ),
     )
     tf_fixed("shuffle", lambda value, seed=None, name=None: value)
+
+
+def reverse_batches(model) -> None:
+    """``CORPUS_BATCH_ORDER=reversed``: ``model``'s ``train_step`` (Keras's or the program's own)
+    takes each batch's samples in reverse order. A step whose losses are means over the samples
+    is mathematically the same step; float32 takes its sums in another order, as a batch split
+    over replicas does: how far that alone moves the program is its own rounding."""
+    if getattr(model.train_step, "corpus_reversed", False):
+        return
+    step = model.train_step
+
+    def reversed_step(data):
+        def backwards(value):
+            if isinstance(value, tf.Tensor) and value.shape.rank:
+                return tf.reverse(value, [0])
+            return value
+
+        return step(tf.nest.map_structure(backwards, data))
+
+    reversed_step.corpus_reversed = True
+    model.train_step = reversed_step
+    model.train_function = None
 
 
 def fix_order() -> None:

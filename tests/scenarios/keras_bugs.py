@@ -319,6 +319,53 @@ def _against_one_device(model, one, x, patched: bool, losses: tuple[str, ...]) -
     }
 
 
+def uneven_shares_against_one_device(patched: bool = False, own: bool = False) -> dict:
+    """99 samples in batches of 16 (each epoch's last batch, 3 samples, splits 2/1) trained 2
+    epochs with SGD under Mirrored and on one device from the same weights: the largest weight
+    gap and the last loss's ratio to one device's. With ``patched``, under a strategy autodist
+    trains under, each replica's gradients weighted by its share (``uneven_shares_weighted``);
+    with ``own``, a model whose train_step is its own (run as autodist.fit runs it)."""
+    from autodist.tensorflow.keras_patches import autodist_trains_under, trains_under
+    from autodist.upstream.keras_own_steps import own_steps, share_weights
+
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(99, 4)).astype("float32")
+    y = x if own else rng.normal(size=(99, 1)).astype("float32")
+    keras.utils.set_random_seed(0)
+
+    def build():
+        if own:
+            model = OwnStep()
+            model.compile(optimizer=keras.optimizers.SGD(0.05))
+            return model
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="relu"), keras.layers.Dense(1)])
+        model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+        return model
+
+    with strategy.scope():
+        model = build()
+    one = build()
+    if own:
+        model.build((None, 4))
+        one.build((None, 4))
+    one.set_weights(model.get_weights())
+    if patched:
+        trains_under(strategy)
+        if own:
+            own_steps(model)
+        assert share_weights(model, autodist_trains_under), "uneven_shares_weighted is not applied"
+    data = (x,) if own else (x, y)
+    mirrored = model.fit(*data, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    single = one.fit(*data, batch_size=16, epochs=2, shuffle=False, verbose=0).history
+    key = "own_loss" if own else "loss"
+    pairs = zip(model.get_weights(), one.get_weights(), strict=True)
+    return {
+        "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in pairs),
+        "loss_ratio": mirrored[key][-1] / single[key][-1],
+    }
+
+
 class UnseededSampling(keras.layers.Layer):
     """The Keras guide's VAE ``Sampling`` layer: ``keras.random.normal`` without a seed (Keras's
     global SeedGenerator, made at its first use)."""
@@ -682,6 +729,7 @@ def main() -> None:
         "no_call_unpatched": case(own_step_against_one_device, NoCall),
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
         "endpoint_unpatched": case(endpoint_against_one_device),
+        "uneven_shares_unpatched": case(uneven_shares_against_one_device),
         "unseeded_draws_unpatched": case(unseeded_draws_fit),
         "unseeded_dataset_draws_one_device": case(unseeded_dataset_draws, "one_device"),
         "unseeded_dataset_draws_unpatched": case(unseeded_dataset_draws),
@@ -708,6 +756,8 @@ def main() -> None:
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
     results["endpoint_plain_strategy_patched"] = case(endpoint_against_one_device)
     results["endpoint_patched"] = case(endpoint_against_one_device, adopted=True)
+    results["uneven_shares_patched"] = case(uneven_shares_against_one_device, patched=True)
+    results["uneven_shares_own_step_patched"] = case(uneven_shares_against_one_device, patched=True, own=True)
     results["unseeded_draws_plain_strategy_patched"] = case(unseeded_draws_fit)
     results["unseeded_draws_patched"] = case(unseeded_draws_fit, adopted=True)
     results["unseeded_dataset_draws_plain_strategy_patched"] = case(unseeded_dataset_draws)
