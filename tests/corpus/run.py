@@ -19,6 +19,8 @@ Around the program, never in it:
 - with ``CORPUS_ORDER=fixed``, every tf.data ``shuffle`` keeps its first order (``fix_order``).
 - with ``CORPUS_BATCH_ORDER=reversed``, every training step takes its batch's samples in reverse
   order (``reverse_batches``): the same step, its sums taken in another order.
+- with ``CORPUS_GRADIENTS=dense``, every optimizer applies its sparse gradients as dense ones
+  (``densify_gradients``).
 
 A notebook runs as its code cells in order (``program_text``). A program that makes its own
 strategy keeps it: that strategy is its hand-built way, so ``hand-built`` only gives it 2 devices.
@@ -202,6 +204,23 @@ def reverse_batches(model) -> None:
     model.train_function = None
 
 
+def densify_gradients() -> None:
+    """``CORPUS_GRADIENTS=dense``: every optimizer applies a sparse gradient (``tf.IndexedSlices``,
+    an embedding's) as the dense tensor it sums to. Keras's sparse update squares each slice
+    apart (its sparse-aware ``square``), so a row that several slices hold (each replica's slice of
+    a position embedding looked up once per batch, all-reduced by concatenation) gets Adam's second
+    moment from the sum of their squares, where one device, with one slice, squares the sum."""
+    from keras.src.optimizers import base_optimizer
+
+    original = base_optimizer.BaseOptimizer.apply
+
+    def apply(self, grads, trainable_variables=None):
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        return original(self, grads, trainable_variables)
+
+    base_optimizer.BaseOptimizer.apply = apply
+
+
 def fix_order() -> None:
     """``CORPUS_ORDER=fixed``: every tf.data ``shuffle`` draws its order once and keeps it
     (``reshuffle_each_iteration=False``), so a way that reads its input once more than another
@@ -223,6 +242,8 @@ def main() -> None:
         fix_draws()
     if os.environ.get("CORPUS_ORDER") == "fixed":
         fix_order()
+    if os.environ.get("CORPUS_GRADIENTS") == "dense":
+        densify_gradients()
     if os.environ.get("CORPUS_FLOATX"):
         keras.config.set_floatx(os.environ["CORPUS_FLOATX"])  # float64: the rounding of float32 sums out of the way
     keras.utils.set_random_seed(0)
