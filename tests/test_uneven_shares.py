@@ -72,9 +72,18 @@ def model(own=False):
     return made
 
 
+def shard_policy_off(dataset):  # TensorFlow then re-batches by filling the replicas in turn
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return dataset.with_options(options)
+
+
 KINDS = {
     "arrays, last batch 3 of 99": (lambda: (X, Y), dict(batch_size=16), False),
     "tf.data, last batch 3 of 99": (lambda: (tf.data.Dataset.from_tensor_slices((X, Y)).batch(16),), {}, False),
+    "tf.data, shard policy OFF, last batch 34 of 98": (
+        lambda: (shard_policy_off(tf.data.Dataset.from_tensor_slices((X[:98], Y[:98])).batch(64)),), {}, False
+    ),
     "PyDataset of 15-sample batches": (lambda: (Batches(),), {}, False),
     "generator of 15-sample batches + steps_per_epoch": (lambda: (batches_forever(),), dict(steps_per_epoch=6), False),
     "train_step of its own, last batch 3 of 99": (lambda: (X, Y), dict(batch_size=16), True),

@@ -24,7 +24,7 @@ from autodist.upstream.tf_data import finite_cardinality, is_dataset, reshuffles
 from autodist.errors import BatchSizeError
 from autodist.log import get_logger
 from autodist.process import draws_kept
-from autodist.planning.global_batch import every_replica_fed
+from autodist.planning.global_batch import every_replica_fed, shares_of
 from autodist.planning.keras_compat import kept_strategy_order
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.core.batching import (
@@ -74,6 +74,13 @@ _OWN_STEP_UNEVEN_NOTE = (
     "model.fit's. Pass each batch's sample count as update_state's sample_weight (as Keras's own "
     "loss tracker does: the same epoch mean on one device and on {replicas} replicas), or make "
     "every batch a multiple of {replicas}."
+)
+
+
+_EMPTY_SHARE_NOTE = (
+    "autodist cannot check the batch size of a {kind}: a batch of fewer than {replicas} samples (the "
+    "replica count) leaves a replica an empty share, whose mean loss is not a number in History. "
+    "Make each batch at least {replicas} samples, or pass numpy arrays or a tf.data.Dataset"
 )
 
 
@@ -456,6 +463,10 @@ def input_notes(
                 else f"this {type(x).__name__}'s batches may not split evenly"
             )
             notes.append(_OWN_STEP_UNEVEN_NOTE.format(where=where, replicas=the_plan.num_replicas))
+        if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
+            own = first_batch_size(x) if indexed_batches(x) else None
+            if own is None or own < the_plan.num_replicas:
+                notes.append(_EMPTY_SHARE_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
         return notes
     if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
         own = first_batch_size(x) if indexed_batches(x) else None
@@ -479,8 +490,11 @@ def _reshuffled(x: Any, fit_kwargs: Mapping[str, Any]) -> str | None:
 
 
 class LastBatch(NamedTuple):
-    """The last batch of each epoch: its samples (``last``) of the epoch's ``count``, and how it
-    splits over the replicas (``shares``, one per replica; ``()`` where it splits evenly)."""
+    """The last batch of each epoch: its samples (``last``, ``0`` where every batch is whole) of
+    the epoch's ``count``, and how it splits over the replicas (``shares``, one per replica, as
+    TensorFlow splits a batch of a size it cannot see; ``()`` where that is even). A partial batch
+    may still split otherwise: TensorFlow's re-batching of a dataset whose shard policy is not
+    ``DATA`` fills the replicas in turn (a last batch of 36 for a global batch of 64: 32/4)."""
 
     last: int
     count: int
@@ -514,9 +528,8 @@ def last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> LastBat
     if not count:
         return None
     last = count % batch
-    if not last or last % replicas == 0:
-        return LastBatch(last, count, ())
-    return LastBatch(last, count, tuple(last // replicas + (1 if r < last % replicas else 0) for r in range(replicas)))
+    shares = shares_of(last, replicas) if last else ()
+    return LastBatch(last, count, shares if len(set(shares)) > 1 else ())
 
 
 def _uneven_last_batch(split: LastBatch, replicas: int, batch: int) -> str:

@@ -120,6 +120,19 @@ def adjust_global_batch(
     return BatchDecision(requested, adjusted, adjusted // num_replicas, warning)
 
 
+def shares_of(batch: int, num_replicas: int) -> tuple[int, ...]:
+    """Each replica's share of a batch of ``batch`` samples, as TensorFlow splits a batch of a size
+    it cannot see (Keras's array inputs): every replica takes ``ceil(batch / num_replicas)`` in
+    turn until the batch runs out.
+
+    Example:
+        >>> shares_of(3, 2), shares_of(5, 4), shares_of(8, 2)
+        ((2, 1), (2, 2, 1, 0), (4, 4))
+    """
+    share = -(-batch // num_replicas)
+    return tuple(min(share, max(0, batch - r * share)) for r in range(num_replicas))
+
+
 def feeds_every_replica(batch: int, num_replicas: int) -> bool:
     """Whether a batch of ``batch`` samples gives each of ``num_replicas`` replicas at least one,
     split as TensorFlow splits a batch of a size it cannot see (Keras's array inputs): every
@@ -129,8 +142,7 @@ def feeds_every_replica(batch: int, num_replicas: int) -> bool:
         >>> feeds_every_replica(4, 3), feeds_every_replica(5, 3), feeds_every_replica(1, 1)
         (False, True, True)
     """
-    share = -(-batch // num_replicas)
-    return batch >= 1 and batch - (num_replicas - 1) * share >= 1
+    return batch >= 1 and shares_of(batch, num_replicas)[-1] >= 1
 
 
 def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> tuple[int, int] | None:

@@ -302,9 +302,10 @@ WORKAROUNDS: dict[str, Workaround] = {
                 " gradients of it divided by the replicas: every share counts 1/N. Where a batch does not split evenly"
                 " (the last batch of an epoch, 89 samples split 45/44 on 2 replicas; a PyDataset's own odd batches) the"
                 " samples of the smaller share weigh more than in model.fit, and History and weights end apart (99"
-                " samples, batch 16: 0.03). For an input whose batches may split unevenly, autodist weights each"
+                " samples, batch 16: 0.03). For an input that may hold a partial batch, autodist weights each"
                 " replica's gradients by its share of the step's samples (one scalar all-reduce per step): the whole"
-                " batch's mean gradient, as one device takes it. An input that always splits evenly is left as it is."
+                " batch's mean gradient, as one device takes it. An input whose every batch is whole is left as it is"
+                " (under MultiWorkerMirrored every worker weights: they must issue the same collectives)."
             ),
             affected=_ALL, touches=("keras.share_weights",),
             if_fixed="a share's weight is 1 wherever batches split evenly; where they do not, it is right for gradients"

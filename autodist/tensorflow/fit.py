@@ -90,7 +90,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
     steps_as_one_device(placed.trained, the_plan)
     split = last_batch(x, the_plan, call.fit_kwargs)
-    weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.shares)
+    weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.last)
     get_logger().info(the_plan.summary(include_warnings=False))
     if weighted:
         get_logger().info(_WEIGHTED.format(split=_said_split(split)))
@@ -111,8 +111,10 @@ _WEIGHTED = (
 
 
 def _said_split(split: Any) -> str:
-    if split is None:
+    if split is None or not split.last:
         return "the input's batches may not split evenly over the replicas"
+    if not split.shares:
+        return f"the last batch of each epoch holds {split.last} of {split.count} samples"
     shares = "/".join(map(str, split.shares))
     return f"the last batch of each epoch, {split.last} of {split.count} samples, splits {shares}"
 

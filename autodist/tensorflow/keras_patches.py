@@ -31,6 +31,7 @@ from autodist.upstream.keras_own_steps import (
     patch_own_steps,
     patch_share_weights,
     share_weights,
+    unshare_weights,
 )
 from autodist.planning.global_batch import every_replica_fed
 from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_every_replica_fed, patch_trainer
@@ -131,13 +132,20 @@ def steps_as_one_device(model: Any, the_plan: Any) -> bool:
 _SHARING = ("mirrored", "multi_worker_mirrored", "central_storage")
 
 
-def shares_weighted(model: Any, the_plan: Any, shares: tuple[int, ...] | None) -> bool:
+def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:
     """Weight each replica's gradients by its share of the batch (:func:`share_weights`) when
     the plan has the workaround ``uneven_shares_weighted``, its replicas share every batch, and
-    the input's batches may split unevenly over them (``shares``: the last batch's split, ``()``
-    where every batch splits evenly, ``None`` where that is not known). ``True`` when it does."""
-    if "uneven_shares_weighted" not in the_plan.keras_workarounds or the_plan.num_replicas < 2 or shares == ():
-        return False
-    if str(the_plan.strategy) not in _SHARING or keras_flavor_of(model) != "keras3":
-        return False
-    return share_weights(model, autodist_trains_under)
+    the input may hold a partial batch (``last``: the last batch's samples, ``0`` where every
+    batch is whole, ``None`` where that is not known): a partial batch may split unevenly however
+    its size divides. Under MultiWorkerMirrored every worker decides the same from the plan alone
+    (each worker's own input may end otherwise, and the weighting adds a collective to every
+    step). ``True`` when it does; otherwise a weighting an earlier ``fit`` put on the model is
+    taken off."""
+    wanted = (
+        "uneven_shares_weighted" in the_plan.keras_workarounds
+        and the_plan.num_replicas > 1
+        and str(the_plan.strategy) in _SHARING
+        and keras_flavor_of(model) == "keras3"
+        and (last != 0 or str(the_plan.strategy) == "multi_worker_mirrored")
+    )
+    return share_weights(model, autodist_trains_under) if wanted else unshare_weights(model)

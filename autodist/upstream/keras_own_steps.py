@@ -62,6 +62,7 @@ __all__ = [
     "patch_share_weights",
     "share_weights",
     "share_weights_wrap",
+    "unshare_weights",
 ]
 
 #: The methods a model's class may define that make its steps its own.
@@ -147,6 +148,17 @@ def share_weights(model: Any, applies: Callable[[Any], bool]) -> bool:
     return True
 
 
+def unshare_weights(model: Any) -> bool:
+    """Take :func:`share_weights`'s wrapper off ``model``'s ``train_step`` (a later ``fit`` that
+    does not weight: the workaround left out, or an input whose batches are whole). ``False``."""
+    step = getattr(model, "train_step", None)
+    if hasattr(step, "autodist_share_weights"):
+        model.train_step = step.autodist_share_weights
+        if getattr(model, "train_function", None) is not None:
+            model.train_function = None
+    return False
+
+
 def _rows(data: Any) -> Any:
     """The samples in a step's batch: the leading dimension of its first tensor (the inputs'), as
     Keras counts them for its loss metric."""
@@ -188,10 +200,13 @@ def _scaled(grads: Any, factor: Any) -> list[Any]:
 def _gradient_factor() -> Any:
     """What the optimizer multiplies this replica's gradients by (``None``: nothing): ``1 / N``
     in a step of the model's own, its share's weight ``N * n_k / n`` where :func:`share_weights`
-    runs the step, both where both do; nothing where the step divides by the global batch itself."""
-    if STATE.per_thread("own_step_divided", False):
+    runs the step, both where both do. A step that divides by the global batch it names
+    (``tf.nn.compute_average_loss(..., global_batch_size=)``) keeps its gradients; one that lets
+    TensorFlow divide by ``N`` times its share takes the weight only."""
+    divided = STATE.per_thread("own_step_divided", False)
+    if divided == "global":
         return None
-    factor = 1.0 / _replicas() if in_own_step() and _replicas() > 1 else None
+    factor = 1.0 / _replicas() if in_own_step() and not divided and _replicas() > 1 else None
     weight = STATE.per_thread("share_weight", None)
     if weight is not None:
         factor = weight if factor is None else weight * factor
@@ -223,8 +238,9 @@ def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> 
     original_average = tf.nn.compute_average_loss
 
     def compute_average_loss(*args: Any, **kwargs: Any) -> Any:
-        if in_own_step():
-            STATE.thread.own_step_divided = True  # the step divides by the global batch itself
+        if in_own_step():  # the step divides itself: by the global batch it names, or by N * its share
+            given = kwargs.get("global_batch_size", args[2] if len(args) > 2 else None) is not None
+            STATE.thread.own_step_divided = "global" if given else "replicas"
         return original_average(*args, **kwargs)
 
     tf.nn.compute_average_loss = compute_average_loss
