@@ -455,13 +455,16 @@ def input_notes(
     order = kept_strategy_order(the_plan.keras_workarounds, kept, _reshuffled(x, fit_kwargs))
     notes = [order] if order else []
     if weighted:
-        if own_train_step and (split is None or split.shares):
-            where = (
-                f"the last batch of each epoch, {split.last} of {split.count} samples, splits "
-                f"{'/'.join(map(str, split.shares))}"
-                if split is not None
-                else f"this {type(x).__name__}'s batches may not split evenly"
-            )
+        if own_train_step and (split is None or split.last):
+            if split is None:
+                where = f"this {type(x).__name__}'s batches may not split evenly"
+            elif split.shares:
+                where = (
+                    f"the last batch of each epoch, {split.last} of {split.count} samples, splits "
+                    f"{'/'.join(map(str, split.shares))}"
+                )
+            else:
+                where = f"the last batch of each epoch, {split.last} of {split.count} samples, may split unevenly"
             notes.append(_OWN_STEP_UNEVEN_NOTE.format(where=where, replicas=the_plan.num_replicas))
         if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
             own = first_batch_size(x) if indexed_batches(x) else None
