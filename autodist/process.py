@@ -3,7 +3,8 @@
 Keras keeps its process-wide facts in one ``global_state``, Accelerate in one ``PartialState``;
 autodist keeps them here, and nowhere else: no other module holds mutable state at module level
 (``tests/test_layers.py`` checks it). :func:`reset` puts the state back as a fresh process has
-it, the one reset the tests use.
+it, the one reset the tests use: with every attribute of TensorFlow and Keras that a workaround
+replaced (:func:`replace`) put back.
 
 Example:
     >>> from autodist.process import STATE, reset
@@ -22,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["STATE", "ProcessState", "draws_kept", "once", "reset"]
+__all__ = ["STATE", "ProcessState", "draws_kept", "once", "replace", "replaced", "reset"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -34,8 +35,8 @@ class ProcessState:
             its ``Absence`` where not (each touch is probed once).
         warned: the keys of the once-a-process warnings already said (:func:`once`).
         patched: the TensorFlow and Keras functions the upstream patches replaced, by patching
-            module, then by name (a patch is applied once; :func:`reset` keeps them, since the
-            patched functions stay in place).
+            module, then by name (a patch is applied once, until :func:`reset` puts them back).
+        replaced: each attribute :func:`replace` set, in order, with what its owner held before.
         symbolic_build: the behaviours of the patched Keras symbolic build in force.
         ours: autodist's strategy, once made current (the guard on other strategies' scopes).
         thread: per-thread depths and flags: inside a model's own step, inside another
@@ -59,6 +60,7 @@ class ProcessState:
     probed: dict[str, Any] = dataclasses.field(default_factory=dict)
     warned: set[str] = dataclasses.field(default_factory=set)
     patched: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    replaced: list[tuple[Any, str, Any]] = dataclasses.field(default_factory=list)
     symbolic_build: set[str] = dataclasses.field(default_factory=set)
     ours: Any = None
     thread: threading.local = dataclasses.field(default_factory=threading.local)
@@ -98,10 +100,35 @@ def once(key: str) -> bool:
     return True
 
 
+#: What :func:`replace` records where the owner held no attribute of that name itself (it inherited it).
+_INHERITED = "<not the owner's own: inherited>"
+
+
+def replace(owner: Any, name: str, value: Any) -> None:
+    """Set ``owner.name`` (a TensorFlow or Keras class or module: the one way an upstream patch
+    changes one) to ``value``, recording what the owner held itself, so that :func:`reset` puts
+    it back (an attribute it inherited is deleted again)."""
+    STATE.replaced.append((owner, name, vars(owner).get(name, _INHERITED)))
+    setattr(owner, name, value)
+
+
+def replaced() -> list[str]:
+    """The attributes replaced now, as ``module.Owner.name``, in the order they were set."""
+    return [f"{getattr(owner, '__module__', owner.__name__)}.{owner.__name__}.{name}" if isinstance(owner, type)
+            else f"{owner.__name__}.{name}" for owner, name, _ in STATE.replaced]
+
+
 def reset() -> None:
-    """Put :data:`STATE` back as a fresh process has it, for tests: every field anew but
-    ``patched`` (the patched functions stay in place, and their originals with them)."""
-    fresh = ProcessState(patched=STATE.patched)
+    """Put :data:`STATE` back as a fresh process has it, for tests: every attribute
+    :func:`replace` set put back (the newest first), and every field anew (so a patch can be
+    applied again). The activation's hooks on TensorFlow have their own undo (``Hooks.remove``)."""
+    while STATE.replaced:
+        owner, name, before = STATE.replaced.pop()
+        if before is _INHERITED:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, before)
+    fresh = ProcessState()
     for field in dataclasses.fields(ProcessState):
         setattr(STATE, field.name, getattr(fresh, field.name))
 

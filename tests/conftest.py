@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -39,29 +40,99 @@ def pytest_terminal_summary(terminalreporter):
 
 @pytest.fixture
 def fresh_state():
-    """autodist's process state as a fresh process has it (:func:`autodist.process.reset`), and
-    this test's state dropped after: the one way tests reset what autodist keeps."""
+    """autodist's process state as a fresh process has it (:func:`autodist.process.reset`, which
+    also puts back what the workarounds replaced in Keras and TensorFlow), and this test's state
+    dropped after: the one way tests reset what autodist keeps. The facts kept before come back;
+    the workarounds do not (a later ``fit`` applies those it needs again)."""
     from autodist.process import STATE, reset
 
-    kept = dict(vars(STATE))
+    kept = {key: value for key, value in vars(STATE).items() if key not in ("patched", "replaced")}
     reset()
     yield STATE
+    reset()
     vars(STATE).update(kept)
 
 
-@pytest.fixture(scope="session", autouse=True)
+#: The tiers, from the fixtures a test uses (:func:`pytest_collection_modifyitems` marks them): a
+#: test that uses one of these (itself, or through a fixture of its) is marked ``tensorflow``: it
+#: imports TensorFlow in this process, or starts processes of its own. Every other test is marked
+#: ``unit`` (``python -m pytest -m unit``: no TensorFlow, no process; :func:`unit_tier` holds it to that).
+TIER_FIXTURES = ("tensorflow_imported", "processes")
+#: What a unit test may not import (seconds each, and TensorFlow's import sets process state).
+FRAMEWORKS = ("tensorflow", "keras", "tf_keras", "jax", "ray")
+
+
+@pytest.fixture(scope="session")
 def tensorflow_imported():
-    """Import TensorFlow and Keras once, first: importing them sets variables (TF2_BEHAVIOR, ...)."""
+    """TensorFlow and Keras imported in this process, for a test that runs them here (importing
+    them also sets variables: TF2_BEHAVIOR, ...). The test is in the ``tensorflow`` tier."""
     import keras  # noqa: F401
     import tensorflow  # noqa: F401
 
 
+@pytest.fixture(scope="session")
+def processes():
+    """For a test, or a fixture, that starts processes of its own (a scenario, a program, a job, a
+    private network): the test is in the ``tensorflow`` tier. The runners are this module's
+    functions (:func:`run_scenario`, :func:`start_python`, ...)."""
+
+
+class _FrameworkImport:
+    """A meta path finder that refuses to import :data:`FRAMEWORKS` in the test's own thread (a
+    module's runs ahead, in threads of their own, go on beside a unit test of that module)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in FRAMEWORKS and threading.current_thread() is threading.main_thread():
+            raise ImportError(
+                f"a unit test imports {name}: request the fixture tensorflow_imported (or processes, "
+                "for a test that starts processes) to move it to the tensorflow tier"
+            )
+        return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test marked ``unit`` (its fixtures' setup and teardown included) imports no framework not
+    yet imported and starts no process: where it does, it fails, naming the fixture to request."""
+    if item.get_closest_marker("unit") is None:
+        yield
+        return
+
+    def refused(*args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():  # a module's runs ahead (Ahead)
+            return started(*args, **kwargs)
+        raise AssertionError(
+            f"a unit test starts a process ({args[1] if len(args) > 1 else kwargs.get('args')}): "
+            "request the fixture processes to move it to the tensorflow tier"
+        )
+
+    finder, started = _FrameworkImport(), subprocess.Popen.__init__
+    subprocess.Popen.__init__ = refused  # type: ignore[method-assign]
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        subprocess.Popen.__init__ = started  # type: ignore[method-assign]
+
+
+#: What importing TensorFlow and Keras sets in os.environ (measured on TF 2.21): a test that
+#: imports them first is not blamed for these.
+_SET_BY_IMPORT = (
+    "TF2_BEHAVIOR", "TF_CPP_MIN_LOG_LEVEL", "TPU_ML_PLATFORM", "TPU_ML_PLATFORM_VERSION", "TPU_SKIP_MDS_QUERY",
+    "HDF5_PLUGIN_PATH", "ENABLE_RUNTIME_UPTIME_TELEMETRY",
+)
+
+
 @pytest.fixture(autouse=True)
-def no_environment_leaks(tensorflow_imported):
+def no_environment_leaks():
     """Fail any test that changes os.environ (TF_CONFIG leaking between tests is our bug class)."""
+    imported = "tensorflow" in sys.modules
     before = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     yield
     after = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    if not imported and "tensorflow" in sys.modules:  # this test imported it first
+        before.update({k: after[k] for k in _SET_BY_IMPORT if k in after and k not in before})
     if before != after:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         for key in changed:
@@ -230,10 +301,15 @@ RAY_CASES = ("keras3", "tf_keras", "doc", "example", "data", "jax", "restart")  
 _RAY: dict[str, Any] = {}
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m reads the markers
 def pytest_collection_modifyitems(config, items):
-    """``python -m pytest`` alone (no test paths, no ``-m``) leaves out the differential tier
-    (the ``differential`` marker; ``python -m pytest -m differential`` runs it): the suite stays
-    under 25 minutes. Named files or test ids run whatever their markers."""
+    """Each test is marked ``tensorflow`` where it uses a fixture of :data:`TIER_FIXTURES`, and
+    ``unit`` otherwise. ``python -m pytest`` alone (no test paths, no ``-m``) leaves out the
+    differential tier (the ``differential`` marker; ``python -m pytest -m differential`` runs it):
+    the suite stays under 25 minutes. Named files or test ids run whatever their markers."""
+    for item in items:
+        heavy = set(TIER_FIXTURES) & set(getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.tensorflow if heavy else pytest.mark.unit)
     given = [arg for arg in config.invocation_params.args if not str(arg).startswith("-")]
     if config.option.markexpr or any(Path(str(arg).split("::")[0]).exists() for arg in given):
         return
@@ -244,24 +320,21 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    if any(item.nodeid.startswith("tests/test_ray.py") for item in session.items):
+    """The background runs start for the tests selected that use them: the Ray scenario now (its
+    tests use the fixture ``ray_run``), the Kubernetes pods at the first test that mostly waits
+    (:func:`mostly_waits`; their test uses :func:`kubernetes_pods`)."""
+    if any("ray_run" in item.fixturenames for item in session.items):
         start_ray_scenario()
-    _PODS_WANTED.extend(item for item in session.items if item.nodeid.startswith("tests/test_pods_on_kubernetes.py"))
+    _PODS_WANTED.extend(item for item in session.items if "kubernetes_pods" in item.fixturenames)
 
 
-#: Tests that mostly wait (failures, peer and stall timeouts, with bounds far above what they
-#: wait for): the Kubernetes pods start at the first of them and run in their idle time; the pods'
-#: own test collects them later (or starts them, when none of these runs).
-WAITING_TESTS = (
-    "tests/test_multi_worker.py::test_worker_failure_without_restart_fails_fast_and_names_the_task",
-    "tests/test_multi_worker.py::test_never_started_peer_fails_in_bounded_time",
-    "tests/test_multi_worker.py::test_peer_dying_mid_training_fails_the_survivor_in_bounded_time",
-    "tests/test_multi_worker.py::test_a_worker_blocked_inside_a_batch_ends_the_job_within_the_stall_timeout",
-)
-
-
-def pytest_runtest_setup(item):
-    if _PODS_WANTED and item.nodeid in WAITING_TESTS:
+@pytest.fixture
+def mostly_waits(processes):
+    """For a test that mostly waits (failures, peer and stall timeouts, with bounds far above what it
+    waits for): when the session runs the Kubernetes pods' test, the pods start at the first such
+    test and run in its idle time; the pods' own test collects them later (or starts them, when
+    no such test runs)."""
+    if _PODS_WANTED:
         start_kubernetes_pods()
 
 
@@ -270,6 +343,13 @@ def pytest_runtest_setup(item):
 _PODS_WANTED: list[Any] = []
 KUBERNETES_CASES = [{"name": "k2", "workers": 2, "port": 2222, "kill_at": {"1": 9}}, {"name": "k3", "workers": 3, "port": 2300}]
 _PODS: dict[str, Any] = {}
+
+
+@pytest.fixture
+def kubernetes_pods(processes) -> dict[str, Any]:
+    """The pod-side run (:func:`start_kubernetes_pods`), started now unless a test that mostly waits
+    started it already."""
+    return start_kubernetes_pods()
 
 
 def start_kubernetes_pods() -> dict[str, Any]:

@@ -44,7 +44,6 @@ def _run(imports: str, data: str = ARRAYS, **env: str) -> dict:
     return json.loads(lines[-1][len("RESULT "):])
 
 
-@pytest.mark.tensorflow
 @pytest.mark.parametrize(
     "imports",
     [
@@ -56,14 +55,13 @@ def _run(imports: str, data: str = ARRAYS, **env: str) -> dict:
     ],
     ids=["autodist-first", "tensorflow-first-no-ops", "tf-config-after-import"],
 )
-def test_import_order_before_any_op_creates_the_model_under_the_strategy(imports):
+def test_import_order_before_any_op_creates_the_model_under_the_strategy(processes, imports):
     result = _run(imports)
     assert result == {"current": "MirroredStrategy", "variable": "MirroredVariable", "strategy": "mirrored", "warnings": []}
 
 
-@pytest.mark.tensorflow
 @pytest.mark.parametrize("data", [ARRAYS, DATASET], ids=["arrays", "dataset"])
-def test_switch_off_falls_back_to_moving_with_one_warning_naming_the_switch(data):
+def test_switch_off_falls_back_to_moving_with_one_warning_naming_the_switch(processes, data):
     """The fallback builds the unbuilt model from its first batch (arrays or a dataset), moves
     it, trains, and copies the state back into the caller's object."""
     result = _run("import autodist\nimport keras\nimport tensorflow as tf", data, AUTODIST_ACTIVATE="0")
@@ -99,9 +97,8 @@ def test_import_plan_that_turns_out_too_small_switches_to_central_storage_with_t
     assert "AUTODIST_STRATEGY=central_storage" in cause
 
 
-@pytest.mark.tensorflow
 @pytest.mark.parametrize("strategy, variable", [("one_device", "ResourceVariable"), ("central_storage", "AggregatingVariable")])
-def test_unbuilt_model_is_created_under_the_strategy_set_by_environment(strategy, variable):
+def test_unbuilt_model_is_created_under_the_strategy_set_by_environment(processes, strategy, variable):
     """AUTODIST_STRATEGY picks what is made current, and fit's "auto" means the same: the unbuilt
     model is created there and trains as it is, no copy and no warning."""
     result = _run("import autodist\nimport keras\nimport tensorflow as tf", AUTODIST_STRATEGY=strategy)
@@ -142,8 +139,7 @@ print("RESULT " + json.dumps({"trials": seen, "current": type(tf.distribute.get_
 """
 
 
-@pytest.mark.tensorflow
-def test_a_keras_tuner_search_trains_every_trial_under_the_strategy_made_current(tmp_path):
+def test_a_keras_tuner_search_trains_every_trial_under_the_strategy_made_current(processes, tmp_path):
     """KerasTuner calls keras.backend.clear_session() before building each trial, which resets
     TensorFlow's default graph and with it the current strategy: the log said mirrored while every
     trial after the first trained on one device (issue 45). Now each trial trains on 2 replicas."""
@@ -191,8 +187,7 @@ print("RESULT " + json.dumps(model.evaluate(x, y, verbose=0)))
 """
 
 
-@pytest.mark.tensorflow
-def test_a_model_only_evaluated_under_the_strategy_made_current_keeps_its_own_test_steps_loss():
+def test_a_model_only_evaluated_under_the_strategy_made_current_keeps_its_own_test_steps_loss(processes):
     """The 'customizing fit' guide evaluates a model with a test_step of its own that never goes
     through fit: under the strategy autodist made current, Keras divided its compute_loss by the
     replicas, so evaluate read half of one device's loss (the corpus's guide_custom_train_step,

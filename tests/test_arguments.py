@@ -153,7 +153,7 @@ def test_init_and_distributed_check_the_same_keywords_before_anything_starts(cas
 
 
 @pytest.fixture(scope="module")
-def compiled():
+def compiled(tensorflow_imported):
     import keras
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])

@@ -32,7 +32,7 @@ def test_bad_batch_sizes(bad):
         adjust_global_batch(bad, 2)
 
 
-def test_dataset_rebatched_keeps_every_sample_and_sets_data_sharding():
+def test_dataset_rebatched_keeps_every_sample_and_sets_data_sharding(tensorflow_imported):
     import numpy as np
     import tensorflow as tf
 
@@ -46,7 +46,7 @@ def test_dataset_rebatched_keeps_every_sample_and_sets_data_sharding():
     assert policy == tf.data.experimental.AutoShardPolicy.DATA
 
 
-def test_explicit_shard_policy_is_kept():
+def test_explicit_shard_policy_is_kept(tensorflow_imported):
     import tensorflow as tf
 
     options = tf.data.Options()
@@ -56,14 +56,14 @@ def test_explicit_shard_policy_is_kept():
     assert prepared.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.OFF
 
 
-def test_unbatched_dataset_has_no_batch_size():
+def test_unbatched_dataset_has_no_batch_size(tensorflow_imported):
     import tensorflow as tf
 
     assert dataset_batch_size(tf.data.Dataset.range(8)) is None
 
 
 @pytest.fixture
-def record_files(tmp_path):
+def record_files(tensorflow_imported, tmp_path):
     import tensorflow as tf
 
     paths = []
@@ -93,7 +93,7 @@ def test_shard_policy_file_only_with_enough_files(record_files, tmp_path):
     assert prepared.options().experimental_distribute.auto_shard_policy == policy.FILE
 
 
-def test_repeat_across_epochs_keeps_the_batches_and_order():
+def test_repeat_across_epochs_keeps_the_batches_and_order(tensorflow_imported):
     import tensorflow as tf
 
     from autodist.core.batching import repeat_across_epochs
@@ -111,7 +111,7 @@ def test_repeat_across_epochs_keeps_the_batches_and_order():
     assert repeat_across_epochs(tf.data.Dataset.range(3).repeat())[1] is None
 
 
-def test_a_list_of_arrays_stays_the_inputs_of_a_multi_input_model():
+def test_a_list_of_arrays_stays_the_inputs_of_a_multi_input_model(tensorflow_imported):
     """Keras reads x=[x1, x2] as two inputs; tf.data would stack the list into one tensor, which
     fails for inputs of different widths (multi-worker and TPU runs build this dataset)."""
     import tensorflow as tf
@@ -150,16 +150,27 @@ def _kinds_of_datasets():
     }
 
 
-@pytest.mark.parametrize("name", list(_kinds_of_datasets()))
-def test_describe_batching_reads_the_chain_and_the_spec(name):
+#: The names of :func:`_kinds_of_datasets` (collecting them builds no dataset: no TensorFlow).
+DATASET_KINDS = (
+    "batch(4).map", "padded_batch(3).prefetch", "batch(4).rebatch(2)", "batch(4).map.unbatch()", "flat_map(slices)",
+    "window(2)", "from_tensor_slices", "generator of batches of 16", "generator of batches, size unknown",
+    "generator of variable-length samples, scalar label", "generator of variable-length samples, sequence label",
+    "zip of batched",
+)
+
+
+@pytest.mark.parametrize("name", DATASET_KINDS)
+def test_describe_batching_reads_the_chain_and_the_spec(tensorflow_imported, name):
     from autodist.core.batching import describe_batching
 
-    dataset, batched, size = _kinds_of_datasets()[name]
+    kinds = _kinds_of_datasets()
+    assert tuple(kinds) == DATASET_KINDS
+    dataset, batched, size = kinds[name]
     found = describe_batching(dataset)
     assert (found.batched, found.size) == (batched, size), found.evidence
 
 
-def test_variable_length_samples_get_an_error_that_names_padded_batch():
+def test_variable_length_samples_get_an_error_that_names_padded_batch(tensorflow_imported):
     import tensorflow as tf
 
     ragged = tf.data.Dataset.from_generator(
@@ -169,7 +180,7 @@ def test_variable_length_samples_get_an_error_that_names_padded_batch():
         prepare_dataset(ragged, 8)
 
 
-def test_batches_of_unknown_size_are_left_alone_without_rebatch():
+def test_batches_of_unknown_size_are_left_alone_without_rebatch(tensorflow_imported):
     import tensorflow as tf
 
     batches = tf.data.Dataset.from_generator(
@@ -178,7 +189,7 @@ def test_batches_of_unknown_size_are_left_alone_without_rebatch():
     assert [tuple(b.shape) for b in prepare_dataset(batches, 32, rebatch=False)] == [(5, 3), (5, 3)]
 
 
-def test_shuffled_arrays_every_sample_once_per_epoch_a_new_order_each_epoch_the_same_for_a_seed():
+def test_shuffled_arrays_every_sample_once_per_epoch_a_new_order_each_epoch_the_same_for_a_seed(tensorflow_imported):
     from autodist.core.batching import arrays_to_dataset
 
     def epochs(seed, count=3):
@@ -194,7 +205,7 @@ def test_shuffled_arrays_every_sample_once_per_epoch_a_new_order_each_epoch_the_
     assert epochs(seed=12)[0] != orders
 
 
-def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run(fresh_state):
+def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run(tensorflow_imported, fresh_state):
     import itertools
 
     import tensorflow as tf
@@ -215,7 +226,7 @@ def test_shared_shuffle_seed_follows_the_global_seed_else_differs_each_run(fresh
         tf.random.set_seed(None)
 
 
-def test_samples_in_a_pass_come_from_the_graph_only_when_it_tells():
+def test_samples_in_a_pass_come_from_the_graph_only_when_it_tells(tensorflow_imported):
     import tensorflow as tf
 
     from autodist.core.batching import describe_batching
@@ -227,7 +238,7 @@ def test_samples_in_a_pass_come_from_the_graph_only_when_it_tells():
     assert describe_batching(samples.filter(lambda x: True).batch(4)).samples is None
 
 
-def test_a_batched_dataset_with_another_batch_size_is_rebatched_and_says_what_model_fit_does():
+def test_a_batched_dataset_with_another_batch_size_is_rebatched_and_says_what_model_fit_does(tensorflow_imported):
     """model.fit(ds.batch(32), batch_size=64) steps through batches of 32; autodist.fit re-batches
     to the global batch 64, and warns with both numbers. The same size, or no batch_size: no word."""
     import tensorflow as tf

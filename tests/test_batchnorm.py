@@ -17,7 +17,7 @@ import numpy as np
 
 from tests.conftest import SCENARIOS, run_python, run_scenario, subprocess_env
 
-pytestmark = [pytest.mark.tensorflow, pytest.mark.differential]  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes")]  # the differential tier: python -m pytest -m differential
 
 
 @pytest.fixture(scope="module")

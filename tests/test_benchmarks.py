@@ -19,7 +19,7 @@ FIGURES = ("overhead", "fit: autodist's defaults", "start-up: a fresh process", 
 TOGETHER = ["decision", "defaults", "memory", "overhead", "scaling"]
 
 
-def test_quick_benchmarks_run_and_write_results(tmp_path):
+def test_quick_benchmarks_run_and_write_results(processes, tmp_path):
     proc = run_python(["-m", "benchmarks", "--quick", "--only", *TOGETHER, "--out", str(tmp_path)], env=subprocess_env(), timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = json.loads((tmp_path / f"results-{'-'.join(TOGETHER)}-quick.json").read_text())
@@ -33,7 +33,7 @@ def test_quick_benchmarks_run_and_write_results(tmp_path):
     assert not (tmp_path / "results.json").exists()  # a quick run leaves the full run's figures alone
 
 
-def test_run_py_works_as_a_file_and_each_benchmark_as_a_module(tmp_path):
+def test_run_py_works_as_a_file_and_each_benchmark_as_a_module(processes, tmp_path):
     """``python benchmarks/run.py`` (from any folder) and ``python -m benchmarks.<name>``."""
     from tests.conftest import ROOT
 

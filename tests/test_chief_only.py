@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import ROOT, SCENARIOS, finished, start_python, subprocess_env
 
-pytestmark = [pytest.mark.tensorflow, pytest.mark.differential]  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes", "tensorflow_imported")]  # the differential tier: python -m pytest -m differential
 
 SCRIPT = str(SCENARIOS / "chief_only.py")
 TIMEOUT = 300

@@ -11,7 +11,7 @@ from autodist.detection.hardware import GpuInfo
 from tests.conftest import GIB, make_snapshot, run_python, subprocess_env
 
 
-def test_inspect_json_from_a_new_process():
+def test_inspect_json_from_a_new_process(processes):
     proc = run_python(["-m", "autodist", "inspect", "--json"], env=subprocess_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout)
@@ -24,7 +24,7 @@ def test_inspect_json_from_a_new_process():
     assert data["plan"]["reasons"]
 
 
-def test_inspect_text_is_a_bug_report():
+def test_inspect_text_is_a_bug_report(processes):
     proc = run_python(["-m", "autodist", "inspect", "--fast"], env=subprocess_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
@@ -33,7 +33,7 @@ def test_inspect_text_is_a_bug_report():
     assert "not checked (--fast skips TensorFlow)" in text
 
 
-def test_inspect_diagnoses_gpus_tensorflow_cannot_see(monkeypatch):
+def test_inspect_diagnoses_gpus_tensorflow_cannot_see(tensorflow_imported, monkeypatch):
     monkeypatch.setattr(hardware, "nvml_gpus", lambda: [GpuInfo("NVIDIA A100", 40 * GIB, "8.0")])
     monkeypatch.setattr(hardware, "tensorflow_gpus", lambda: [])
     monkeypatch.setattr(hardware, "tensorflow_cuda_build", lambda: False)

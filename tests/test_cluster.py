@@ -18,7 +18,7 @@ VALID = [
 
 
 @pytest.mark.parametrize("config", VALID, ids=["2-workers", "chief", "ps", "evaluator"])
-def test_agrees_with_tensorflow_resolver(config, monkeypatch):
+def test_agrees_with_tensorflow_resolver(tensorflow_imported, config, monkeypatch):
     import tensorflow as tf
 
     TFConfigClusterResolver = tf.distribute.cluster_resolver.TFConfigClusterResolver
@@ -146,14 +146,14 @@ SLURM_ENV = {
 }
 
 
-def test_slurm_step():
+def test_slurm_step(tensorflow_imported):
     info = detect_cluster(SLURM_ENV)
     assert info.source == "SLURM"
     assert info.cluster_spec == {"worker": ["gpu-node07:8888", "gpu-node07:8889", "gpu-node08:8888", "gpu-node08:8889"]}
     assert (info.task_index, info.num_workers, info.is_chief) == (3, 4, False)
 
 
-def test_slurm_agrees_with_tensorflow_resolver(monkeypatch):
+def test_slurm_agrees_with_tensorflow_resolver(tensorflow_imported, monkeypatch):
     """TF's resolver pairs tasks with GPUs; given 2 GPUs per node it must agree with ours."""
     import tensorflow as tf
 
@@ -188,12 +188,12 @@ def test_tf_config_wins_over_other_managers():
         ({**SLURM_ENV, "SLURM_STEP_TASKS_PER_NODE": "2,2,2"}, "3 task counts"),
     ],
 )
-def test_malformed_manager_variables(env, phrase):
+def test_malformed_manager_variables(tensorflow_imported, env, phrase):
     with pytest.raises(ClusterConfigError, match=phrase):
         detect_cluster(env)
 
 
-def test_is_chief():
+def test_is_chief(tensorflow_imported):
     from autodist import is_chief
 
     assert is_chief({})

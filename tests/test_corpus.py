@@ -186,7 +186,7 @@ def test_averaged_moving_statistics_are_within_only_where_keras_own_statistics_g
     assert corpus.verdict(averaged) == "differs by 0.1 (warned)"
     left_out = corpus.EXTRA[id(corpus.KERAS_STATISTICS)][1]["AUTODIST_KERAS_COMPAT"]
     assert left_out == (
-        "auto,-batchnorm_moving_statistics,-every_replica_fed,-symbolic_build_reads_input,-uneven_shares_weighted"
+        "auto,-batchnorm_moving_statistics,-every_replica_fed,-symbolic_build_reads_input,-uneven_shares_weighted,-replica_slices_summed"
     )
 
 
@@ -211,7 +211,7 @@ def test_an_order_keras_spends_is_within_only_where_fixing_the_order_gives_plain
     assert corpus.EXTRA[id(corpus.ORDER_FIXED)][1] == {"CORPUS_ORDER": "fixed"}
 
 
-def test_a_way_writes_to_a_tmp_of_its_own_and_its_records_reach_the_runs_folder(tmp_path):
+def test_a_way_writes_to_a_tmp_of_its_own_and_its_records_reach_the_runs_folder(processes, tmp_path):
     """Where this machine can make one (a private mount namespace): two ways writing the same
     fixed /tmp path do not meet, and what a way writes to the run's folder stays there."""
     import os

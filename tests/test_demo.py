@@ -16,7 +16,7 @@ def demo(*args: str, **env: str | None):
 
 
 @pytest.fixture(scope="module")
-def runs(request):
+def runs(processes, request):
     """Both demo runs, side by side (``conftest.Ahead``)."""
     ahead = Ahead(request)
     ahead.submit("test_demo_trains_to_high_accuracy", demo)

@@ -24,7 +24,7 @@ from tests.conftest import (
     subprocess_env,
 )
 
-pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes")]  # the differential tier: python -m pytest -m differential
 
 TOLERANCE = 1e-4
 STRATEGIES = {
@@ -202,7 +202,6 @@ def _says_what_and_how(message: str) -> bool:
     return expected and any(word in message for word in ("Pass ", "Fix", "yourself", "use "))
 
 
-@pytest.mark.tensorflow
 def test_autodist_fit_matches_model_fit_for_every_input_kind(cells, report):
     strategy, result = cells
     kinds = {kind: arms for kind, arms in result.items() if isinstance(arms, dict)}
@@ -281,7 +280,6 @@ def test_the_page_shows_the_input_kinds_as_measured(all_cells):
     assert not wrong, wrong
 
 
-@pytest.mark.tensorflow
 def test_an_untested_newer_keras_keeps_the_workarounds_and_says_so():
     """Keras faked as 3.16.0: CentralStorage History and weights still equal model.fit's (the
     metric workaround stays on), and one warning names the version."""

@@ -14,7 +14,11 @@ import random
 from collections import defaultdict
 
 from autodist.planning.planner import STRATEGY_NAMES
+import pytest
+
 from tests.conftest import scenario_result, start_scenario
+
+pytestmark = pytest.mark.usefixtures("processes")  # every test here runs TensorFlow or starts processes: the tensorflow tier
 
 NAMES = [name for name in STRATEGY_NAMES if name != "tune"]
 #: What each setting is drawn from: every strategy name, in the case a user types, typos and

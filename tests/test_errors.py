@@ -50,7 +50,7 @@ def _data():
     return np.ones((8, 4), "float32"), np.zeros((8, 1), "float32")
 
 
-def test_fit_uncompiled_model():
+def test_fit_uncompiled_model(tensorflow_imported):
     import keras
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
@@ -58,12 +58,12 @@ def test_fit_uncompiled_model():
         autodist.fit(model, *_data(), batch_size=4, verbose=0)
 
 
-def test_fit_builder_returning_something_else():
+def test_fit_builder_returning_something_else(tensorflow_imported):
     with pytest.raises(ModelPlacementError, match="returned dict, not a Keras model"):
         autodist.fit(lambda: {}, *_data(), batch_size=4, verbose=0)
 
 
-def test_fit_builder_returning_uncompiled_model():
+def test_fit_builder_returning_uncompiled_model(tensorflow_imported):
     import keras
 
     with pytest.raises(ModelPlacementError, match="not compiled.*inside the function"):
@@ -75,7 +75,7 @@ def test_fit_not_a_model():
         autodist.fit("model.keras", *_data(), verbose=0)
 
 
-def test_model_that_cannot_move_into_scope_names_the_fix():
+def test_model_that_cannot_move_into_scope_names_the_fix(tensorflow_imported):
     """A subclassed model without get_config, built outside the scope that one_device needs."""
     import keras
 
@@ -97,7 +97,7 @@ def test_model_that_cannot_move_into_scope_names_the_fix():
     assert "zero-argument function that builds and compiles" in message
 
 
-def test_runtime_started_before_cpu_split():
+def test_runtime_started_before_cpu_split(processes):
     """TensorFlow ran an op before autodist was imported: the split is impossible, and we say why."""
     code = (
         "import tensorflow as tf, numpy as np, keras\n"

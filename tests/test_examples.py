@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import ROOT, Ahead, run_python, subprocess_env
 
-pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes")]  # the differential tier: python -m pytest -m differential
 
 EXAMPLES = ROOT / "examples"
 SINGLE_HOST_DEVICES = [None, "2"]

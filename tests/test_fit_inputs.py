@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 
-import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import autodist
+
+keras = tf = None  # imported by frameworks() when a test here runs: collecting this file imports no TensorFlow
+
+
+@pytest.fixture(autouse=True, scope="module")
+def frameworks(tensorflow_imported):
+    """Every test here runs TensorFlow in this process: the tensorflow tier."""
+    global keras, tf
+    import keras
+    import tensorflow as tf
 
 X = np.random.default_rng(0).random((64, 4), dtype=np.float32)
 Y = np.zeros((64, 1), "float32")

@@ -131,7 +131,7 @@ def test_bad_cpu_devices_value():
         detect({"AUTODIST_CPU_DEVICES": "two"}, fast=True)
 
 
-def test_full_detect_starts_no_runtime_and_writes_no_environment():
+def test_full_detect_starts_no_runtime_and_writes_no_environment(processes):
     """After detect(), logical devices can still be configured: the runtime has not started."""
     code = (
         "import os, json, autodist, tensorflow as tf\n"
@@ -150,7 +150,7 @@ def test_full_detect_starts_no_runtime_and_writes_no_environment():
     assert result == {"started": False, "env_same": True, "tf_gpus": 0, "devices": 2}
 
 
-def test_import_and_fast_detect_do_not_import_tensorflow():
+def test_import_and_fast_detect_do_not_import_tensorflow(processes):
     code = "import sys, autodist; autodist.detect(fast=True); print('tensorflow' in sys.modules, 'keras' in sys.modules)"
     proc = run_python(["-c", code], env=subprocess_env(), timeout=60)
     assert proc.stdout.strip() == "False False", proc.stderr

@@ -201,7 +201,7 @@ def started(args, **env):
 
 
 @pytest.fixture(scope="module")
-def on_2_and_4_devices():
+def on_2_and_4_devices(processes):
     """tests/scenarios/jax_single_host.py on 2 and on 4 virtual CPU devices, side by side."""
     procs = {n: start_scenario("jax_single_host.py", KERAS_BACKEND="jax", XLA_FLAGS=f"--xla_force_host_platform_device_count={n}") for n in (2, 4)}
     return {n: scenario_result(proc, timeout=240) for n, proc in procs.items()}
@@ -237,7 +237,7 @@ def test_fit_on_jax_trains_the_same_numbers_as_one_device(on_2_and_4_devices, de
     assert sum("'model'" in spec for spec in adam["slot_specs"].values()) == 2 * len(kernels)  # Adam's two slots follow their kernel
 
 
-def test_two_processes_through_the_launcher_train_as_one(tmp_path):
+def test_two_processes_through_the_launcher_train_as_one(processes, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir(), two.mkdir()
     example = str(ROOT / "examples" / "jax_train.py")
@@ -253,7 +253,7 @@ def test_two_processes_through_the_launcher_train_as_one(tmp_path):
     assert max(float(np.abs(reference[k] - first[k]).max()) for k in reference.files) < 1e-5
 
 
-def test_inspect_and_plan_on_jax_without_tensorflow(tmp_path):
+def test_inspect_and_plan_on_jax_without_tensorflow(processes, tmp_path):
     code = (
         "import sys, autodist; loaded = [m for m in ('tensorflow', 'jax', 'keras') if m in sys.modules]; "
         "from autodist.cli import main; main(['inspect', '--json']); "

@@ -229,7 +229,7 @@ def test_every_flag_is_checked_and_what_it_accepts_is_what_the_manifest_holds(fl
     assert list(yaml.safe_load_all(to_yaml(objects))) == objects
 
 
-def test_the_command_line_refuses_in_one_line():
+def test_the_command_line_refuses_in_one_line(processes):
     """As ``python -m autodist manifest`` runs it (the same ``main``; tests/test_cli.py runs the
     command line as a process)."""
     out = run_python(["-m", "autodist", "manifest", "--name", "Job", "--workers", "2", "--image", "i", "--", "python", "t.py"], env=subprocess_env(), timeout=60)

@@ -115,7 +115,7 @@ def _outcome(function, *args):
         return err
 
 
-def test_every_task_runs_with_its_own_tf_config_and_prefix(script):
+def test_every_task_runs_with_its_own_tf_config_and_prefix(processes, script):
     result, output = run(script, "ok", workers=2, ps=1)
     assert result.exit_code == 0 and result.attempts == 1
     for task in ("chief 0", "worker 0", "worker 1", "ps 0"):
@@ -123,7 +123,7 @@ def test_every_task_runs_with_its_own_tf_config_and_prefix(script):
         assert f"[{task}] hello {name} attempt 0" in output
 
 
-def test_failure_stops_the_others_and_names_the_task(script):
+def test_failure_stops_the_others_and_names_the_task(processes, script):
     """worker 0 ignores SIGTERM: it must be SIGKILLed after the grace, not waited on for 120 s."""
     result, output = run(script, "fail", grace=1.0)
     assert result.exit_code == 3
@@ -133,7 +133,7 @@ def test_failure_stops_the_others_and_names_the_task(script):
     assert "[launcher] worker 0 did not exit within --grace 1 s of SIGTERM: killed" in output
 
 
-def test_restart_after_failure(script):
+def test_restart_after_failure(processes, script):
     result, output = run(script, "fail-once", max_restarts=1)
     assert result.exit_code == 0 and result.attempts == 2
     assert "restarting the job in 1 s: attempt 2 of 2" in output
@@ -142,7 +142,7 @@ def test_restart_after_failure(script):
     assert len(backups) == 1, "every attempt must share one backup directory"
 
 
-def test_restarts_back_off_1_2_4_seconds_up_to_30(script):
+def test_restarts_back_off_1_2_4_seconds_up_to_30(processes, script):
     """A job that fails at once is not restarted in a tight loop: the launcher waits 1 s, 2 s,
     4 s, ... at most 30 s between attempts (a recording sleep: the test takes no real seconds)."""
     from autodist.jobs.launch import RESTART_DELAY_MAX
@@ -155,7 +155,7 @@ def test_restarts_back_off_1_2_4_seconds_up_to_30(script):
         assert f"[launcher] restarting the job in {wait:g} s: attempt {attempt} of 7" in output
 
 
-def test_the_wait_before_a_restart_ends_at_the_timeout(script):
+def test_the_wait_before_a_restart_ends_at_the_timeout(processes, script):
     """--timeout bounds the waits too: a wait is cut to what is left of the 4 s, and the job then
     ends as timed out, with no attempt started past the deadline."""
     waits: list[float] = []
@@ -173,7 +173,7 @@ def test_the_wait_before_a_restart_ends_at_the_timeout(script):
     assert "attempt 11" not in output and len(waits) < 10, "the timeout ended the restarts"
 
 
-def test_a_signal_during_the_wait_before_a_restart_ends_the_launcher(script):
+def test_a_signal_during_the_wait_before_a_restart_ends_the_launcher(processes, script):
     """SIGTERM while the launcher waits to restart: it ends at once (Terminated), as anywhere
     else, and starts no further attempt."""
     import signal
@@ -194,7 +194,7 @@ def test_a_signal_during_the_wait_before_a_restart_ends_the_launcher(script):
     assert "hello worker-0 attempt 0" in out.getvalue() and "hello worker-0 attempt 1" not in out.getvalue(), "no second attempt"
 
 
-def test_timeout_bounds_a_hung_job(script):
+def test_timeout_bounds_a_hung_job(processes, script):
     """The tasks ignore SIGTERM and sleep 120 s: the job ends at --timeout, the tasks killed."""
     result, output = run(script, "hang", timeout=5.0, grace=1.0)  # 5 s: both tasks ignore SIGTERM by then, even loaded
     assert result.exit_code == 124 and result.state.value == "timed_out"
@@ -236,18 +236,18 @@ def test_missing_script():
         Launcher(2).run("/nonexistent/train.py", [])
 
 
-def test_terminating_the_launcher_stops_its_tasks(script, tmp_path):
+def test_terminating_the_launcher_stops_its_tasks(processes, script, tmp_path):
     assert not tasks_outlive_the_launcher(script, grace=1, signals=1), "tasks outlived a terminated launcher"
 
 
-def test_a_task_that_stops_making_progress_ends_the_job(script):
+def test_a_task_that_stops_making_progress_ends_the_job(processes, script):
     result, output = run(script, "stall", stall_timeout=2.0, grace=1.0)
     assert result.exit_code == 125 and result.failed_task == "worker 1", output[-2000:]
     assert "worker 1 made no progress for" in output and "--stall-timeout 2" in output
     assert "[launcher] last lines of worker 1:" in output
 
 
-def test_each_local_worker_gets_its_own_gpus(script, monkeypatch, capsys):
+def test_each_local_worker_gets_its_own_gpus(processes, script, monkeypatch, capsys):
     """Two GPUs through the one probe (NVML): two workers get one each, three get an error."""
     from autodist.detection import hardware
     from autodist.detection.hardware import GpuInfo
@@ -268,7 +268,7 @@ def test_each_local_worker_gets_its_own_gpus(script, monkeypatch, capsys):
         assert line in output
 
 
-def test_the_launchers_files_live_in_the_users_private_folder_and_go_at_the_end(script):
+def test_the_launchers_files_live_in_the_users_private_folder_and_go_at_the_end(processes, script):
     """Where the job's files go (tests/test_validation.py checks that the private folder is one
     nobody else can make or read)."""
     from autodist.jobs.private import default_backup_root, private_root, release_private_root
@@ -308,7 +308,7 @@ def test_the_same_command_launched_twice_at_once_is_refused(script):
     again.close()
 
 
-def test_a_second_signal_during_shutdown_still_ends_every_task(script):
+def test_a_second_signal_during_shutdown_still_ends_every_task(processes, script):
     """Two SIGTERMs 0.3 s apart: the second arrives while the launcher waits out the grace for
     tasks that ignore SIGTERM, and every task must still be killed."""
     assert not tasks_outlive_the_launcher(script, grace=2, signals=2), "a second signal during shutdown left tasks running"
@@ -351,7 +351,7 @@ def tasks_outlive_the_launcher(script: str, *, grace: float, signals: int) -> bo
         subprocess.run(["pkill", "-9", "-f", f"{script} hang"])
 
 
-def test_a_terminated_launcher_waits_for_its_tasks_to_save_their_step(script):
+def test_a_terminated_launcher_waits_for_its_tasks_to_save_their_step(processes, script):
     """SIGTERM to the launcher reaches every task; tasks that take 1.5 s to save are waited for
     (the grace, 30 s by default), not killed, and the launcher says who saved."""
     import signal
@@ -382,7 +382,7 @@ def test_a_terminated_launcher_waits_for_its_tasks_to_save_their_step(script):
     assert "did not exit within --grace" not in output, "a task saving its step was killed: " + output
 
 
-def test_after_a_task_failed_a_stuck_peer_gets_the_short_grace(script):
+def test_after_a_task_failed_a_stuck_peer_gets_the_short_grace(processes, script):
     """A failed task leaves its peers waiting on it, with nothing to save: they are killed
     after at most FAILURE_GRACE, whatever --grace says."""
     from autodist.jobs.launch import FAILURE_GRACE
@@ -392,7 +392,7 @@ def test_after_a_task_failed_a_stuck_peer_gets_the_short_grace(script):
     assert f"worker 0 did not exit within --grace {FAILURE_GRACE:g} s of SIGTERM: killed" in output, output[-2000:]
 
 
-def test_without_namespaces_the_launcher_says_so_once_and_carries_on(script, monkeypatch):
+def test_without_namespaces_the_launcher_says_so_once_and_carries_on(processes, script, monkeypatch):
     from autodist.jobs.netns import PrivateNetwork
 
     monkeypatch.setattr(PrivateNetwork, "create", classmethod(lambda cls, timeout=30.0: (None, "no namespaces here")))
@@ -491,7 +491,7 @@ def test_a_heartbeat_path_outside_the_launchers_folder_is_never_touched(tmp_path
     release_private_root()
 
 
-def test_a_childs_fit_does_not_remove_its_tasks_heartbeat(script, monkeypatch):
+def test_a_childs_fit_does_not_remove_its_tasks_heartbeat(processes, script, monkeypatch):
     """Children inherit AUTODIST_HEARTBEAT_FILE: a child's fit (its heartbeat callback, and
     beat(done=True) as fit's end does) must leave the task's heartbeat alone."""
     from tests.conftest import ROOT
@@ -526,7 +526,7 @@ def test_a_heartbeat_that_goes_away_during_the_stall_check_is_read_once(tmp_path
     assert outcome.reason.startswith("worker 1 made no progress for 100 s (--stall-timeout 2)")
 
 
-def test_a_signal_while_a_task_starts_still_stops_that_task(script, monkeypatch):
+def test_a_signal_while_a_task_starts_still_stops_that_task(processes, script, monkeypatch):
     """SIGTERM reaches the launcher inside Popen, after the task started but before the launcher
     recorded it: the task (in its own session, out of reach of the terminal) is stopped too."""
     import signal

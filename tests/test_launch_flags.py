@@ -275,7 +275,7 @@ def test_restarts_wait_1_2_4_seconds_up_to_30_never_past_the_deadline():
     assert restart_delay(2, remaining=-5.0) == 0.0
 
 
-def test_the_flag_checks_import_no_tensorflow():
+def test_the_flag_checks_import_no_tensorflow(processes):
     """What ``launch`` runs before the tasks start stays light: no TensorFlow in the launcher."""
     code = (
         "import sys, autodist.cli as cli; rc = cli.main(['launch', '--workers=2', '--dry-run', '--json', sys.argv[1]]); "

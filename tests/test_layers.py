@@ -103,10 +103,25 @@ def test_the_state_check_finds_each_kind_of_box_and_passes_constants():
     assert len(found.splitlines()) == 6, found
 
 
-def test_reset_gives_a_fresh_process_state_and_keeps_the_patched_originals(fresh_state):
-    from autodist.process import STATE, ProcessState, once, reset
+def test_reset_gives_a_fresh_process_state_and_puts_back_what_was_replaced(fresh_state):
+    import types
 
+    from autodist.process import STATE, ProcessState, once, replace, replaced, reset
+
+    class Base:
+        def g(self):
+            return "base"
+
+    class Child(Base):
+        pass
+
+    owner = types.ModuleType("example")
+    owner.f = print
+    replace(owner, "f", len)
+    replace(owner, "f", abs)
+    replace(Child, "g", lambda self: "replaced")  # an attribute the owner inherited
     STATE.originals("example")["f"] = print
+    assert replaced() == ["example.f", "example.f", f"{__name__}.Child.g"] and owner.f is abs and Child().g() == "replaced"
     assert once("example") and not once("example")
     STATE.activation, STATE.init_called, STATE.custom_loops = "done", True, [("plan", "strategy")]
     next(STATE.fit_ids)
@@ -115,7 +130,7 @@ def test_reset_gives_a_fresh_process_state_and_keeps_the_patched_originals(fresh
     for field in ("activation", "init_called", "custom_loops", "warned", "strategies", "private_root", "join_error"):
         assert getattr(STATE, field) == getattr(fresh, field), field
     assert next(STATE.fit_ids) == 0 and once("example")
-    assert STATE.originals("example") == {"f": print}  # the patched functions stay patched
+    assert (owner.f, "g" in vars(Child), Child().g(), replaced(), STATE.originals("example")) == (print, False, "base", [], {})
 
 
 def test_the_public_names_are_the_lazy_table_and_each_resolves():
@@ -135,7 +150,7 @@ def test_the_architecture_page_names_every_module():
     assert not missing, missing
 
 
-def test_the_detect_and_plan_modules_docstring_examples_run():
+def test_the_detect_and_plan_modules_docstring_examples_run(tensorflow_imported):
     """Their examples are data in, data out: they must run as written."""
     failed, tried = 0, 0
     for module in (m for m in MODULES if layer_of(m) <= 3):

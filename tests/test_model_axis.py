@@ -36,7 +36,7 @@ import pytest
 from tests import doc_tables
 from tests.conftest import SCENARIOS, finished, scenario_result, start_python, start_scenario, subprocess_env
 
-pytestmark = [pytest.mark.tensorflow, pytest.mark.differential]  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes")]  # the differential tier: python -m pytest -m differential
 
 #: Largest gap (absolute) between the arms that counts as equal: float32 sums in another order.
 TOLERANCE = 1e-4

@@ -47,7 +47,7 @@ def epochs_run(out: Path, task: str) -> list[tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def reference(processes, tmp_path_factory):
     out = tmp_path_factory.mktemp("reference")
     proc = run_python([SCRIPT, str(out), "reference"], env=subprocess_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -78,7 +78,7 @@ def test_two_workers_match_each_other_and_a_single_process(tmp_path, reference, 
 
 
 @pytest.mark.parametrize("legacy", [None, "1"], ids=["keras3", "tf_keras"])
-def test_worker_failure_with_restart_resumes_at_epoch_3(tmp_path, legacy):
+def test_worker_failure_with_restart_resumes_at_epoch_3(processes, tmp_path, legacy):
     proc = launch("--workers", "2", "--max-restarts", "1", SCRIPT, str(tmp_path), "fault", TF_USE_LEGACY_KERAS=legacy)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert "worker 1 exited with code 17" in proc.stdout
@@ -94,7 +94,7 @@ def test_worker_failure_with_restart_resumes_at_epoch_3(tmp_path, legacy):
     assert max_diff(weights(tmp_path / "worker-0.npz"), weights(tmp_path / "worker-1.npz")) == 0.0
 
 
-def test_worker_failure_without_restart_fails_fast_and_names_the_task(tmp_path, report):
+def test_worker_failure_without_restart_fails_fast_and_names_the_task(mostly_waits, tmp_path, report):
     """Fast: the job ends on worker 1's failure, not on --timeout (which exits 124), and worker 0
     is stopped where it waited on it, within an epoch of the failure: never finishing its 5."""
     start = time.monotonic()
@@ -110,7 +110,7 @@ def test_worker_failure_without_restart_fails_fast_and_names_the_task(tmp_path, 
     report(f"failed job ended {elapsed:.1f} s after launch")
 
 
-def test_never_started_peer_fails_in_bounded_time(tmp_path, report):
+def test_never_started_peer_fails_in_bounded_time(mostly_waits, tmp_path, report):
     config = task_configs(local_cluster(2, 0))[0]  # worker 0 only; worker 1 never starts
     start = time.monotonic()
     proc = run_python(
@@ -128,7 +128,7 @@ def test_never_started_peer_fails_in_bounded_time(tmp_path, report):
     report(f"never-started peer: failed after {elapsed:.1f} s (peer timeout 5 s)")
 
 
-def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(tmp_path, report):
+def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(mostly_waits, tmp_path, report):
     """No launcher here: the survivor itself must notice and stop with a clear error."""
     import subprocess
     import sys
@@ -167,7 +167,7 @@ def test_peer_dying_mid_training_fails_the_survivor_in_bounded_time(tmp_path, re
     report(f"peer died mid-training: survivor stopped {elapsed:.1f} s after launch")
 
 
-def test_chief_only_checkpoint_and_no_stray_directories(tmp_path):
+def test_chief_only_checkpoint_and_no_stray_directories(processes, tmp_path):
     out, scratch = tmp_path / "out", tmp_path / "scratch"
     out.mkdir()
     scratch.mkdir()
@@ -183,7 +183,7 @@ def test_chief_only_checkpoint_and_no_stray_directories(tmp_path):
     assert list(scratch.iterdir()) == [], "private directories and backups must be removed"
 
 
-def test_ops_before_import_autodist_get_a_clear_error(tmp_path):
+def test_ops_before_import_autodist_get_a_clear_error(processes, tmp_path):
     """Only ops that ran before `import autodist` make MultiWorkerMirrored impossible; the error
     says exactly that (ops after the import are fine: see the tutorials' dataset-first scripts)."""
     config = task_configs(local_cluster(2, 0))[0]
@@ -202,7 +202,7 @@ def test_ops_before_import_autodist_get_a_clear_error(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def upstream_mwms():
+def upstream_mwms(processes):
     results = {}
     for mode in ("none", "symbolic_build"):
         proc = launch("--workers", "2", str(SCENARIOS / "keras_mwms_bug.py"), mode, timeout=120)
@@ -260,7 +260,7 @@ with open(os.path.join(sys.argv[1], f"worker-{config['task']['index']}.json"), "
 '''
 
 
-def test_each_worker_listens_on_the_port_its_tf_config_names(tmp_path, report):
+def test_each_worker_listens_on_the_port_its_tf_config_names(processes, tmp_path, report):
     """Read the listening sockets while a launched 2-worker job runs (no traffic leaves the host)."""
     script = tmp_path / "listen.py"
     script.write_text(LISTENING_SCRIPT)
@@ -296,7 +296,7 @@ while not os.path.exists(os.path.join(out, "done")) and time.monotonic() < deadl
 
 
 @pytest.mark.parametrize("isolate", [True, False], ids=["private-network", "no-isolate"])
-def test_a_launched_jobs_ports_listen_only_inside_its_private_network(tmp_path, report, isolate):
+def test_a_launched_jobs_ports_listen_only_inside_its_private_network(processes, tmp_path, report, isolate):
     """Read this process's listening sockets while a 2-worker job holds its servers up: none of
     the job's ports may listen here, unless --no-isolate. No traffic leaves the host."""
     import subprocess
@@ -353,7 +353,7 @@ autodist.fit(model, x, x[:, :1], batch_size=32, epochs=3, verbose=0, callbacks=[
 '''
 
 
-def test_a_worker_blocked_inside_a_batch_ends_the_job_within_the_stall_timeout(tmp_path, report):
+def test_a_worker_blocked_inside_a_batch_ends_the_job_within_the_stall_timeout(mostly_waits, tmp_path, report):
     import subprocess
     import sys
 

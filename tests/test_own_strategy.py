@@ -25,7 +25,7 @@ from tests.conftest import ROOT, finished, scenario_result, start_python, start_
 AS_WRITTEN = ROOT / "tests" / "as_written"
 TIMEOUT = 240
 
-pytestmark = [pytest.mark.tensorflow, pytest.mark.differential]  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes")]  # the differential tier: python -m pytest -m differential
 
 
 def _flat(value: Any, where: str = "") -> list[tuple[str, float]]:

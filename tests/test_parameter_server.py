@@ -37,7 +37,7 @@ def launched(cluster: list[str], script: str, *args: str, legacy: str | None = N
 
 
 @pytest.fixture(scope="module")
-def runs(request, tmp_path_factory):
+def runs(processes, request, tmp_path_factory):
     """The module's jobs that bound no time, started together (``conftest.Ahead``), and where each
     writes. The tests that kill a task, or time a chief, start after them (:func:`settled`)."""
     ahead, outs = Ahead(request), {}
@@ -80,7 +80,7 @@ def test_launcher_runs_chief_workers_and_ps(runs, legacy, report):
 
 
 @pytest.mark.parametrize("keyword", ["validation_split", "validation_data", "class_weight"])
-def test_keras3_loop_refuses_what_it_cannot_do(keyword):
+def test_keras3_loop_refuses_what_it_cannot_do(tensorflow_imported, keyword):
     from autodist.tensorflow.parameter_server import fit_keras3
 
     value = {"validation_split": 0.2, "validation_data": ([1], [1]), "class_weight": {0: 1.0}}[keyword]
@@ -165,7 +165,7 @@ def test_two_ps_tasks_and_a_large_embedding(runs, legacy, variable):
     assert any(phrase in reason for reason in result["reasons"])
 
 
-def test_per_worker_input_from_batched_and_unbatched_datasets():
+def test_per_worker_input_from_batched_and_unbatched_datasets(tensorflow_imported):
     """Both kinds of dataset give each worker one-sample elements, re-batched to the step's batch."""
     import numpy as np
     import tensorflow as tf

@@ -170,7 +170,7 @@ def test_compile_settings_that_break_mirrored_are_overridden(keras_model):
 
 
 @pytest.fixture
-def keras_model():
+def keras_model(tensorflow_imported):
     import keras
 
     model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(5)])
@@ -178,7 +178,7 @@ def keras_model():
     return model
 
 
-def test_plan_does_not_import_tensorflow():
+def test_plan_does_not_import_tensorflow(processes):
     from tests.conftest import run_python, subprocess_env
 
     code = (
@@ -189,7 +189,7 @@ def test_plan_does_not_import_tensorflow():
     assert proc.stdout.strip() == "False", proc.stderr
 
 
-def test_detect_and_plan_modules_import_neither_tensorflow_nor_keras():
+def test_detect_and_plan_modules_import_neither_tensorflow_nor_keras(processes):
     from tests.conftest import run_python, subprocess_env
 
     code = (

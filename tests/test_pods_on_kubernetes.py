@@ -5,24 +5,20 @@ started beside the suite by tests/conftest.py)."""
 
 from __future__ import annotations
 
-import pytest
 
 from tests.conftest import scenario_result
 
 
-@pytest.mark.tensorflow
-def test_the_pods_train_as_one_process_and_a_sigterm_restart_redoes_no_step():
+def test_the_pods_train_as_one_process_and_a_sigterm_restart_redoes_no_step(kubernetes_pods):
     """2 pods, one SIGTERMed after step 9 and restarted by the failure policy, and 3 pods, from
     the manifests the command line writes, each pod with what Kubernetes would give it: every
     pod's weights equal, and equal to one process's; the restart trains on from the step saved.
-    The run starts with the waiting tests of tests/test_multi_worker.py (conftest.WAITING_TESTS), or
-    here when none of them runs."""
+    The run starts at the first test that mostly waits (the fixture mostly_waits: the waiting tests
+    of tests/test_multi_worker.py), or here when none of them runs."""
     import importlib.metadata
 
     from autodist.planning.keras_compat import refused_strategy
-    from tests.conftest import start_kubernetes_pods
-
-    result = scenario_result(start_kubernetes_pods()["proc"], timeout=480)
+    result = scenario_result(kubernetes_pods["proc"], timeout=480)
     reference = result["reference"][-1]
     assert reference["end"] == 16 and reference["strategy"] == "default"
     refused = refused_strategy("multi_worker_mirrored", "keras3", importlib.metadata.version("keras"), {})

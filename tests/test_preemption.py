@@ -65,7 +65,7 @@ SINGLE_HOST = [("keras3", "1", "arrays", "sgd"), ("keras3", "2", "dataset", "mom
 
 
 @pytest.fixture(scope="module")
-def single_host(request, tmp_path_factory):
+def single_host(processes, request, tmp_path_factory):
     """The single-host runs, three at a time (``conftest.Ahead``): the step each is stopped at
     does not depend on time. Keyed by case, with the folders they wrote."""
     ahead, folders = Ahead(request), {}
@@ -159,7 +159,7 @@ def launch(out: Path, mode: str, flavor: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "autodist", "launch", "--workers", "2", "--timeout", "150", *extra, SCRIPT, str(out), mode]
 
 
-def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_step(tmp_path, report):
+def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_step(processes, tmp_path, report):
     """SIGTERM reaches the launcher; it forwards it to both workers, which agree on a step, save
     it and exit 75; a second start of the same command resumes there."""
     from autodist.jobs.job_layout import default_launch_backup
@@ -202,7 +202,7 @@ def test_multi_worker_keras3_launcher_sigterm_then_a_new_start_resumes_at_the_st
     )
 
 
-def test_multi_worker_tf_keras_one_worker_sigterm_and_a_launcher_restart(tmp_path, report):
+def test_multi_worker_tf_keras_one_worker_sigterm_and_a_launcher_restart(processes, tmp_path, report):
     """Only worker 1 gets SIGTERM (an evicted pod): both save the step it proposes, the launcher
     restarts the job, and it resumes there."""
     out, reference = tmp_path / "run", tmp_path / "reference"
@@ -220,7 +220,7 @@ def test_multi_worker_tf_keras_one_worker_sigterm_and_a_launcher_restart(tmp_pat
     report(f"preemption, 2 workers tf_keras (momentum): worker 1 SIGTERMed in epoch 2 batch 5; both saved after batch 7; steps redone {redone}, weights within {diff:g}")
 
 
-def test_multi_worker_sigterm_on_one_worker_after_the_last_step_saves_the_finished_fit_on_all(tmp_path):
+def test_multi_worker_sigterm_on_one_worker_after_the_last_step_saves_the_finished_fit_on_all(processes, tmp_path):
     """Only worker 1 gets SIGTERM, after the last step: no step can be proposed, so the workers
     compare notes at the end of fit; both save the finished fit and exit 75, and the restart
     trains nothing and returns the History."""
@@ -235,7 +235,7 @@ def test_multi_worker_sigterm_on_one_worker_after_the_last_step_saves_the_finish
         assert result(out, task)[1]["epochs"] == [0, 1, 2]
 
 
-def test_a_worker_that_cannot_answer_the_agreement_leaves_no_worker_blocked(tmp_path, report):
+def test_a_worker_that_cannot_answer_the_agreement_leaves_no_worker_blocked(processes, tmp_path, report):
     """Worker 0 is SIGTERMed while worker 1 hangs (SIGSTOP): worker 0 proposes a step, worker 1
     never acknowledges it. No step is saved, worker 0 exits 75 naming worker 1, the launcher kills
     worker 1 when --grace ends and says so, and each worker's epoch save stays."""
@@ -293,7 +293,7 @@ def test_shuffled_arrays_resume_in_autodists_epoch_order_after_the_trained_batch
     assert phases(x, x, {"batch_size": 8}, epoch=0, step=3, epochs=2) is None
 
 
-def test_datasets_skip_the_batches_trained_and_streams_every_batch_read():
+def test_datasets_skip_the_batches_trained_and_streams_every_batch_read(tensorflow_imported):
     import tensorflow as tf
 
     batches = tf.data.Dataset.range(20).batch(4)
@@ -312,7 +312,7 @@ def test_an_input_that_cannot_skip_batches_resumes_from_the_epochs_start():
     assert phases(np.zeros((8, 1)), np.zeros(8), {"batch_size": 2, "steps_per_epoch": 3}, epoch=1, step=1, epochs=2) is None
 
 
-def test_one_callback_list_sees_a_resumed_fit_as_one_fit():
+def test_one_callback_list_sees_a_resumed_fit_as_one_fit(tensorflow_imported):
     """The rest of epoch 2, then epoch 3: one train begin and end, the epoch's batch numbers,
     one History; the same hooks as an uninterrupted fit from epoch 2 on."""
     import keras
@@ -369,7 +369,7 @@ class FakeStore:
 
 
 @pytest.fixture
-def store(monkeypatch):
+def store(tensorflow_imported, monkeypatch):
     from tensorflow.python.eager import context
 
     from autodist.resume import agreement
@@ -430,7 +430,7 @@ def test_a_proposer_gone_before_deciding_ends_the_others(store, capfd):
     assert "the worker that proposed the step did not answer" in capfd.readouterr().err
 
 
-def test_callback_state_round_trips_arrays_and_a_callbacks_own_names():
+def test_callback_state_round_trips_arrays_and_a_callbacks_own_names(tensorflow_imported):
     """EarlyStopping's best weights travel as arrays; a callback of the user's own carries what it
     names in ``autodist_state``; a list of other callbacks is left alone."""
     import keras

@@ -23,7 +23,6 @@ import pytest
 
 from tests.conftest import finished, start_python, subprocess_env
 
-pytestmark = pytest.mark.tensorflow
 
 PROGRAM = """
 import json, sys
@@ -63,7 +62,7 @@ print("RESULT " + json.dumps({
 
 
 @pytest.fixture(scope="module")
-def runs():
+def runs(processes):
     arms = {(fit, order): (fit, order) for fit in ("plain", "autodist") for order in ("shuffle", "ordered")}
     started = {key: start_python(["-c", PROGRAM, *key], env=subprocess_env(AUTODIST_CPU_DEVICES="2")) for key in arms}
     found = {}

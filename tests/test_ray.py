@@ -20,6 +20,8 @@ import pytest
 
 from tests.conftest import ray_scenario_output, start_ray_scenario
 
+pytestmark = pytest.mark.usefixtures("processes")  # every test here runs TensorFlow or starts processes: the tensorflow tier
+
 #: The words of Ray Train's own port race, as tests/scenarios/ray_train.py's PORT_RACE (that module
 #: makes a folder when imported): the one training error a case is run once more for.
 RAY_PORT_RACE = ("Could not start gRPC server", "CoordinationService/RegisterTask")

@@ -70,7 +70,7 @@ def test_autodist_fit_of_a_ray_trainer_is_its_fit_and_refuses_data():
     assert refused.calls == [], "a refused call runs nothing"
 
 
-def test_jax_joins_nothing_outside_a_ray_group_of_two_or_more():
+def test_jax_joins_nothing_outside_a_ray_group_of_two_or_more(tensorflow_imported):
     from autodist.jax.runtime import join_ray_workers
 
     assert join_ray_workers(None) is None and join_ray_workers(ray_train.RayTrainWorker(0, 1, 0)) is None
@@ -135,7 +135,7 @@ def test_a_ray_data_shard_on_jax_is_refused_with_the_ways_that_work():
     _refuse_ray_data([1, 2])
 
 
-def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_noticed_at_exit(monkeypatch, tmp_path):
+def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_noticed_at_exit(tensorflow_imported, monkeypatch, tmp_path):
     import os
     import threading
 

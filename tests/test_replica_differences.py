@@ -19,55 +19,12 @@ from autodist.planning.global_batch import every_replica_fed
 from autodist.planning.planner import plan
 from tests.conftest import make_snapshot
 
-keras = pytest.importorskip("keras")
 
+def test_random_layers_are_read_by_kind_and_by_their_seed_generators(tensorflow_imported):
+    import keras
 
-def _compiled(model):
-    model.compile(optimizer="sgd", loss="mse")
-    return model
-
-
-class Sampling(keras.layers.Layer):
-    """keras.io's VAE sampling layer: it owns a SeedGenerator."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.seed_generator = keras.random.SeedGenerator(1337)
-
-    def call(self, inputs):
-        return inputs + keras.random.normal(keras.ops.shape(inputs), seed=self.seed_generator)
-
-
-class NoisyStep(keras.Model):
-    """The guide's GAN pattern: the model itself owns a SeedGenerator, and its own test_step."""
-
-    def __init__(self):
-        super().__init__()
-        self.dense = keras.layers.Dense(1)
-        self.seed_generator = keras.random.SeedGenerator(1)
-
-    def call(self, inputs):
-        return self.dense(inputs)
-
-    def test_step(self, data):
-        return {}
-
-
-class OwnLoss(keras.Model):
-    def compute_loss(self, *args, **kwargs):
-        return super().compute_loss(*args, **kwargs)
-
-
-class ScalesItself(keras.Model):
-    """A step written for a strategy: it records its loss times the replicas, as autodist's
-    earlier warning advised."""
-
-    def train_step(self, data):
-        return {"loss": 1.0 * self.distribute_strategy.num_replicas_in_sync}
-
-
-def test_random_layers_are_read_by_kind_and_by_their_seed_generators():
     from autodist.detection.model_info import describe_model
+    from tests.replica_models import NoisyStep, Sampling, compiled
 
     inputs = keras.Input((4, 4, 1))
     x = keras.layers.RandomFlip(name="flip")(inputs)
@@ -76,92 +33,78 @@ def test_random_layers_are_read_by_kind_and_by_their_seed_generators():
     x = keras.layers.Dropout(0.0, name="no_drop")(x)
     x = keras.layers.Dropout(0.3, name="drop")(x)
     x = Sampling(name="sampling")(x)
-    info = describe_model(_compiled(keras.Model(inputs, keras.layers.Dense(1)(x))))
+    info = describe_model(compiled(keras.Model(inputs, keras.layers.Dense(1)(x))))
     assert info.random_layers == ("flip", "rotate", "drop", "sampling"), info.random_layers
     noisy = NoisyStep()
     noisy(keras.ops.ones((1, 3)))
-    info = describe_model(_compiled(noisy))
+    info = describe_model(compiled(noisy))
     assert info.random_layers == (noisy.name,) and info.own_steps == ("test_step",)
 
 
-class TensorFlowSampling(keras.layers.Layer):
-    """keras.io's VAE sampling layer as the TensorFlow example writes it: ``tf.random.normal``."""
-
-    def call(self, inputs):
-        import tensorflow as tf
-
-        z_mean, z_log_var = inputs
-        epsilon = tf.random.normal(shape=(tf.shape(z_mean)[0], tf.shape(z_mean)[1]))
-        return z_mean + tf.exp(0.5 * z_log_var) * epsilon
-
-
-class TensorFlowNoiseStep(keras.Model):
-    """A GAN's train_step drawing its noise with TensorFlow (wgan_gp's way)."""
-
-    def train_step(self, data):
-        import tensorflow as tf
-
-        noise = tf.random.normal(shape=(4, 2))
-        return {"noise": tf.reduce_mean(noise)}
-
-
-class StatelessDraws(keras.layers.Layer):
-    def call(self, inputs):
-        import tensorflow as tf
-
-        return inputs + tf.random.stateless_normal(tf.shape(inputs), seed=(1, 2))
-
-
-def test_tensorflow_draws_in_a_users_layer_or_step_are_read_and_warned():
+def test_tensorflow_draws_in_a_users_layer_or_step_are_read_and_warned(tensorflow_imported):
     """TensorFlow's stateful draws (``tf.random.normal``) in a layer's ``call`` or the model's own
     step: under a strategy each replica's op has a seed of its own, so the replicas draw
     independently, not one device's numbers: read from the source, and warned with the sizes.
     A stateless draw (same numbers on every replica, as on one device's same call) is not."""
+    import keras
+
     from autodist.detection.model_info import describe_model
     from autodist.planning.global_batch import split_notes
+    from tests.replica_models import (
+        StatelessDraws,
+        TensorFlowNoiseStep,
+        TensorFlowSampling,
+        compiled,
+    )
 
     inputs = keras.Input((4,))
     z = TensorFlowSampling(name="sampling")([keras.layers.Dense(2)(inputs), keras.layers.Dense(2)(inputs)])
     z = StatelessDraws(name="stateless")(z)
-    info = describe_model(_compiled(keras.Model(inputs, z)))
+    info = describe_model(compiled(keras.Model(inputs, z)))
     assert info.own_draw_layers == ("sampling",) and info.random_layers == (), info
     step = TensorFlowNoiseStep()
     assert describe_model(step).own_draw_layers == (step.name,)
     dropout = keras.Sequential([keras.Input((3,)), keras.layers.Dropout(0.5)])
-    assert describe_model(_compiled(dropout)).own_draw_layers == ()
+    assert describe_model(compiled(dropout)).own_draw_layers == ()
     _, warned = split_notes(4, 8, (), (), "keras3", own_draw_layers=info.own_draw_layers)
     assert len(warned) == 1 and "sampling draw random numbers in their own code" in warned[0], warned
     assert "4 replicas (8 samples each), each replica from its own stream" in warned[0], warned
     assert split_notes(1, 8, (), (), "keras3", own_draw_layers=info.own_draw_layers) == ((), ())
 
 
-def test_frozen_batchnorm_is_not_a_difference_and_a_fine_tuned_one_is():
+def test_frozen_batchnorm_is_not_a_difference_and_a_fine_tuned_one_is(tensorflow_imported):
+    import keras
+
     from autodist.detection.model_info import describe_model
+    from tests.replica_models import compiled
 
     base = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.BatchNormalization(name="base_bn"), keras.layers.Dropout(0.2, name="base_drop")])
     base.trainable = False
     inputs = keras.Input((4,))
-    model = _compiled(keras.Model(inputs, keras.layers.Dense(1)(base(inputs, training=False))))
+    model = compiled(keras.Model(inputs, keras.layers.Dense(1)(base(inputs, training=False))))
     frozen = describe_model(model)
     assert frozen.batch_statistics_layers == () and frozen.random_layers == ("base_drop",)  # a frozen Dropout still drops
     base.trainable = True  # keras.io's second phase: unfrozen, compiled again
-    tuned = describe_model(_compiled(model))
+    tuned = describe_model(compiled(model))
     assert tuned.batch_statistics_layers == ("base_bn",)
 
 
-def test_own_steps_and_mixed_precision_are_read():
+def test_own_steps_and_mixed_precision_are_read(tensorflow_imported):
+    import keras
+
     from autodist.detection.model_info import describe_model
+    from tests.replica_models import OwnLoss, ScalesItself, compiled
 
     inputs = keras.Input((3,))
-    own_loss = describe_model(_compiled(OwnLoss(inputs, keras.layers.Dense(1)(inputs))))
+    own_loss = describe_model(compiled(OwnLoss(inputs, keras.layers.Dense(1)(inputs))))
     assert own_loss.own_steps == ("compute_loss",) and own_loss.mixed_precision is None and not own_loss.own_steps_read_replicas
-    scales = describe_model(_compiled(ScalesItself(inputs, keras.layers.Dense(1)(inputs))))
+    scales = describe_model(compiled(ScalesItself(inputs, keras.layers.Dense(1)(inputs))))
     assert scales.own_steps == ("train_step",) and scales.own_steps_read_replicas
     said = [w for w in plan(make_snapshot(num_cpu_devices=2), model_info=scales, batch_size=64).warnings if "reads num_replicas_in_sync" in w]
     assert len(said) == 1 and "scaled twice" in said[0] and "AUTODIST_KERAS_COMPAT=off" in said[0], said
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        mixed = describe_model(_compiled(keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])))
+        mixed = describe_model(compiled(keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])))
     finally:
         keras.mixed_precision.set_global_policy("float32")
     assert mixed.mixed_precision == "mixed_float16"
@@ -223,28 +166,19 @@ def test_evaluate_and_predict_batches_feed_every_replica(samples, batch_size, re
         assert size != batch_size and replicas <= size <= samples
 
 
-class BatchDot(keras.Model):
-    """keras.io's collaborative filtering model: ``ops.tensordot(users, movies, 2)`` sums over the
-    whole batch, so each sample's output depends on the rest of its batch."""
-
-    def __init__(self):
-        super().__init__()
-        self.users = keras.layers.Embedding(10, 4, embeddings_initializer="he_normal")
-        self.movies = keras.layers.Embedding(10, 4, embeddings_initializer="he_normal")
-        self.bias = keras.layers.Embedding(10, 1)
-
-    def call(self, inputs):
-        dot = keras.ops.tensordot(self.users(inputs[:, 0]), self.movies(inputs[:, 1]), 2)
-        return keras.ops.sigmoid(dot + self.bias(inputs[:, 0]))
-
-
-def test_a_model_whose_output_mixes_its_batch_is_measured_and_warned_and_one_that_does_not_is_not():
+def test_a_model_whose_output_mixes_its_batch_is_measured_and_warned_and_one_that_does_not_is_not(tensorflow_imported):
     """The probe runs the model in inference on 4 of the caller's samples and on their halves: a
     batch-wide sum differs, per-sample layers (LayerNormalization, BatchNormalization in
     inference) do not; a model it cannot run without moving a seed or a state is not run."""
+    import keras
     import numpy as np
 
-    from autodist.tensorflow.batch_probe import MIXES_BATCH, batch_mixing_check, mixing_gap
+    from autodist.tensorflow.batch_probe import (
+        MIXES_BATCH,
+        batch_mixing_check,
+        mixing_gap,
+    )
+    from tests.replica_models import BatchDot
 
     ids = np.random.default_rng(0).integers(0, 10, (16, 2))
     mixing = BatchDot()

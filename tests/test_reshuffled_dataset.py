@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import finished, start_python, subprocess_env
 
-pytestmark = pytest.mark.tensorflow
+pytestmark = pytest.mark.usefixtures("processes")  # every test here starts processes: the tensorflow tier
 
 PROGRAM = """
 import json, sys, warnings

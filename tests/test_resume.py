@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT, finished, start_scenario
 
-pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes")]  # the differential tier: python -m pytest -m differential
 
 #: Weights and History: the resumed run's against the uninterrupted run's.
 TOLERANCE = 1e-6
@@ -88,7 +88,6 @@ def check_the_page(cells: dict) -> None:
     assert reduced["learning_rate"] == pytest.approx(0.0125), reduced["learning_rate"]
 
 
-@pytest.mark.tensorflow
 def test_a_restart_after_sigterm_inside_an_8_step_call_ends_as_the_uninterrupted_run(runs, report):
     cells, log = runs
     assert len(cells) == 9, sorted(cells)

@@ -23,6 +23,8 @@ import pytest
 from autodist.resume.preemption import PREEMPTED_EXIT_CODE
 from tests.conftest import SCENARIOS, Ahead, finished, start_python, subprocess_env
 
+pytestmark = pytest.mark.usefixtures("processes")  # every test here runs TensorFlow or starts processes: the tensorflow tier
+
 SCRIPT = str(SCENARIOS / "save_faults.py")
 EPOCHS, BATCHES = 5, 10
 TOLERANCE = 1e-6

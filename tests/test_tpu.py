@@ -13,7 +13,7 @@ from tests.conftest import make_snapshot, run_python, run_scenario, subprocess_e
 
 
 @pytest.fixture(scope="module")
-def fake_tpu():
+def fake_tpu(processes):
     return run_scenario("tpu_fake.py", TPU_NAME="my-tpu", timeout=120)
 
 
@@ -57,7 +57,7 @@ def test_tpu_batch_table(requested, cores, expected):
     assert result.drop_remainder
 
 
-def test_hanging_resolver_times_out(monkeypatch):
+def test_hanging_resolver_times_out(tensorflow_imported, monkeypatch):
     import tensorflow as tf
 
     entered, release, returned = threading.Event(), threading.Event(), threading.Event()
@@ -107,13 +107,13 @@ def test_a_connect_that_hangs_is_stopped_at_the_limit():
     assert strategies._bounded("a step", lambda: 7, 5.0) == 7, "a step that finishes gives its value"
 
 
-def test_real_resolver_without_a_tpu_fails_with_its_own_error_not_the_timeout():
+def test_real_resolver_without_a_tpu_fails_with_its_own_error_not_the_timeout(tensorflow_imported):
     with pytest.raises(StrategyUnavailableError, match="Please provide a TPU Name") as raised:
         strategies.tpu_cluster_resolver(None, timeout=60)
     assert "did not finish" not in str(raised.value)
 
 
-def test_inspect_reads_a_tpu_from_the_environment_without_connecting():
+def test_inspect_reads_a_tpu_from_the_environment_without_connecting(processes):
     """``inspect --fast`` with ``TPU_NAME`` naming a TPU that does not exist: detection reads the
     environment only, so it reports that TPU (no resolver: it would fail here, "Please provide a
     TPU Name" or a lookup of the name) and exits 0 (its time is a benchmark: benchmarks/detection.py)."""

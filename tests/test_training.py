@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import scenario_result, start_scenario
 
+pytestmark = pytest.mark.usefixtures("processes")  # every test here runs TensorFlow or starts processes: the tensorflow tier
+
 WEIGHT_TOLERANCE = 1e-4
 METRIC_TOLERANCE = 1e-3
 

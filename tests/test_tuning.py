@@ -59,7 +59,7 @@ print(_code_digest(mlp), _code_digest(lambda: mlp()), _code_digest(lambda: cnn()
 """
 
 
-def test_a_builders_cache_key_is_the_same_in_every_process_and_follows_what_it_calls(tmp_path):
+def test_a_builders_cache_key_is_the_same_in_every_process_and_follows_what_it_calls(processes, tmp_path):
     # a list comprehension is a code object among the builder's constants: its repr holds a memory address
     script = tmp_path / "builders.py"
     script.write_text(BUILDERS)
@@ -86,7 +86,7 @@ def test_the_cache_reads_only_a_private_folder_and_skips_records_of_another_form
     assert [r["timings"][0]["samples_per_second"] for r in tune_cache.cached_decisions()] == [1.0]  # a.json: another format
 
 
-def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models():
+def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models(tensorflow_imported):
     import keras
 
     from autodist.detection.model_info import multiply_adds
@@ -98,8 +98,7 @@ def test_multiply_adds_count_lookups_as_nothing_and_walk_into_nested_models():
     assert multiply_adds(recurrent) is None  # its 10 time steps are not in its output's size: no estimate
 
 
-@pytest.mark.tensorflow
-def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(tmp_path, report):
+def test_tune_times_every_candidate_trains_like_the_pick_and_caches_it(processes, tmp_path, report):
     # AUTODIST_STEPS_PER_EXECUTION=8: these fits are short (a short fit keeps 1), and the candidate
     # "default, steps_per_execution=8" is one this test times
     # AUTODIST_TUNE_BUDGET=600: every candidate is timed however slowly a loaded machine runs the
@@ -137,8 +136,7 @@ def test_communication_projection_and_its_warning_give_the_numbers():
     assert communication_note(2, 256, 80_000, compute_ms=40.0, all_reduce_ms=2.0)[1] == ""
 
 
-@pytest.mark.tensorflow
-def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_workers(report):
+def test_communication_check_warns_for_the_mlp_and_not_the_cnn_on_2_loopback_workers(processes, report):
     """Both measured on 2 real workers on 127.0.0.1, before training: the MLP's 6.3 MB all-reduce
     outweighs its compute at 32 samples per worker; the CNN's 0.1 MB does not at 128. Each
     warning agrees with the projection its reason gives."""

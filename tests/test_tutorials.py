@@ -29,7 +29,7 @@ import pytest
 
 from tests.conftest import Ahead, run_python, subprocess_env
 
-pytestmark = pytest.mark.differential  # the differential tier: python -m pytest -m differential
+pytestmark = [pytest.mark.differential, pytest.mark.usefixtures("processes")]  # the differential tier: python -m pytest -m differential
 
 TUTORIALS = Path(__file__).resolve().parent / "tutorials"
 SINGLE_HOST_TIMEOUT = 180
@@ -139,7 +139,6 @@ def keras_tutorial(runs) -> Run:
     return runs[0]["keras_tutorial"]
 
 
-@pytest.mark.tensorflow
 def test_keras_tutorial_trains_the_users_model_under_mirrored(keras_tutorial, report):
     keras_tutorial.assert_ok()
     result = keras_tutorial.result()
@@ -150,7 +149,6 @@ def test_keras_tutorial_trains_the_users_model_under_mirrored(keras_tutorial, re
     report(f"tutorial keras_mirrored: pass, {keras_tutorial.seconds:.1f} s, loss {loss[0]:.3f} -> {loss[-1]:.3f}")
 
 
-@pytest.mark.tensorflow
 def test_keras_tutorial_print_lr_shows_the_decay_schedule(keras_tutorial):
     keras_tutorial.assert_ok()
     printed = re.findall(r"Learning rate for epoch (\d+) is (\S+)", keras_tutorial.proc.stdout)
@@ -161,7 +159,6 @@ def test_keras_tutorial_print_lr_shows_the_decay_schedule(keras_tutorial):
     assert all(close(float(rate), want) for (_, rate), want in zip(printed, expected, strict=True)), printed
 
 
-@pytest.mark.tensorflow
 def test_keras_tutorial_writes_every_checkpoint_and_tensorboard_log(keras_tutorial):
     keras_tutorial.assert_ok()
     result = keras_tutorial.result()
@@ -169,7 +166,6 @@ def test_keras_tutorial_writes_every_checkpoint_and_tensorboard_log(keras_tutori
     assert any(name.startswith("train/events.out.tfevents.") for name in result["logs"]), result["logs"]
 
 
-@pytest.mark.tensorflow
 def test_keras_tutorial_checkpoint_and_saved_model_evaluate_the_same(keras_tutorial):
     keras_tutorial.assert_ok()
     result = keras_tutorial.result()
@@ -189,7 +185,6 @@ def custom_training(runs) -> tuple[Run, Run]:
     return runs[0]["custom_training"], runs[0]["custom_training_reference"]
 
 
-@pytest.mark.tensorflow
 def test_custom_training_loop_trains_on_two_replicas(custom_training, report):
     mirrored, _ = custom_training
     mirrored.assert_ok()
@@ -203,7 +198,6 @@ def test_custom_training_loop_trains_on_two_replicas(custom_training, report):
            f"{custom_training[1].seconds:.1f} s), loss {losses[0]:.3f} -> {losses[-1]:.3f}")
 
 
-@pytest.mark.tensorflow
 def test_custom_training_loop_matches_a_one_device_loop(custom_training):
     mirrored, reference = custom_training
     mirrored.assert_ok()
@@ -218,7 +212,6 @@ def test_custom_training_loop_matches_a_one_device_loop(custom_training):
         assert all(close(a, b, rel=1e-3) for a, b in zip(two[loop], one[loop], strict=True)), (two[loop], one[loop])
 
 
-@pytest.mark.tensorflow
 def test_custom_training_checkpoint_restores_the_trained_model(custom_training):
     mirrored, _ = custom_training
     mirrored.assert_ok()
@@ -238,7 +231,6 @@ def guide(runs) -> Run:
     return runs[0]["guide"]
 
 
-@pytest.mark.tensorflow
 def test_guide_fit_and_evaluate_under_autodists_strategy(guide, report):
     guide.assert_ok()
     result = guide.result()
@@ -248,7 +240,6 @@ def test_guide_fit_and_evaluate_under_autodists_strategy(guide, report):
     report(f"tutorial distributed_training_guide: pass, {guide.seconds:.1f} s")
 
 
-@pytest.mark.tensorflow
 def test_guide_custom_loop_matches_the_loop_computed_by_hand(guide):
     guide.assert_ok()
     result = guide.result()
@@ -268,7 +259,6 @@ def test_guide_custom_loop_matches_the_loop_computed_by_hand(guide):
     assert max(abs(a - e) for a, e in zip(got, expected, strict=True)) < 1e-5, (got[:3], expected[:3])
 
 
-@pytest.mark.tensorflow
 def test_guide_variables_are_created_under_autodists_strategy(guide):
     guide.assert_ok()
     result = guide.result()
@@ -276,7 +266,6 @@ def test_guide_variables_are_created_under_autodists_strategy(guide):
     assert result["default_strategy"] == "MirroredStrategy"  # get_strategy() outside any scope: autodist's
 
 
-@pytest.mark.tensorflow
 def test_guide_default_strategy_cells_see_autodists_strategy(guide):
     """The guide's "Default Strategy" cells show TensorFlow with no strategy set. With autodist
     imported one is set, so ``get_strategy()`` returns it, and the cell's
@@ -297,7 +286,6 @@ def save_and_load(runs) -> Run:
     return runs[0]["save_and_load"]
 
 
-@pytest.mark.tensorflow
 def test_save_and_load_keras_model_evaluates_and_trains_on(save_and_load, report):
     save_and_load.assert_ok()
     result = save_and_load.result()
@@ -312,7 +300,6 @@ def test_save_and_load_keras_model_evaluates_and_trains_on(save_and_load, report
     report(f"tutorial save_and_load: pass, {save_and_load.seconds:.1f} s")
 
 
-@pytest.mark.tensorflow
 def test_save_and_load_saved_model_runs_distributed_inference(save_and_load):
     save_and_load.assert_ok()
     result = save_and_load.result()
@@ -320,7 +307,6 @@ def test_save_and_load_saved_model_runs_distributed_inference(save_and_load):
     assert result["distributed_vs_model_max_diff"] < 1e-5
 
 
-@pytest.mark.tensorflow
 def test_save_and_load_subclassed_model_trains(save_and_load):
     save_and_load.assert_ok()
     result = save_and_load.result()
@@ -329,7 +315,6 @@ def test_save_and_load_subclassed_model_trains(save_and_load):
     assert (save_and_load.outdir / "subclassed.keras").is_file()
 
 
-@pytest.mark.tensorflow
 def test_save_and_load_saved_model_signature_called_directly(save_and_load):
     """The tutorial loads a SavedModel "without a strategy" and calls its serving signature."""
     save_and_load.assert_ok()
@@ -337,7 +322,6 @@ def test_save_and_load_saved_model_signature_called_directly(save_and_load):
     assert isinstance(outcome, float) and outcome < 1e-5, f"calling the loaded signature failed under autodist: {outcome}"
 
 
-@pytest.mark.tensorflow
 def test_save_and_load_under_a_hand_picked_one_device_strategy(save_and_load):
     """The tutorial loads the .keras model, and fits it, in a ``OneDeviceStrategy`` scope."""
     save_and_load.assert_ok()
@@ -353,7 +337,6 @@ def keras_io(runs) -> Run:
     return runs[0]["keras_io"]
 
 
-@pytest.mark.tensorflow
 def test_keras_io_guide_fits_and_evaluates(keras_io, report):
     keras_io.assert_ok()
     result = keras_io.result()
@@ -364,7 +347,6 @@ def test_keras_io_guide_fits_and_evaluates(keras_io, report):
     report(f"tutorial keras_io_distributed_training: pass, {keras_io.seconds:.1f} s, test accuracy {accuracy:.3f}")
 
 
-@pytest.mark.tensorflow
 def test_keras_io_guide_resumes_from_its_checkpoint(keras_io):
     keras_io.assert_ok()
     first, second = keras_io.result()["runs"]
@@ -393,7 +375,6 @@ def seed_main(request, runs) -> Run:
     return runs[0][f"seed_main {request.param}"]
 
 
-@pytest.mark.tensorflow
 def test_seed_main_trains_both_workers_in_step(seed_main, report, request):
     chief, other = worker_results(seed_main)
     for result in (chief, other):
@@ -414,7 +395,6 @@ def multi_worker_keras(runs) -> tuple[Run, Path]:
     return runs[0]["multi_worker_keras"], runs[1]
 
 
-@pytest.mark.tensorflow
 def test_multi_worker_keras_tutorial_trains(multi_worker_keras, report):
     run, _ = multi_worker_keras
     chief, other = worker_results(run)
@@ -432,7 +412,6 @@ def test_multi_worker_keras_tutorial_trains(multi_worker_keras, report):
     report(f"tutorial multi_worker_with_keras (2 workers, 4 fits): pass, {run.seconds:.1f} s")
 
 
-@pytest.mark.tensorflow
 def test_multi_worker_keras_tutorial_files_come_from_the_chief_only(multi_worker_keras):
     run, scratch = multi_worker_keras
     worker_results(run)
@@ -451,7 +430,6 @@ def multi_worker_ctl(runs) -> Run:
     return runs[0]["multi_worker_ctl"]
 
 
-@pytest.mark.tensorflow
 def test_multi_worker_ctl_tutorial(multi_worker_ctl, report):
     chief, other = worker_results(multi_worker_ctl)
     for result in (chief, other):
@@ -477,7 +455,6 @@ def parameter_server(runs) -> Run:
     return runs[0]["parameter_server"]
 
 
-@pytest.mark.tensorflow
 def test_parameter_server_tutorial_fit(parameter_server, report):
     parameter_server.assert_ok()
     stdout = parameter_server.proc.stdout
@@ -499,7 +476,6 @@ def test_parameter_server_tutorial_fit(parameter_server, report):
            f"{parameter_server.seconds:.1f} s, loss {loss[0]:.3f} -> {loss[-1]:.3f}")
 
 
-@pytest.mark.tensorflow
 def test_parameter_server_tutorial_custom_loop_and_evaluation(parameter_server):
     parameter_server.assert_ok()
     result = parameter_server.result("chief-0")
@@ -519,7 +495,6 @@ def parameter_server_custom_loop(runs) -> Run:
     return runs[0]["parameter_server_custom_loop"]
 
 
-@pytest.mark.tensorflow
 def test_parameter_server_custom_loop_trains_with_the_tutorials_scopes(parameter_server_custom_loop, report):
     run = parameter_server_custom_loop
     run.assert_ok()

@@ -71,7 +71,32 @@ def test_the_workarounds_page_lists_every_workaround_with_its_releases():
         assert f"`test_still_needed_{workaround.name}`" in row
 
 
-def test_every_touch_is_on_or_not_needed_on_this_pair():
+def test_the_reset_puts_back_every_attribute_the_workarounds_replaced(tensorflow_imported, fresh_state, report):
+    """Every workaround this Keras needs, applied as a plan applies them, then the tests' reset:
+    each attribute replaced is the framework's own again, and the workarounds apply again."""
+    import keras
+
+    from autodist import process
+    from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
+    from autodist.process import STATE, replaced, reset
+    from autodist.tensorflow.keras_patches import apply_workarounds
+
+    names = [name for name in PATCHES if WORKAROUNDS[name].is_active(keras.__version__, {})]
+    applied = apply_workarounds(names)
+    first: dict = {}
+    for owner, name, before in STATE.replaced:
+        first.setdefault((owner, name), before)
+    count = len(replaced())
+    assert applied and count >= len(applied), (applied, replaced())
+    reset()
+    assert replaced() == []
+    for (owner, name), before in first.items():  # an attribute the owner inherited is its own again by not being there
+        assert vars(owner).get(name, process._INHERITED) is before, (owner, name)
+    assert apply_workarounds(names) == applied and len(replaced()) == count
+    report(f"reset: {count} attributes of Keras and TensorFlow replaced by {len(applied)} workarounds, 0 after the reset")
+
+
+def test_every_touch_is_on_or_not_needed_on_this_pair(tensorflow_imported):
     rows = surface.status()
     assert {row["touch"] for row in rows} == set(surface.TOUCHES)
     off = [row for row in rows if row["state"] == "off"]
@@ -81,7 +106,7 @@ def test_every_touch_is_on_or_not_needed_on_this_pair():
 # --- a probe that finds something missing -----------------------------------------------------------
 
 
-def test_a_missing_attribute_turns_its_touch_off_with_one_warning(monkeypatch, fresh_state):
+def test_a_missing_attribute_turns_its_touch_off_with_one_warning(tensorflow_imported, monkeypatch, fresh_state):
     touch = surface.Touch(
         "tf.example", "tensorflow", ("tensorflow.python.eager.context.no_such_thing",), "an example", "-",
         "nothing", "tests/test_upstream.py::test_a_missing_attribute_turns_its_touch_off_with_one_warning",
@@ -96,7 +121,7 @@ def test_a_missing_attribute_turns_its_touch_off_with_one_warning(monkeypatch, f
     assert next(row for row in surface.status() if row["touch"] == "tf.example")["state"] == "off"
 
 
-def test_an_expected_absence_is_silent(monkeypatch, fresh_state):
+def test_an_expected_absence_is_silent(tensorflow_imported, monkeypatch, fresh_state):
     probe = surface._present("keras.src.no_such_module.thing", when_absent_expected="this release has no such code")
     touch = surface.Touch("keras.example", "keras", ("x",), "-", "-", "-", "-", probe)
     monkeypatch.setitem(surface.TOUCHES, "keras.example", touch)
@@ -107,7 +132,7 @@ def test_an_expected_absence_is_silent(monkeypatch, fresh_state):
 
 
 @pytest.fixture(scope="module")
-def probes_off():
+def probes_off(processes):
     procs = {
         "hooks_off": start_scenario("support_matrix.py", "hooks_off", AUTODIST_CPU_DEVICES="2"),
         "slurm_off": start_scenario(
@@ -117,7 +142,6 @@ def probes_off():
     return {case: scenario_result(proc, timeout=240) for case, proc in procs.items()}
 
 
-@pytest.mark.tensorflow
 def test_activation_hooks_off_a_warning_and_a_mirrored_fit_still_trains(probes_off):
     result = probes_off["hooks_off"]
     named = [w for w in result["warnings"] if "tf.activation_hooks is off" in w]
@@ -128,7 +152,6 @@ def test_activation_hooks_off_a_warning_and_a_mirrored_fit_still_trains(probes_o
     assert any("moved into" in w or "into the strategy" in w for w in result["warnings"]), result["warnings"]
 
 
-@pytest.mark.tensorflow
 def test_slurm_hostlist_off_a_warning_and_the_process_trains_alone(probes_off):
     result = probes_off["slurm_off"]
     assert sum("tf.slurm_hostlist is off" in w for w in result["warnings"]) == 1, result["warnings"]
@@ -139,7 +162,7 @@ def test_slurm_hostlist_off_a_warning_and_the_process_trains_alone(probes_off):
 
 
 @pytest.fixture(scope="module")
-def older_pairs():
+def older_pairs(processes):
     procs = {
         "replicated": start_scenario("support_matrix.py", "replicated", AUTODIST_CPU_DEVICES="2"),
         "short_epochs": start_scenario("support_matrix.py", "short_epochs"),
@@ -149,7 +172,6 @@ def older_pairs():
     return {case: scenario_result(proc, timeout=240) for case, proc in procs.items()}
 
 
-@pytest.mark.tensorflow
 def test_replicated_fit_gives_one_devices_numbers_on_this_pair(older_pairs, report):
     """Keras 3.3.3: AttributeError '_maybe_symbolic_build' on main; with the workarounds off, a
     metric counted 495 of 990 samples."""
@@ -162,7 +184,6 @@ def test_replicated_fit_gives_one_devices_numbers_on_this_pair(older_pairs, repo
            f"{max(result['history_gap'], result['weights_gap'], result['evaluate_gap']):.1e} of one device")
 
 
-@pytest.mark.tensorflow
 def test_short_epochs_train_with_autodists_defaults_on_this_pair(older_pairs):
     """Keras 3.3.3: autodist's steps_per_execution=8 failed on 5-step epochs on main (the
     scenario sets it: a fit this short keeps 1 by default)."""
@@ -176,7 +197,6 @@ def test_short_epochs_train_with_autodists_defaults_on_this_pair(older_pairs):
         assert result["steps_per_execution"] == 8, result
 
 
-@pytest.mark.tensorflow
 def test_a_bad_setting_at_import_is_said_with_model_fit_kept(older_pairs):
     result = older_pairs["import_warning"]
     assert result["epochs"] == 1 and result["strategy"] == "_DefaultDistributionStrategy"
@@ -185,7 +205,6 @@ def test_a_bad_setting_at_import_is_said_with_model_fit_kept(older_pairs):
     assert "'mirored'" in said[0] and "mirrored" in said[0].replace("'mirored'", "") and "model.fit trains under" in said[0]
 
 
-@pytest.mark.tensorflow
 def test_batchnorm_dropout_and_an_own_train_step_train_on_2_replicas_as_warned(older_pairs, report):
     """On every pair: each model trains on 2 replicas; where it cannot match one device, the
     warning names the cause, and the gap is the size that cause gives; a train_step of the
@@ -245,7 +264,7 @@ def test_the_support_matrix_page_has_a_row_per_measured_pair():
 # --- still needed: private reads with no public equivalent --------------------------------------------
 
 
-def test_still_needed_runtime_started():
+def test_still_needed_runtime_started(tensorflow_imported):
     import tensorflow as tf
 
     from autodist.upstream.tf_runtime import runtime_started
@@ -257,7 +276,7 @@ def test_still_needed_runtime_started():
     assert runtime_started()
 
 
-def test_still_needed_default_strategy():
+def test_still_needed_default_strategy(tensorflow_imported):
     import tensorflow as tf
 
     from autodist.upstream.tf_runtime import default_strategy
@@ -267,7 +286,7 @@ def test_still_needed_default_strategy():
         assert tf.distribute.get_strategy() is strategy and default_strategy() is not strategy
 
 
-def test_still_needed_coordination_service_deadline():
+def test_still_needed_coordination_service_deadline(tensorflow_imported):
     import inspect
 
     import tensorflow as tf
@@ -278,14 +297,14 @@ def test_still_needed_coordination_service_deadline():
     )
 
 
-def test_still_needed_coordination_key_value():
+def test_still_needed_coordination_key_value(tensorflow_imported):
     import tensorflow as tf
 
     assert not hasattr(tf.distribute.experimental, "coordination_key_value"), "a public key-value store exists now"
     assert surface.available("tf.coordination_key_value")
 
 
-def test_still_needed_global_seed():
+def test_still_needed_global_seed(tensorflow_imported):
     import tensorflow as tf
 
     from autodist.upstream.tf_runtime import global_seed
@@ -297,14 +316,14 @@ def test_still_needed_global_seed():
     assert global_seed() == 5
 
 
-def test_still_needed_activation_hooks():
+def test_still_needed_activation_hooks(tensorflow_imported):
     import tensorflow as tf
 
     assert not hasattr(tf.distribute, "register_strategy_creation_hook"), "TensorFlow has a public hook now"
     assert surface.available("tf.activation_hooks")
 
 
-def test_still_needed_strategy_scopes():
+def test_still_needed_strategy_scopes(tensorflow_imported):
     """TensorFlow without autodist's wrapper: a strategy made current, then another's scope."""
     import tensorflow as tf
 
@@ -319,7 +338,7 @@ def test_still_needed_strategy_scopes():
     assert surface.available("tf.strategy_scopes")
 
 
-def test_still_needed_saved_model_load():
+def test_still_needed_saved_model_load(tensorflow_imported):
     import inspect
 
     import tensorflow as tf
@@ -327,7 +346,7 @@ def test_still_needed_saved_model_load():
     assert "strategy" not in inspect.signature(tf.saved_model.load).parameters, "load takes the strategy to load under now"
 
 
-def test_still_needed_strategy_internals():
+def test_still_needed_strategy_internals(tensorflow_imported):
     import tensorflow as tf
 
     from autodist.upstream.tf_runtime import strategy_workers
@@ -337,7 +356,7 @@ def test_still_needed_strategy_internals():
     assert strategy_workers(strategy) == 1
 
 
-def test_still_needed_dataset_graph():
+def test_still_needed_dataset_graph(tensorflow_imported):
     import tensorflow as tf
 
     from autodist.upstream.tf_data import describe_batching
@@ -348,26 +367,26 @@ def test_still_needed_dataset_graph():
     assert describe_batching(dataset).size == 4
 
 
-def test_still_needed_dataset_serialization():
+def test_still_needed_dataset_serialization(tensorflow_imported):
     import tensorflow as tf
 
     assert not hasattr(tf.data.experimental, "to_graph"), "tf.data serialises a pipeline publicly now"
     assert surface.available("tf.dataset_serialization")
 
 
-def test_still_needed_remote_value_status():
+def test_still_needed_remote_value_status(tensorflow_imported):
     import tensorflow as tf
 
     assert not hasattr(tf.distribute.experimental.coordinator.RemoteValue, "done"), "RemoteValue tells it is done now"
 
 
-def test_still_needed_slurm_hostlist():
+def test_still_needed_slurm_hostlist(tensorflow_imported):
     import tensorflow as tf
 
     assert not hasattr(tf.distribute.cluster_resolver, "expand_hostlist"), "the host-list parser is public now"
 
 
-def test_still_needed_model_internals():
+def test_still_needed_model_internals(tensorflow_imported):
     import keras
 
     inner = keras.Sequential([keras.Input((2,)), keras.layers.BatchNormalization()])
@@ -378,7 +397,7 @@ def test_still_needed_model_internals():
     assert any(isinstance(layer, keras.layers.BatchNormalization) for layer in all_layers(outer))
 
 
-def test_still_needed_callback_internals():
+def test_still_needed_callback_internals(tensorflow_imported):
     import keras
 
     callback = keras.callbacks.BackupAndRestore("/tmp/never-written")
@@ -386,12 +405,12 @@ def test_still_needed_callback_internals():
     assert not hasattr(callback, "set_backup_dir"), "BackupAndRestore moves its folder publicly now"
 
 
-def test_still_needed_tf_keras_internals():
+def test_still_needed_tf_keras_internals(tensorflow_imported):
     tf_keras = pytest.importorskip("tf_keras")
     assert not hasattr(tf_keras.callbacks.Callback, "supports_tf_logs"), "tf_keras publishes the tensor-logs flag now"
 
 
-def test_still_needed_jax_backend_state():
+def test_still_needed_jax_backend_state(tensorflow_imported):
     jax = pytest.importorskip("jax")
     from autodist.upstream.jax_runtime import joined_jax_cluster
 
@@ -400,12 +419,12 @@ def test_still_needed_jax_backend_state():
         assert joined_jax_cluster() == jax.distributed.is_initialized()
 
 
-def test_still_needed_jax_variable_layout():
+def test_still_needed_jax_variable_layout(tensorflow_imported):
     keras = pytest.importorskip("keras")
     assert not hasattr(keras.Variable, "set_layout"), "Keras variables take a layout publicly now"
 
 
-def test_still_needed_seed_generators():
+def test_still_needed_seed_generators(tensorflow_imported):
     """Keras 3 lists a layer's SeedGenerators only privately: autodist reads them to find every
     layer that draws random numbers (a VAE's sampling layer, a GAN's noise)."""
     import keras

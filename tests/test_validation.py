@@ -229,7 +229,7 @@ def sagemaker_cluster(sm_hosts: str, current: str, port: str) -> ClusterInfo:
 @example(nodes="n[1-3],m1", per_node="1", rank="3", port_base="", sm_hosts=None, current="algo-1")
 @example(nodes="n[1-2]", per_node="1,3", rank="2", port_base="9000", sm_hosts=None, current="algo-1")
 @example(nodes="n1", per_node="1", rank="0", port_base="2222", sm_hosts='["algo-1", "algo-2"]', current="algo-2")
-def test_slurm_and_sagemaker_variables_are_the_plan_for_their_tasks_or_an_autodist_error(nodes, per_node, rank, port_base, sm_hosts, current):
+def test_slurm_and_sagemaker_variables_are_the_plan_for_their_tasks_or_an_autodist_error(tensorflow_imported, nodes, per_node, rank, port_base, sm_hosts, current):
     environ = {"SLURM_JOB_ID": "1", "SLURM_STEP_NODELIST": nodes, "SLURM_STEP_TASKS_PER_NODE": per_node, "SLURM_PROCID": rank, "AUTODIST_SLURM_PORT_BASE": port_base}
     kind, names = "SLURM", ("SLURM",)
     if sm_hosts is not None:

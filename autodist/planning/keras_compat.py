@@ -313,6 +313,25 @@ WORKAROUNDS: dict[str, Workaround] = {
             " still-needed test fails on a Keras that weights the shares itself)",
         ),
         Workaround(
+            name="replica_slices_summed",
+            upstream=(
+                "Keras 3's sparse optimizer updates (a tf.IndexedSlices gradient's slices squared apart) under"
+                " tf.distribute"
+            ),
+            summary=(
+                "TensorFlow all-reduces a sparse gradient (an embedding's tf.IndexedSlices) by concatenating the"
+                " replicas' slices, and Keras's sparse update squares each slice apart. An embedding every replica"
+                " looks up alike, once per step (keras.io's Vision Transformer and EANet position embeddings), has one"
+                " slice per row on one device and one per replica here: Adam's second moment takes g1\u00b2 + g2\u00b2"
+                " where one device takes (g1 + g2)\u00b2 (a small model's position embedding 0.006 apart after 3"
+                " epochs). Where every replica's slices hold the same rows in the same order,"
+                " autodist sums them into one; a lookup of each batch's own tokens (one slice per token on one device"
+                " too) is left as it is. No extra collective."
+            ),
+            affected=_ALL, touches=("keras.replica_slices",),
+            if_fixed="slices summed before a sparse update that already sums them give the same sums",
+        ),
+        Workaround(
             name="optimizer_built_in_step",
             upstream="Keras 3 optimizers built by their first apply inside a replica's step",
             summary=(
@@ -505,6 +524,7 @@ def compile_overrides(
 PATCHES = (
     "variable_aggregation", "distributed_gradients", "aggregating_variable_updates", "first_batch_symbolic_build",
     "symbolic_build_reads_input", "no_call_symbolic_build", "own_step_replica_mean", "uneven_shares_weighted",
+    "replica_slices_summed",
     "optimizer_built_in_step", "every_replica_fed", "batches_copied", "multi_worker_scalar_reduce",
     "batchnorm_moving_statistics", "seed_state_aggregation", "replica_random_streams", "global_seed_in_replicas",
 )  # fmt: skip

@@ -24,7 +24,11 @@ from autodist.planning.keras_compat import PATCHES
 from autodist.upstream import keras_variables
 from autodist.upstream.keras_models import symbolic_build
 from autodist.upstream.keras_adapters import patch_batches_copied
-from autodist.upstream.keras_optimizer import patch_distributed_gradients, patch_optimizer_build
+from autodist.upstream.keras_optimizer import (
+    patch_distributed_gradients,
+    patch_optimizer_build,
+    patch_replica_slices_summed,
+)
 from autodist.upstream.keras_own_steps import (
     OWN_STEP_METHODS,
     own_steps,
@@ -55,6 +59,7 @@ _ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
     "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(autodist_trains_under),
     "own_step_replica_mean": lambda: patch_own_steps(autodist_trains_under),
     "uneven_shares_weighted": patch_share_weights,
+    "replica_slices_summed": lambda: patch_replica_slices_summed(autodist_trains_under),
     "optimizer_built_in_step": patch_optimizer_build,
     "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed, prepare=_own_steps_under_autodist),
     "batches_copied": patch_batches_copied,

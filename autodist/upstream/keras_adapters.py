@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autodist.process import STATE
+from autodist.process import STATE, replace
 from autodist.upstream.surface import available
 
 __all__ = ["patch_batches_copied"]
@@ -68,7 +68,7 @@ def patch_batches_copied() -> bool:
         init(self, generator, *args, **kwargs)
         self.generator = _copying(self.generator)
 
-    PyDatasetAdapter._standardize_batch = _standardize_batch  # type: ignore[method-assign]
-    GeneratorDataAdapter.__init__ = __init__  # type: ignore[method-assign]
+    replace(PyDatasetAdapter, "_standardize_batch", _standardize_batch)
+    replace(GeneratorDataAdapter, "__init__", __init__)
     STATE.originals(__name__)["batches_copied"] = (standardize, init)
     return True

@@ -1,6 +1,7 @@
 """Keras 3's optimizer under ``tf.distribute`` (touches ``keras.distributed_gradients`` and
-``keras.optimizer_build``): the patches behind the workarounds ``distributed_gradients`` and
-``optimizer_built_in_step`` of :mod:`autodist.planning.keras_compat`.
+``keras.optimizer_build``, ``keras.replica_slices``): the patches behind the workarounds
+``distributed_gradients``, ``optimizer_built_in_step`` and ``replica_slices_summed`` of
+:mod:`autodist.planning.keras_compat`.
 
 An optimizer first used inside a step (a GAN's two optimizers, built by their first ``apply``)
 builds its variables in each replica's thread while the step is traced: under MirroredStrategy
@@ -22,21 +23,33 @@ call, and Keras sums them in the replica context), and
 taking gradients; a custom training loop does not, and gets TensorFlow's sum, as its loss is
 divided by the global batch).
 
+A sparse gradient (an embedding's ``tf.IndexedSlices``) is all-reduced by concatenating the
+replicas' slices, and Keras's sparse update squares each slice apart: an embedding that every
+replica looks up alike (a position embedding) gets Adam's second moment from the sum of the
+replicas' squared slices, where one device squares their sum. :func:`patch_replica_slices_summed`
+sums such slices after the reduction (:func:`replicas_alike_summed`).
+
 Example:
-    >>> from autodist.process import STATE
-    >>> set(STATE.originals(__name__)) <= {"reduce", "scale_loss", "build"}  # Keras's own, kept once a plan patches
+    >>> from autodist.process import STATE, replace
+    >>> set(STATE.originals(__name__)) <= {"reduce", "scale_loss", "build", "slices"}  # Keras's own, once patched
     True
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from autodist.process import STATE
+from autodist.process import STATE, replace
 from autodist.upstream.keras_own_steps import in_own_step
 from autodist.upstream.surface import available
 
-__all__ = ["patch_distributed_gradients", "patch_optimizer_build"]
+__all__ = [
+    "patch_distributed_gradients",
+    "patch_optimizer_build",
+    "patch_replica_slices_summed",
+    "replicas_alike_summed",
+]
 
 
 
@@ -99,10 +112,10 @@ def patch_distributed_gradients() -> bool:
 
         return scale_loss
 
-    tf_optimizer.TFOptimizer._all_reduce_sum_gradients = _all_reduce_sum_gradients
+    replace(tf_optimizer.TFOptimizer, "_all_reduce_sum_gradients", _all_reduce_sum_gradients)
     originals = (base_optimizer.BaseOptimizer.scale_loss, loss_scale_optimizer.LossScaleOptimizer.scale_loss)
-    base_optimizer.BaseOptimizer.scale_loss = scaled(originals[0])
-    loss_scale_optimizer.LossScaleOptimizer.scale_loss = scaled(originals[1])
+    replace(base_optimizer.BaseOptimizer, "scale_loss", scaled(originals[0]))
+    replace(loss_scale_optimizer.LossScaleOptimizer, "scale_loss", scaled(originals[1]))
     STATE.originals(__name__).update(reduce=original_reduce, scale_loss=originals)
     return True
 
@@ -147,6 +160,73 @@ def patch_optimizer_build() -> bool:
             _build_across_replicas(self, trainable_variables)
         return original_apply(self, grads, trainable_variables)
 
-    base_optimizer.BaseOptimizer.apply = apply
+    replace(base_optimizer.BaseOptimizer, "apply", apply)
     STATE.originals(__name__)["build"] = original_apply
+    return True
+
+
+def replicas_alike_summed(grad: Any, replicas: int) -> Any:
+    """A sparse gradient all-reduced over ``replicas`` (``tf.IndexedSlices``, which TensorFlow sums
+    by concatenating the replicas' slices in their order) with each row's slices summed into the
+    first replica's block where every replica's block holds the same indices in the same order (a
+    lookup that does not depend on the batch: a position embedding, looked up once per step); the
+    other blocks then hold zeros. Any other gradient comes back as it is.
+
+    One device looks such an embedding up once per step, and its gradient is one slice per row:
+    Keras's sparse optimizer update squares it (Adam's second moment). On N replicas each replica
+    looks it up once with its share's gradient, and Keras's update would square each slice apart
+    (g1² + g2², where one device takes (g1 + g2)²). A lookup of the batch's own tokens is one slice
+    per token on one device too; its blocks differ (each replica looked up its own samples) and
+    stay as they are. The sum of the slices, and so a dense or plain-SGD update, is unchanged."""
+    import tensorflow as tf
+
+    if not isinstance(grad, tf.IndexedSlices) or replicas < 2:
+        return grad
+    indices = grad.indices
+    count = tf.shape(indices, out_type=indices.dtype)[0]
+    block = count // replicas
+    row_in_block = tf.math.floormod(tf.range(count, dtype=indices.dtype), tf.maximum(block, 1))
+    alike = tf.logical_and(
+        tf.logical_and(block > 0, tf.equal(block * replicas, count)),
+        tf.reduce_all(tf.equal(tf.gather(indices, row_in_block), indices)),
+    )
+    summed = tf.math.unsorted_segment_sum(grad.values, row_in_block, count)  # blocks after the first: zeros
+    return tf.IndexedSlices(tf.where(alike, summed, grad.values), indices, grad.dense_shape)
+
+
+def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> bool:
+    """Sum the replicas' slices of a sparse gradient that every replica takes at the same rows
+    (:func:`replicas_alike_summed`) once Keras has all-reduced the gradients, under a strategy for
+    which ``applies(strategy)`` (autodist's, or the script's once autodist.fit trained under it) with
+    more than one replica; anywhere else Keras's reduction as it is. On Keras 3.3-3.4, whose
+    reduction autodist runs in the merge call (``distributed_gradients``), the reduced gradient
+    reaches every replica's update as the one tensor it is. Idempotent; ``False`` where the touch
+    is off."""
+    if "slices" in STATE.originals(__name__):
+        return True
+    if not available("keras.replica_slices"):
+        return False
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import optimizer as tf_optimizer
+
+    def _all_reduce_sum_gradients(self: Any, grads_and_vars: Any) -> Any:
+        reduced = STATE.originals(__name__)["slices"](self, grads_and_vars)
+        strategy = tf.distribute.get_strategy()
+        replicas = int(strategy.num_replicas_in_sync)
+        if replicas < 2 or not applies(strategy):
+            return reduced
+        return [
+            (None if grad is None else replicas_alike_summed(_one(strategy, grad), replicas), var)
+            for grad, var in reduced
+        ]
+
+    def _one(strategy: Any, grad: Any) -> Any:
+        # in the merge call: the reduced value, alike on every device (its first copy)
+        if isinstance(grad, tf.distribute.DistributedValues):
+            first = strategy.experimental_local_results(grad)[0]
+            return first if isinstance(first, tf.IndexedSlices) else grad
+        return grad
+
+    STATE.originals(__name__)["slices"] = tf_optimizer.TFOptimizer._all_reduce_sum_gradients
+    replace(tf_optimizer.TFOptimizer, "_all_reduce_sum_gradients", _all_reduce_sum_gradients)
     return True

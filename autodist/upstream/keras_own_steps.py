@@ -50,7 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autodist.upstream.surface import available
-from autodist.process import STATE
+from autodist.process import STATE, replace
 
 __all__ = [
     "OWN_STEP_METHODS",
@@ -243,7 +243,7 @@ def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> 
             STATE.thread.own_step_divided = "global" if given else "replicas"
         return original_average(*args, **kwargs)
 
-    tf.nn.compute_average_loss = compute_average_loss
+    replace(tf.nn, "compute_average_loss", compute_average_loss)
     STATE.originals(__name__)["compute_average_loss"] = original_average
     return True
 
@@ -275,7 +275,7 @@ def _patch_apply() -> None:
 
     for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
         STATE.originals(__name__)[f"{owner.__name__}.apply"] = owner.apply
-        owner.apply = _scaling(owner.apply)
+        replace(owner, "apply", _scaling(owner.apply))
 
 
 def _scaling(original_apply: Callable[..., Any]) -> Callable[..., Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from autodist.upstream.keras_models import all_layers
 from autodist.upstream.surface import available
-from autodist.process import STATE, draws_kept
+from autodist.process import STATE, draws_kept, replace
 
 __all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_every_replica_fed", "patch_trainer"]
 
@@ -159,7 +159,7 @@ def _install_symbolic_build() -> None:
         with strategy.scope():
             self._symbolic_build(data_batch=data_batch)
 
-    trainer.TensorFlowTrainer._maybe_symbolic_build = _maybe_symbolic_build
+    replace(trainer.TensorFlowTrainer, "_maybe_symbolic_build", _maybe_symbolic_build)
     STATE.originals(__name__)["symbolic_build"] = original_build
 
 
@@ -201,7 +201,7 @@ def patch_trainer(names: Any) -> list[str]:
 
                 return tree.map_structure(reduce_one, values)
 
-            trainer.reduce_per_replica = reduce_per_replica
+            replace(trainer, "reduce_per_replica", reduce_per_replica)
             STATE.originals(__name__)["reduce_per_replica"] = original_reduce
         applied.append("multi_worker_scalar_reduce")
     return applied
@@ -291,6 +291,7 @@ def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
         samples = _samples(x)
         return tree.map_structure(lambda value: value[:samples], outputs) if copies > 1 else outputs
 
-    trainer.TensorFlowTrainer.evaluate, trainer.TensorFlowTrainer.predict = evaluate, predict
+    replace(trainer.TensorFlowTrainer, "evaluate", evaluate)
+    replace(trainer.TensorFlowTrainer, "predict", predict)
     STATE.originals(__name__)["every_replica_fed"] = (original_evaluate, original_predict)
     return True

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autodist.upstream.surface import available
-from autodist.process import STATE
+from autodist.process import STATE, replace
 
 __all__ = [
     "MOVING_STATISTICS",
@@ -87,8 +87,8 @@ def patch_aggregating_variable_updates() -> bool:
             return self._value.assign_sub(_delta(self, value))
         return original_sub(self, value)
 
-    core.Variable.assign_add = assign_add
-    core.Variable.assign_sub = assign_sub
+    replace(core.Variable, "assign_add", assign_add)
+    replace(core.Variable, "assign_sub", assign_sub)
     STATE.originals(__name__).update(assign_add=original_add, assign_sub=original_sub)
     return True
 
@@ -109,7 +109,7 @@ def patch_batchnorm_moving_statistics() -> bool:
             kwargs["aggregation"] = "mean"
         return original(self, *args, **kwargs)
 
-    BatchNormalization.add_weight = add_weight  # type: ignore[method-assign]
+    replace(BatchNormalization, "add_weight", add_weight)
     STATE.originals(__name__)["batchnorm"] = original
     return True
 
@@ -141,7 +141,7 @@ def patch_seed_state_aggregation() -> bool:
             aggregation = "only_first_replica" if _aggregating_strategy() else "none"
         return original(self, aggregation)
 
-    core.Variable._map_aggregation = _map_aggregation
+    replace(core.Variable, "_map_aggregation", _map_aggregation)
     STATE.originals(__name__)["seed_state"] = original
     return True
 
@@ -202,7 +202,7 @@ def patch_variable_aggregation() -> bool:
             return original(self, value)
         return create(self, value)
 
-    core.Variable._initialize = _initialize
+    replace(core.Variable, "_initialize", _initialize)
     with_initializer = getattr(core.Variable, "_initialize_with_initializer", None)  # Keras 3.5-3.6 create through it too
     if with_initializer is not None:
 
@@ -211,7 +211,7 @@ def patch_variable_aggregation() -> bool:
                 return with_initializer(self, initializer)
             return create(self, lambda: initializer(self._shape, dtype=self._dtype))
 
-        core.Variable._initialize_with_initializer = _initialize_with_initializer
+        replace(core.Variable, "_initialize_with_initializer", _initialize_with_initializer)
         STATE.originals(__name__)["initialize_with_initializer"] = with_initializer
     STATE.originals(__name__)["initialize"] = original
     STATE.originals(__name__)["seed_state"] = original  # the seeds' aggregation is part of it here
@@ -259,7 +259,7 @@ def patch_replica_random_streams(applies: Callable[[Any], bool]) -> bool:
         folded = tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), tf.cast(replica, tf.int32))
         return tf.cast(folded, seed.dtype)
 
-    SeedGenerator.next = next  # type: ignore[method-assign]
+    replace(SeedGenerator, "next", next)
     STATE.originals(__name__)["seed_draws"] = original
     return True
 
@@ -319,6 +319,6 @@ def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> bool:
         global_state.set_global_attribute(name, found)  # this replica thread's reference, for its later draws
         return found
 
-    seed_generator.global_seed_generator = global_seed_generator
+    replace(seed_generator, "global_seed_generator", global_seed_generator)
     STATE.originals(__name__)["global_seed"] = original
     return True

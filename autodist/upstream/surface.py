@@ -356,6 +356,20 @@ TOUCHES: dict[str, Touch] = {
             _present(f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply", f"{_LOSS_SCALE}.LossScaleOptimizer.apply"),
         ),
         Touch(
+            "keras.replica_slices", "keras",
+            ("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",),
+            "the workaround replica_slices_summed: a sparse gradient all-reduced over the replicas holds each "
+            "replica's slice of a row apart, and Keras's sparse update squares each slice apart (Adam's second "
+            "moment): an embedding every replica looks up alike (a position embedding) is updated otherwise than on "
+            "one device",
+            _K3,
+            "an embedding every replica looks up alike (a position embedding) trains as plain Keras under the "
+            "strategy: Adam's second moment takes the sum of the replicas' squared slices, where one device squares "
+            "their sum",
+            _KC + "test_still_needed_replica_slices_summed",
+            _present("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients"),
+        ),
+        Touch(
             "keras.trainer_loops", "keras",
             (f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}.TensorFlowTrainer.test_step"),
             "the workaround every_replica_fed: evaluate and predict re-batch array inputs so that no replica gets an empty share",

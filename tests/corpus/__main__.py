@@ -97,10 +97,11 @@ DENSE = {
 #: another replica's own statistics: ``every_replica_fed`` picks another ``predict`` batch where
 #: Keras's would leave a replica an empty share; ``symbolic_build_reads_input`` spends no shuffled
 #: order where Keras's build spends one (so each replica's share holds other samples);
-#: ``uneven_shares_weighted`` weights an uneven batch's shares.
+#: ``uneven_shares_weighted`` weights an uneven batch's shares; ``replica_slices_summed`` sums the
+#: replicas' slices of a position embedding.
 KERAS_STATISTICS = {"autodist, 2 replicas, Keras's moving statistics": ("autodist", "2")}
 KERAS_OWN_WAYS = (
-    "auto,-batchnorm_moving_statistics,-every_replica_fed,-symbolic_build_reads_input,-uneven_shares_weighted"
+    "auto,-batchnorm_moving_statistics,-every_replica_fed,-symbolic_build_reads_input,-uneven_shares_weighted,-replica_slices_summed"
 )
 #: Run when autodist on one device kept the program's own strategy, apart from plain model.fit
 #: under it, and said Keras would have spent one of its input's shuffled orders: the four ways

@@ -366,6 +366,62 @@ def uneven_shares_against_one_device(patched: bool = False, own: bool = False) -
     }
 
 
+class PatchEncoder(keras.layers.Layer):
+    """keras.io's Vision Transformer ``PatchEncoder``: a position embedding looked up in ``call``
+    with ``ops.arange`` (the same rows every step, whatever the batch), added to the patches."""
+
+    def __init__(self, patches: int, width: int, **kwargs):
+        super().__init__(**kwargs)
+        self.patches = patches
+        self.position_embedding = keras.layers.Embedding(patches, width)
+
+    def call(self, encoded):
+        positions = keras.ops.expand_dims(keras.ops.arange(0, self.patches, 1), axis=0)
+        return encoded + self.position_embedding(positions)
+
+
+def position_embedding_against_one_device(patched: bool = False) -> dict:
+    """A model with a :class:`PatchEncoder` and an embedding of each sample's own tokens, trained 3
+    epochs with Adam under Mirrored and on one device from the same weights: the largest gap of
+    the position embedding, of the token embedding, and of History. With ``patched``, under a
+    strategy autodist trains under (``replica_slices_summed``)."""
+    from autodist.tensorflow.keras_patches import trains_under
+
+    strategy = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    rng = np.random.default_rng(5)
+    patches = rng.normal(size=(64, 6, 3)).astype("float32")
+    tokens = rng.integers(0, 20, size=(64, 6)).astype("int32")
+    y = rng.normal(size=(64, 1)).astype("float32")
+    keras.utils.set_random_seed(1)
+
+    def build():
+        inputs = keras.Input((6, 3)), keras.Input((6,), dtype="int32")
+        encoded = PatchEncoder(6, 4, name="patch_encoder")(keras.layers.Dense(4)(inputs[0]))
+        encoded = encoded + keras.layers.Embedding(20, 4, name="tokens")(inputs[1])
+        model = keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Flatten()(encoded)))
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+        return model
+
+    with strategy.scope():
+        model = build()
+    one = build()
+    one.set_weights(model.get_weights())
+    if patched:
+        trains_under(strategy)
+    mirrored = model.fit([patches, tokens], y, batch_size=16, epochs=3, shuffle=False, verbose=0).history
+    single = one.fit([patches, tokens], y, batch_size=16, epochs=3, shuffle=False, verbose=0).history
+
+    def gap(layer: str) -> float:
+        pairs = zip(model.get_layer(layer).get_weights(), one.get_layer(layer).get_weights(), strict=True)
+        return max(float(np.max(np.abs(a - b))) for a, b in pairs)
+
+    return {
+        "position_gap": gap("patch_encoder"),
+        "token_gap": gap("tokens"),
+        "history_gap": float(np.max(np.abs(np.subtract(mirrored["loss"], single["loss"])))),
+    }
+
+
 class UnseededSampling(keras.layers.Layer):
     """The Keras guide's VAE ``Sampling`` layer: ``keras.random.normal`` without a seed (Keras's
     global SeedGenerator, made at its first use)."""
@@ -730,6 +786,7 @@ def main() -> None:
         "own_step_unpatched": case(own_step_against_one_device, OwnStep),
         "endpoint_unpatched": case(endpoint_against_one_device),
         "uneven_shares_unpatched": case(uneven_shares_against_one_device),
+        "position_embedding_unpatched": case(position_embedding_against_one_device),
         "unseeded_draws_unpatched": case(unseeded_draws_fit),
         "unseeded_dataset_draws_one_device": case(unseeded_dataset_draws, "one_device"),
         "unseeded_dataset_draws_unpatched": case(unseeded_dataset_draws),
@@ -758,6 +815,8 @@ def main() -> None:
     results["endpoint_patched"] = case(endpoint_against_one_device, adopted=True)
     results["uneven_shares_patched"] = case(uneven_shares_against_one_device, patched=True)
     results["uneven_shares_own_step_patched"] = case(uneven_shares_against_one_device, patched=True, own=True)
+    results["position_embedding_plain_strategy_patched"] = case(position_embedding_against_one_device)
+    results["position_embedding_patched"] = case(position_embedding_against_one_device, patched=True)
     results["unseeded_draws_plain_strategy_patched"] = case(unseeded_draws_fit)
     results["unseeded_draws_patched"] = case(unseeded_draws_fit, adopted=True)
     results["unseeded_dataset_draws_plain_strategy_patched"] = case(unseeded_dataset_draws)
