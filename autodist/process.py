@@ -121,16 +121,23 @@ def replaced() -> list[str]:
 def reset() -> None:
     """Put :data:`STATE` back as a fresh process has it, for tests: every attribute
     :func:`replace` set put back (the newest first), and every field anew (so a patch can be
-    applied again). The activation's hooks on TensorFlow have their own undo (``Hooks.remove``)."""
+    applied again). The activation's hooks on TensorFlow have their own undo (``Hooks.remove``).
+    An attribute that cannot be put back is named in a ``RuntimeError``, after the rest is reset."""
+    failed = []
     while STATE.replaced:
         owner, name, before = STATE.replaced.pop()
-        if before is _INHERITED:
-            delattr(owner, name)
-        else:
-            setattr(owner, name, before)
+        try:
+            if before is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, before)
+        except (AttributeError, TypeError) as err:
+            failed.append(f"{name} of {owner!r}: {err}")
     fresh = ProcessState()
     for field in dataclasses.fields(ProcessState):
         setattr(STATE, field.name, getattr(fresh, field.name))
+    if failed:
+        raise RuntimeError(f"reset could not put back {'; '.join(failed)}")
 
 
 @contextlib.contextmanager

@@ -46,7 +46,7 @@ def fresh_state():
     the workarounds do not (a later ``fit`` applies those it needs again)."""
     from autodist.process import STATE, reset
 
-    kept = {key: value for key, value in vars(STATE).items() if key not in ("patched", "replaced")}
+    kept = {key: value for key, value in vars(STATE).items() if key not in ("patched", "replaced", "symbolic_build")}
     reset()
     yield STATE
     reset()
@@ -78,35 +78,44 @@ def processes():
 
 
 class _FrameworkImport:
-    """A meta path finder that refuses to import :data:`FRAMEWORKS` in the test's own thread (a
-    module's runs ahead, in threads of their own, go on beside a unit test of that module)."""
+    """A meta path finder that refuses a framework of :data:`FRAMEWORKS` not yet imported, in the
+    test's own thread (a module's runs ahead, in threads of their own, go on beside a unit test of
+    that module), and records each refusal in ``broken``."""
+
+    def __init__(self, broken: list[str]) -> None:
+        self.broken = broken
 
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in FRAMEWORKS and threading.current_thread() is threading.main_thread():
-            raise ImportError(
+        top = name.split(".")[0]
+        if top in FRAMEWORKS and top not in sys.modules and threading.current_thread() is threading.main_thread():
+            self.broken.append(
                 f"a unit test imports {name}: request the fixture tensorflow_imported (or processes, "
                 "for a test that starts processes) to move it to the tensorflow tier"
             )
+            raise ImportError(self.broken[-1])
         return None
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """A test marked ``unit`` (its fixtures' setup and teardown included) imports no framework not
-    yet imported and starts no process: where it does, it fails, naming the fixture to request."""
+    yet imported and starts no process: where it does, it fails, naming the fixture to request
+    (also where the code under test caught the refusal: :func:`pytest_runtest_makereport`)."""
     if item.get_closest_marker("unit") is None:
         yield
         return
+    item.unit_tier_broken = broken = []
 
     def refused(*args, **kwargs):
         if threading.current_thread() is not threading.main_thread():  # a module's runs ahead (Ahead)
             return started(*args, **kwargs)
-        raise AssertionError(
+        broken.append(
             f"a unit test starts a process ({args[1] if len(args) > 1 else kwargs.get('args')}): "
             "request the fixture processes to move it to the tensorflow tier"
         )
+        raise AssertionError(broken[-1])
 
-    finder, started = _FrameworkImport(), subprocess.Popen.__init__
+    finder, started = _FrameworkImport(broken), subprocess.Popen.__init__
     subprocess.Popen.__init__ = refused  # type: ignore[method-assign]
     sys.meta_path.insert(0, finder)
     try:
@@ -114,6 +123,17 @@ def pytest_runtest_protocol(item, nextitem):
     finally:
         sys.meta_path.remove(finder)
         subprocess.Popen.__init__ = started  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A unit test whose code caught a refusal of :func:`pytest_runtest_protocol` fails all the same."""
+    outcome = yield
+    report = outcome.get_result()
+    broken = getattr(item, "unit_tier_broken", [])
+    new, item.unit_tier_reported = broken[getattr(item, "unit_tier_reported", 0):], len(broken)  # this phase's
+    if new and report.passed:
+        report.outcome, report.longrepr = "failed", "\n".join(dict.fromkeys(new))
 
 
 #: What importing TensorFlow and Keras sets in os.environ (measured on TF 2.21): a test that

@@ -323,10 +323,11 @@ WORKAROUNDS: dict[str, Workaround] = {
                 " replicas' slices, and Keras's sparse update squares each slice apart. An embedding every replica"
                 " looks up alike, once per step (keras.io's Vision Transformer and EANet position embeddings), has one"
                 " slice per row on one device and one per replica here: Adam's second moment takes g1\u00b2 + g2\u00b2"
-                " where one device takes (g1 + g2)\u00b2 (a small model's position embedding 0.006 apart after 3"
+                " where one device takes (g1 + g2)\u00b2 (a small model's position embedding 0.0009 apart after 3"
                 " epochs). Where every replica's slices hold the same rows in the same order,"
-                " autodist sums them into one; a lookup of each batch's own tokens (one slice per token on one device"
-                " too) is left as it is. No extra collective."
+                " autodist sums them into one, for a lookup whose rows the step computes from constants alone (an"
+                " arange); a lookup of each batch's own tokens, or of positions tiled over its samples (one slice per"
+                " sample on one device too), is left as it is. No extra collective."
             ),
             affected=_ALL, touches=("keras.replica_slices",),
             if_fixed="slices summed before a sparse update that already sums them give the same sums",

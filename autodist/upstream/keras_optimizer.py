@@ -47,6 +47,7 @@ from autodist.upstream.surface import available
 __all__ = [
     "patch_distributed_gradients",
     "patch_optimizer_build",
+    "looked_up_once_per_step",
     "patch_replica_slices_summed",
     "replicas_alike_summed",
 ]
@@ -177,7 +178,9 @@ def replicas_alike_summed(grad: Any, replicas: int) -> Any:
     looks it up once with its share's gradient, and Keras's update would square each slice apart
     (g1² + g2², where one device takes (g1 + g2)²). A lookup of the batch's own tokens is one slice
     per token on one device too; its blocks differ (each replica looked up its own samples) and
-    stay as they are. The sum of the slices, and so a dense or plain-SGD update, is unchanged."""
+    stay as they are, and so does a block that holds a row twice (positions tiled over a share's
+    samples: one slice per sample on one device too). The sum of the slices, and so a dense or
+    plain-SGD update, is unchanged. :func:`looked_up_once_per_step` says which lookups these are."""
     import tensorflow as tf
 
     if not isinstance(grad, tf.IndexedSlices) or replicas < 2:
@@ -186,22 +189,56 @@ def replicas_alike_summed(grad: Any, replicas: int) -> Any:
     count = tf.shape(indices, out_type=indices.dtype)[0]
     block = count // replicas
     row_in_block = tf.math.floormod(tf.range(count, dtype=indices.dtype), tf.maximum(block, 1))
+    first = tf.sort(indices[:block])
     alike = tf.logical_and(
         tf.logical_and(block > 0, tf.equal(block * replicas, count)),
-        tf.reduce_all(tf.equal(tf.gather(indices, row_in_block), indices)),
+        tf.logical_and(
+            tf.reduce_all(tf.equal(tf.gather(indices, row_in_block), indices)),
+            tf.reduce_all(tf.not_equal(first[1:], first[:-1])),  # each row once in a replica's block
+        ),
     )
     summed = tf.math.unsorted_segment_sum(grad.values, row_in_block, count)  # blocks after the first: zeros
     return tf.IndexedSlices(tf.where(alike, summed, grad.values), indices, grad.dense_shape)
 
 
+#: Ops that read only the shape of their input.
+_SHAPE_OPS = ("Shape", "ShapeN", "Size", "Rank")
+
+
+def looked_up_once_per_step(grad: Any) -> bool:
+    """Whether ``grad`` (one replica's gradient, before the all-reduce) is a sparse gradient whose
+    rows the step computes from constants alone (a position embedding's ``ops.arange``): the
+    same rows on every replica and on one device, whatever the batch. Its rows' graph holds no
+    input, no variable's value and no random draw (a shape counts where it is fully known: a
+    table's); eagerly, where there is no graph to read, ``False``."""
+    import tensorflow as tf
+
+    if not isinstance(grad, tf.IndexedSlices) or not hasattr(grad.indices, "op"):
+        return False
+    seen: set[str] = set()
+    stack = [grad.indices.op]
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in _SHAPE_OPS and all(tensor.shape.is_fully_defined() for tensor in op.inputs):
+            continue
+        if op.op_def is not None and op.op_def.is_stateful or (not op.inputs and op.type != "Const"):
+            return False  # an input (Placeholder), a variable's value, a random draw, an iterator
+        stack.extend(tensor.op for tensor in op.inputs)
+    return True
+
+
 def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> bool:
-    """Sum the replicas' slices of a sparse gradient that every replica takes at the same rows
-    (:func:`replicas_alike_summed`) once Keras has all-reduced the gradients, under a strategy for
+    """Sum the replicas' slices of a sparse gradient whose rows the step computes from constants
+    alone (:func:`looked_up_once_per_step`) and that every replica takes at the same rows
+    (:func:`replicas_alike_summed`), once Keras has all-reduced the gradients, under a strategy for
     which ``applies(strategy)`` (autodist's, or the script's once autodist.fit trained under it) with
     more than one replica; anywhere else Keras's reduction as it is. On Keras 3.3-3.4, whose
     reduction autodist runs in the merge call (``distributed_gradients``), the reduced gradient
-    reaches every replica's update as the one tensor it is. Idempotent; ``False`` where the touch
-    is off."""
+    reaches every replica's update as the one tensor it is; a gradient returned unreduced is left
+    as it is. Idempotent; ``False`` where the touch is off."""
     if "slices" in STATE.originals(__name__):
         return True
     if not available("keras.replica_slices"):
@@ -209,24 +246,29 @@ def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> bool:
     import tensorflow as tf
     from keras.src.backend.tensorflow import optimizer as tf_optimizer
 
+    original = tf_optimizer.TFOptimizer._all_reduce_sum_gradients
+
     def _all_reduce_sum_gradients(self: Any, grads_and_vars: Any) -> Any:
-        reduced = STATE.originals(__name__)["slices"](self, grads_and_vars)
+        grads_and_vars = list(grads_and_vars)
+        reduced = original(self, grads_and_vars)
         strategy = tf.distribute.get_strategy()
         replicas = int(strategy.num_replicas_in_sync)
         if replicas < 2 or not applies(strategy):
             return reduced
         return [
-            (None if grad is None else replicas_alike_summed(_one(strategy, grad), replicas), var)
-            for grad, var in reduced
+            (_summed(strategy, before, after, replicas), var)
+            for (before, _), (after, var) in zip(grads_and_vars, reduced, strict=True)
         ]
 
-    def _one(strategy: Any, grad: Any) -> Any:
-        # in the merge call: the reduced value, alike on every device (its first copy)
-        if isinstance(grad, tf.distribute.DistributedValues):
-            first = strategy.experimental_local_results(grad)[0]
-            return first if isinstance(first, tf.IndexedSlices) else grad
-        return grad
+    def _summed(strategy: Any, before: Any, after: Any, replicas: int) -> Any:
+        if after is None or after is before:  # no gradient, or returned unreduced
+            return after
+        merged = isinstance(before, tf.distribute.DistributedValues)  # the merge call: per replica, then reduced
+        first = strategy.experimental_local_results if merged else (lambda value: (value,))
+        if not looked_up_once_per_step(first(before)[0]):
+            return after
+        return replicas_alike_summed(first(after)[0], replicas)
 
-    STATE.originals(__name__)["slices"] = tf_optimizer.TFOptimizer._all_reduce_sum_gradients
+    STATE.originals(__name__)["slices"] = original
     replace(tf_optimizer.TFOptimizer, "_all_reduce_sum_gradients", _all_reduce_sum_gradients)
     return True

@@ -233,7 +233,7 @@ def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> 
         if original is not None:
             STATE.originals(__name__)[name] = original
             in_layers = applies if name.startswith("scale") else None  # Keras divides; nothing unscales in a layer
-            setattr(loss_module, name, _unless_own_step(original, in_layers=in_layers))
+            replace(loss_module, name, _unless_own_step(original, in_layers=in_layers))
     _patch_apply()
     original_average = tf.nn.compute_average_loss
 
