@@ -4,7 +4,7 @@ Keras keeps its process-wide facts in one ``global_state``, Accelerate in one ``
 autodist keeps them here, and nowhere else: no other module holds mutable state at module level
 (``tests/test_layers.py`` checks it). :func:`reset` puts the state back as a fresh process has
 it, the one reset the tests use: with every attribute of TensorFlow and Keras that a workaround
-replaced (:func:`replace`) put back.
+or the activation at import replaced (:func:`replace`) put back.
 
 Example:
     >>> from autodist.process import STATE, reset
@@ -20,10 +20,11 @@ import contextlib
 import dataclasses
 import itertools
 import threading
+import types
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["STATE", "ProcessState", "draws_kept", "once", "replace", "replaced", "reset"]
+__all__ = ["STATE", "ProcessState", "draws_kept", "once", "put_back", "replace", "replaced", "reset"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -105,32 +106,52 @@ _INHERITED = "<not the owner's own: inherited>"
 
 
 def replace(owner: Any, name: str, value: Any) -> None:
-    """Set ``owner.name`` (a TensorFlow or Keras class or module: the one way an upstream patch
-    changes one) to ``value``, recording what the owner held itself, so that :func:`reset` puts
-    it back (an attribute it inherited is deleted again)."""
+    """Set ``owner.name`` (a TensorFlow or Keras class, module or object: the one way autodist
+    changes one) to ``value``, recording what the owner held itself, so that :func:`put_back` and
+    :func:`reset` put it back (an attribute it inherited is deleted again)."""
     STATE.replaced.append((owner, name, vars(owner).get(name, _INHERITED)))
     setattr(owner, name, value)
 
 
+def put_back(owner: Any, name: str) -> None:
+    """Undo the latest :func:`replace` of ``owner.name`` (and the ones after it, of the same
+    attribute); nothing where it is not replaced."""
+    for index in range(len(STATE.replaced) - 1, -1, -1):
+        if STATE.replaced[index][0] is owner and STATE.replaced[index][1] == name:
+            _restore(*STATE.replaced.pop(index))
+            return
+
+
+def _restore(owner: Any, name: str, before: Any) -> None:
+    if before is _INHERITED:
+        delattr(owner, name)
+    else:
+        setattr(owner, name, before)
+
+
+def _named(owner: Any) -> str:
+    if isinstance(owner, types.ModuleType):
+        return owner.__name__
+    if isinstance(owner, type):
+        return f"{owner.__module__}.{owner.__qualname__}"
+    return f"<{type(owner).__qualname__} object>"
+
+
 def replaced() -> list[str]:
     """The attributes replaced now, as ``module.Owner.name``, in the order they were set."""
-    return [f"{getattr(owner, '__module__', owner.__name__)}.{owner.__name__}.{name}" if isinstance(owner, type)
-            else f"{owner.__name__}.{name}" for owner, name, _ in STATE.replaced]
+    return [f"{_named(owner)}.{name}" for owner, name, _ in STATE.replaced]
 
 
 def reset() -> None:
     """Put :data:`STATE` back as a fresh process has it, for tests: every attribute
-    :func:`replace` set put back (the newest first), and every field anew (so a patch can be
-    applied again). The activation's hooks on TensorFlow have their own undo (``Hooks.remove``).
+    :func:`replace` set put back (the newest first): the workarounds' and the activation's alike,
+    and every field anew (so a patch or the activation can be applied again).
     An attribute that cannot be put back is named in a ``RuntimeError``, after the rest is reset."""
     failed = []
     while STATE.replaced:
         owner, name, before = STATE.replaced.pop()
         try:
-            if before is _INHERITED:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, before)
+            _restore(owner, name, before)
         except (AttributeError, TypeError) as err:
             failed.append(f"{name} of {owner!r}: {err}")
     fresh = ProcessState()

@@ -96,6 +96,48 @@ def test_the_reset_puts_back_every_attribute_the_workarounds_replaced(tensorflow
     report(f"reset: {count} attributes of Keras and TensorFlow replaced by {len(applied)} workarounds, 0 after the reset")
 
 
+@pytest.fixture(scope="module")
+def undo_runs(processes):
+    """``tests/scenarios/undo.py``: plain Keras without autodist, and after ``autodist.fit`` on 2
+    replicas, with and without the activation at import (each in a fresh process)."""
+    settings = {"AUTODIST_CPU_DEVICES": "2", "AUTODIST_STRATEGY": "mirrored"}
+    procs = {
+        "plain": start_scenario("undo.py", "plain", AUTODIST_CPU_DEVICES="2"),
+        "not activated": start_scenario("undo.py", "after", AUTODIST_ACTIVATE="0", **settings),
+        "activated": start_scenario("undo.py", "after", **settings),
+    }
+    return {name: scenario_result(proc, timeout=240) for name, proc in procs.items()}
+
+
+def test_a_plain_fit_after_autodist_fit_trains_bit_for_bit_as_in_a_process_without_autodist(undo_runs, report):
+    """With ``AUTODIST_ACTIVATE=0``, plain ``model.fit`` of a CNN with BatchNormalization and
+    Dropout on one device, in the process where ``autodist.fit`` trained on 2 replicas: the
+    same History and weights, to the bit, as without autodist, while its replacements are in
+    place (they call straight through) and after the reset."""
+    plain, after = undo_runs["plain"]["cnn"], undo_runs["not activated"]
+    assert after["replicas"] == 2 and after["after_fit"], after
+    assert plain["replicas"] == after["cnn_after_fit"]["replicas"] == 1
+    assert after["cnn_after_fit"] == plain, (after["cnn_after_fit"], plain)
+    assert after["cnn_after_reset"] == plain, (after["cnn_after_reset"], plain)
+    report(f"plain model.fit after autodist.fit (2 replicas): weights {plain['weights'][:12]} as without autodist, "
+           f"with {len(after['after_fit'])} attributes replaced and after the reset")
+
+
+@pytest.mark.parametrize("run", ["activated", "not activated"])
+def test_the_reset_puts_back_everything_autodist_replaced_in_tensorflow_and_keras(undo_runs, run, report):
+    """Every function, method and class of TensorFlow and Keras compared with what they held
+    before autodist was imported: after ``fit`` returns, each one changed was replaced through
+    :func:`autodist.process.replace` (the workarounds' and the activation's alike), and after
+    :func:`autodist.process.reset` none is."""
+    result = undo_runs[run]
+    assert result["replicas"] == 2 and result["after_fit"], result
+    unrecorded = sorted(set(result["after_fit"]) - set(result["recorded_after_fit"]))
+    assert not unrecorded, f"replaced without autodist.process.replace: {unrecorded}"
+    assert result["after_reset"] == [], result["after_reset"]
+    report(f"reset ({run} at import): {len(result['after_fit'])} attributes of TensorFlow and Keras replaced after fit, "
+           f"{len(result['after_reset'])} after the reset")
+
+
 def test_every_touch_is_on_or_not_needed_on_this_pair(tensorflow_imported):
     rows = surface.status()
     assert {row["touch"] for row in rows} == set(surface.TOUCHES)

@@ -35,7 +35,7 @@ from typing import Any
 
 from autodist.log import get_logger
 from autodist.upstream.surface import available
-from autodist.process import STATE, once
+from autodist.process import STATE, once, put_back, replace
 
 __all__ = [
     "Hooks",
@@ -56,7 +56,7 @@ class Hooks:
     """Functions of TensorFlow replaced by ones that call ``before`` first, until :meth:`remove`."""
 
     def __init__(self) -> None:
-        self.saved: list[tuple[Any, str, Any]] = []
+        self.saved: list[tuple[Any, str]] = []
 
     def __bool__(self) -> bool:
         return bool(self.saved)
@@ -71,13 +71,13 @@ class Hooks:
                 _fell_through(name, err)
             return original(*args, **kwargs)
 
-        self.saved.append((owner, name, original))
-        setattr(owner, name, first_before)
+        self.saved.append((owner, name))
+        replace(owner, name, first_before)
 
     def remove(self) -> None:
         while self.saved:
-            owner, name, original = self.saved.pop()
-            setattr(owner, name, original)
+            owner, name = self.saved.pop()
+            put_back(owner, name)
 
 
 def _fell_through(where: str, err: BaseException) -> None:
@@ -139,7 +139,7 @@ def hook_graph_reset(around: Callable[[Callable[[], Any]], Any]) -> bool:
                     return done[0] if done else original()
 
             reset_default_graph.autodist_wrapped = True  # type: ignore[attr-defined]
-            module.reset_default_graph = reset_default_graph
+            replace(module, "reset_default_graph", reset_default_graph)
             wrapped += 1
     return wrapped > 0
 
@@ -183,7 +183,7 @@ def translate_creation_errors(strategy: Any, translate: Callable[[BaseException]
             raise translated from err
 
     _create_variable.autodist_wrapped = True  # type: ignore[attr-defined]
-    extended._create_variable = _create_variable
+    replace(extended, "_create_variable", _create_variable)
     return True
 
 
@@ -246,8 +246,9 @@ def watch_strategy_construction(
             return  # an existing strategy given to the script's constructor: built already
         collective_init(self, *args, **kwargs)
 
-    base.__init__, base.__deepcopy__ = __init__, __deepcopy__  # type: ignore[method-assign]
-    collective.__new__ = staticmethod(__new__)  # type: ignore[method-assign]
-    collective.__init__ = collective_once  # type: ignore[method-assign]
-    base._autodist_watched = True
+    replace(base, "__init__", __init__)
+    replace(base, "__deepcopy__", __deepcopy__)
+    replace(collective, "__new__", staticmethod(__new__))
+    replace(collective, "__init__", collective_once)
+    replace(base, "_autodist_watched", True)
     return True

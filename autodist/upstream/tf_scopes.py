@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from autodist.upstream.surface import available
-from autodist.process import STATE
+from autodist.process import STATE, replace
 
 __all__ = ["aside", "install", "reentered", "stepping_aside"]
 
@@ -192,8 +192,8 @@ def install(strategy: Any) -> None:
         from tensorflow.python.distribute import distribute_lib
 
         if not getattr(distribute_lib.StrategyBase.scope, "autodist_wrapped", False):
-            distribute_lib.StrategyBase.scope = _wrapped_scope(distribute_lib.StrategyBase.scope)
-            distribute_lib.enter_or_assert_strategy = _wrapped_enter_or_assert(distribute_lib.enter_or_assert_strategy)
+            replace(distribute_lib.StrategyBase, "scope", _wrapped_scope(distribute_lib.StrategyBase.scope))
+            replace(distribute_lib, "enter_or_assert_strategy", _wrapped_enter_or_assert(distribute_lib.enter_or_assert_strategy))
     if available("tf.saved_model_load"):
         _wrap_loads()
 
@@ -208,4 +208,4 @@ def _wrap_loads() -> None:
     load.autodist_wrapped = True  # type: ignore[attr-defined]
     for name, module in list(sys.modules.items()):
         if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(module, "load", None) is original_load:
-            module.load = load
+            replace(module, "load", load)
