@@ -133,7 +133,7 @@ def _named(owner: Any) -> str:
     if isinstance(owner, types.ModuleType):
         return owner.__name__
     if isinstance(owner, type):
-        return f"{owner.__module__}.{owner.__qualname__}"
+        return f"{owner.__module__}.{owner.__name__}"
     return f"<{type(owner).__qualname__} object>"
 
 

@@ -49,26 +49,51 @@ def test_every_touch_names_a_still_needed_test_that_exists():
     assert not missing, missing
 
 
-def test_the_upstream_page_shows_every_touch_as_the_table_says():
-    page = (ROOT / "docs" / "upstream.md").read_text(encoding="utf-8")
-    for touch in surface.TOUCHES.values():
-        row = next((line for line in page.splitlines() if line.startswith(f"| `{touch.name}` |")), None)
-        assert row is not None, f"docs/upstream.md has no row for {touch.name}"
-        assert touch.still_needed.split("::")[1] in row, (touch.name, "still-needed test")
-        assert all(f"`{what}`" in row for what in touch.touches), (touch.name, "what it touches")
-        assert f"| {describe(touch.probe)} | {touch.off} |" in row, (touch.name, "its probe and what changes when it is off")
-        assert describe(touch.probe) != "checks nothing: always on", touch.name
+def test_the_docs_tables_are_the_registries():
+    """docs/upstream.md and docs/keras-workarounds.md hold the tables written from the touches and
+    the workarounds (``python -m autodist.upstream.pages`` writes them)."""
+    from autodist.upstream.pages import stale
+
+    assert stale(ROOT) == [], "run python -m autodist.upstream.pages to write the tables"
+    assert all(describe(touch.probe) != "checks nothing: always on" for touch in surface.TOUCHES.values())
 
 
-def test_the_workarounds_page_lists_every_workaround_with_its_releases():
-    from autodist.planning.keras_compat import WORKAROUNDS
+def test_a_table_is_written_between_its_header_and_the_prose_after_it(tmp_path):
+    from autodist.errors import AutodistError
+    from autodist.upstream import pages
 
-    page = (ROOT / "docs" / "keras-workarounds.md").read_text(encoding="utf-8")
-    for workaround in WORKAROUNDS.values():
-        row = next((line for line in page.splitlines() if line.startswith(f"| `{workaround.name}` |")), None)
-        assert row is not None, f"docs/keras-workarounds.md has no row for {workaround.name}"
-        assert row.startswith(f"| `{workaround.name}` | {workaround.releases()} | {workaround.summary} |"), workaround.name
-        assert f"`test_still_needed_{workaround.name}`" in row
+    page = tmp_path / "docs" / "keras-workarounds.md"
+    page.parent.mkdir()
+    (tmp_path / "docs" / "upstream.md").write_text("\n".join(["# touches", "", *surface.table(), "", "after"]), encoding="utf-8")
+    header = pages.PAGES["docs/keras-workarounds.md"]()[:2]
+    page.write_text("\n".join(["# workarounds", "", *header, "| `gone` | a row no workaround has |", "", "prose"]), encoding="utf-8")
+    assert pages.stale(tmp_path) == ["docs/keras-workarounds.md"]
+    assert pages.main(["--root", str(tmp_path)]) == 0 and pages.stale(tmp_path) == []
+    lines = page.read_text(encoding="utf-8").split("\n")
+    assert lines[:2] == ["# workarounds", ""] and lines[-2:] == ["", "prose"] and "`gone`" not in "\n".join(lines)
+    with pytest.raises(AutodistError, match="no table headed"):
+        pages.replace_table(["# a page without the table"], header)
+
+
+def test_each_workaround_is_one_object_declared_beside_its_patch():
+    """A workaround that patches Keras is declared in the module that holds its patch, names touches
+    of the surface, and its install is the one way the act layer applies it."""
+    import inspect
+
+    from autodist.upstream.keras_workarounds import DECLARING, PATCHES, WORKAROUNDS
+
+    for name, workaround in WORKAROUNDS.items():
+        assert set(workaround.touches) <= set(surface.TOUCHES), name
+        if workaround.install is None:
+            assert not workaround.touches and workaround.how in ("compile settings", "a default autodist picks"), name
+            continue
+        home = inspect.getmodule(workaround.install)
+        assert home in DECLARING, f"{name}: its install is in {home}, not in a module the registry reads"
+        assert getattr(home, name.upper()) is workaround, f"{name} is not declared in {home.__name__}"
+        assert workaround.touches, name
+    assert PATCHES == tuple(name for name, w in WORKAROUNDS.items() if w.install is not None)
+    act_layer = (ROOT / "autodist" / "tensorflow" / "keras_patches.py").read_text(encoding="utf-8")
+    assert "patch_" not in act_layer.replace("keras_patches", ""), "the act layer installs through each workaround's install"
 
 
 def test_the_reset_puts_back_every_attribute_the_workarounds_replaced(tensorflow_imported, fresh_state, report):

@@ -1,6 +1,6 @@
-"""Act: apply the Keras 3 workarounds a plan names (:mod:`autodist.planning.keras_compat` decides
-which; the patches themselves are touches of the upstream surface, in
-:mod:`autodist.upstream.keras_variables` and :mod:`autodist.upstream.keras_trainer`).
+"""Act: install the Keras 3 workarounds a plan names (:mod:`autodist.planning.keras_compat` decides
+which; each workaround, with its patch, is one object of the upstream surface:
+:mod:`autodist.upstream.workaround`).
 
 :func:`apply_workarounds` is called with a plan's names by :func:`autodist.tensorflow.strategies.start`;
 :func:`build_from_generator` by ``fit``. A patch whose touch is off where it runs is not applied
@@ -15,30 +15,15 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from types import MappingProxyType
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from autodist.detection.model_info import keras_flavor_of, overrides
-from autodist.planning.keras_compat import PATCHES
-from autodist.upstream import keras_variables
-from autodist.upstream.keras_models import symbolic_build
-from autodist.upstream.keras_adapters import patch_batches_copied
-from autodist.upstream.keras_optimizer import (
-    patch_distributed_gradients,
-    patch_optimizer_build,
-    patch_replica_slices_summed,
-)
-from autodist.upstream.keras_own_steps import (
-    OWN_STEP_METHODS,
-    own_steps,
-    patch_own_steps,
-    patch_share_weights,
-    share_weights,
-    unshare_weights,
-)
 from autodist.planning.global_batch import every_replica_fed
-from autodist.upstream.keras_trainer import TRAINER_PATCHES, patch_every_replica_fed, patch_trainer
+from autodist.upstream.keras_models import symbolic_build
+from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, share_weights, unshare_weights
+from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
+from autodist.upstream.workaround import Act
 
 __all__ = [
     "apply_workarounds",
@@ -48,23 +33,6 @@ __all__ = [
     "steps_as_one_device",
     "trains_under",
 ]
-
-#: The workarounds patched one by one (the trainer's go in together).
-_ONE_BY_ONE: Mapping[str, Callable[[], bool]] = MappingProxyType({
-    "variable_aggregation": keras_variables.patch_variable_aggregation,
-    "distributed_gradients": patch_distributed_gradients,
-    "aggregating_variable_updates": keras_variables.patch_aggregating_variable_updates,
-    "batchnorm_moving_statistics": keras_variables.patch_batchnorm_moving_statistics,
-    "seed_state_aggregation": keras_variables.patch_seed_state_aggregation,
-    "replica_random_streams": lambda: keras_variables.patch_replica_random_streams(autodist_trains_under),
-    "own_step_replica_mean": lambda: patch_own_steps(autodist_trains_under),
-    "uneven_shares_weighted": patch_share_weights,
-    "replica_slices_summed": lambda: patch_replica_slices_summed(autodist_trains_under),
-    "optimizer_built_in_step": patch_optimizer_build,
-    "every_replica_fed": lambda: patch_every_replica_fed(every_replica_fed, prepare=_own_steps_under_autodist),
-    "batches_copied": patch_batches_copied,
-    "global_seed_in_replicas": lambda: keras_variables.patch_global_seed_in_replicas(autodist_trains_under),
-})
 
 
 def trains_under(strategy: Any) -> None:
@@ -80,13 +48,13 @@ def autodist_trains_under(strategy: Any) -> bool:
 
 
 def apply_workarounds(names: Iterable[str]) -> list[str]:
-    """Apply the named workarounds, a plan's ``keras_workarounds``: the one place the act layer
-    puts patches in. Idempotent; returns the names in place (``apply_workarounds(())`` is ``[]``).
+    """Install the named workarounds, a plan's ``keras_workarounds``: the one place the act layer
+    puts patches in, each by its own ``install`` (in the registry's order). Idempotent; returns
+    the names in place (``apply_workarounds(())`` is ``[]``).
     """
-    wanted = [name for name in PATCHES if name in set(names)]
-    applied = set(patch_trainer(wanted)) if set(wanted) & set(TRAINER_PATCHES) else set()
-    applied |= {name for name in wanted if name in _ONE_BY_ONE and _ONE_BY_ONE[name]()}
-    return [name for name in wanted if name in applied]
+    act = Act(trains_under=autodist_trains_under, every_replica_fed=every_replica_fed, prepare_own_steps=_own_steps_under_autodist)
+    wanted = set(names)
+    return [name for name in PATCHES if name in wanted and WORKAROUNDS[name].install(act)]  # type: ignore[misc]
 
 
 def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Any) -> Any:

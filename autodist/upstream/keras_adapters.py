@@ -28,8 +28,12 @@ from typing import Any
 
 from autodist.process import STATE, replace
 from autodist.upstream.surface import available
+from autodist.upstream.workaround import EVERY_RELEASE, Workaround
 
-__all__ = ["patch_batches_copied"]
+__all__ = [
+    "patch_batches_copied",
+    "BATCHES_COPIED",
+]
 
 
 def _copied(batch: Any) -> Any:
@@ -72,3 +76,23 @@ def patch_batches_copied() -> bool:
     replace(GeneratorDataAdapter, "__init__", __init__)
     STATE.originals(__name__)["batches_copied"] = (standardize, init)
     return True
+
+
+# --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---
+
+BATCHES_COPIED = Workaround(
+    name="batches_copied",
+    upstream="TensorFlow's legacy re-batching of a generator's batches under tf.distribute (Keras 3's PyDataset and generator inputs)",
+    summary=(
+        "Keras feeds a PyDataset or a Python generator through tf.data's from_generator, which keeps a NumPy"
+        " batch's memory; under a replicated strategy TensorFlow splits each batch into views of it and, where a"
+        " view starts on a 64-byte boundary, lets an op write its output there (y_true - y_pred in a loss). A"
+        " PyDataset that returns slices of arrays it keeps has its targets overwritten by the loss's residuals in"
+        " the first epoch and trains later epochs on them (History [2.29, 3.68, 2.46] where one device gives"
+        " [2.29, 0.002, 0.0]), in the runs whose arrays happen to be so aligned (measured on TensorFlow 2.16.2 and"
+        " 2.21.0; 2.18.1 copies the batch itself). autodist hands TensorFlow a copy of every NumPy array in a batch."
+    ),
+    affected=EVERY_RELEASE, touches=("keras.python_batches",),
+    if_fixed="a PyDataset's arrays stay unchanged after fit under a replicated strategy without the copy",
+    install=lambda act: patch_batches_copied(),
+)

@@ -43,6 +43,7 @@ from typing import Any
 from autodist.process import STATE, replace
 from autodist.upstream.keras_own_steps import in_own_step
 from autodist.upstream.surface import available
+from autodist.upstream.workaround import EVERY_RELEASE, GRADIENTS_REDUCED, Workaround
 
 __all__ = [
     "patch_distributed_gradients",
@@ -50,6 +51,9 @@ __all__ = [
     "looked_up_once_per_step",
     "patch_replica_slices_summed",
     "replicas_alike_summed",
+    "DISTRIBUTED_GRADIENTS",
+    "REPLICA_SLICES_SUMMED",
+    "OPTIMIZER_BUILT_IN_STEP",
 ]
 
 
@@ -272,3 +276,63 @@ def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> bool:
     STATE.originals(__name__)["slices"] = original
     replace(tf_optimizer.TFOptimizer, "_all_reduce_sum_gradients", _all_reduce_sum_gradients)
     return True
+
+
+# --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---
+
+DISTRIBUTED_GRADIENTS = Workaround(
+    name="distributed_gradients",
+    upstream="Keras 3.3-3.7 under tf.distribute (fixed by scale_loss_for_distribution in 3.8.0)",
+    summary=(
+        "Keras 3.3 and 3.4 reduce no gradient over the replicas under MirroredStrategy (the "
+        "reduction runs where there is no replica context): each replica applies its own "
+        "share's gradient and the replicas drift apart (0.09 after 2 epochs of a small MLP). "
+        "Keras 3.5-3.7 sum the replicas' gradients of per-share mean losses: each step is N "
+        "times one device's. autodist sums them on 3.3-3.4 too, and divides fit's loss by the "
+        "replicas, as Keras 3.8 does."
+    ),
+    affected=(("3.3.0", "3.8.0"),),
+    touches=("keras.distributed_gradients",),
+    if_fixed="it acts only where the gradients are unreduced, and on releases before 3.8",
+    install=lambda act: patch_distributed_gradients(),
+)
+
+
+REPLICA_SLICES_SUMMED = Workaround(
+    name="replica_slices_summed",
+    upstream=(
+        "Keras 3's sparse optimizer updates (a tf.IndexedSlices gradient's slices squared apart) under"
+        " tf.distribute"
+    ),
+    summary=(
+        "TensorFlow all-reduces a sparse gradient (an embedding's tf.IndexedSlices) by concatenating the"
+        " replicas' slices, and Keras's sparse update squares each slice apart. An embedding every replica"
+        " looks up alike, once per step (keras.io's Vision Transformer and EANet position embeddings), has one"
+        " slice per row on one device and one per replica here: Adam's second moment takes g1\u00b2 + g2\u00b2"
+        " where one device takes (g1 + g2)\u00b2 (a small model's position embedding 0.0009 apart after 3"
+        " epochs). Where every replica's slices hold the same rows in the same order,"
+        " autodist sums them into one, for a lookup whose rows the step computes from constants alone (an"
+        " arange); a lookup of each batch's own tokens, or of positions tiled over its samples (one slice per"
+        " sample on one device too), is left as it is. No extra collective."
+    ),
+    affected=EVERY_RELEASE, touches=("keras.replica_slices",),
+    if_fixed="slices summed before a sparse update that already sums them give the same sums",
+    install=lambda act: patch_replica_slices_summed(act.trains_under),
+)
+
+
+OPTIMIZER_BUILT_IN_STEP = Workaround(
+    name="optimizer_built_in_step",
+    upstream="Keras 3 optimizers built by their first apply inside a replica's step",
+    summary=(
+        "An optimizer first used inside a train_step of the model's own (the two optimizers of the 'customizing"
+        " fit' guide's GAN) builds its variables in each replica's thread while the step is traced. Under"
+        " MirroredStrategy an optimizer with slots (Adam) then fails at the first step ('You must feed a value"
+        " for placeholder tensor') in the gradients' all-reduce, where one device trains (Keras 3.3 and 3.4"
+        " reduce no gradient, hence no failure). autodist builds it once for all replicas, in the"
+        " cross-replica context, before its first update."
+    ),
+    affected=((GRADIENTS_REDUCED, None),), touches=("keras.optimizer_build",),
+    if_fixed="an optimizer built before its first update updates as one built by it",
+    install=lambda act: patch_optimizer_build(),
+)

@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autodist.upstream.surface import available
+from autodist.upstream.workaround import EVERY_RELEASE, Workaround
 from autodist.process import STATE, replace
 
 __all__ = [
@@ -63,6 +64,8 @@ __all__ = [
     "share_weights",
     "share_weights_wrap",
     "unshare_weights",
+    "OWN_STEP_REPLICA_MEAN",
+    "UNEVEN_SHARES_WEIGHTED",
 ]
 
 #: The methods a model's class may define that make its steps its own.
@@ -319,3 +322,50 @@ def _unless_own_step(
         return value if in_own_step() or in_layers_here() else original(value)
 
     return scaled
+
+
+# --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---
+
+OWN_STEP_REPLICA_MEAN = Workaround(
+    name="own_step_replica_mean",
+    upstream="Keras 3 loss scaling under tf.distribute (scale_loss_for_distribution)",
+    summary=(
+        "Under a replicated strategy Keras sums the replicas' gradients and divides a "
+        "keras.losses loss by the replicas. A train_step of the model's own gets one of "
+        "two wrong answers: a loss it computes itself (keras.io's VAE) is not divided, so "
+        "every step is N times one device's; a keras.losses loss or compute_loss is, so a "
+        "metric the step records it in (the guide's GAN, a test_step's val_loss, "
+        "evaluate) reads 1/N of one device's. Inside a model's own train_step and "
+        "test_step (or Keras's, when the model defines compute_loss), autodist keeps each "
+        "loss the replica's mean, as on one device, and divides the gradients the "
+        "optimizer applies by the replicas; a step that divides by the global batch "
+        "itself (tf.nn.compute_average_loss) keeps its gradients. Keras's own train_step divides a "
+        "keras.losses loss a layer computes in call() and passes to add_loss (keras.io's endpoint "
+        "layer) twice, so History reads 1/N of one device's and its gradients are 1/N: autodist keeps "
+        "such a loss the replica's mean, and Keras's sum of the model's losses divides it once."
+    ),
+    affected=EVERY_RELEASE, touches=("keras.own_steps",),
+    if_fixed="a step whose losses Keras no longer divides trains with the mean of the replicas' gradients, as one device",
+    install=lambda act: patch_own_steps(act.trains_under),
+)
+
+
+UNEVEN_SHARES_WEIGHTED = Workaround(
+    name="uneven_shares_weighted",
+    upstream="Keras 3 under tf.distribute: every replica's share of a batch counts 1/N in the gradient",
+    summary=(
+        "Under a replicated strategy each replica takes its share's mean loss, and Keras sums the replicas'"
+        " gradients of it divided by the replicas: every share counts 1/N. Where a batch does not split evenly"
+        " (the last batch of an epoch, 89 samples split 45/44 on 2 replicas; a PyDataset's own odd batches) the"
+        " samples of the smaller share weigh more than in model.fit, and History and weights end apart (99"
+        " samples, batch 16: 0.03). For an input that may hold a partial batch, autodist weights each"
+        " replica's gradients by its share of the step's samples (one scalar all-reduce per step): the whole"
+        " batch's mean gradient, as one device takes it. An input whose every batch is whole is left as it is"
+        " (under MultiWorkerMirrored every worker weights: they must issue the same collectives)."
+    ),
+    affected=EVERY_RELEASE, touches=("keras.share_weights",),
+    if_fixed="a share's weight is 1 wherever batches split evenly; where they do not, it is right for gradients"
+    " of each share's mean divided by the replicas, as every Keras 3 release and tf.keras take them (the"
+    " still-needed test fails on a Keras that weights the shares itself)",
+    install=lambda act: patch_share_weights(),
+)

@@ -18,9 +18,20 @@ from typing import Any
 
 from autodist.upstream.keras_models import all_layers
 from autodist.upstream.surface import available
+from autodist.upstream.workaround import EVERY_RELEASE, NO_SYMBOLIC_BUILD, Workaround
 from autodist.process import STATE, draws_kept, replace
 
-__all__ = ["SYMBOLIC_BUILD_PATCHES", "TRAINER_PATCHES", "patch_every_replica_fed", "patch_trainer"]
+__all__ = [
+    "SYMBOLIC_BUILD_PATCHES",
+    "TRAINER_PATCHES",
+    "patch_every_replica_fed",
+    "patch_trainer",
+    "FIRST_BATCH_SYMBOLIC_BUILD",
+    "SYMBOLIC_BUILD_READS_INPUT",
+    "NO_CALL_SYMBOLIC_BUILD",
+    "EVERY_REPLICA_FED",
+    "MULTI_WORKER_SCALAR_REDUCE",
+]
 
 #: The workarounds applied by replacing parts of Keras 3's TensorFlow trainer.
 TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "no_call_symbolic_build", "multi_worker_scalar_reduce")
@@ -295,3 +306,107 @@ def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
     replace(trainer.TensorFlowTrainer, "predict", predict)
     STATE.originals(__name__)["every_replica_fed"] = (original_evaluate, original_predict)
     return True
+
+
+# --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---
+
+FIRST_BATCH_SYMBOLIC_BUILD = Workaround(
+    name="first_batch_symbolic_build",
+    upstream="keras-team/keras#20585",
+    summary=(
+        "fit/evaluate/predict's _maybe_symbolic_build averages the first data batch across "
+        "replicas (strategy.reduce('MEAN', PerReplica)) only to learn its shapes. Under "
+        "MultiWorkerMirroredStrategy that fails ('Attempt to convert a value (PerReplica...) "
+        "to a Tensor'); under MirroredStrategy a first batch that does not split evenly "
+        "(validation data, a data set smaller than the batch) fails with 'AddN must have "
+        "the same size and shape'. autodist builds from the first local replica's batch. "
+        "Keras 3.3 and 3.4 have no symbolic build, hence no such bug."
+    ),
+    affected=((NO_SYMBOLIC_BUILD, None),),
+    touches=("keras.symbolic_build",),
+    if_fixed="the build only needs the batch's shapes, which one replica's batch has; an "
+    "epoch iterator of another shape falls back to Keras's own build",
+    install=lambda act: "first_batch_symbolic_build" in patch_trainer(["first_batch_symbolic_build"]),
+)
+
+
+SYMBOLIC_BUILD_READS_INPUT = Workaround(
+    name="symbolic_build_reads_input",
+    upstream="Keras 3 TensorFlowTrainer._maybe_symbolic_build",
+    summary=(
+        "Under any tf.distribute strategy, fit reads the first batch of its input to build "
+        "the model, then starts the input over, even when the model, loss, metrics and "
+        "optimizer are all built. A tf.data pipeline starts over, but a shuffle that "
+        "reshuffles each iteration (tf.data's default) spent an epoch of its orders, and a "
+        "PyDataset with shuffle=True spent its shuffle: every epoch then trains in one "
+        "device's next epoch's order (History and weights slightly apart, keras.io's "
+        "FeatureSpace example, no warning); a Python "
+        "generator cannot, so the batches read (and prefetched) are lost: for example 32 of "
+        "100 samples never seen and 32 seen twice in the first epoch (Mirrored and "
+        "CentralStorage, 2 replicas, batch 16; how many varies with tf.data's prefetching, "
+        "by load). autodist builds the model from the generator's first batch, "
+        "puts that batch back, builds from a PyDataset's py_dataset[0] (as Keras reads it "
+        "for its signature) and from a tf.data pipeline's element spec (the build reads "
+        "shapes and dtypes only), and skips the read when nothing needs building. Under a "
+        "script's own strategy that order is model.fit's without a strategy, not the one plain "
+        "Keras trains in under that strategy: where the input reshuffles on every read, autodist "
+        "says so (kept_strategy_order)."
+    ),
+    affected=((NO_SYMBOLIC_BUILD, None),),
+    touches=("keras.symbolic_build",),
+    if_fixed="skipping the read when nothing needs building changes nothing Keras uses",
+    install=lambda act: "symbolic_build_reads_input" in patch_trainer(["symbolic_build_reads_input"]),
+)
+
+
+NO_CALL_SYMBOLIC_BUILD = Workaround(
+    name="no_call_symbolic_build",
+    upstream="Keras 3 TensorFlowTrainer._maybe_symbolic_build (a model without call())",
+    summary=(
+        "Under any tf.distribute strategy, fit builds the model by calling it on symbolic "
+        "inputs. A subclassed model whose train_step calls its sub-models itself and that "
+        "has no call() of its own (keras.io's VAE, the GAN of the 'customizing fit' guide) "
+        "fails there ('Model VAE does not have a call() method implemented'), though it "
+        "trains on one device, where Keras builds nothing before the first step. autodist "
+        "builds such a model's optimizer under the strategy instead, and leaves the rest "
+        "to the first step, as one device does."
+    ),
+    affected=((NO_SYMBOLIC_BUILD, None),), touches=("keras.symbolic_build",),
+    if_fixed="a model without call() has nothing a symbolic call could build",
+    install=lambda act: "no_call_symbolic_build" in patch_trainer(["no_call_symbolic_build"]),
+)
+
+
+EVERY_REPLICA_FED = Workaround(
+    name="every_replica_fed",
+    upstream="Keras 3 evaluate/predict under tf.distribute (a batch with fewer samples than replicas)",
+    summary=(
+        "evaluate and predict split each batch over the replicas, and a batch with fewer samples than "
+        "replicas (one image to predict on 2 replicas, or 33 samples in batches of 32) leaves a replica an "
+        "empty share. What a model does with it varies by machine and run: a residual add becomes a rank-2 "
+        "BiasAdd ('Shape must be rank 1 but is rank 2', keras.io's image classification from scratch), or the"
+        " numbers turn to NaN, or nothing shows (the still-needed test proves the empty share itself). For "
+        "array inputs, autodist picks the nearest batch size that feeds every replica as TensorFlow splits it"
+        " (means over the samples do not depend on the batching; not for a test_step of the model's own), and"
+        " repeats fewer samples than replicas in one batch (predict returns the first copy)."
+    ),
+    affected=EVERY_RELEASE, touches=("keras.trainer_loops",),
+    if_fixed="another batching of the same samples gives the same means and predictions",
+    install=lambda act: patch_every_replica_fed(act.every_replica_fed, prepare=act.prepare_own_steps),
+)
+
+
+MULTI_WORKER_SCALAR_REDUCE = Workaround(
+    name="multi_worker_scalar_reduce",
+    upstream="tensorflow/tensorflow#72388",
+    summary=(
+        "Under MultiWorkerMirroredStrategy, reduce_per_replica averages each step's logs "
+        "with strategy.reduce('MEAN', v, axis=0); the logs are scalars, so it fails with "
+        "'Invalid reduction dimension 0 for input with 0 dimensions'. autodist reduces "
+        "rank-0 values with axis=None; other values keep Keras's path."
+    ),
+    affected=EVERY_RELEASE,
+    touches=("keras.reduce_per_replica",),
+    if_fixed="a scalar's mean over workers with axis=None is the mean Keras means to take",
+    install=lambda act: "multi_worker_scalar_reduce" in patch_trainer(["multi_worker_scalar_reduce"]),
+)

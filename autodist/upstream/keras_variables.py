@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autodist.upstream.surface import available
+from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
 from autodist.process import STATE, replace
 
 __all__ = [
@@ -29,6 +30,12 @@ __all__ = [
     "patch_replica_random_streams",
     "patch_seed_state_aggregation",
     "patch_variable_aggregation",
+    "VARIABLE_AGGREGATION",
+    "AGGREGATING_VARIABLE_UPDATES",
+    "REPLICA_RANDOM_STREAMS",
+    "GLOBAL_SEED_IN_REPLICAS",
+    "BATCHNORM_MOVING_STATISTICS",
+    "SEED_STATE_AGGREGATION",
 ]
 
 
@@ -322,3 +329,125 @@ def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> bool:
     replace(seed_generator, "global_seed_generator", global_seed_generator)
     STATE.originals(__name__)["global_seed"] = original
     return True
+
+
+# --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---
+
+VARIABLE_AGGREGATION = Workaround(
+    name="variable_aggregation",
+    upstream="keras-team/keras#19891 (fixed by #20541 in 3.7.0; metrics on-read from #21072, 3.10.0)",
+    summary=(
+        "Keras 3.3-3.6 pass no aggregation to tf.Variable: under any replicated strategy every "
+        "variable is NONE. Metrics count one replica's share (495 of 990 samples on 2 "
+        "replicas), a counter with aggregation='sum' adds one replica's steps, "
+        "BatchNormalization's replicas keep their own statistics, and under CentralStorage "
+        "every metric update fails ('You must specify an aggregation method'). autodist "
+        "passes what Keras 3.10 passes: metrics' state summed on read, optimizer counters "
+        "from the first replica, BatchNormalization's statistics averaged, random layers' "
+        "seeds from the first replica under CentralStorage and parameter servers."
+    ),
+    affected=(("3.3.0", AGGREGATION_PASSED),),
+    touches=("keras.variable_aggregation",),
+    if_fixed="it acts only on a Keras that maps no aggregation itself",
+    install=lambda act: patch_variable_aggregation(),
+)
+
+
+AGGREGATING_VARIABLE_UPDATES = Workaround(
+    name="aggregating_variable_updates",
+    upstream="Keras 3 Variable.assign_add is assign(self + value) (keras-team/keras#21054)",
+    summary=(
+        "Under CentralStorageStrategy (and ParameterServerStrategy) metric state lives in "
+        "AggregatingVariables with SUM aggregation. Keras 3 implements assign_add as "
+        "assign(old + delta), so N replicas write N*old + sum(deltas): History and "
+        "evaluate report wrong loss and metrics. Under ParameterServerStrategy the same "
+        "read-modify-write on CachingVariables races between workers and loses updates "
+        "(per-epoch metrics vary from run to run). Under MirroredStrategy and "
+        "MultiWorkerMirroredStrategy a variable created with aggregation='sum' (a counter "
+        "in a custom layer; every metric on Keras 3.7-3.9) doubles its old value at every "
+        "update on 2 replicas. autodist routes assign_add/assign_sub on all three to "
+        "TensorFlow's own delta updates."
+    ),
+    affected=(("3.7.0", None),),  # 3.3-3.6 create no SUM variable, and their metrics update with assign
+    touches=("keras.variable_updates",),
+    if_fixed="a delta update is TensorFlow's own assign_add: right whether or not Keras's is",
+    install=lambda act: patch_aggregating_variable_updates(),
+)
+
+
+REPLICA_RANDOM_STREAMS = Workaround(
+    name="replica_random_streams",
+    upstream="Keras 3 SeedGenerator under tf.distribute (one seed state for every replica)",
+    summary=(
+        "Keras 3 keeps a random layer's seed state as one mirrored variable, so under a replicated strategy"
+        " every replica draws the same Dropout mask, noise or augmentation for its share of the batch: on 8"
+        " GPUs, 8 shares share one mask, and the regularisation weakens as replicas grow. autodist folds each"
+        " replica's id into the seed a SeedGenerator hands out in its step (the state advances as Keras"
+        " advances it): the replicas draw independently, as one device draws for its whole batch, reproducibly"
+        " from keras.utils.set_random_seed, though not one device's numbers."
+    ),
+    affected=EVERY_RELEASE, touches=("keras.seed_draws",),
+    if_fixed="a replica's draws from a seed folded with its id are as independent as Keras's own",
+    install=lambda act: patch_replica_random_streams(act.trains_under),
+)
+
+
+GLOBAL_SEED_IN_REPLICAS = Workaround(
+    name="global_seed_in_replicas",
+    upstream="Keras 3's global SeedGenerator (keras.random without a seed) under tf.distribute",
+    summary=(
+        "keras.random.normal and the other draws without a seed use Keras's global SeedGenerator, which Keras"
+        " keeps in thread-local state and makes at its first use. A layer that draws so in its call (the Keras"
+        " guide's VAE Sampling layer) makes it inside the first step; under MirroredStrategy each replica's"
+        " thread makes one of its own, and TensorFlow refuses the second ('tf.function only supports singleton"
+        " tf.Variables created on the first call'), where one device trains. autodist makes it once, in the"
+        " main thread, outside the step and under the strategy, at the same point as one device, and every"
+        " replica draws from it (each its own stream, with replica_random_streams). The same draw in a"
+        " tf.data map made under the strategy (keras.io's CutMix; autodist makes its strategy current at"
+        " import) makes it inside the map function as a distributed variable, which TensorFlow cannot lift"
+        " out ('Unable to lift tensor'): autodist makes it in the eager context there, as a layer's own is."
+    ),
+    affected=EVERY_RELEASE, touches=("keras.global_seed_generator",),
+    if_fixed="a global SeedGenerator made once for the replicas is the one each would have used",
+    install=lambda act: patch_global_seed_in_replicas(act.trains_under),
+)
+
+
+BATCHNORM_MOVING_STATISTICS = Workaround(
+    name="batchnorm_moving_statistics",
+    upstream="Keras 3 BatchNormalization under tf.distribute (moving statistics)",
+    summary=(
+        "Keras 3 creates BatchNormalization's moving mean and variance with no "
+        "aggregation: under MirroredStrategy (and MultiWorkerMirrored, CentralStorage) "
+        "each replica assigns its own batch's statistics, the replicas end with "
+        "different copies, evaluate and predict normalise each share with its own, and "
+        "save keeps the first replica's. tf.keras made them mean-aggregated. autodist "
+        "creates them with aggregation='mean': each update is averaged over the replicas. "
+        "(Keras 3.7.0 made every variable mean-aggregated; on 3.3-3.6 the workaround "
+        "variable_aggregation passes it.)"
+    ),
+    affected=(("3.3.0", AGGREGATION_PASSED), ("3.8.0", None)),
+    touches=("keras.batchnorm_statistics",),
+    if_fixed="mean aggregation is how tf.keras kept them, and what a fixed Keras would do",
+    install=lambda act: patch_batchnorm_moving_statistics(),
+)
+
+
+SEED_STATE_AGGREGATION = Workaround(
+    name="seed_state_aggregation",
+    upstream="Keras 3 SeedGenerator state under tf.distribute (keras-team/keras#20700 on 3.7.0)",
+    summary=(
+        "Keras 3 creates a random layer's seed state (Dropout, noise layers) with "
+        "aggregation='none'. Under CentralStorageStrategy that is an AggregatingVariable, "
+        "and Keras's update of it in each replica fails: 'You must specify an aggregation "
+        "method to update a AggregatingVariable in Replica Context'. Keras 3.7.0 made it "
+        "'mean', which TensorFlow refuses for an integer under any replicated strategy. "
+        "autodist creates it with aggregation='only_first_replica' under CentralStorage "
+        "and ParameterServer (every replica computes the same next seed, and the first "
+        "one's is kept), and with none elsewhere."
+    ),
+    affected=EVERY_RELEASE,
+    touches=("keras.variable_aggregation",),
+    if_fixed="keeping the first replica's seed keeps the one seed every replica computes",
+    install=lambda act: patch_seed_state_aggregation(),
+)

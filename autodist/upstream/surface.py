@@ -35,6 +35,7 @@ from autodist.upstream.probes import (
     _present,
     _runtime_handle,
     _slurm,
+    describe,
     resolve,
 )
 from autodist.process import STATE, once
@@ -534,4 +535,20 @@ def status() -> list[dict[str, str]]:
         missing = absence(name)
         state = "on" if missing is None else ("not needed" if missing.expected else "off")
         rows.append({"touch": name, "state": state, "missing": "" if missing is None else missing.what, "off": touch.off})
+    return rows
+
+
+def table() -> list[str]:
+    """The rows of docs/upstream.md's table, header first (``python -m autodist.upstream.pages``
+    writes them)."""
+    rows = [
+        "| touch | what it touches | why | measured on | its probe | when it is off | still-needed test |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for touch in TOUCHES.values():
+        what = ", ".join(f"`{piece}`" for piece in touch.touches)
+        rows.append(
+            f"| `{touch.name}` | {what} | {touch.why} | {touch.measured} | {describe(touch.probe)} | {touch.off} "
+            f"| `{touch.still_needed}` |"
+        )
     return rows

@@ -1,0 +1,105 @@
+"""The registry of autodist's workarounds for Keras 3 bugs under ``tf.distribute``: every
+:class:`~autodist.upstream.workaround.Workaround`, in one table, :data:`WORKAROUNDS`.
+
+Each workaround is declared once, as one object, beside its patch (see
+:mod:`autodist.upstream.workaround`), and found there: a new one in a module of :data:`DECLARING`
+needs no line here. The three here patch nothing: they change compile settings or a default,
+which :mod:`autodist.planning.keras_compat` and the planner decide. The order of the table is the
+order of ``docs/keras-workarounds.md`` and the order the patches go in (:data:`PATCHES`).
+
+Example:
+    >>> PATCHES[:2]
+    ('variable_aggregation', 'aggregating_variable_updates')
+    >>> WORKAROUNDS["mirrored_jit_compile"].install is None
+    True
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType, ModuleType
+
+from autodist.upstream import keras_adapters, keras_optimizer, keras_own_steps, keras_trainer, keras_variables
+from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
+
+__all__ = ["DECLARING", "PATCHES", "WORKAROUNDS", "table"]
+
+
+MIRRORED_STEPS_PER_EXECUTION = Workaround(
+    name="mirrored_steps_per_execution",
+    upstream="keras-team/keras#19246",
+    summary=(
+        "Under MirroredStrategy, steps_per_execution > 1 fails with 'You must feed a value "
+        "for placeholder tensor' (from Keras 3.7, whose steps run in a tf.while_loop). "
+        "autodist runs with steps_per_execution=1 there."
+    ),
+    affected=(("3.7.0", None),),
+    if_fixed="steps_per_execution=1 trains the same steps, only with more calls (warned)",
+    how="compile settings",
+)
+
+
+MIRRORED_JIT_COMPILE = Workaround(
+    name="mirrored_jit_compile",
+    upstream="Keras 3 + MirroredStrategy + XLA",
+    summary=(
+        "Under MirroredStrategy, jit_compile=True fails with 'Trying to access resource "
+        "... located in device CPU:1 from device CPU:0'. autodist runs with "
+        "jit_compile=False there."
+    ),
+    affected=EVERY_RELEASE,
+    if_fixed="without XLA the same model trains, only without compilation (warned)",
+    how="compile settings",
+)
+
+
+SHORT_EPOCH_STEPS_PER_EXECUTION = Workaround(
+    name="short_epoch_steps_per_execution",
+    upstream="keras-team/keras#20390, #20344 (fixed by #20396 in 3.7.0)",
+    summary=(
+        "Keras 3.3-3.6 run every call's steps_per_execution steps whatever is left of the "
+        "epoch: an epoch shorter than one call fails ('NoneType' object is not iterable, "
+        "3.3-3.4) or ends with empty logs (3.5-3.6), and a call that runs out of data loses "
+        "its logs. autodist's default steps_per_execution stays 1 there (a model compiled "
+        "with more keeps it), and the plan says why."
+    ),
+    affected=(("3.3.0", AGGREGATION_PASSED),),
+    if_fixed="steps_per_execution=1 trains the same steps, only with more calls",
+    how="a default autodist picks",
+)
+
+
+#: The modules that declare workarounds beside their patches, in the order the patches go in (a
+#: later patch of an attribute wraps an earlier one: keras_own_steps's ``BaseOptimizer.apply`` is
+#: wrapped by keras_optimizer's build of an optimizer in its first step); within a module, in the
+#: order they are declared there.
+DECLARING = (keras_variables, keras_own_steps, keras_optimizer, keras_trainer, keras_adapters)
+
+
+def _declared(module: ModuleType) -> list[Workaround]:
+    return [value for value in vars(module).values() if isinstance(value, Workaround)]
+
+
+#: Every workaround, by name, in the order of the docs page and of installing.
+WORKAROUNDS = MappingProxyType({
+    w.name: w
+    for w in (
+        *(w for module in DECLARING for w in _declared(module)),
+        MIRRORED_STEPS_PER_EXECUTION,
+        MIRRORED_JIT_COMPILE,
+        SHORT_EPOCH_STEPS_PER_EXECUTION,
+    )
+})
+
+#: The workarounds applied by patching Keras (the others change compile settings or defaults).
+PATCHES = tuple(name for name, w in WORKAROUNDS.items() if w.install is not None)
+
+Workaround.registry = WORKAROUNDS  # the one registry: the setting's names and the untested warning read it
+
+
+def table() -> list[str]:
+    """The rows of docs/keras-workarounds.md's table, header first."""
+    return [
+        "| workaround | Keras releases with the bug | the bug, and what autodist does | how | still-needed test |",
+        "|---|---|---|---|---|",
+        *(w.row() for w in WORKAROUNDS.values()),
+    ]
