@@ -33,6 +33,7 @@ from autodist.core.detect_and_plan import plan_here
 from autodist.planning.planner import check_strategy_setting, plan
 from autodist.planning.plans import Plan, format_gib
 from autodist.settings import check_settings
+from autodist.process import replaced
 from autodist.upstream.surface import status as upstream_status
 from autodist.upstream.versions import check_versions, installed
 
@@ -104,7 +105,9 @@ def inspect_parser(subparsers: Any) -> None:
 
 def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
     """Detect this machine and plan for it: ``{"snapshot", "plan", "detect_seconds", "tuned",
-    "ray_train"}`` (``ray_train``: this process's place in a Ray Train worker group, or ``None``)."""
+    "ray_train", "replaced", ...}`` (``ray_train``: this process's place in a Ray Train worker
+    group, or ``None``; ``replaced``: the attributes of TensorFlow and Keras that autodist replaced
+    in this process, :func:`autodist.process.replaced`)."""
     start = time.perf_counter()
     snap = detect(fast=args.fast)
     the_plan = plan_here(os.environ, snapshot=snap)  # as fit plans: the AUTODIST_* settings included
@@ -118,6 +121,7 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
         "plan": the_plan.to_dict(),
         "detect_seconds": round(time.perf_counter() - start, 3),
         "tuned": cached_decisions(),
+        "replaced": replaced(),
     }
 
 
@@ -163,8 +167,24 @@ def render_inspect(data: dict[str, Any]) -> str:
         lines.append(f"Ray Train: worker {worker['world_rank']} of {worker['world_size']} (local rank {worker['local_rank']})")
     lines.append("")
     lines.append(_plan_text(data["plan"]))
+    lines += _installed_text(data["plan"].get("keras_workarounds") or [], data.get("replaced") or [])
     lines += _tuned_text(data.get("tuned") or [])
     return "\n".join(lines)
+
+
+def _installed_text(workarounds: list[str], replaced_now: list[str]) -> list[str]:
+    """The Keras workarounds the plan installs, and what autodist has replaced in this process."""
+    lines = [
+        "",
+        f"Keras workarounds this plan installs (docs/keras-workarounds.md): {len(workarounds)}"
+        + (f": {', '.join(workarounds)}" if workarounds else ""),
+    ]
+    if not replaced_now:
+        lines.append("replaced in this process: nothing (a fit installs them; autodist.process.reset() puts them back)")
+    else:
+        lines.append(f"replaced in this process: {len(replaced_now)} attributes of TensorFlow and Keras:")
+        lines += [f"  {name}" for name in replaced_now]
+    return lines
 
 
 def _tuned_text(decisions: list[dict[str, Any]]) -> list[str]:

@@ -33,6 +33,25 @@ def test_inspect_text_is_a_bug_report(processes):
     assert "not checked (--fast skips TensorFlow)" in text
 
 
+def test_inspect_lists_the_workarounds_the_plan_installs_and_what_is_replaced_in_this_process(fresh_state):
+    from autodist import process
+
+    class Owner:
+        def method(self):
+            return "own"
+
+    text = render_inspect(inspect_command(argparse.Namespace(fast=True)))
+    assert "replaced in this process: nothing" in text
+    assert "Keras workarounds this plan installs (docs/keras-workarounds.md):" in text
+    process.replace(Owner, "method", lambda self: "replaced")
+    data = inspect_command(argparse.Namespace(fast=True))
+    assert data["replaced"] == [f"{__name__}.Owner.method"]
+    text = render_inspect(data)
+    assert f"replaced in this process: 1 attributes of TensorFlow and Keras:\n  {__name__}.Owner.method" in text
+    process.reset()
+    assert Owner().method() == "own"
+
+
 def test_inspect_diagnoses_gpus_tensorflow_cannot_see(tensorflow_imported, monkeypatch):
     monkeypatch.setattr(hardware, "nvml_gpus", lambda: [GpuInfo("NVIDIA A100", 40 * GIB, "8.0")])
     monkeypatch.setattr(hardware, "tensorflow_gpus", lambda: [])
