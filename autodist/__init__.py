@@ -63,26 +63,28 @@ if TYPE_CHECKING:  # the names as the lazy table below gives them
 __version__ = "0.1.0"
 
 #: Each public name and the module it lives in, imported on first use (PEP 562).
-_LAZY = MappingProxyType({
-    "ClusterInfo": "autodist.detection.cluster",
-    "is_chief": "autodist.detection.cluster",
-    "GpuInfo": "autodist.detection.hardware",
-    "HardwareSnapshot": "autodist.detection.hardware",
-    "TpuInfo": "autodist.detection.hardware",
-    "detect": "autodist.detection.hardware",
-    "ModelInfo": "autodist.detection.model_info",
-    "describe_model": "autodist.detection.model_info",
-    "Plan": "autodist.planning.plans",
-    "StrategyKind": "autodist.planning.plans",
-    "PREEMPTED_EXIT_CODE": "autodist.jobs.exit_codes",
-    "beat": "autodist.jobs.heartbeat",
-    "compute_average_loss": "autodist.entry.custom_loops",
-    "current_plan": "autodist.entry.custom_loops",
-    "distributed": "autodist.entry.custom_loops",
-    "init": "autodist.entry.custom_loops",
-    "fit": "autodist.entry.fit",
-    "local": "autodist.tensorflow.current_strategy",
-})
+_LAZY = MappingProxyType(
+    {
+        "ClusterInfo": "autodist.detection.cluster",
+        "is_chief": "autodist.detection.cluster",
+        "GpuInfo": "autodist.detection.hardware",
+        "HardwareSnapshot": "autodist.detection.hardware",
+        "TpuInfo": "autodist.detection.hardware",
+        "detect": "autodist.detection.hardware",
+        "ModelInfo": "autodist.detection.model_info",
+        "describe_model": "autodist.detection.model_info",
+        "Plan": "autodist.planning.plans",
+        "StrategyKind": "autodist.planning.plans",
+        "PREEMPTED_EXIT_CODE": "autodist.jobs.exit_codes",
+        "beat": "autodist.jobs.heartbeat",
+        "compute_average_loss": "autodist.entry.custom_loops",
+        "current_plan": "autodist.entry.custom_loops",
+        "distributed": "autodist.entry.custom_loops",
+        "init": "autodist.entry.custom_loops",
+        "fit": "autodist.entry.fit",
+        "local": "autodist.tensorflow.current_strategy",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:

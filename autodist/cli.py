@@ -59,6 +59,7 @@ def snapshot_text(snap: HardwareSnapshot) -> list[str]:
         >>> snapshot_text(HardwareSnapshot.cpu_only())[0].startswith("tensorflow:")
         True
     """
+    unread = "--fast skips TensorFlow" if snap.keras_backend == "tensorflow" else f"Keras runs on {snap.keras_backend}"
     lines = [
         f"tensorflow: {snap.tensorflow_version or 'not installed'}"
         + ("" if snap.tensorflow_cuda_build is None else f" (CUDA build: {snap.tensorflow_cuda_build})"),
@@ -67,7 +68,7 @@ def snapshot_text(snap: HardwareSnapshot) -> list[str]:
         f"cpus: {snap.num_cpus}; logical CPU devices: {snap.num_cpu_devices}",
         f"host memory: {_gib(snap.host_memory_bytes)}",
         f"GPUs seen by the NVIDIA driver: {_unknown(snap.num_driver_gpus, 'no NVML driver')}",
-        f"GPUs seen by TensorFlow: {_unknown(snap.num_tensorflow_gpus, '--fast skips TensorFlow' if snap.keras_backend == 'tensorflow' else 'Keras runs on ' + snap.keras_backend)}",
+        f"GPUs seen by TensorFlow: {_unknown(snap.num_tensorflow_gpus, unread)}",
     ]
     for index, gpu in enumerate(snap.gpus):
         lines.append(
@@ -75,7 +76,10 @@ def snapshot_text(snap: HardwareSnapshot) -> list[str]:
             f"{gpu.compute_capability or 'unknown'}"
         )
     if snap.keras_backend != "tensorflow":
-        lines.append(f"keras backend: {snap.keras_backend}" + (f" (jax {snap.jax_version or 'not installed'})" if snap.keras_backend == "jax" else ""))
+        lines.append(
+            f"keras backend: {snap.keras_backend}"
+            + (f" (jax {snap.jax_version or 'not installed'})" if snap.keras_backend == "jax" else "")
+        )
     if snap.keras_backend == "jax":
         lines.append(f"JAX devices of this process: {len(snap.jax_devices)}")
         lines += [f"  {index}: {device.describe()}" for index, device in enumerate(snap.jax_devices)]
@@ -139,18 +143,31 @@ def _versions_text(data: dict[str, Any] | None) -> list[str]:
     if not data:
         return []
     named = ", ".join(f"{name} {version}" for name, version in data["installed"].items() if version) or "none installed"
-    verdict = "unsupported" if data["error"] else ("newer than tested" if data["notes"] else "supported (docs/support-matrix.md)")
-    return [f"versions: {named}: {verdict}", *(f"  {line}" for line in ([data["error"]] if data["error"] else data["notes"]))]
+    verdict = (
+        "unsupported"
+        if data["error"]
+        else ("newer than tested" if data["notes"] else "supported (docs/support-matrix.md)")
+    )
+    return [
+        f"versions: {named}: {verdict}",
+        *(f"  {line}" for line in ([data["error"]] if data["error"] else data["notes"])),
+    ]
 
 
 def _upstream_text(rows: list[dict[str, str]] | None) -> list[str]:
     if rows is None:
         return ["upstream surface: not probed (--fast, or Keras on JAX: TensorFlow is not imported)"]
     counts = {state: sum(row["state"] == state for row in rows) for state in ("on", "not needed", "off")}
-    lines = [f"upstream surface (touches of private code, docs/upstream.md): {counts['on']} on, {counts['not needed']} not needed, {counts['off']} off"]
+    lines = [
+        f"upstream surface (touches of private code, docs/upstream.md): {counts['on']} on, {counts['not needed']} not "
+        f"needed, {counts['off']} off"
+    ]
     for row in rows:
         if row["state"] != "on":
-            lines.append(f"  {row['state']}: {row['touch']}: missing {row['missing']}" + (f"; {row['off']}" if row["state"] == "off" else ""))
+            lines.append(
+                f"  {row['state']}: {row['touch']}: missing {row['missing']}"
+                + (f"; {row['off']}" if row["state"] == "off" else "")
+            )
     return lines
 
 
@@ -164,7 +181,9 @@ def render_inspect(data: dict[str, Any]) -> str:
         lines += _upstream_text(data["upstream"])
     worker = data.get("ray_train")
     if worker:  # asked of this process's Ray context: inspect called inside train_loop_per_worker
-        lines.append(f"Ray Train: worker {worker['world_rank']} of {worker['world_size']} (local rank {worker['local_rank']})")
+        lines.append(
+            f"Ray Train: worker {worker['world_rank']} of {worker['world_size']} (local rank {worker['local_rank']})"
+        )
     lines.append("")
     lines.append(_plan_text(data["plan"]))
     lines += _installed_text(data["plan"].get("keras_workarounds") or [], data.get("replaced") or [])
@@ -213,7 +232,12 @@ def plan_parser(subparsers: Any) -> None:
     parser.add_argument("--snapshot", help="a snapshot JSON file (as `inspect --json` writes it)")
     parser.add_argument("--num-params", type=bounded(MAX_NUM_PARAMS), help="the model's parameter count")
     parser.add_argument("--batch-size", type=bounded(MAX_BATCH_SIZE), help="the global batch size")
-    parser.add_argument("--strategy", default="auto", type=strategy_argument, help=f"one of {', '.join(STRATEGY_CHOICES)} (default auto)")
+    parser.add_argument(
+        "--strategy",
+        default="auto",
+        type=strategy_argument,
+        help=f"one of {', '.join(STRATEGY_CHOICES)} (default auto)",
+    )
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.set_defaults(command=plan_command, render=lambda data: _plan_text(data))
 
@@ -225,13 +249,28 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
         AutodistError: when the snapshot file cannot be read as JSON.
     """
     if args.snapshot is not None:
-        raw = read_json_file(args.snapshot, "--snapshot", "a JSON file as `python -m autodist inspect --json > snap.json` writes it")
+        raw = read_json_file(
+            args.snapshot, "--snapshot", "a JSON file as `python -m autodist inspect --json > snap.json` writes it"
+        )
         snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw) if isinstance(raw, dict) else raw)
         # a snapshot file: what another machine would plan, with no setting of this one
-        return plan(snap, num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
+        return plan(
+            snap,
+            num_params=args.num_params,
+            batch_size=args.batch_size,
+            strategy=args.strategy,
+            refuse_when_nothing_fits=False,
+        ).to_dict()
     # this machine, as fit plans it (its AUTODIST_* settings included); a dry run: a model that
     # fits no GPU is a warning in the plan, not an error
-    return plan_here(os.environ, snapshot=detect(fast=True), num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy, refuse_when_nothing_fits=False).to_dict()
+    return plan_here(
+        os.environ,
+        snapshot=detect(fast=True),
+        num_params=args.num_params,
+        batch_size=args.batch_size,
+        strategy=args.strategy,
+        refuse_when_nothing_fits=False,
+    ).to_dict()
 
 
 def read_json_file(path: str, flag: str, expected: str) -> Any:
@@ -300,26 +339,37 @@ def launch_parser(subparsers: Any) -> None:
     )
     # The values stay text here: JobSpec and launch_flags check them all, before anything starts,
     # each refused in one line that names it (argparse would print its usage and a second line).
-    parser.add_argument("--workers", required=True, help="worker processes (at most what this machine can run: its open-file and process limits, and memory)")
+    parser.add_argument(
+        "--workers",
+        required=True,
+        help="worker processes (at most what this machine can run: its open-file and process limits, and memory)",
+    )
     parser.add_argument("--ps", default=0, help="parameter-server processes (adds a chief)")
-    parser.add_argument("--max-restarts", default=0, help="restarts of the whole job after a failure, 1 s apart, then 2, 4, ... up to 30 s")
+    parser.add_argument(
+        "--max-restarts",
+        default=0,
+        help="restarts of the whole job after a failure, 1 s apart, then 2, 4, ... up to 30 s",
+    )
     parser.add_argument("--timeout", default=None, help="seconds the whole job may run (at most a week)")
     parser.add_argument(
-        "--grace", default=DEFAULT_GRACE,
+        "--grace",
+        default=DEFAULT_GRACE,
         help="seconds a task gets after SIGTERM (forwarded when the launcher is told to stop) to "
         f"finish its step and save it, before SIGKILL (default {DEFAULT_GRACE:g}; at most "
         f"{FAILURE_GRACE:g} after a task failed); saved tasks exit {PREEMPTED_EXIT_CODE} and the next start resumes",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--stall-timeout", default=DEFAULT_STALL_TIMEOUT,
+        "--stall-timeout",
+        default=DEFAULT_STALL_TIMEOUT,
         help="stop the job (exit code 125) when a training task makes no progress for this many "
         "seconds (default 1800: 30 minutes; 0 turns the watchdog off)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-isolate", action="store_true",
+        "--no-isolate",
+        action="store_true",
         help="run the tasks in this machine's network instead of a private one (Linux); needed "
         "when the script downloads data or talks to other hosts",
-    )  # fmt: skip
+    )
     parser.add_argument("--backup-dir", default=None, help="backup directory shared by restarts")
     parser.add_argument("--dry-run", action="store_true", help="print each task's TF_CONFIG and command")
     parser.add_argument("--hosts", default=None, help="comma-separated hosts: print a per-host plan")
@@ -347,13 +397,17 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
     )
     spec = launcher.spec
     if args.hosts is not None:  # a plan for other machines: their script, their limits
-        return {"tasks": job_layout.host_plan(args.hosts.split(","), spec.num_workers, spec.num_ps, args.script, args.args)}
+        return {
+            "tasks": job_layout.host_plan(args.hosts.split(","), spec.num_workers, spec.num_ps, args.script, args.args)
+        }
     if args.dry_run:
         launcher.check(args.script)  # what a launch checks before it starts anything
         cluster = job_layout.local_cluster(spec.num_workers, spec.num_ps)
         hosts = [job_layout.LOOPBACK] * job_layout.num_tasks(spec.num_workers, spec.num_ps)
         gpus = job_layout.local_gpu_env(spec.num_workers, spec.num_ps, job_layout.visible_gpus(os.environ))
-        return {"tasks": job_layout.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)}
+        return {
+            "tasks": job_layout.task_table(cluster, hosts, " ".join([sys.executable, args.script, *args.args]), gpus)
+        }
     try:
         result = launcher.run(args.script, args.args)
     except launch.Terminated as stop:  # every task is stopped already
@@ -377,7 +431,9 @@ def render_launch(data: dict[str, Any]) -> str:
 
 def manifest_parser(subparsers: Any) -> None:
     """Add ``manifest`` (the Kubernetes manifest of a training job) to ``subparsers``."""
-    parser = subparsers.add_parser("manifest", help="print the Kubernetes manifest that runs a script on N workers (docs/kubernetes.md)")
+    parser = subparsers.add_parser(
+        "manifest", help="print the Kubernetes manifest that runs a script on N workers (docs/kubernetes.md)"
+    )
     for flag, default, text in (  # text, as for launch: ManifestSpec checks every value and names the flag
         ("--name", None, "the job's name: its Jobs, Service and pods are named after it (required)"),
         ("--workers", None, "worker pods (required)"),
@@ -392,7 +448,11 @@ def manifest_parser(subparsers: Any) -> None:
         ("--timeout", None, "seconds the job may run (activeDeadlineSeconds)"),
     ):
         parser.add_argument(flag, default=default, required=text.endswith("(required)"), help=text)
-    parser.add_argument("--jobset", action="store_true", help="a JobSet instead of indexed Jobs (the JobSet controller must be installed)")
+    parser.add_argument(
+        "--jobset",
+        action="store_true",
+        help="a JobSet instead of indexed Jobs (the JobSet controller must be installed)",
+    )
     parser.add_argument("--json", action="store_true", help="print the objects as JSON")
     parser.add_argument("pod_command", nargs=argparse.REMAINDER, metavar="-- command", help="the command each pod runs")
     parser.set_defaults(command=manifest_command, render=lambda objects: to_yaml(objects).rstrip("\n"))
@@ -402,9 +462,20 @@ def manifest_command(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The manifest's objects, every flag checked first (:class:`~autodist.jobs.kubernetes.ManifestSpec`)."""
     command = args.pod_command[1:] if args.pod_command[:1] == ["--"] else args.pod_command
     spec = ManifestSpec.checked(
-        name=args.name, workers=args.workers, ps=args.ps, image=args.image, command=command, gpus=args.gpus, cpu=args.cpu, memory=args.memory,
-        port=args.port, namespace=args.namespace, backup_claim=args.backup_claim, timeout=args.timeout, jobset=args.jobset,
-    )  # fmt: skip
+        name=args.name,
+        workers=args.workers,
+        ps=args.ps,
+        image=args.image,
+        command=command,
+        gpus=args.gpus,
+        cpu=args.cpu,
+        memory=args.memory,
+        port=args.port,
+        namespace=args.namespace,
+        backup_claim=args.backup_claim,
+        timeout=args.timeout,
+        jobset=args.jobset,
+    )
     return manifest_objects(spec)
 
 
@@ -420,7 +491,9 @@ def strategy_argument(raw: str) -> str:
     """
     name = raw.strip().lower()
     if name not in STRATEGY_CHOICES:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a strategy; expected one of {', '.join(STRATEGY_CHOICES)}.{nearest(raw, STRATEGY_CHOICES)}")
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} is not a strategy; expected one of {', '.join(STRATEGY_CHOICES)}.{nearest(raw, STRATEGY_CHOICES)}"
+        )
     return name
 
 

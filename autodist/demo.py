@@ -61,9 +61,7 @@ def run_demo(*, epochs: int = 20, batch_size: int = 64, seed: int = 0, verbose: 
     split = int(0.8 * len(x))
     train, test = order[:split], order[split:]
     keras.utils.set_random_seed(seed)
-    history = autodist.fit(
-        build_model, x[train], y[train], batch_size=batch_size, epochs=epochs, verbose=verbose
-    )
+    history = autodist.fit(build_model, x[train], y[train], batch_size=batch_size, epochs=epochs, verbose=verbose)
     model = history.model
     loss, accuracy = model.evaluate(x[test], y[test], batch_size=256, verbose=0)
     return {

@@ -13,10 +13,11 @@ Settings have their parsers in :mod:`autodist.settings`, cluster variables in
 Example:
     >>> count("num_cpus", 8, minimum=1, where="the snapshot")
     8
-    >>> count("num_cpus", -1, minimum=1, where="the snapshot")
+    >>> count("num_cpus", -1, minimum=1, where="the snapshot")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    autodist.errors.AutodistError: the snapshot's num_cpus is -1. Expected an integer of at least 1. Fix the value, or write the snapshot again with `python -m autodist inspect --json`.
+    autodist.errors.AutodistError: the snapshot's num_cpus is -1. Expected an integer of at least 1. Fix the value, or
+    write the snapshot again with `python -m autodist inspect --json`.
 """
 
 from __future__ import annotations
@@ -75,7 +76,12 @@ def _refuse(name: str, value: Any, expected: str, where: str, fix: str) -> Autod
 
 def count(name: str, value: Any, *, minimum: int = 0, maximum: int | None = None, where: str, fix: str = FIX) -> int:
     """An integer from ``minimum`` to ``maximum`` (a bool is not one)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (maximum is not None and value > maximum):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
         bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
         raise _refuse(name, value, f"an integer {bound}", where, fix)
     return value
@@ -198,7 +204,11 @@ def shown(value: Any, limit: int = 80) -> str:
     try:
         text = repr(value)
     except ValueError:  # an int past sys.get_int_max_str_digits
-        return f"<an int of {len(str(abs(value) // 10**4000)) + 4000} digits>" if isinstance(value, int) else f"<{type(value).__name__} object>"
+        return (
+            f"<an int of {len(str(abs(value) // 10**4000)) + 4000} digits>"
+            if isinstance(value, int)
+            else f"<{type(value).__name__} object>"
+        )
     except Exception:  # a user's object whose __repr__ fails is still named
         text = f"<{type(value).__name__} object>"
     text = text.replace("\n", "\\n")
@@ -224,10 +234,11 @@ def check_arguments(where: str, parameters: Mapping[str, Parameter], values: Map
         >>> rows = {"epochs": Parameter("epochs", integer(0), "Pass for example epochs=10.")}
         >>> check_arguments("autodist.fit", rows, {"epochs": 3})
         {'epochs': 3}
-        >>> check_arguments("autodist.fit", rows, {"epochs": 2.5})
+        >>> check_arguments("autodist.fit", rows, {"epochs": 2.5})  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: autodist.fit: epochs must be an integer of at least 0 (Received: epochs=2.5, a float). Pass for example epochs=10.
+        autodist.errors.ArgumentError: autodist.fit: epochs must be an integer of at least 0 (Received: epochs=2.5, a
+        float). Pass for example epochs=10.
     """
     unknown_names(where, parameters, values)
     checked = {}
@@ -237,7 +248,10 @@ def check_arguments(where: str, parameters: Mapping[str, Parameter], values: Map
             checked[name] = row.kind.convert(value)
         except (_Wrong, TypeError, ValueError, OverflowError, AttributeError) as err:
             hint = f" {err}" if isinstance(err, _Wrong) and str(err) else ""
-            raise row.error(f"{where}: {name} must be {row.kind.expected} (Received: {name}={shown(value)}, {a_type(value)}). {row.meaning}{hint}") from None
+            raise row.error(
+                f"{where}: {name} must be {row.kind.expected} (Received: {name}={shown(value)}, {a_type(value)}). "
+                f"{row.meaning}{hint}"
+            ) from None
     return checked
 
 
@@ -246,10 +260,12 @@ def unknown_names(where: str, known: Iterable[str], given: Iterable[str] | Mappi
     when ``given`` maps names to values).
 
     Example:
-        >>> unknown_names("autodist.plan", ["num_params", "batch_size"], {"num_param": 10})
+        >>> unknown_names("autodist.plan", ["num_params", "batch_size"],
+        ...     {"num_param": 10})  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: autodist.plan got an unexpected keyword argument 'num_param' (Received: num_param=10). Expected one of: batch_size, num_params. Did you mean 'num_params'?
+        autodist.errors.ArgumentError: autodist.plan got an unexpected keyword argument 'num_param' (Received:
+        num_param=10). Expected one of: batch_size, num_params. Did you mean 'num_params'?
     """
     names = sorted(known)
     for name in given:
@@ -289,7 +305,13 @@ def integer(minimum: int, maximum: int | None = None, *, integral_floats: bool =
     ``integral_floats``, a float with no fraction too (``1e9`` parameters)."""
 
     def convert(value: Any) -> int:
-        if integral_floats and isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) and math.isfinite(value) and float(value).is_integer():
+        if (
+            integral_floats
+            and isinstance(value, numbers.Real)
+            and not isinstance(value, (bool, numbers.Integral))
+            and math.isfinite(value)
+            and float(value).is_integer()
+        ):
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             _fail()
@@ -344,7 +366,9 @@ def environ_mapping() -> Kind:
             return value
         if not isinstance(value, Mapping):
             _fail()
-        odd = next(((key, item) for key, item in value.items() if not isinstance(key, str) or not isinstance(item, str)), None)
+        odd = next(
+            ((key, item) for key, item in value.items() if not isinstance(key, str) or not isinstance(item, str)), None
+        )
         if odd is not None:
             _fail(f"Its entry {shown(odd[0])}: {shown(odd[1])} is not a str: str pair.")
         return value
@@ -352,7 +376,9 @@ def environ_mapping() -> Kind:
     return Kind("None (os.environ) or a mapping of str to str", convert)
 
 
-ENVIRON = Parameter("environ", environ_mapping(), "It is the environment to read: pass os.environ, a dict of str to str, or None.")
+ENVIRON = Parameter(
+    "environ", environ_mapping(), "It is the environment to read: pass os.environ, a dict of str to str, or None."
+)
 FAST = Parameter("fast", boolean(), "True skips importing TensorFlow.")
 DONE = Parameter("done", boolean(), "True says the training loop has ended.")
 
@@ -410,4 +436,6 @@ def folder() -> Kind:
             _fail(f"{text} is not one: {problem}.")
         return text
 
-    return Kind("a folder path (a str or os.PathLike) that is, or can be created as, a folder you can write in", convert)
+    return Kind(
+        "a folder path (a str or os.PathLike) that is, or can be created as, a folder you can write in", convert
+    )

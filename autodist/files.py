@@ -73,7 +73,11 @@ def read_regular_file(path: str, limit: int = MAX_JSON_BYTES) -> bytes:
         raise ValueError(f"a file that could not be read ({getattr(err, 'strerror', None) or err})") from None
     try:
         if not stat.S_ISREG(os.fstat(handle).st_mode):
-            raise ValueError("a folder" if stat.S_ISDIR(os.fstat(handle).st_mode) else "not a regular file (a pipe, a terminal or a device)")
+            raise ValueError(
+                "a folder"
+                if stat.S_ISDIR(os.fstat(handle).st_mode)
+                else "not a regular file (a pipe, a terminal or a device)"
+            )
         with os.fdopen(handle, "rb", closefd=False) as stream:
             data = stream.read(limit + 1)
     except OSError as err:
@@ -111,5 +115,9 @@ def folder_problem(path: str) -> str | None:
     if not stat.S_ISDIR(mode):
         return "which is a file, not a folder" if probe == full else f"which is under {probe}, not a folder"
     if not os.access(probe, os.W_OK | os.X_OK):
-        return "a folder this user cannot write in" if probe == full else f"to be created in {probe}, a folder this user cannot write in"
+        return (
+            "a folder this user cannot write in"
+            if probe == full
+            else f"to be created in {probe}, a folder this user cannot write in"
+        )
     return None

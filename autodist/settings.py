@@ -88,14 +88,20 @@ SETTINGS: dict[str, str] = {
         "auto (the default): the workarounds the installed Keras needs; off: none; force: all of them, "
         "whatever the version; auto,-name (or force,-name): all those but the named ones"
     ),
-    BACKUP_DIR_ENV: "folder of the epoch-end and preemption saves (the launcher sets it; turns them on for single-host runs)",
-    PORT_ENV: "the port of every host of a host-list cluster (default 2222); on Kubernetes, the first task's (each task adds its place)",
+    BACKUP_DIR_ENV: "folder of the epoch-end and preemption saves (the launcher sets it; turns them on for "
+    "single-host runs)",
+    PORT_ENV: "the port of every host of a host-list cluster (default 2222); on Kubernetes, the first task's (each "
+    "task adds its place)",
     SLURM_PORT_BASE_ENV: "the first port of a SLURM job's tasks (default 8888)",
     LAUNCH_ATTEMPT_ENV: "set by the launcher for its tasks: the attempt number, from 0",
     HEARTBEAT_FILE_ENV: "set by the launcher for its tasks: the file a task touches as it trains",
-    GRACE_ENV: "set by the launcher for its tasks: its --grace, the seconds between SIGTERM and SIGKILL (bounds the preemption agreement, and how long a process waits for another holder of its backup folder: 30 s when unset)",
-    TUNE_BUDGET_ENV: 'the most seconds strategy="tune" spends timing candidates (default 60; never over 10% of the planned training)',
-    K8S_WORKERS_ENV: "set by the Kubernetes manifest (python -m autodist manifest): the worker count; marks a pod of a training job",
+    GRACE_ENV: "set by the launcher for its tasks: its --grace, the seconds between SIGTERM and SIGKILL (bounds the "
+    "preemption agreement, and how long a process waits for another holder of its backup folder: 30 s when "
+    "unset)",
+    TUNE_BUDGET_ENV: 'the most seconds strategy="tune" spends timing candidates (default 60; never over 10% of the '
+    "planned training)",
+    K8S_WORKERS_ENV: "set by the Kubernetes manifest (python -m autodist manifest): the worker count; marks a pod of "
+    "a training job",
     K8S_PS_ENV: "set by the Kubernetes manifest: the parameter-server count (default 0)",
     K8S_SERVICE_ENV: "set by the Kubernetes manifest: the headless Service, the pods' subdomain",
     K8S_NAME_ENV: "set by the Kubernetes manifest: the workers' indexed Job's name",
@@ -125,7 +131,9 @@ def positive_int_setting(environ: Mapping[str, str], name: str, default: int, me
     except ValueError:  # not a whole number, or one of more than 4300 digits
         value = 0
     if not 1 <= value <= MAX_COUNT_SETTING:
-        raise AutodistError(f"{name} must be an integer from 1 to {MAX_COUNT_SETTING} (Received: {name}={shown(raw)}). {meaning}")
+        raise AutodistError(
+            f"{name} must be an integer from 1 to {MAX_COUNT_SETTING} (Received: {name}={shown(raw)}). {meaning}"
+        )
     return value
 
 
@@ -147,14 +155,19 @@ def cpu_devices_setting(environ: Mapping[str, str], num_cpus: int) -> int:
         >>> cpu_devices_setting({"AUTODIST_CPU_DEVICES": "4"}, num_cpus=2), cpu_devices_setting({}, num_cpus=2)
         (4, 1)
     """
-    meaning = f"It splits the host CPU into that many logical devices, for example {CPU_DEVICES_ENV}=2; unset it to use one CPU device."
+    meaning = (
+        f"It splits the host CPU into that many logical devices, for example {CPU_DEVICES_ENV}=2; unset it to use one "
+        "CPU device."
+    )
     value = positive_int_setting(environ, CPU_DEVICES_ENV, 1, meaning)
     bound = max(MIN_CPU_DEVICES_BOUND, CPU_DEVICES_PER_CORE * num_cpus)
     if value > bound:
         raise AutodistError(
             f"{CPU_DEVICES_ENV} asks for more logical CPU devices than this machine runs (Received: "
-            f"{CPU_DEVICES_ENV}={shown(environ.get(CPU_DEVICES_ENV))}). Expected at most {bound}: {CPU_DEVICES_PER_CORE} per core "
-            f"on its {num_cpus} core(s), and never fewer than {MIN_CPU_DEVICES_BOUND}; each device runs a replica of every "
+            f"{CPU_DEVICES_ENV}={shown(environ.get(CPU_DEVICES_ENV))}). Expected at most {bound}: "
+            f"{CPU_DEVICES_PER_CORE} per core "
+            f"on its {num_cpus} core(s), and never fewer than {MIN_CPU_DEVICES_BOUND}; each device runs a replica of "
+            "every "
             f"step, so more only queue. {meaning}"
         )
     return value
@@ -249,7 +262,13 @@ def grace_setting(environ: Mapping[str, str]) -> float | None:
         (6.0, None)
     """
     raw = environ.get(GRACE_ENV, "").strip()
-    return None if not raw else _seconds(raw, GRACE_ENV, "It is the launcher's --grace: the seconds between SIGTERM and SIGKILL; for example 30.")
+    return (
+        None
+        if not raw
+        else _seconds(
+            raw, GRACE_ENV, "It is the launcher's --grace: the seconds between SIGTERM and SIGKILL; for example 30."
+        )
+    )
 
 
 def check_settings(environ: Mapping[str, str]) -> None:
@@ -268,7 +287,9 @@ def check_settings(environ: Mapping[str, str]) -> None:
     grace_setting(environ)
     tune_budget_setting(environ, 60.0)
     steps_per_execution_setting(environ, 1)
-    positive_int_setting(environ, CPU_DEVICES_ENV, 1, "It splits the CPU into that many logical devices; for example 2.")
+    positive_int_setting(
+        environ, CPU_DEVICES_ENV, 1, "It splits the CPU into that many logical devices; for example 2."
+    )
     for name, default in ((PORT_ENV, 2222), (SLURM_PORT_BASE_ENV, 8888)):
         port_setting(environ, name, default)
 
@@ -284,8 +305,10 @@ def backup_dir_setting(environ: Mapping[str, str]) -> str | None:
     problem = folder_problem(raw) if raw else None
     if problem:
         raise AutodistError(
-            f"{BACKUP_DIR_ENV} must be a folder, or a path a folder can be created at (Received: {BACKUP_DIR_ENV}={shown(raw)}, "
-            f"{problem}). It is where the epoch-end and preemption saves go. Set it to a folder you can write in, or unset it."
+            f"{BACKUP_DIR_ENV} must be a folder, or a path a folder can be created at (Received: "
+            f"{BACKUP_DIR_ENV}={shown(raw)}, "
+            f"{problem}). It is where the epoch-end and preemption saves go. Set it to a folder you can write in, or "
+            "unset it."
         )
     return raw
 
@@ -338,7 +361,11 @@ def tune_budget_setting(environ: Mapping[str, str], default: float) -> float:
         (30.0, 60.0)
     """
     raw = environ.get(TUNE_BUDGET_ENV, "").strip()
-    return _seconds(raw, TUNE_BUDGET_ENV, 'It bounds how long strategy="tune" times candidates; for example 60.') if raw else default
+    return (
+        _seconds(raw, TUNE_BUDGET_ENV, 'It bounds how long strategy="tune" times candidates; for example 60.')
+        if raw
+        else default
+    )
 
 
 def peer_timeout_setting(environ: Mapping[str, str], given: float | None = None) -> float | None:
@@ -366,5 +393,8 @@ def _seconds(raw: Any, name: str, meaning: str) -> float:
     except (TypeError, ValueError, OverflowError):
         value = math.nan
     if not (math.isfinite(value) and 0 < value <= MAX_WAIT_SECONDS):
-        raise AutodistError(f"{name} must be a number of seconds above 0 and at most {MAX_WAIT_SECONDS:g} (a week) (Received: {name}={raw!r}). {meaning}")
+        raise AutodistError(
+            f"{name} must be a number of seconds above 0 and at most {MAX_WAIT_SECONDS:g} (a week) (Received: "
+            f"{name}={raw!r}). {meaning}"
+        )
     return value

@@ -1,7 +1,8 @@
 """Act: datasets brought to the global batch, sharded, and read the same way on every worker.
 
 The batch arithmetic is :mod:`autodist.planning.global_batch` (plan layer) and what a dataset's graph says
-is :mod:`autodist.upstream.tf_data` (the upstream surface: it reads the dataset's private graph); both are re-exported here. This module builds
+is :mod:`autodist.upstream.tf_data` (the upstream surface: it reads the dataset's private graph); both are re-exported
+here. This module builds
 ``tf.data`` pipelines: :func:`prepare_dataset` re-batches a dataset to the global batch,
 :func:`arrays_to_dataset` turns arrays into one every worker reads in the same order, and
 :func:`shared_shuffle_seed` agrees on a seed across workers.

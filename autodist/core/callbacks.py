@@ -35,7 +35,15 @@ from autodist.jobs.private import backup_folder, default_backup_root, private_ro
 from autodist.ray.reports import ray_reporter
 from autodist.upstream.keras_models import backup_paths_under, profiles_batches
 
-__all__ = ["BATCH_HOOKS", "ChiefDuties", "FILE_ATTRIBUTES", "final_callbacks", "needs_each_step", "ray_reports_itself", "uses_batch_hooks"]
+__all__ = [
+    "BATCH_HOOKS",
+    "ChiefDuties",
+    "FILE_ATTRIBUTES",
+    "final_callbacks",
+    "needs_each_step",
+    "ray_reports_itself",
+    "uses_batch_hooks",
+]
 
 FILE_ATTRIBUTES = ("filepath", "log_dir", "filename")
 
@@ -80,11 +88,19 @@ class ChiefDuties:
                     continue
                 for attribute in FILE_ATTRIBUTES:
                     value = getattr(cb, attribute, None)
-                    value = os.fspath(value) if isinstance(value, os.PathLike) else value  # a pathlib.Path in a callback of the user's own
+                    value = (
+                        os.fspath(value) if isinstance(value, os.PathLike) else value
+                    )  # a pathlib.Path in a callback of the user's own
                     if isinstance(value, str) and value:
-                        self._set(cb, attribute, os.path.join(self._private(), os.path.basename(value.rstrip("/")) or attribute))
+                        self._set(
+                            cb,
+                            attribute,
+                            os.path.join(self._private(), os.path.basename(value.rstrip("/")) or attribute),
+                        )
         if not user_backups and self.backup_dir is not False:
-            root = self.backup_dir if isinstance(self.backup_dir, str) else default_backup_root(self.cluster, self.environ)
+            root = (
+                self.backup_dir if isinstance(self.backup_dir, str) else default_backup_root(self.cluster, self.environ)
+            )
             self._backup_root = root
             folder = backup_folder(root, self.cluster.task_type, self.cluster.task_index) if per_worker else root
             callbacks.insert(0, backup_cls(backup_dir=folder))
@@ -93,7 +109,9 @@ class ChiefDuties:
     def _private(self) -> str:
         if self._private_dir is None:
             assert self.cluster is not None
-            self._private_dir = tempfile.mkdtemp(prefix=f"autodist-{self.cluster.task_type}-{self.cluster.task_index}-", dir=private_root())
+            self._private_dir = tempfile.mkdtemp(
+                prefix=f"autodist-{self.cluster.task_type}-{self.cluster.task_index}-", dir=private_root()
+            )
         return self._private_dir
 
     def _set(self, obj: Any, attribute: str, value: Any) -> None:
@@ -113,7 +131,10 @@ class ChiefDuties:
             release_private_root()
         if succeeded and self._backup_root and self.cluster is not None:
             # Keras deletes the checkpoint at the end of a finished fit; drop the empty folders.
-            for folder in (backup_folder(self._backup_root, self.cluster.task_type, self.cluster.task_index), self._backup_root):
+            for folder in (
+                backup_folder(self._backup_root, self.cluster.task_type, self.cluster.task_index),
+                self._backup_root,
+            ):
                 try:
                     os.rmdir(folder)
                 except OSError:
@@ -172,7 +193,8 @@ def needs_each_step(callback: Any) -> bool:
 
     Example:
         >>> import keras
-        >>> needs_each_step(keras.callbacks.ModelCheckpoint("m.keras")), needs_each_step(keras.callbacks.TerminateOnNaN())
+        >>> checkpoint, terminate = keras.callbacks.ModelCheckpoint("m.keras"), keras.callbacks.TerminateOnNaN()
+        >>> needs_each_step(checkpoint), needs_each_step(terminate)
         (False, True)
     """
     if not uses_batch_hooks(callback) or getattr(callback, "autodist_coarse_hooks", False):
@@ -193,8 +215,14 @@ def ray_reports_itself(callbacks: Any) -> bool:
 
 
 def final_callbacks(
-    keras_module: Any, callbacks: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None,
-    ray_report: bool = True, ray_checkpoint: bool = True, ray_saves: Any = None,
+    keras_module: Any,
+    callbacks: Any,
+    *,
+    per_batch: bool = True,
+    environ: Mapping[str, str] | None = None,
+    ray_report: bool = True,
+    ray_checkpoint: bool = True,
+    ray_saves: Any = None,
 ) -> list[Any]:
     """The final callback list of every ``fit`` (TensorFlow, parameter servers, JAX): the caller's
     callbacks (as :class:`ChiefDuties` prepared them for this worker's role), then the launcher's
@@ -205,5 +233,9 @@ def final_callbacks(
     (``ReportCheckpointCallback``) reports already: two reports an epoch would be two checkpoints.
     ``ray_saves``: the preemption guard's saves, which travel in those checkpoints."""
     beat = heartbeat(keras_module, per_batch=per_batch, environ=environ)
-    report = ray_reporter(keras_module, checkpoint=ray_checkpoint, saves=ray_saves) if ray_report and not ray_reports_itself(callbacks) else None
+    report = (
+        ray_reporter(keras_module, checkpoint=ray_checkpoint, saves=ray_saves)
+        if ray_report and not ray_reports_itself(callbacks)
+        else None
+    )
     return list(callbacks or []) + [cb for cb in (beat, report) if cb is not None]

@@ -26,7 +26,12 @@ from autodist.detection.model_info import keras_module
 from autodist.planning.plans import Plan
 from autodist.upstream.keras_models import set_jit_compile
 
-__all__ = ["apply_compile_overrides", "apply_compile_settings", "apply_steps_per_execution", "mixed_precision_while_building"]
+__all__ = [
+    "apply_compile_overrides",
+    "apply_compile_settings",
+    "apply_steps_per_execution",
+    "mixed_precision_while_building",
+]
 
 
 @contextlib.contextmanager

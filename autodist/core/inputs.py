@@ -158,7 +158,12 @@ def _updated(fit_kwargs: Mapping[str, Any], *, without: tuple[str, ...] = (), **
 
 
 def prepare_input(
-    x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], *, batch_given: bool = True,
+    x: Any,
+    y: Any,
+    the_plan: Plan,
+    fit_kwargs: Mapping[str, Any],
+    *,
+    batch_given: bool = True,
     shuffle_seed: Callable[[], int] = lambda: 0,
 ) -> TrainingInput:
     """The input ready for the plan, and new ``fit`` keywords: ``batch_size`` where Keras batches
@@ -170,7 +175,9 @@ def prepare_input(
     assert batch is not None
     drop = the_plan.drop_remainder
     if isinstance(x, tf.data.Dataset) and not batch_given and own_shard(x) and dataset_batch_size(x) is None:
-        return TrainingInput(x, y, dict(fit_kwargs))  # this worker's own batches (Ray Data's to_tf): as model.fit reads them
+        return TrainingInput(
+            x, y, dict(fit_kwargs)
+        )  # this worker's own batches (Ray Data's to_tf): as model.fit reads them
     if isinstance(x, tf.data.Dataset):
         # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
         own = dataset_batch_size(x)
@@ -181,7 +188,9 @@ def prepare_input(
         warnings_ = [_drop_warning(count, batch)] if drop else []
         if batch_given and own is not None and own != the_plan.requested_batch_size:
             warnings_.append(_rebatched_note(own, the_plan))
-        if the_plan.num_replicas > 1 and int(x.cardinality()) == -2 and not own_shard(x):  # a worker's own shard (Ray Data): its size is not the user's to give
+        if (
+            the_plan.num_replicas > 1 and int(x.cardinality()) == -2 and not own_shard(x)
+        ):  # a worker's own shard (Ray Data): its size is not the user's to give
             warnings_.append(_UNKNOWN_SIZE_NOTE)
         kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
         return TrainingInput(prepared, y, kwargs, tuple(w for w in warnings_ if w))
@@ -196,7 +205,11 @@ def prepare_input(
     if is_array_like(x) and not fit_kwargs.get("validation_split"):
         fewer = _fewer_samples_than_replicas(x, y, the_plan, fit_kwargs)
         if fewer is not None:
-            return fewer if not own_dataset else _arrays_as_dataset(fewer.x, fewer.y, the_plan, fewer.fit_kwargs, shuffle_seed)
+            return (
+                fewer
+                if not own_dataset
+                else _arrays_as_dataset(fewer.x, fewer.y, the_plan, fewer.fit_kwargs, shuffle_seed)
+            )
     if not own_dataset or not is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
         # Keras batches the input itself
         return TrainingInput(x, y, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
@@ -217,19 +230,28 @@ def _fewer_samples_than_replicas(x: Any, y: Any, the_plan: Plan, fit_kwargs: Map
     _, copies = every_replica_fed(num_samples, num_samples, the_plan.num_replicas) or (num_samples, 1)
 
     def repeated(value: Any) -> Any:
-        return None if value is None else tf.nest.map_structure(lambda leaf: np.concatenate([np.asarray(leaf)] * copies), value)
+        return (
+            None
+            if value is None
+            else tf.nest.map_structure(lambda leaf: np.concatenate([np.asarray(leaf)] * copies), value)
+        )
 
     kwargs = _updated(fit_kwargs, batch_size=num_samples * copies)
     if kwargs.get("sample_weight") is not None:
         kwargs["sample_weight"] = repeated(kwargs["sample_weight"])
     get_logger().info(
         "autodist: %d sample(s) for %d replicas: each is repeated %d times in one batch, so that no replica gets an "
-        "empty share (the mean loss, its gradient and mean metrics are one device's)", num_samples, the_plan.num_replicas, copies,
+        "empty share (the mean loss, its gradient and mean metrics are one device's)",
+        num_samples,
+        the_plan.num_replicas,
+        copies,
     )
     return TrainingInput(repeated(x), repeated(y), kwargs)
 
 
-def _arrays_as_dataset(x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]) -> TrainingInput:
+def _arrays_as_dataset(
+    x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]
+) -> TrainingInput:
     """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
     (:func:`autodist.core.batching.arrays_to_dataset`); the new ``fit`` keywords lose what it took over."""
     import tensorflow as tf
@@ -379,7 +401,12 @@ def requested_batch(x: Any, batch_size: int | None, fit_kwargs: Mapping[str, Any
     if fit_kwargs.get("steps_per_epoch") and x is not None and not batches_itself(x):
         try:
             samples = training_samples(x, fit_kwargs)
-        except (TypeError, ValueError, KeyError, IndexError):  # not arrays autodist can count: model.fit says what it cannot read
+        except (
+            TypeError,
+            ValueError,
+            KeyError,
+            IndexError,
+        ):  # not arrays autodist can count: model.fit says what it cannot read
             return None
         return math.ceil(samples / int(fit_kwargs["steps_per_epoch"])) if samples > 0 else None
     return None
@@ -442,8 +469,13 @@ def is_array_like(x: Any) -> bool:
 
 
 def input_notes(
-    x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], kept: bool = False, split: LastBatch | None = None,
-    weighted: bool = False, own_train_step: bool = False,
+    x: Any,
+    the_plan: Plan,
+    fit_kwargs: Mapping[str, Any],
+    kept: bool = False,
+    split: LastBatch | None = None,
+    weighted: bool = False,
+    own_train_step: bool = False,
 ) -> list[str]:
     """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
     last batch (``split``, from :func:`last_batch`), and, under a script's own strategy (``kept``),

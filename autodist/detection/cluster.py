@@ -136,9 +136,7 @@ class VertexAIEnvironment:
                 f"{', '.join(cls.POOLS)}."
             )
         spec = {cls.POOLS[pool]: addresses for pool, addresses in cluster.items() if addresses}
-        return validate_cluster(
-            spec, cls.POOLS[task["type"]], task.get("index"), source="CLUSTER_SPEC", received=raw
-        )
+        return validate_cluster(spec, cls.POOLS[task["type"]], task.get("index"), source="CLUSTER_SPEC", received=raw)
 
 
 class SageMakerEnvironment:
@@ -229,9 +227,7 @@ class SlurmEnvironment:
                 f"Expected ports from 1 to 65535. Set {SLURM_PORT_BASE_ENV} to at most {65536 - max(per_node)}."
             )
         tasks = [
-            f"{host}:{port_base + offset}"
-            for host, count in sorted(zip(hosts, per_node))
-            for offset in range(count)
+            f"{host}:{port_base + offset}" for host, count in sorted(zip(hosts, per_node)) for offset in range(count)
         ]
         return validate_cluster({"worker": tasks}, "worker", rank, source="SLURM", received=received)
 
@@ -246,10 +242,11 @@ def _check_slurm_size(nodelist: str, tasks_per_node: str, received: str) -> None
     the strings (``n[1-4]``: 4 nodes; ``2(x3)``: 3 nodes of 2 tasks) before anything is expanded.
 
     Example:
-        >>> _check_slurm_size("n[1-100000000]", "1", "")
+        >>> _check_slurm_size("n[1-100000000]", "1", "")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ClusterConfigError: SLURM lists more than 65536 nodes or tasks (Received: ). Expected the variables srun sets for one job of at most 65536 tasks. Check SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE.
+        autodist.errors.ClusterConfigError: SLURM lists more than 65536 nodes or tasks (Received: ). Expected the
+        variables srun sets for one job of at most 65536 tasks. Check SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE.
     """
     nodes = 0
     for item in re.split(r",(?![^\[]*\])", nodelist):  # top-level items: "n[1-3]", "m1"
@@ -257,11 +254,16 @@ def _check_slurm_size(nodelist: str, tasks_per_node: str, received: str) -> None
         for group in re.findall(r"\[([^\]]*)\]", item):
             size *= sum(_range_size(part) for part in group.split(","))
         nodes += size
-    tasks = sum(int(count[:9] or 0) * int(times[:9] or 1) for count, times in re.findall(r"(\d+)(?:\(x(\d+)\))?", tasks_per_node))
+    tasks = sum(
+        int(count[:9] or 0) * int(times[:9] or 1)
+        for count, times in re.findall(r"(\d+)(?:\(x(\d+)\))?", tasks_per_node)
+    )
     if max(nodes, tasks) > MAX_SLURM_TASKS:
         raise ClusterConfigError(
-            f"SLURM lists more than {MAX_SLURM_TASKS} nodes or tasks (Received: {received}). Expected the variables srun "
-            f"sets for one job of at most {MAX_SLURM_TASKS} tasks. Check SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE."
+            f"SLURM lists more than {MAX_SLURM_TASKS} nodes or tasks (Received: {received}). Expected the variables "
+            "srun "
+            f"sets for one job of at most {MAX_SLURM_TASKS} tasks. Check SLURM_STEP_NODELIST and "
+            "SLURM_STEP_TASKS_PER_NODE."
         )
 
 
@@ -271,7 +273,9 @@ def _range_size(part: str) -> int:
     if not high:
         return 1
     try:
-        return max(1, int(high.strip()[:9]) - int(low.strip()[:9]) + 1) if len(high.strip()) <= 9 else MAX_SLURM_TASKS + 1
+        return (
+            max(1, int(high.strip()[:9]) - int(low.strip()[:9]) + 1) if len(high.strip()) <= 9 else MAX_SLURM_TASKS + 1
+        )
     except ValueError:
         return 1  # not a range: TensorFlow's parser refuses it
 

@@ -102,9 +102,7 @@ def shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def validate_cluster(
-    cluster_spec: Any, task_type: Any, task_index: Any, *, source: str, received: str
-) -> ClusterInfo:
+def validate_cluster(cluster_spec: Any, task_type: Any, task_index: Any, *, source: str, received: str) -> ClusterInfo:
     """Check a cluster spec and task, and return them as a :class:`ClusterInfo`.
 
     Args:
@@ -156,7 +154,7 @@ def _checked_spec(cluster_spec: Any, source: str, quoted: str) -> dict[str, list
             if not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
                 raise ClusterConfigError(
                     f"{source} lists the address {address!r} for {kind!r}, whose port {port!r} is not "
-                    f"a port number {quoted}. Expected \"host:port\" with a port from 1 to 65535, "
+                    f'a port number {quoted}. Expected "host:port" with a port from 1 to 65535, '
                     'for example "10.0.0.2:2222". Fix the port.'
                 )
             if address in seen:
@@ -175,13 +173,12 @@ def _check_roles(spec: Mapping[str, list[str]], source: str, quoted: str) -> Non
     if spec.get("ps") and len(spec.get("chief", [])) != 1:
         raise ClusterConfigError(
             f"{source} has 'ps' tasks but no chief {quoted}. Expected exactly one chief: in "
-            "parameter-server training the chief coordinates the workers. Add a \"chief\" "
+            'parameter-server training the chief coordinates the workers. Add a "chief" '
             "address (python -m autodist launch --ps adds one)."
         )
     if len(spec.get("chief", [])) > 1:
         raise ClusterConfigError(
-            f"{source} has {len(spec['chief'])} chief tasks {quoted}. Expected at most one. Make "
-            "the others workers."
+            f"{source} has {len(spec['chief'])} chief tasks {quoted}. Expected at most one. Make the others workers."
         )
 
 
@@ -278,14 +275,12 @@ def parse_tf_config(raw: str, *, source: str = "TF_CONFIG") -> ClusterInfo | Non
             'Expected {"type": "worker", "index": 0}.'
         )
     task = task or {}
-    info = validate_cluster(
-        cluster, task.get("type"), task.get("index"), source=source, received=raw
-    )
+    info = validate_cluster(cluster, task.get("type"), task.get("index"), source=source, received=raw)
     rpc_layer = config.get("rpc_layer")
     if rpc_layer is not None and rpc_layer not in RPC_LAYERS:
         raise ClusterConfigError(
             f'{source} "rpc_layer" is {rpc_layer!r} (Received: {source}={shorten(raw)}). Expected one of '
-            f"{', '.join(RPC_LAYERS)} (TensorFlow's servers speak gRPC). Remove it, or set \"grpc\"."
+            f'{", ".join(RPC_LAYERS)} (TensorFlow\'s servers speak gRPC). Remove it, or set "grpc".'
         )
     if rpc_layer:
         info = ClusterInfo(info.source, info.task_type, info.task_index, info.cluster_spec, rpc_layer)
@@ -295,9 +290,7 @@ def parse_tf_config(raw: str, *, source: str = "TF_CONFIG") -> ClusterInfo | Non
 def _from_sparse_cluster(sparse: Any, *, source: str, raw: str) -> dict[str, list[str]]:
     """Kubeflow's ``sparseCluster``: ``{"worker": {"1": "host:port"}}`` with indices as keys."""
     if not isinstance(sparse, Mapping):
-        raise ClusterConfigError(
-            f'{source} "sparseCluster" is not an object (Received: {source}={shorten(raw)}).'
-        )
+        raise ClusterConfigError(f'{source} "sparseCluster" is not an object (Received: {source}={shorten(raw)}).')
     dense: dict[str, list[str]] = {}
     for kind, entries in sparse.items():
         if isinstance(entries, Mapping):

@@ -186,8 +186,7 @@ def _merge_gpus(driver: list[GpuInfo] | None, tf_gpus: list[GpuInfo] | None) -> 
             GpuInfo(
                 name=source.name if source else gpu.name,
                 memory_bytes=source.memory_bytes if source else None,
-                compute_capability=gpu.compute_capability
-                or (source.compute_capability if source else None),
+                compute_capability=gpu.compute_capability or (source.compute_capability if source else None),
             )
         )
     return merged
@@ -207,9 +206,7 @@ def _diagnose(driver: list[GpuInfo] | None, tf_gpus: list[GpuInfo] | None, cuda_
                 "GPUs. Fix: pip install 'tensorflow[and-cuda]' (it brings matching CUDA and cuDNN), "
                 "and check CUDA_VISIBLE_DEVICES"
             )
-        notes.append(
-            f"The NVIDIA driver sees {len(driver)} GPU(s) but TensorFlow sees none: likely {fix}."
-        )
+        notes.append(f"The NVIDIA driver sees {len(driver)} GPU(s) but TensorFlow sees none: likely {fix}.")
     if tf_gpus and driver is None:
         notes.append("TensorFlow sees GPUs but NVML is unavailable: GPU memory is unknown.")
     return notes
@@ -245,7 +242,11 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
     fast = fast or backend != "tensorflow"
     tf_gpus = None if fast else tensorflow_gpus()
     cuda_build = None if fast else tensorflow_cuda_build()
-    jax_devices = () if backend != "jax" else jax_local_devices(env, cluster is not None, [g.memory_bytes for g in visible_driver or []] or None)
+    jax_devices = (
+        ()
+        if backend != "jax"
+        else jax_local_devices(env, cluster is not None, [g.memory_bytes for g in visible_driver or []] or None)
+    )
     return HardwareSnapshot(
         tensorflow_version=tensorflow_version(),
         keras_version=package_version("tf_keras" if flavor == "tf_keras" else "keras"),

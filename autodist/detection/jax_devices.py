@@ -99,7 +99,9 @@ def keras_backend(environ: Mapping[str, str], imported: Any = "sys") -> str:
         return "tensorflow"
 
 
-def jax_local_devices(environ: Mapping[str, str], in_cluster: bool, nvml_memory: list[int | None] | None) -> tuple[JaxDevice, ...]:
+def jax_local_devices(
+    environ: Mapping[str, str], in_cluster: bool, nvml_memory: list[int | None] | None
+) -> tuple[JaxDevice, ...]:
     """This process's JAX devices; ``()`` without JAX. In a cluster whose JAX runtime has not
     started, read from the environment (see the module's docstring), so it is not started here.
 

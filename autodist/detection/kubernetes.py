@@ -201,7 +201,8 @@ def _layout(environ: Mapping[str, str], received: str) -> tuple[KubernetesLayout
     if last > 65535:
         raise ClusterConfigError(
             f"{PORT_ENV}={layout.port} gives the last of {sum(layout.counts().values())} tasks port {last}, "
-            f"past 65535 (Received: {received}). Expected a first port of at most {65536 - sum(layout.counts().values())}."
+            f"past 65535 (Received: {received}). Expected a first port of at most "
+            f"{65536 - sum(layout.counts().values())}."
         )
     return layout, role
 

@@ -18,16 +18,46 @@ from typing import Any
 
 from autodist import fields
 from autodist.errors import ArgumentError
-from autodist.upstream.keras_models import all_layers, compiled_flag, flattens_layers, jit_compile_as_compiled, owns_seed_generators
+from autodist.upstream.keras_models import (
+    all_layers,
+    compiled_flag,
+    flattens_layers,
+    jit_compile_as_compiled,
+    owns_seed_generators,
+)
 
-__all__ = ["DEFAULT_OPTIMIZER_SLOTS", "OPTIMIZER_SLOTS", "ModelInfo", "activation_elements", "describe_model", "is_compiled", "is_model", "keras_flavor_of", "keras_module", "multiply_adds"]
+__all__ = [
+    "DEFAULT_OPTIMIZER_SLOTS",
+    "OPTIMIZER_SLOTS",
+    "ModelInfo",
+    "activation_elements",
+    "describe_model",
+    "is_compiled",
+    "is_model",
+    "keras_flavor_of",
+    "keras_module",
+    "multiply_adds",
+]
 
 #: Per-variable slots each optimizer keeps (Keras names, lower case). Unknown ones count 2.
 OPTIMIZER_SLOTS = {
-    "sgd": 0, "rmsprop": 1, "adagrad": 1, "adadelta": 2, "adam": 2, "adamw": 2, "adamax": 2,
-    "nadam": 2, "ftrl": 2, "lion": 1, "lamb": 2, "adafactor": 1, "loss_scale_optimizer": 2,
+    "sgd": 0,
+    "rmsprop": 1,
+    "adagrad": 1,
+    "adadelta": 2,
+    "adam": 2,
+    "adamw": 2,
+    "adamax": 2,
+    "nadam": 2,
+    "ftrl": 2,
+    "lion": 1,
+    "lamb": 2,
+    "adafactor": 1,
+    "loss_scale_optimizer": 2,
 }
 DEFAULT_OPTIMIZER_SLOTS = 2
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What the planner needs to know about a model. Read from attributes only."""
@@ -74,7 +104,8 @@ def describe_model(model: Any) -> ModelInfo:
     """
     if not is_model(model):
         raise ArgumentError(
-            f"autodist.describe_model: model must be a Keras model (Received: model={fields.shown(model)}, {fields.a_type(model)}). "
+            f"autodist.describe_model: model must be a Keras model (Received: model={fields.shown(model)}, "
+            f"{fields.a_type(model)}). "
             "Pass a Keras 3 or tf_keras model; without one, give the planner num_params= instead."
         )
     try:
@@ -192,7 +223,15 @@ def _mixed_policy(model: Any) -> str | None:
 
 
 #: Layers that draw random numbers while training (their masks or noise).
-_RANDOM = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianDropout", "GaussianNoise", "AlphaDropout")
+_RANDOM = (
+    "Dropout",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+    "GaussianDropout",
+    "GaussianNoise",
+    "AlphaDropout",
+)
 #: Keras's augmentation layers without the ``Random`` prefix (``RandomFlip``, ``RandomRotation``
 #: and the other ``Random*`` layers are recognised by it).
 _AUGMENTATION = ("RandAugment", "AugMix", "MixUp", "CutMix", "Solarization")
@@ -201,7 +240,9 @@ _AUGMENTATION = ("RandAugment", "AugMix", "MixUp", "CutMix", "Solarization")
 def _draws_random_numbers(kind: str, layer: Any) -> bool:
     """A layer (or model) that draws random numbers in training, by its kind or by the
     ``SeedGenerator`` it owns (a VAE's sampling layer, a GAN's noise); not a Dropout of rate 0."""
-    known = kind in _RANDOM or kind in _AUGMENTATION or (kind.startswith("Random") and len(kind) > 6 and kind[6].isupper())
+    known = (
+        kind in _RANDOM or kind in _AUGMENTATION or (kind.startswith("Random") and len(kind) > 6 and kind[6].isupper())
+    )
     return (known or owns_seed_generators(layer)) and getattr(layer, "rate", None) != 0
 
 
@@ -243,8 +284,11 @@ def _layer_kinds(model: Any) -> dict[str, tuple[str, ...]]:
     with_tensorflow = [(getattr(layer, "name", "?"), layer) for layer in own]
     return {
         "batch_statistics_layers": tuple(
-            name for kind, name, layer in names
-            if "BatchNormalization" in kind and not getattr(layer, "synchronized", False) and getattr(layer, "trainable", True)
+            name
+            for kind, name, layer in names
+            if "BatchNormalization" in kind
+            and not getattr(layer, "synchronized", False)
+            and getattr(layer, "trainable", True)
         ),
         "random_layers": random_layers,
         "own_draw_layers": tuple(
@@ -292,7 +336,8 @@ def multiply_adds(model: Any) -> int | None:
 
     Example:
         >>> import keras
-        >>> m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3), keras.layers.Flatten(), keras.layers.Dense(2)])
+        >>> m = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3), keras.layers.Flatten(),
+        ...     keras.layers.Dense(2)])
         >>> multiply_adds(m) == 3 * 3 * 3 * 4 * 36 + 4 * 36 + 144 * 2 + 2
         True
     """

@@ -85,4 +85,6 @@ def jax_cluster(worker: RayTrainWorker, coordinator: str) -> ClusterInfo:
         (['127.0.0.1:1234', 'ray-train-worker-1'], 1, False)
     """
     names = [coordinator] + [f"ray-train-worker-{rank}" for rank in range(1, worker.world_size)]
-    return ClusterInfo(source=RAY_JAX_SOURCE, task_type="worker", task_index=worker.world_rank, cluster_spec={"worker": names})
+    return ClusterInfo(
+        source=RAY_JAX_SOURCE, task_type="worker", task_index=worker.world_rank, cluster_spec={"worker": names}
+    )

@@ -113,7 +113,8 @@ class HardwareSnapshot:
         if missing:
             raise AutodistError(
                 f"Not a hardware snapshot: missing {', '.join(missing)} (Received: "
-                f"{type(data).__name__} with keys {sorted(map(str, data))[:10] if isinstance(data, Mapping) else '-'}). "
+                f"{type(data).__name__} with keys "
+                f"{sorted(map(str, data))[:10] if isinstance(data, Mapping) else '-'}). "
                 "Expected the JSON that `python -m autodist inspect --json > snap.json` writes."
             )
         return cls(**_snapshot_fields(data))
@@ -133,16 +134,21 @@ class HardwareSnapshot:
             data = self.to_dict()
         except (AttributeError, TypeError, ValueError) as err:  # a field of another type: a str for the TpuInfo, ...
             raise AutodistError(
-                f"The snapshot has a field of the wrong type ({type(err).__name__}: {err}) (Received: {fields.shown(self, 200)}). "
+                f"The snapshot has a field of the wrong type ({type(err).__name__}: {err}) (Received: "
+                f"{fields.shown(self, 200)}). "
                 "Expected TpuInfo, GpuInfo, ClusterInfo and JaxDevice objects where the snapshot holds them. Build it "
                 "with autodist.detect(), HardwareSnapshot.from_dict(...) or cpu_only(...) with those types."
             ) from None
         if self.cluster is not None and not isinstance(self.cluster, ClusterInfo):
             raise AutodistError(
-                f"The snapshot's cluster is {fields.shown(self.cluster)}, {fields.a_type(self.cluster)}. Expected a ClusterInfo "
-                "(autodist.detect() reads it from TF_CONFIG, SLURM, ...), or None. Build the snapshot with autodist.detect()."
+                f"The snapshot's cluster is {fields.shown(self.cluster)}, {fields.a_type(self.cluster)}. Expected a "
+                "ClusterInfo "
+                "(autodist.detect() reads it from TF_CONFIG, SLURM, ...), or None. Build the snapshot with "
+                "autodist.detect()."
             )
-        _snapshot_fields({**data, "cluster": None})  # a ClusterInfo was checked where it was made (TF_CONFIG, Ray Train's own)
+        _snapshot_fields(
+            {**data, "cluster": None}
+        )  # a ClusterInfo was checked where it was made (TF_CONFIG, Ray Train's own)
         return self
 
     @classmethod
@@ -169,7 +175,9 @@ def _snapshot_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     ignored: a newer autodist may write more)."""
     where = "the snapshot"
     opt = fields.optional
-    gpus = [fields.mapping("gpus[]", gpu, where=where) for gpu in fields.sequence("gpus", data.get("gpus"), where=where)]
+    gpus = [
+        fields.mapping("gpus[]", gpu, where=where) for gpu in fields.sequence("gpus", data.get("gpus"), where=where)
+    ]
     fields.count("len(gpus)", len(gpus), maximum=MAX_GPUS, where=where)
     num_cpus = fields.count("num_cpus", data["num_cpus"], minimum=1, maximum=MAX_CPUS, where=where)
     tpu = opt(fields.mapping, "tpu", data.get("tpu"), where=where)
@@ -179,30 +187,60 @@ def _snapshot_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "keras_flavor": fields.choice("keras_flavor", data["keras_flavor"], ("keras3", "tf_keras"), where=where),
         "platform": fields.text("platform", data["platform"], where=where),
         "num_cpus": num_cpus,
-        "host_memory_bytes": opt(fields.count, "host_memory_bytes", data.get("host_memory_bytes"), maximum=MAX_MEMORY_BYTES, where=where),
+        "host_memory_bytes": opt(
+            fields.count, "host_memory_bytes", data.get("host_memory_bytes"), maximum=MAX_MEMORY_BYTES, where=where
+        ),
         # as AUTODIST_CPU_DEVICES on the machine itself (settings.cpu_devices_setting)
-        "num_cpu_devices": fields.count("num_cpu_devices", data.get("num_cpu_devices", 1), minimum=1, maximum=max(MIN_CPU_DEVICES_BOUND, CPU_DEVICES_PER_CORE * num_cpus), where=where),
+        "num_cpu_devices": fields.count(
+            "num_cpu_devices",
+            data.get("num_cpu_devices", 1),
+            minimum=1,
+            maximum=max(MIN_CPU_DEVICES_BOUND, CPU_DEVICES_PER_CORE * num_cpus),
+            where=where,
+        ),
         "gpus": tuple(
             GpuInfo(
                 fields.text("gpus[].name", gpu.get("name"), where=where),
-                opt(fields.count, "gpus[].memory_bytes", gpu.get("memory_bytes"), minimum=1, maximum=MAX_MEMORY_BYTES, where=where),
+                opt(
+                    fields.count,
+                    "gpus[].memory_bytes",
+                    gpu.get("memory_bytes"),
+                    minimum=1,
+                    maximum=MAX_MEMORY_BYTES,
+                    where=where,
+                ),
                 opt(fields.text, "gpus[].compute_capability", gpu.get("compute_capability"), where=where),
             )
             for gpu in gpus
         ),
-        "num_driver_gpus": opt(fields.count, "num_driver_gpus", data.get("num_driver_gpus"), maximum=MAX_GPUS, where=where),
-        "num_tensorflow_gpus": opt(fields.count, "num_tensorflow_gpus", data.get("num_tensorflow_gpus"), maximum=MAX_GPUS, where=where),
-        "tensorflow_cuda_build": opt(fields.flag, "tensorflow_cuda_build", data.get("tensorflow_cuda_build"), where=where),
-        "tpu": None if not tpu else TpuInfo(
+        "num_driver_gpus": opt(
+            fields.count, "num_driver_gpus", data.get("num_driver_gpus"), maximum=MAX_GPUS, where=where
+        ),
+        "num_tensorflow_gpus": opt(
+            fields.count, "num_tensorflow_gpus", data.get("num_tensorflow_gpus"), maximum=MAX_GPUS, where=where
+        ),
+        "tensorflow_cuda_build": opt(
+            fields.flag, "tensorflow_cuda_build", data.get("tensorflow_cuda_build"), where=where
+        ),
+        "tpu": None
+        if not tpu
+        else TpuInfo(
             fields.text("tpu.source", tpu.get("source"), where=where),
             opt(fields.text, "tpu.name", tpu.get("name"), where=where),
             opt(fields.count, "tpu.num_cores", tpu.get("num_cores"), minimum=1, maximum=MAX_CPUS, where=where),
         ),
         "cluster": _snapshot_cluster(data.get("cluster")),
-        "diagnostics": tuple(fields.text("diagnostics[]", d, where=where) for d in fields.sequence("diagnostics", data.get("diagnostics"), where=where)),
-        "keras_backend": fields.choice("keras_backend", data.get("keras_backend", "tensorflow"), KERAS_BACKENDS, where=where),
+        "diagnostics": tuple(
+            fields.text("diagnostics[]", d, where=where)
+            for d in fields.sequence("diagnostics", data.get("diagnostics"), where=where)
+        ),
+        "keras_backend": fields.choice(
+            "keras_backend", data.get("keras_backend", "tensorflow"), KERAS_BACKENDS, where=where
+        ),
         "jax_version": opt(fields.text, "jax_version", data.get("jax_version"), where=where),
-        "jax_devices": tuple(_jax_device(d) for d in fields.sequence("jax_devices", data.get("jax_devices"), where=where)),
+        "jax_devices": tuple(
+            _jax_device(d) for d in fields.sequence("jax_devices", data.get("jax_devices"), where=where)
+        ),
     }
 
 
@@ -223,7 +261,14 @@ def _jax_device(raw: Any) -> JaxDevice:
     return JaxDevice(
         fields.text("jax_devices[].platform", device.get("platform"), where=where),
         fields.text("jax_devices[].kind", device.get("kind"), where=where),
-        fields.optional(fields.count, "jax_devices[].memory_bytes", device.get("memory_bytes"), minimum=1, maximum=MAX_MEMORY_BYTES, where=where),
+        fields.optional(
+            fields.count,
+            "jax_devices[].memory_bytes",
+            device.get("memory_bytes"),
+            minimum=1,
+            maximum=MAX_MEMORY_BYTES,
+            where=where,
+        ),
     )
 
 
@@ -233,7 +278,9 @@ def _snapshot_cluster(raw: Any) -> ClusterInfo | None:
         return None
     cluster = fields.mapping("cluster", raw, where="the snapshot")
     info = validate_cluster(
-        cluster.get("cluster_spec"), cluster.get("task_type"), cluster.get("task_index"),
+        cluster.get("cluster_spec"),
+        cluster.get("task_type"),
+        cluster.get("task_index"),
         source=f"the snapshot's cluster ({fields.text('cluster.source', cluster.get('source'), where='the snapshot')})",
         received=json.dumps(dict(cluster), default=str),
     )

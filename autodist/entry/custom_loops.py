@@ -31,7 +31,9 @@ __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def init(*, strategy: str | StrategyKind = "auto", batch_size: int | None = None, **plan_kwargs: Any) -> tuple[Plan, Any]:
+def init(
+    *, strategy: str | StrategyKind = "auto", batch_size: int | None = None, **plan_kwargs: Any
+) -> tuple[Plan, Any]:
     """Detect, plan and create the strategy now, before any other TensorFlow work. On JAX, the
     ``keras.distribution`` instead (``None`` for one device), set as the global distribution so
     models built afterwards are on its mesh; in a cluster, the processes are joined first.

@@ -62,7 +62,8 @@ def fit(
         epochs: as for ``model.fit``.
         strategy: ``"auto"``, a strategy name to force (``"mirrored"``, ...), or ``"tune"``: the
             fastest candidate plan, timed on copies of the model (:mod:`autodist.tensorflow.tuning`).
-        num_params, gpu_memory_fraction: the size of a model built by a function, and the share of GPU memory it may use (0.9).
+        num_params, gpu_memory_fraction: the size of a model built by a function, and the share of GPU memory it may use
+        (0.9).
         backup_dir: where each task saves its state at every epoch's end and, on SIGTERM, after
             its step, then exits 75: the next start resumes there (:mod:`autodist.resume.preemption`).
             Multi-worker runs save by default (one folder per worker under
@@ -99,17 +100,45 @@ def fit(
         True
     """
     if _is_ray_trainer(model):
-        given = {"x": x, "y": y, "batch_size": batch_size, "epochs": epochs != 1 or None, "strategy": strategy != "auto" or None,
-                 "num_params": num_params, "gpu_memory_fraction": gpu_memory_fraction, "backup_dir": backup_dir,
-                 "peer_timeout_seconds": peer_timeout_seconds, "mixed_precision": mixed_precision or None,
-                 "ray_report": (not ray_report) or None, "ray_checkpoint": (not ray_checkpoint) or None, **fit_kwargs}  # fmt: skip
+        given = {
+            "x": x,
+            "y": y,
+            "batch_size": batch_size,
+            "epochs": epochs != 1 or None,
+            "strategy": strategy != "auto" or None,
+            "num_params": num_params,
+            "gpu_memory_fraction": gpu_memory_fraction,
+            "backup_dir": backup_dir,
+            "peer_timeout_seconds": peer_timeout_seconds,
+            "mixed_precision": mixed_precision or None,
+            "ray_report": (not ray_report) or None,
+            "ray_checkpoint": (not ray_checkpoint) or None,
+            **fit_kwargs,
+        }
         return _fit_ray_trainer(model, [name for name, value in given.items() if value is not None])
-    given = {"batch_size": batch_size, "epochs": epochs, "strategy": strategy, "num_params": num_params, "gpu_memory_fraction": gpu_memory_fraction,
-             "backup_dir": backup_dir, "peer_timeout_seconds": peer_timeout_seconds, "mixed_precision": mixed_precision,
-             "ray_report": ray_report, "ray_checkpoint": ray_checkpoint}  # fmt: skip
+    given = {
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "strategy": strategy,
+        "num_params": num_params,
+        "gpu_memory_fraction": gpu_memory_fraction,
+        "backup_dir": backup_dir,
+        "peer_timeout_seconds": peer_timeout_seconds,
+        "mixed_precision": mixed_precision,
+        "ray_report": ray_report,
+        "ray_checkpoint": ray_checkpoint,
+    }
     builder, checked, kwargs = check_fit_arguments(model, given, fit_kwargs)  # before anything is detected or imported
     read_only = MappingProxyType(kwargs)
-    call = FitCall(model=model, builder=builder, x=x, y=y, fit_kwargs=read_only, requested_batch=requested_batch(x, checked["batch_size"], read_only), **checked)
+    call = FitCall(
+        model=model,
+        builder=builder,
+        x=x,
+        y=y,
+        fit_kwargs=read_only,
+        requested_batch=requested_batch(x, checked["batch_size"], read_only),
+        **checked,
+    )
     return backend_for(os.environ).fit(call, os.environ)
 
 

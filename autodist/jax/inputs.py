@@ -61,7 +61,9 @@ def rows(count: int, *, batch: int, part: Part) -> np.ndarray:
     return np.concatenate(picked) if picked else np.arange(0)
 
 
-def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+def local_inputs(
+    x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part
+) -> tuple[Any, Any, dict[str, Any], list[str]]:
     """``(x, y, fit_kwargs, warnings)`` for this process's ``model.fit`` with the global ``batch``:
     arrays cut and split as the module says, with the batch sizes per process; a dataset re-batched
     and cut; any other input as it is, with a warning.
@@ -80,7 +82,10 @@ def local_inputs(x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, p
                 "Expected numpy arrays (autodist gives each process its part of every batch) or a "
                 "tf.data.Dataset (Keras shards it). Pass arrays or a tf.data.Dataset."
             )
-        note = f"autodist cannot re-batch a {type(x).__name__}: each of its batches must split evenly over the {part.replicas} replicas of the JAX mesh's batch axis, or JAX stops with an IndivisibleError"
+        note = (
+            f"autodist cannot re-batch a {type(x).__name__}: each of its batches must split evenly over the "
+            f"{part.replicas} replicas of the JAX mesh's batch axis, or JAX stops with an IndivisibleError"
+        )
         return x, y, kwargs, [note] if part.replicas > 1 else []
     kwargs["batch_size"] = batch // part.processes
     warnings: list[str] = []
@@ -139,7 +144,15 @@ def _dataset(dataset: Any, batch: int, part: Part) -> Any:
 def _dataset_warning(dataset: Any, batch: int, part: Part) -> list[str]:
     count = samples_per_pass(dataset)
     if count is None:
-        return [f"the dataset's size is unknown: its last batch is cut to a multiple of the {part.replicas} replicas of the JAX mesh's batch axis (fewer than {part.replicas} samples per epoch left out) when it does not split"] if part.replicas > 1 else []
+        return (
+            [
+                f"the dataset's size is unknown: its last batch is cut to a multiple of the {part.replicas} replicas "
+                f"of the JAX mesh's batch axis (fewer than {part.replicas} samples per epoch left out) when it does "
+                "not split"
+            ]
+            if part.replicas > 1
+            else []
+        )
     return _cut_warning("training", count, batch, part)
 
 

@@ -43,7 +43,18 @@ from autodist.core.compile_settings import mixed_precision_while_building
 from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
 from autodist.process import STATE
 
-__all__ = ["build_distribution", "coordinates", "distribution_scope", "fit_on_jax", "init_on_jax", "join_at_import", "join_processes", "join_ray_workers", "place", "train"]
+__all__ = [
+    "build_distribution",
+    "coordinates",
+    "distribution_scope",
+    "fit_on_jax",
+    "init_on_jax",
+    "join_at_import",
+    "join_processes",
+    "join_ray_workers",
+    "place",
+    "train",
+]
 
 
 def coordinates(cluster: Any) -> tuple[str, int, int]:
@@ -52,7 +63,10 @@ def coordinates(cluster: Any) -> tuple[str, int, int]:
 
     Example:
         >>> from autodist.detection.cluster import detect_cluster
-        >>> c = detect_cluster({"TF_CONFIG": '{"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 1}}'})
+        >>> import json
+        >>> cluster = {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}
+        >>> tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}})
+        >>> c = detect_cluster({"TF_CONFIG": tf_config})
         >>> coordinates(c)
         ('127.0.0.1:2222', 2, 1)
     """
@@ -165,7 +179,11 @@ def place(model: Any, distribution: Any) -> int:
     if distribution is None:
         return 0
     optimizer = getattr(model, "optimizer", None)
-    variables = list(model.variables) + list(getattr(optimizer, "variables", None) or []) + list(getattr(model, "metrics_variables", []))
+    variables = (
+        list(model.variables)
+        + list(getattr(optimizer, "variables", None) or [])
+        + list(getattr(model, "metrics_variables", []))
+    )
     missing = takes_layouts(variables)
     if missing:
         raise AutodistError(
@@ -176,7 +194,9 @@ def place(model: Any, distribution: Any) -> int:
         )
     for variable in variables:  # a layout set before (another distribution's) would win: dropped
         set_layout(variable, None)
-    weights = {id(v): distribution.get_variable_layout(v) for v in model.trainable_variables + model.non_trainable_variables}
+    weights = {
+        id(v): distribution.get_variable_layout(v) for v in model.trainable_variables + model.non_trainable_variables
+    }
     for variable in variables:
         set_layout(variable, weights.get(id(variable)) or _slot_layout(variable, model, weights, distribution))
     return len(variables)
@@ -202,7 +222,9 @@ def distribution_scope(distribution: Any) -> Iterator[None]:
         yield
 
 
-def train(model: Any, x: Any, y: Any, the_plan: Plan, distribution: Any, epochs: int, fit_kwargs: Mapping[str, Any]) -> Any:
+def train(
+    model: Any, x: Any, y: Any, the_plan: Plan, distribution: Any, epochs: int, fit_kwargs: Mapping[str, Any]
+) -> Any:
     """``model.fit`` under ``distribution`` with this process's part of the arrays."""
     part = Part(_process_id(the_plan), the_plan.num_workers, the_plan.num_replicas)
     batch = int(the_plan.global_batch_size or 32)
@@ -234,8 +256,16 @@ def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
 
     def plan_for(model: Any) -> Plan:
         options = {} if call.gpu_memory_fraction is None else {"gpu_memory_fraction": call.gpu_memory_fraction}
-        return plan_here(environ, snapshot=snapshot, model=model, num_params=call.num_params, batch_size=batch_size,
-                         strategy=call.strategy, peer_timeout_seconds=call.peer_timeout_seconds, **options)  # fmt: skip
+        return plan_here(
+            environ,
+            snapshot=snapshot,
+            model=model,
+            num_params=call.num_params,
+            batch_size=batch_size,
+            strategy=call.strategy,
+            peer_timeout_seconds=call.peer_timeout_seconds,
+            **options,
+        )
 
     if call.builder is None:
         the_plan = plan_for(call.model)
@@ -259,7 +289,12 @@ def _built(call: FitCall, plan_for: Any, precision: Any) -> tuple[Any, Plan, Any
         first = None  # too large for one device: its variables decide the layout, once they exist
     distribution = build_distribution(first) if first is not None else None
     where = distribution_scope(distribution) if first is not None else _on_the_host()
-    with where, precision(call.mixed_precision, call.builder, first or Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")) as notes:
+    with (
+        where,
+        precision(
+            call.mixed_precision, call.builder, first or Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")
+        ) as notes,
+    ):
         model = call.builder()
     sized = plan_for(model)
     if first is None or (sized.strategy, sized.layout_map) != (first.strategy, first.layout_map):  # sharded now
@@ -370,7 +405,13 @@ def _train_with_duties(model: Any, call: FitCall, the_plan: Plan, distribution: 
     kwargs = dict(call.fit_kwargs)
     succeeded = False
     try:
-        kwargs["callbacks"] = final_callbacks(keras, duties.prepare(kwargs.get("callbacks")), environ=environ, ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint)
+        kwargs["callbacks"] = final_callbacks(
+            keras,
+            duties.prepare(kwargs.get("callbacks")),
+            environ=environ,
+            ray_report=call.ray_report,
+            ray_checkpoint=call.ray_checkpoint,
+        )
         history = train(model, call.x, call.y, the_plan, distribution, call.epochs, kwargs)
         succeeded = True
     finally:

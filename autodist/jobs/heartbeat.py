@@ -63,11 +63,16 @@ def launcher_heartbeat(environ: Mapping[str, str]) -> str | None:
         if _private_folders(folder) and os.path.dirname(folder) == private_root():
             return path if int(match.group(1)) == os.getppid() else None  # a child of the task: not its to touch
     if once(f"heartbeat refused: {path}"):
-        warn_all([
-            f"autodist ignores {HEARTBEAT_FILE_ENV}={path!r}: it is not a heartbeat file the launcher named "
-            f"in its private folder (Received: that path; expected {private_root_path()}/job-*/attempt-<N>-<task>.<pid>.beat). "
-            f"autodist never touches nor removes it. Unset {HEARTBEAT_FILE_ENV}: `python -m autodist launch` sets it for its tasks."
-        ], stacklevel=4)
+        warn_all(
+            [
+                f"autodist ignores {HEARTBEAT_FILE_ENV}={path!r}: it is not a heartbeat file the launcher named "
+                "in its private folder (Received: that path; expected "
+                f"{private_root_path()}/job-*/attempt-<N>-<task>.<pid>.beat). "
+                f"autodist never touches nor removes it. Unset {HEARTBEAT_FILE_ENV}: `python -m autodist launch` sets "
+                "it for its tasks."
+            ],
+            stacklevel=4,
+        )
     return None
 
 

@@ -35,9 +35,22 @@ from autodist.jobs.netns import PrivateNetwork
 from autodist.jobs.private import digest, private_root, release_private_root
 
 __all__ = [
-    "HOST_PORT", "LOOPBACK", "JobFiles", "check_hosts", "cluster_layout", "default_launch_backup", "free_ports", "host_plan", "local_cluster", "local_gpu_env", "num_tasks",
-    "split_gpus", "task_configs", "task_table", "visible_gpus",
-]  # fmt: skip
+    "HOST_PORT",
+    "LOOPBACK",
+    "JobFiles",
+    "check_hosts",
+    "cluster_layout",
+    "default_launch_backup",
+    "free_ports",
+    "host_plan",
+    "local_cluster",
+    "local_gpu_env",
+    "num_tasks",
+    "split_gpus",
+    "task_configs",
+    "task_table",
+    "visible_gpus",
+]
 
 LOOPBACK = "127.0.0.1"
 #: The port every task of a ``--hosts`` plan listens on (its TF_CONFIG names it).
@@ -108,7 +121,9 @@ def cluster_layout(addresses: list[str], num_workers: int, num_ps: int) -> dict[
     return {"chief": addresses[:1], "worker": addresses[1 : 1 + num_workers], "ps": addresses[1 + num_workers :]}
 
 
-def local_cluster(num_workers: int, num_ps: int, ports: list[int] | None = None, host: str = LOOPBACK) -> dict[str, list[str]]:
+def local_cluster(
+    num_workers: int, num_ps: int, ports: list[int] | None = None, host: str = LOOPBACK
+) -> dict[str, list[str]]:
     """The cluster spec of a local job, on free ports of ``host`` (see :func:`cluster_layout`)."""
     ports = ports if ports is not None else free_ports(num_tasks(num_workers, num_ps))
     return cluster_layout([f"{host}:{port}" for port in ports], num_workers, num_ps)
@@ -135,7 +150,15 @@ def task_table(
     rows = []
     for host, config in zip(hosts, task_configs(cluster)):
         name = task_name(config)
-        rows.append({"task": name, "host": host, "tf_config": config, "env": dict((env or {}).get(name, {})), "command": command})
+        rows.append(
+            {
+                "task": name,
+                "host": host,
+                "tf_config": config,
+                "env": dict((env or {}).get(name, {})),
+                "command": command,
+            }
+        )
     return rows
 
 
@@ -172,16 +195,21 @@ def check_hosts(hosts: list[str]) -> list[str]:
     Example:
         >>> check_hosts(["node-1", " 10.0.0.2", "::1", "[fe80::1]", "host.example.com."])
         ['node-1', '10.0.0.2', '[::1]', '[fe80::1]', 'host.example.com.']
-        >>> check_hosts(["h0:22", "h1:22"])
+        >>> check_hosts(["h0:22", "h1:22"])  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: launch: --hosts must name hosts without a port (Received: --hosts h0:22,h1:22, whose entry 1, h0:22, has port 22). Every task listens on port 2222 of its host (the plan's TF_CONFIG names it). Pass --hosts h0,h1.
+        autodist.errors.ArgumentError: launch: --hosts must name hosts without a port (Received: --hosts h0:22,h1:22,
+        whose entry 1, h0:22, has port 22). Every task listens on port 2222 of its host (the plan's TF_CONFIG names it).
+        Pass --hosts h0,h1.
     """
     raw = ",".join(hosts)
     checked = []
     for index, entry in enumerate(part.strip() for part in hosts):
         if not entry:
-            raise ArgumentError(f"launch: --hosts must be comma-separated hosts, none empty (Received: --hosts {received(raw)}, whose entry {index + 1} is empty). Pass for example --hosts host1,host2, one host per task.")
+            raise ArgumentError(
+                f"launch: --hosts must be comma-separated hosts, none empty (Received: --hosts {received(raw)}, whose "
+                f"entry {index + 1} is empty). Pass for example --hosts host1,host2, one host per task."
+            )
         host = _host(entry)
         if host is None:
             port = _PORT.match(entry)
@@ -195,7 +223,8 @@ def check_hosts(hosts: list[str]) -> list[str]:
             raise ArgumentError(
                 f"launch: --hosts must be comma-separated host names (RFC 1123: letters, digits and "
                 f"hyphens, dot-separated labels), IPv4 or IPv6 addresses (Received: --hosts {received(raw)}, "
-                f"whose entry {index + 1}, {received(entry)}, is none of them). Pass for example --hosts host1,host2 or --hosts 10.0.0.1,10.0.0.2."
+                f"whose entry {index + 1}, {received(entry)}, is none of them). Pass for example --hosts host1,host2 "
+                "or --hosts 10.0.0.1,10.0.0.2."
             )
         same = [index + 1 for index, other in enumerate(checked) if _same_host(other, host)]
         if same:
@@ -213,7 +242,9 @@ def _same_host(one: str, other: str) -> bool:
     return one.lower().rstrip(".") == other.lower().rstrip(".")
 
 
-def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args: list[str], port: int = HOST_PORT) -> list[dict[str, Any]]:
+def host_plan(
+    hosts: list[str], num_workers: int, num_ps: int, script: str, args: list[str], port: int = HOST_PORT
+) -> list[dict[str, Any]]:
     """Per-host TF_CONFIG and command for a real cluster: one task per host, in order. Each
     entry of ``hosts`` is checked (:func:`autodist.jobs.launch_flags.check_hosts`), and their count.
 
@@ -225,9 +256,11 @@ def host_plan(hosts: list[str], num_workers: int, num_ps: int, script: str, args
     checked = check_hosts(hosts)
     if len(checked) != total:
         raise ArgumentError(
-            f"launch: --hosts must name {received(total)} host(s), one per task{' (a chief, the workers, then the ps)' if num_ps else ''} "
+            f"launch: --hosts must name {received(total)} host(s), one per "
+            f"task{' (a chief, the workers, then the ps)' if num_ps else ''} "
             f"(Received: --hosts {received(','.join(hosts))}, which names {len(checked)} host(s), with --workers "
-            f"{received(num_workers)} --ps {received(num_ps)}). Name {received(total)} hosts, or change --workers and --ps to match them."
+            f"{received(num_workers)} --ps {received(num_ps)}). Name {received(total)} hosts, or change --workers and "
+            "--ps to match them."
         )
     cluster = cluster_layout([f"{h}:{port}" for h in checked], int(num_workers), int(num_ps))
     return task_table(cluster, checked, " ".join(shlex.quote(part) for part in ["python", script, *args]))
@@ -244,7 +277,6 @@ def visible_gpus(environ: Mapping[str, str]) -> list[str]:
     """
     raw = environ.get("CUDA_VISIBLE_DEVICES")
     if raw is None:
-
         return [str(index) for index in range(len(hardware.nvml_gpus() or []))]
     ids = []
     for token in (part.strip() for part in raw.split(",")):
@@ -373,4 +405,6 @@ def _names(path: str, descriptor: int) -> bool:
 def default_launch_backup(command: list[str], spec: Any) -> str:
     """The backup folder of a launch without ``--backup-dir``: named after the script, its
     arguments and the job's shape, in the private folder, so the same command resumes."""
-    return os.path.join(private_root(), f"launch-{digest([os.path.abspath(command[0]), *command[1:], spec.num_workers, spec.num_ps])}")
+    return os.path.join(
+        private_root(), f"launch-{digest([os.path.abspath(command[0]), *command[1:], spec.num_workers, spec.num_ps])}"
+    )

@@ -31,7 +31,15 @@ from typing import Any
 from autodist.detection.kubernetes import INDEX_ENV, JOBSET_ENVS, MAX_TASKS, KubernetesLayout
 from autodist.errors import ArgumentError
 from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
-from autodist.settings import BACKUP_DIR_ENV, K8S_NAME_ENV, K8S_PS_ENV, K8S_ROLE_ENV, K8S_SERVICE_ENV, K8S_WORKERS_ENV, PORT_ENV
+from autodist.settings import (
+    BACKUP_DIR_ENV,
+    K8S_NAME_ENV,
+    K8S_PS_ENV,
+    K8S_ROLE_ENV,
+    K8S_SERVICE_ENV,
+    K8S_WORKERS_ENV,
+    PORT_ENV,
+)
 
 __all__ = ["BACKUP_MOUNT", "CONTAINER", "ManifestSpec", "manifest_objects", "to_yaml"]
 
@@ -40,10 +48,17 @@ BACKUP_MOUNT = "/autodist-backup"
 JOB_LABEL = "autodist/job"  # every pod of the job: the headless Service selects them by it
 MAX_GPUS = 64  # per pod: more than any node has
 _NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # a DNS-1035 label: Service names must be one
-_QUANTITY = re.compile(r"(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?")  # Kubernetes's quantity, unsigned
+_QUANTITY = re.compile(
+    r"(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?"
+)  # Kubernetes's quantity, unsigned
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")  # registry/name:tag or @sha256:digest
 #: JobSet's annotations on every pod, as the variables the pod reads (:data:`JOBSET_ENVS`).
-_JOBSET_ANNOTATIONS = tuple(zip(JOBSET_ENVS, ("jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index")))
+_JOBSET_ANNOTATIONS = tuple(
+    zip(
+        JOBSET_ENVS,
+        ("jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index"),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +77,20 @@ class ManifestSpec:
 
     @classmethod
     def checked(
-        cls, *, name: str, workers: Any, image: str, command: list[str], ps: Any = 0, namespace: str | None = None, gpus: Any = 0,
-        cpu: str | None = None, memory: str | None = None, port: Any = 2222, backup_claim: str | None = None, timeout: Any = None,
+        cls,
+        *,
+        name: str,
+        workers: Any,
+        image: str,
+        command: list[str],
+        ps: Any = 0,
+        namespace: str | None = None,
+        gpus: Any = 0,
+        cpu: str | None = None,
+        memory: str | None = None,
+        port: Any = 2222,
+        backup_claim: str | None = None,
+        timeout: Any = None,
         jobset: bool = False,
     ) -> ManifestSpec:
         """The spec, or an :class:`~autodist.errors.ArgumentError` that names the flag, the value,
@@ -71,25 +98,44 @@ class ManifestSpec:
         num_workers = _int("--workers", workers, 1, MAX_TASKS)
         num_ps = _int("--ps", ps, 0, MAX_TASKS)
         tasks = num_workers + num_ps + (1 if num_ps else 0)
-        layout = KubernetesLayout(_label("--name", name), name, num_workers, num_ps, _int("--port", port, 1, 65536 - tasks), jobset)
+        layout = KubernetesLayout(
+            _label("--name", name), name, num_workers, num_ps, _int("--port", port, 1, 65536 - tasks), jobset
+        )
         longest = max((layout.hostname(role, count - 1) for role, count in layout.counts().items()), key=len)
         if len(longest) > 63:
             raise ArgumentError(
-                f"--name {name!r} makes the host name {longest!r}, {len(longest)} characters (Received: --name {name}). "
-                "Expected at most 63: Kubernetes cuts longer host names, and the pods would not find each other. Choose a shorter name."
+                f"--name {name!r} makes the host name {longest!r}, {len(longest)} characters (Received: --name "
+                f"{name}). "
+                "Expected at most 63: Kubernetes cuts longer host names, and the pods would not find each other. "
+                "Choose a shorter name."
             )
         if len(image) > 512 or not _IMAGE.fullmatch(image):
-            raise ArgumentError(f"--image {image!r} is not an image reference (Received: --image {json.dumps(image)}). Expected a name such as python:3.11 or registry/train:1.")
+            raise ArgumentError(
+                f"--image {image!r} is not an image reference (Received: --image {json.dumps(image)}). Expected a name "
+                "such as python:3.11 or registry/train:1."
+            )
         if not command:
-            raise ArgumentError("No command was given (Received: nothing after the flags). Expected the command each pod runs, for example: -- python train.py.")
+            raise ArgumentError(
+                "No command was given (Received: nothing after the flags). Expected the command each pod runs, for "
+                "example: -- python train.py."
+            )
         for flag, quantity in (("--cpu", cpu), ("--memory", memory)):
             if quantity is not None and not _QUANTITY.fullmatch(quantity):
-                raise ArgumentError(f"{flag} {quantity!r} is not a Kubernetes quantity (Received: {flag} {json.dumps(quantity)}). Expected for example 4, 500m or 16Gi.")
+                raise ArgumentError(
+                    f"{flag} {quantity!r} is not a Kubernetes quantity (Received: {flag} {json.dumps(quantity)}). "
+                    "Expected for example 4, 500m or 16Gi."
+                )
         return cls(
-            layout, image, tuple(command), _label("--namespace", namespace) if namespace is not None else None, _int("--gpus", gpus, 0, MAX_GPUS),
-            cpu, memory, _label("--backup-claim", backup_claim) if backup_claim is not None else None,
+            layout,
+            image,
+            tuple(command),
+            _label("--namespace", namespace) if namespace is not None else None,
+            _int("--gpus", gpus, 0, MAX_GPUS),
+            cpu,
+            memory,
+            _label("--backup-claim", backup_claim) if backup_claim is not None else None,
             _int("--timeout", timeout, 1, 7 * 24 * 3600) if timeout is not None else None,
-        )  # fmt: skip
+        )
 
 
 def _int(flag: str, raw: Any, low: int, high: int) -> int:
@@ -98,7 +144,9 @@ def _int(flag: str, raw: Any, low: int, high: int) -> int:
     except ValueError:
         value = low - 1
     if not low <= value <= high:
-        raise ArgumentError(f"{flag} must be an integer from {low} to {high} (Received: {flag} {json.dumps(str(raw))}).")
+        raise ArgumentError(
+            f"{flag} must be an integer from {low} to {high} (Received: {flag} {json.dumps(str(raw))})."
+        )
     return value
 
 
@@ -106,7 +154,8 @@ def _label(flag: str, raw: str) -> str:
     if len(raw) > 63 or not _NAME.fullmatch(raw):
         raise ArgumentError(
             f"{flag} {raw!r} is not a DNS label (Received: {flag} {json.dumps(raw)}). Expected at most 63 lowercase "
-            "letters, digits and '-', starting with a letter and ending with a letter or digit, for example mnist-train."
+            "letters, digits and '-', starting with a letter and ending with a letter or digit, for example "
+            "mnist-train."
         )
     return raw
 
@@ -115,13 +164,19 @@ def manifest_objects(spec: ManifestSpec) -> list[dict[str, Any]]:
     """The Kubernetes objects, in the order ``kubectl apply`` creates them."""
     layout = spec.layout
     if layout.jobset:
-        jobs = [{"name": layout.job_name(role), "replicas": 1, "template": {"spec": _job(spec, role, count)}} for role, count in layout.counts().items()]
+        jobs = [
+            {"name": layout.job_name(role), "replicas": 1, "template": {"spec": _job(spec, role, count)}}
+            for role, count in layout.counts().items()
+        ]
         jobset = {
             "apiVersion": "jobset.x-k8s.io/v1alpha2",
             "kind": "JobSet",
             "metadata": _metadata(spec, layout.name),
             # publishNotReadyAddresses: a pod resolves its peers as they start, before they are ready
-            "spec": {"network": {"enableDNSHostnames": True, "subdomain": layout.service, "publishNotReadyAddresses": True}, "replicatedJobs": jobs},
+            "spec": {
+                "network": {"enableDNSHostnames": True, "subdomain": layout.service, "publishNotReadyAddresses": True},
+                "replicatedJobs": jobs,
+            },
         }
         return [jobset]
     service = {
@@ -130,12 +185,23 @@ def manifest_objects(spec: ManifestSpec) -> list[dict[str, Any]]:
         "metadata": _metadata(spec, layout.service),
         "spec": {"clusterIP": "None", "selector": {JOB_LABEL: layout.name}, "publishNotReadyAddresses": True},
     }
-    jobs = [{"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(spec, layout.job_name(role)), "spec": _job(spec, role, count)} for role, count in layout.counts().items()]
+    jobs = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": _metadata(spec, layout.job_name(role)),
+            "spec": _job(spec, role, count),
+        }
+        for role, count in layout.counts().items()
+    ]
     return [service, *jobs]
 
 
 def _metadata(spec: ManifestSpec, name: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "labels": {JOB_LABEL: spec.layout.name, "app.kubernetes.io/managed-by": "autodist"}}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": {JOB_LABEL: spec.layout.name, "app.kubernetes.io/managed-by": "autodist"},
+    }
     if spec.namespace is not None:
         metadata["namespace"] = spec.namespace
     return metadata
@@ -152,7 +218,8 @@ def _job(spec: ManifestSpec, role: str, count: int) -> dict[str, Any]:
         "completions": count,
         "parallelism": count,
         "backoffLimit": 0,
-        "podReplacementPolicy": "Failed",  # a replacement pod starts once its predecessor has ended (docs/kubernetes.md)
+        # a replacement pod starts once its predecessor has ended (docs/kubernetes.md)
+        "podReplacementPolicy": "Failed",
         "podFailurePolicy": {
             "rules": [
                 {"action": "Ignore", "onExitCodes": restart},
@@ -176,7 +243,10 @@ def _pod(spec: ManifestSpec, role: str) -> dict[str, Any]:
         {"name": PORT_ENV, "value": str(layout.port)},
     ]
     if layout.jobset:
-        env += [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{key}']"}}} for name, key in _JOBSET_ANNOTATIONS]
+        env += [
+            {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{key}']"}}}
+            for name, key in _JOBSET_ANNOTATIONS
+        ]
     else:
         env += [{"name": K8S_NAME_ENV, "value": layout.name}, {"name": K8S_ROLE_ENV, "value": role}]
     container: dict[str, Any] = {"name": CONTAINER, "image": spec.image, "command": list(spec.command), "env": env}

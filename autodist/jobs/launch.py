@@ -77,8 +77,21 @@ from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
 from autodist.settings import GRACE_ENV, HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
 __all__ = [
-    "DEFAULT_GRACE", "DEFAULT_STALL_TIMEOUT", "MIN_STALL_TIMEOUT", "RESTART_DELAY_FIRST", "RESTART_DELAY_MAX", "STALL_EXIT_CODE", "TIMEOUT_EXIT_CODE", "JobSpec", "JobState", "LaunchResult", "Launcher", "TaskState", "Terminated", "restart_delay",
-]  # fmt: skip
+    "DEFAULT_GRACE",
+    "DEFAULT_STALL_TIMEOUT",
+    "MIN_STALL_TIMEOUT",
+    "RESTART_DELAY_FIRST",
+    "RESTART_DELAY_MAX",
+    "STALL_EXIT_CODE",
+    "TIMEOUT_EXIT_CODE",
+    "JobSpec",
+    "JobState",
+    "LaunchResult",
+    "Launcher",
+    "TaskState",
+    "Terminated",
+    "restart_delay",
+]
 
 ATTEMPT_ENV = LAUNCH_ATTEMPT_ENV
 TAIL_LINES = 20
@@ -189,9 +202,15 @@ class Launcher:
     when ``None``)."""
 
     def __init__(
-        self, num_workers: int, num_ps: int = 0, *, out: IO[str] | None = None, sleep: Callable[[float], Any] | None = None,
-        limits: MachineLimits | None = None, **policies: Any,
-    ) -> None:  # fmt: skip
+        self,
+        num_workers: int,
+        num_ps: int = 0,
+        *,
+        out: IO[str] | None = None,
+        sleep: Callable[[float], Any] | None = None,
+        limits: MachineLimits | None = None,
+        **policies: Any,
+    ) -> None:
         self.spec = JobSpec(num_workers, num_ps, **policies)
         self.out = out or sys.stdout
         self.limits = limits
@@ -211,7 +230,11 @@ class Launcher:
             try:
                 self.out.write(line + "\n")
                 self.out.flush()
-            except (BrokenPipeError, ValueError, OSError):  # `launch ... | head` closed it: keep draining the tasks' output
+            except (
+                BrokenPipeError,
+                ValueError,
+                OSError,
+            ):  # `launch ... | head` closed it: keep draining the tasks' output
                 pass
 
     @contextlib.contextmanager
@@ -292,13 +315,18 @@ class Launcher:
                     _signal_group(task.process, signal.SIGKILL)
                     _wait(task.process, 10)
                     if task in live:
-                        self._print(f"[launcher] {task.name} did not exit within --grace {grace:g} s of SIGTERM: killed")
+                        self._print(
+                            f"[launcher] {task.name} did not exit within --grace {grace:g} s of SIGTERM: killed"
+                        )
             for task in tasks:
                 if task.reader is not None:
                     task.reader.join(timeout=5)
             preempted = [task.name for task in live if task.process.returncode == PREEMPTED_EXIT_CODE]
             if preempted:
-                self._print(f"[launcher] {', '.join(preempted)} exited {PREEMPTED_EXIT_CODE} (preempted: each says whether it saved a step); the next start resumes from the newest save every worker has")
+                self._print(
+                    f"[launcher] {', '.join(preempted)} exited {PREEMPTED_EXIT_CODE} (preempted: each says whether it "
+                    "saved a step); the next start resumes from the newest save every worker has"
+                )
 
     def _grace_after(self, outcome: _Outcome) -> float:
         """All of it after a preempted task (the others save the same step meanwhile); at most
@@ -333,7 +361,9 @@ class Launcher:
         if self.spec.stall_timeout is None:
             return None
         silent = [(task.silent_for(), task) for task in tasks if task.state == TaskState.RUNNING]
-        late = [(seconds, task) for seconds, task in silent if seconds is not None and seconds > self.spec.stall_timeout]
+        late = [
+            (seconds, task) for seconds, task in silent if seconds is not None and seconds > self.spec.stall_timeout
+        ]
         return max(late, key=lambda pair: pair[0]) if late else None
 
     def run(self, script: str, args: list[str]) -> LaunchResult:
@@ -367,7 +397,10 @@ class Launcher:
                 self._print(f"[launcher] restarting the job in {delay:.3g} s: attempt {attempt + 2} of {attempts}")
                 self._sleep(delay)
                 if deadline is not None and time.monotonic() >= deadline:
-                    reason = f"the job ran past --timeout {self.spec.timeout:g} s before attempt {attempt + 2} of {attempts} could start"
+                    reason = (
+                        f"the job ran past --timeout {self.spec.timeout:g} s before attempt {attempt + 2} of "
+                        f"{attempts} could start"
+                    )
                     self._print(f"[launcher] {reason}")
                     return LaunchResult(TIMEOUT_EXIT_CODE, attempt + 1, message=reason, state=JobState.TIMED_OUT)
             raise AssertionError("unreachable: the last attempt returns")

@@ -16,10 +16,11 @@ Example:
     >>> GIB = 2**30
     >>> max_local_tasks(MachineLimits(open_files=1024, processes=None, memory_bytes=16 * GIB, ports=28232))[0]
     51
-    >>> JobSpec("0")
+    >>> JobSpec("0")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    autodist.errors.ArgumentError: launch: --workers must be an integer of at least 1 (Received: --workers 0). It is how many worker processes run, each with its own TF_CONFIG. Pass for example --workers 2.
+    autodist.errors.ArgumentError: launch: --workers must be an integer of at least 1 (Received: --workers 0). It is how
+    many worker processes run, each with its own TF_CONFIG. Pass for example --workers 2.
 """
 
 from __future__ import annotations
@@ -40,10 +41,29 @@ from autodist.fields import MAX_WAIT_SECONDS, shown
 from autodist.files import folder_problem
 
 __all__ = [
-    "DEFAULT_GRACE", "DEFAULT_STALL_TIMEOUT", "LAUNCHER_FDS", "LAUNCHER_THREADS", "MAX_RESTARTS", "MIN_STALL_TIMEOUT", "PS_MEANING", "TASK_FDS",
-    "TASK_MEMORY_BYTES", "TASK_THREADS", "WORKERS_MEANING", "JobSpec", "MachineLimits", "check_backup_dir", "check_local_tasks",
-    "check_script", "check_start", "machine_limits", "max_local_tasks", "received", "seconds", "whole",
-]  # fmt: skip
+    "DEFAULT_GRACE",
+    "DEFAULT_STALL_TIMEOUT",
+    "LAUNCHER_FDS",
+    "LAUNCHER_THREADS",
+    "MAX_RESTARTS",
+    "MIN_STALL_TIMEOUT",
+    "PS_MEANING",
+    "TASK_FDS",
+    "TASK_MEMORY_BYTES",
+    "TASK_THREADS",
+    "WORKERS_MEANING",
+    "JobSpec",
+    "MachineLimits",
+    "check_backup_dir",
+    "check_local_tasks",
+    "check_script",
+    "check_start",
+    "machine_limits",
+    "max_local_tasks",
+    "received",
+    "seconds",
+    "whole",
+]
 
 MIB = 2**20
 
@@ -107,7 +127,12 @@ def whole(flag: str, value: Any, minimum: int, meaning: str, *, maximum: int | N
     elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
         number = int(value)
     if number is None or number < minimum or (maximum is not None and number > maximum):
-        raise _refuse(flag, f"an integer of at least {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}", value, meaning)
+        raise _refuse(
+            flag,
+            f"an integer of at least {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}",
+            value,
+            meaning,
+        )
     return number
 
 
@@ -120,10 +145,11 @@ def seconds(flag: str, value: Any, minimum: float, meaning: str, *, zero_is_off:
     Example:
         >>> seconds("--grace", "30", 0.0, ""), seconds("--stall-timeout", "0", 2.0, "", zero_is_off=True)
         (30.0, None)
-        >>> seconds("--timeout", "1e400", 0.0, "Pass for example 3600.")
+        >>> seconds("--timeout", "1e400", 0.0, "Pass for example 3600.")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: launch: --timeout must be a finite number of seconds, above 0 and at most 604800 (a week: longer waits overflow the timers they bound) (Received: --timeout 1e400). Pass for example 3600.
+        autodist.errors.ArgumentError: launch: --timeout must be a finite number of seconds, above 0 and at most 604800
+        (a week: longer waits overflow the timers they bound) (Received: --timeout 1e400). Pass for example 3600.
     """
     number: float | None = None
     if isinstance(value, str):
@@ -139,8 +165,16 @@ def seconds(flag: str, value: Any, minimum: float, meaning: str, *, zero_is_off:
     if zero_is_off and number == 0:
         return None
     low = f"at least {minimum:g}" if minimum else "above 0"
-    expected = f"a finite number of seconds, {low} and at most {MAX_WAIT_SECONDS:g} (a week: longer waits overflow the timers they bound)"
-    if number is None or not math.isfinite(number) or not (number >= minimum if minimum else number > 0) or number > MAX_WAIT_SECONDS:
+    expected = (
+        f"a finite number of seconds, {low} and at most {MAX_WAIT_SECONDS:g} (a week: longer waits overflow the timers "
+        "they bound)"
+    )
+    if (
+        number is None
+        or not math.isfinite(number)
+        or not (number >= minimum if minimum else number > 0)
+        or number > MAX_WAIT_SECONDS
+    ):
         raise _refuse(flag, expected, value, meaning)
     return number
 
@@ -148,7 +182,10 @@ def seconds(flag: str, value: Any, minimum: float, meaning: str, *, zero_is_off:
 # ----------------------------------------------------------------------------- the job's spec
 
 WORKERS_MEANING = "It is how many worker processes run, each with its own TF_CONFIG. Pass for example --workers 2."
-PS_MEANING = "It is how many parameter-server processes run (with a chief when there are any): pass 0 (the default) for a job without them, or for example --ps 1."
+PS_MEANING = (
+    "It is how many parameter-server processes run (with a chief when there are any): pass 0 (the default) for a job "
+    "without them, or for example --ps 1."
+)
 
 #: ``--stall-timeout``'s default: longer than any one step, epoch end or checkpoint of a real job.
 DEFAULT_STALL_TIMEOUT = 1800.0
@@ -201,15 +238,27 @@ class JobSpec:
         if self.timeout is not None:
             why = "It bounds the whole job, all attempts together: pass for example 3600, or leave it out for no limit."
             set_field("timeout", seconds("--timeout", self.timeout, 0.0, why))
-        why = f"It is the time a task gets after SIGTERM to save its step, before SIGKILL: pass for example {DEFAULT_GRACE:g} (the default)."
+        why = (
+            "It is the time a task gets after SIGTERM to save its step, before SIGKILL: pass for example "
+            f"{DEFAULT_GRACE:g} (the default)."
+        )
         set_field("grace", seconds("--grace", self.grace, 0.0, why))
         if self.stall_timeout is not None:
-            why = "Tasks beat at most once a second: pass a longer limit, such as 1800 (the default), or 0 to turn the watchdog off."
-            set_field("stall_timeout", seconds("--stall-timeout", self.stall_timeout, MIN_STALL_TIMEOUT, why, zero_is_off=True))
-        if self.backup_dir is not None and (not isinstance(self.backup_dir, (str, os.PathLike)) or not os.fspath(self.backup_dir)):
+            why = (
+                "Tasks beat at most once a second: pass a longer limit, such as 1800 (the default), or 0 to turn the "
+                "watchdog off."
+            )
+            set_field(
+                "stall_timeout",
+                seconds("--stall-timeout", self.stall_timeout, MIN_STALL_TIMEOUT, why, zero_is_off=True),
+            )
+        if self.backup_dir is not None and (
+            not isinstance(self.backup_dir, (str, os.PathLike)) or not os.fspath(self.backup_dir)
+        ):
             raise ArgumentError(
                 f"launch: --backup-dir must be a folder path (Received: --backup-dir {received(self.backup_dir)}). "
-                "It is where every attempt saves and resumes from: pass a folder, or leave it out for one of autodist's own."
+                "It is where every attempt saves and resumes from: pass a folder, or leave it out for one of "
+                "autodist's own."
             )
 
 
@@ -265,38 +314,57 @@ def max_local_tasks(limits: MachineLimits) -> tuple[int, str]:
     :data:`TASK_MEMORY_BYTES`, a port); no known limit gives ``(sys.maxsize, ...)``.
 
     Example:
-        >>> count, reason = max_local_tasks(MachineLimits(open_files=256, processes=100_000, memory_bytes=None, ports=None))
+        >>> count, reason = max_local_tasks(MachineLimits(open_files=256, processes=100_000, memory_bytes=None,
+        ...     ports=None))
         >>> count, reason.split(":")[0]
         (192, 'The bound is the open-file limit (ulimit -n 256)')
     """
     bounds: list[tuple[int, str]] = []
     if limits.open_files is not None:
-        bounds.append((
-            (limits.open_files - LAUNCHER_FDS) // TASK_FDS,
-            (f"The bound is the open-file limit (ulimit -n {limits.open_files}): the launcher holds "
-            f"{TASK_FDS} file descriptor per task (its output pipe) and keeps {LAUNCHER_FDS} for itself. "
-            "Run fewer tasks, or raise the limit (ulimit -n) before launching."),
-        ))  # fmt: skip
+        bounds.append(
+            (
+                (limits.open_files - LAUNCHER_FDS) // TASK_FDS,
+                (
+                    f"The bound is the open-file limit (ulimit -n {limits.open_files}): the launcher holds "
+                    f"{TASK_FDS} file descriptor per task (its output pipe) and keeps {LAUNCHER_FDS} for itself. "
+                    "Run fewer tasks, or raise the limit (ulimit -n) before launching."
+                ),
+            )
+        )
     if limits.processes is not None:
-        bounds.append((
-            (limits.processes - LAUNCHER_THREADS) // TASK_THREADS,
-            (f"The bound is the process limit (ulimit -u {limits.processes}), which counts threads: a "
-            f"TensorFlow task runs about {TASK_THREADS - 1} and the launcher reads each task's output "
-            f"in one more, and {LAUNCHER_THREADS} are kept for the rest. Run fewer tasks, or raise the limit (ulimit -u)."),
-        ))  # fmt: skip
+        bounds.append(
+            (
+                (limits.processes - LAUNCHER_THREADS) // TASK_THREADS,
+                (
+                    f"The bound is the process limit (ulimit -u {limits.processes}), which counts threads: a "
+                    f"TensorFlow task runs about {TASK_THREADS - 1} and the launcher reads each task's output "
+                    f"in one more, and {LAUNCHER_THREADS} are kept for the rest. Run fewer tasks, or raise the limit "
+                    "(ulimit -u)."
+                ),
+            )
+        )
     if limits.memory_bytes is not None:
-        bounds.append((
-            limits.memory_bytes // TASK_MEMORY_BYTES,
-            (f"The bound is host memory: {limits.memory_bytes / 2**30:.1f} GiB holds "
-            f"{limits.memory_bytes // TASK_MEMORY_BYTES} TensorFlow tasks of {TASK_MEMORY_BYTES // MIB} MiB "
-            "each (the least a task takes, measured). Run fewer tasks, or spread the job over machines (--hosts prints a plan)."),
-        ))  # fmt: skip
+        bounds.append(
+            (
+                limits.memory_bytes // TASK_MEMORY_BYTES,
+                (
+                    f"The bound is host memory: {limits.memory_bytes / 2**30:.1f} GiB holds "
+                    f"{limits.memory_bytes // TASK_MEMORY_BYTES} TensorFlow tasks of {TASK_MEMORY_BYTES // MIB} MiB "
+                    "each (the least a task takes, measured). Run fewer tasks, or spread the job over machines "
+                    "(--hosts prints a plan)."
+                ),
+            )
+        )
     if limits.ports is not None:
-        bounds.append((
-            limits.ports,
-            (f"The bound is this machine's {limits.ports} ephemeral ports (net.ipv4.ip_local_port_range), "
-            "one per task. Run fewer tasks, or spread the job over machines (--hosts prints a plan)."),
-        ))  # fmt: skip
+        bounds.append(
+            (
+                limits.ports,
+                (
+                    f"The bound is this machine's {limits.ports} ephemeral ports (net.ipv4.ip_local_port_range), "
+                    "one per task. Run fewer tasks, or spread the job over machines (--hosts prints a plan)."
+                ),
+            )
+        )
     if not bounds:
         import sys
 
@@ -309,17 +377,23 @@ def check_local_tasks(num_workers: int, num_ps: int, limits: MachineLimits) -> N
     """Refuse a local job of more tasks than :func:`max_local_tasks` allows, naming the bound.
 
     Example:
-        >>> check_local_tasks(100000, 0, MachineLimits(open_files=20000, processes=None, memory_bytes=None, ports=None))
+        >>> check_local_tasks(100000, 0, MachineLimits(open_files=20000, processes=None, memory_bytes=None,
+        ...     ports=None))  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: launch: --workers must be at most 19936 on this machine (Received: --workers 100000). The bound is the open-file limit (ulimit -n 20000): the launcher holds 1 file descriptor per task (its output pipe) and keeps 64 for itself. Run fewer tasks, or raise the limit (ulimit -n) before launching.
+        autodist.errors.ArgumentError: launch: --workers must be at most 19936 on this machine (Received: --workers
+        100000). The bound is the open-file limit (ulimit -n 20000): the launcher holds 1 file descriptor per task (its
+        output pipe) and keeps 64 for itself. Run fewer tasks, or raise the limit (ulimit -n) before launching.
     """
     total = num_workers + num_ps + (1 if num_ps else 0)
     count, reason = max_local_tasks(limits)
     if total <= count:
         return
     if not num_ps:
-        raise ArgumentError(f"launch: --workers must be at most {count} on this machine (Received: --workers {received(num_workers)}). {reason}")
+        raise ArgumentError(
+            f"launch: --workers must be at most {count} on this machine (Received: --workers {received(num_workers)}). "
+            f"{reason}"
+        )
     raise ArgumentError(
         f"launch: --workers plus --ps plus the chief must be at most {count} tasks on this machine "
         f"(Received: --workers {received(num_workers)} --ps {received(num_ps)}, {received(total)} tasks). {reason}"
@@ -333,10 +407,11 @@ def check_script(script: Any) -> str:
     """The script every task runs: an existing regular file this user can read (it only looks).
 
     Example:
-        >>> check_script("/nonexistent/train.py")
+        >>> check_script("/nonexistent/train.py")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: launch: the script must be a readable file (Received: /nonexistent/train.py, which does not exist). Pass the path of the Python script every task runs, for example train.py.
+        autodist.errors.ArgumentError: launch: the script must be a readable file (Received: /nonexistent/train.py,
+        which does not exist). Pass the path of the Python script every task runs, for example train.py.
     """
     fix = "Pass the path of the Python script every task runs, for example train.py."
     path = os.fspath(script) if isinstance(script, os.PathLike) else script
@@ -345,7 +420,15 @@ def check_script(script: Any) -> str:
     else:
         try:
             mode = os.stat(path).st_mode
-            why = "" if stat.S_ISREG(mode) and os.access(path, os.R_OK) else "which is a folder" if stat.S_ISDIR(mode) else "which this user cannot read" if stat.S_ISREG(mode) else "which is not a regular file"
+            why = (
+                ""
+                if stat.S_ISREG(mode) and os.access(path, os.R_OK)
+                else "which is a folder"
+                if stat.S_ISDIR(mode)
+                else "which this user cannot read"
+                if stat.S_ISREG(mode)
+                else "which is not a regular file"
+            )
         except FileNotFoundError:
             why = "which does not exist"
         except (OSError, ValueError) as err:  # a loop of links, a name too long, a NUL byte
@@ -361,10 +444,12 @@ def check_backup_dir(folder: Any) -> str:
     looks: nothing is created.
 
     Example:
-        >>> check_backup_dir("/dev/null/backups")
+        >>> check_backup_dir("/dev/null/backups")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        autodist.errors.ArgumentError: launch: --backup-dir must be a folder, or a path a folder can be created at (Received: --backup-dir /dev/null/backups, which is under /dev/null, not a folder). It is where every attempt saves and resumes from. Pass a folder, or a new path in a folder you can write in.
+        autodist.errors.ArgumentError: launch: --backup-dir must be a folder, or a path a folder can be created at
+        (Received: --backup-dir /dev/null/backups, which is under /dev/null, not a folder). It is where every attempt
+        saves and resumes from. Pass a folder, or a new path in a folder you can write in.
     """
     fix = "It is where every attempt saves and resumes from. Pass a folder, or a new path in a folder you can write in."
     expected = "a folder, or a path a folder can be created at"
@@ -373,7 +458,9 @@ def check_backup_dir(folder: Any) -> str:
         raise _refuse("--backup-dir", expected, path, fix)
     problem = folder_problem(path)
     if problem:
-        raise ArgumentError(f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, {problem}). {fix}")
+        raise ArgumentError(
+            f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, {problem}). {fix}"
+        )
     return path
 
 

@@ -86,7 +86,10 @@ class PrivateNetwork:
         if not sys.platform.startswith("linux"):
             return None, f"network namespaces are a Linux feature (this is {sys.platform})"
         holder = subprocess.Popen(
-            [sys.executable, "-I", "-c", _HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            [sys.executable, "-I", "-c", _HOLDER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
             start_new_session=True,  # the terminal's Ctrl-C is the launcher's to handle
         )
         try:

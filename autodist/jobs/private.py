@@ -26,9 +26,17 @@ from autodist.settings import BACKUP_DIR_ENV, backup_dir_setting
 from autodist.process import STATE
 
 __all__ = [
-    "backup_folder", "command_line", "default_backup_root", "digest", "is_private_folder", "private_root",
-    "private_folder", "private_root_path", "release_private_root", "write_privately",
-]  # fmt: skip
+    "backup_folder",
+    "command_line",
+    "default_backup_root",
+    "digest",
+    "is_private_folder",
+    "private_root",
+    "private_folder",
+    "private_root_path",
+    "release_private_root",
+    "write_privately",
+]
 
 
 def backup_folder(root: str, task_type: str, task_index: int) -> str:

@@ -49,7 +49,13 @@ def write_cache(key: dict[str, Any], choice: str, timings: list[Timing], seconds
     private_root()  # created private, or refused
     path = cache_path(key["digest"])
     private_folder(os.path.dirname(path))
-    record = {"key": key, "choice": choice, "timings": [dataclasses.asdict(t) for t in timings], "tuning_seconds": round(seconds, 2), "date": time.strftime("%Y-%m-%d %H:%M")}
+    record = {
+        "key": key,
+        "choice": choice,
+        "timings": [dataclasses.asdict(t) for t in timings],
+        "tuning_seconds": round(seconds, 2),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
     write_privately(path, lambda handle: handle.write(json.dumps(record).encode()))
 
 

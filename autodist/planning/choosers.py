@@ -34,16 +34,30 @@ from typing import Any, Generic, TypeVar
 from autodist.detection.model_info import ModelInfo
 from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import StrategyUnavailableError
-from autodist.planning.global_batch import OWN_STEPS_READ_REPLICAS, BatchDecision, adjust_global_batch, split_notes, validate_batch_size
+from autodist.planning.global_batch import (
+    OWN_STEPS_READ_REPLICAS,
+    BatchDecision,
+    adjust_global_batch,
+    split_notes,
+    validate_batch_size,
+)
 from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
 from autodist.planning.memory_model import MemoryEstimate, estimate, fit_on_gpus
 from autodist.planning.plans import StrategyKind, format_gib
 
 __all__ = [
-    "Choice", "Layout", "choose_batch", "choose_compile_overrides", "choose_coordinator_threads",
-    "choose_kind", "choose_layout", "choose_memory", "MemoryFacts", "choose_workarounds",
+    "Choice",
+    "Layout",
+    "choose_batch",
+    "choose_compile_overrides",
+    "choose_coordinator_threads",
+    "choose_kind",
+    "choose_layout",
+    "choose_memory",
+    "MemoryFacts",
+    "choose_workarounds",
     "choose_data_parallel_notes",
-]  # fmt: skip
+]
 
 T = TypeVar("T")
 K = StrategyKind
@@ -75,7 +89,12 @@ class Layout:
 
 
 def choose_kind(
-    snapshot: HardwareSnapshot, *, forced: StrategyKind | None, memory: MemoryFacts | None = None, fraction: float = 0.9, forced_by: str = "the caller"
+    snapshot: HardwareSnapshot,
+    *,
+    forced: StrategyKind | None,
+    memory: MemoryFacts | None = None,
+    fraction: float = 0.9,
+    forced_by: str = "the caller",
 ) -> Choice[StrategyKind]:
     """The strategy: the forced one (by ``forced_by``: an argument, or a named setting) when it can
     run here, else the rules of the module docstring.
@@ -93,35 +112,51 @@ def choose_kind(
     if cluster is not None and cluster.task_type == "evaluator":
         return Choice(K.DEFAULT, ("this task is the cluster's evaluator: it evaluates, it does not train",))
     if cluster is not None and cluster.num_ps > 0:
-        return Choice(K.PARAMETER_SERVER, (
-            f"the cluster has {cluster.num_ps} ps task(s) and {cluster.num_workers} worker(s) "
-            f"({cluster.source}): asynchronous parameter-server training",
-        ))  # fmt: skip
+        return Choice(
+            K.PARAMETER_SERVER,
+            (
+                f"the cluster has {cluster.num_ps} ps task(s) and {cluster.num_workers} worker(s) "
+                f"({cluster.source}): asynchronous parameter-server training",
+            ),
+        )
     if cluster is not None and cluster.num_workers >= 2:
-        return Choice(K.MULTI_WORKER_MIRRORED, (
-            f"the cluster has {cluster.num_workers} workers ({cluster.source}): synchronous "
-            "multi-worker training",
-        ))  # fmt: skip
+        return Choice(
+            K.MULTI_WORKER_MIRRORED,
+            (f"the cluster has {cluster.num_workers} workers ({cluster.source}): synchronous multi-worker training",),
+        )
     single = (f"{cluster.source} defines a single worker: planning for one machine",) if cluster else ()
     choice = _choose_single_host(snapshot, memory, fraction)
-    central = ("variables are kept on /cpu:0 and the GPUs compute (central_storage)",) if choice.value == K.CENTRAL_STORAGE else ()
+    central = (
+        ("variables are kept on /cpu:0 and the GPUs compute (central_storage)",)
+        if choice.value == K.CENTRAL_STORAGE
+        else ()
+    )
     return Choice(choice.value, single + choice.reasons + central, choice.warnings)
 
 
-def _choose_single_host(snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: float) -> Choice[StrategyKind]:
+def _choose_single_host(
+    snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: float
+) -> Choice[StrategyKind]:
     gpus, num_cpus = snapshot.gpus, snapshot.num_cpu_devices
     if gpus:
-        found = f"{len(gpus)} GPUs found" if len(gpus) >= 2 else f"1 GPU found ({gpus[0].name}, {format_gib(gpus[0].memory_bytes)})"
+        found = (
+            f"{len(gpus)} GPUs found"
+            if len(gpus) >= 2
+            else f"1 GPU found ({gpus[0].name}, {format_gib(gpus[0].memory_bytes)})"
+        )
         fits = _fits(snapshot, memory, fraction)
         return Choice(fits.value, (found,) + fits.reasons, fits.warnings)
     if num_cpus >= 2:
-        return Choice(K.MIRRORED, (
-            f"no GPU; AUTODIST_CPU_DEVICES={num_cpus} splits the CPU into {num_cpus} "
-            "logical devices, to exercise distributed code: it is not faster than the "
-            "default strategy, whatever the cross-device op (measured on 2 cores, python -m "
-            "benchmarks: 0.35-0.5x default over 2 logical CPUs, 0.2-0.3x over 4); for speed, "
-            "strategy='tune' measures and picks",
-        ))  # fmt: skip
+        return Choice(
+            K.MIRRORED,
+            (
+                f"no GPU; AUTODIST_CPU_DEVICES={num_cpus} splits the CPU into {num_cpus} "
+                "logical devices, to exercise distributed code: it is not faster than the "
+                "default strategy, whatever the cross-device op (measured on 2 cores, python -m "
+                "benchmarks: 0.35-0.5x default over 2 logical CPUs, 0.2-0.3x over 4); for speed, "
+                "strategy='tune' measures and picks",
+            ),
+        )
     return Choice(K.DEFAULT, ("no GPU or TPU: TensorFlow's default strategy uses the CPU",))
 
 
@@ -172,14 +207,21 @@ class MemoryFacts:
 def _fits(snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: float) -> Choice[StrategyKind]:
     replicated = K.MIRRORED if len(snapshot.gpus) >= 2 else K.ONE_DEVICE
     if memory is None:
-        return Choice(replicated, ("model size unknown (pass a built model or num_params=) so GPU memory was not checked",))
+        return Choice(
+            replicated, ("model size unknown (pass a built model or num_params=) so GPU memory was not checked",)
+        )
     memories = [gpu.memory_bytes for gpu in snapshot.gpus if gpu.memory_bytes]
     if not memories:
         return Choice(replicated, ("GPU memory unknown (no NVML), so the model is assumed to fit",))
     fit = fit_on_gpus(
-        memory.model, len(snapshot.gpus), min(memories), snapshot.host_memory_bytes, memory.batch_size,
-        fraction=fraction, activation_fraction=memory.activation_fraction,
-    )  # fmt: skip
+        memory.model,
+        len(snapshot.gpus),
+        min(memories),
+        snapshot.host_memory_bytes,
+        memory.batch_size,
+        fraction=fraction,
+        activation_fraction=memory.activation_fraction,
+    )
     if fit.strategy is not None:
         return Choice(K(fit.strategy), (fit.reason,))
     if memory.refuse:
@@ -188,7 +230,13 @@ def _fits(snapshot: HardwareSnapshot, memory: MemoryFacts | None, fraction: floa
 
 
 def choose_memory(
-    snapshot: HardwareSnapshot, kind: StrategyKind, memory: MemoryFacts | None, per_replica_batch: int, fraction: float, *, forced: bool = False
+    snapshot: HardwareSnapshot,
+    kind: StrategyKind,
+    memory: MemoryFacts | None,
+    per_replica_batch: int,
+    fraction: float,
+    *,
+    forced: bool = False,
 ) -> Choice[tuple[MemoryEstimate, ...]]:
     """The per-device memory estimate of ``kind`` (and, with GPUs, of the other single-host
     candidate), for the plan's table; a warning when a ``forced`` strategy does not fit the GPUs.
@@ -200,15 +248,25 @@ def choose_memory(
     """
     if memory is None:
         return Choice(())
-    kinds = [kind] + ([K.CENTRAL_STORAGE if kind != K.CENTRAL_STORAGE else K.MIRRORED] if snapshot.gpus and kind in _SINGLE_HOST else [])
-    table = tuple(estimate(k.value, memory.model, per_replica_batch, activation_fraction=memory.activation_fraction) for k in kinds)
+    kinds = [kind] + (
+        [K.CENTRAL_STORAGE if kind != K.CENTRAL_STORAGE else K.MIRRORED]
+        if snapshot.gpus and kind in _SINGLE_HOST
+        else []
+    )
+    table = tuple(
+        estimate(k.value, memory.model, per_replica_batch, activation_fraction=memory.activation_fraction)
+        for k in kinds
+    )
     memories = [gpu.memory_bytes for gpu in snapshot.gpus if gpu.memory_bytes]
     budget = int(min(memories) * fraction) if memories else None
     if forced and budget is not None and table[0].device_bytes > budget:
-        return Choice(table, warnings=(
-            f"{kind.value} needs an estimated {format_gib(table[0].device_bytes)} per GPU, more than "
-            f"{fraction:.0%} of the smallest GPU ({format_gib(budget)}): training may run out of memory",
-        ))  # fmt: skip
+        return Choice(
+            table,
+            warnings=(
+                f"{kind.value} needs an estimated {format_gib(table[0].device_bytes)} per GPU, more than "
+                f"{fraction:.0%} of the smallest GPU ({format_gib(budget)}): training may run out of memory",
+            ),
+        )
     return Choice(table)
 
 
@@ -237,9 +295,15 @@ def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layo
     if kind == K.MULTI_WORKER_MIRRORED:
         assert cluster is not None
         ops = "nccl" if gpus and snapshot.platform.startswith("linux") else "ring"
-        why = "workers all-reduce with NCCL (GPUs on every worker)" if ops == "nccl" else "workers all-reduce with RING collectives on CPU"
+        why = (
+            "workers all-reduce with NCCL (GPUs on every worker)"
+            if ops == "nccl"
+            else "workers all-reduce with RING collectives on CPU"
+        )
         replicas = len(local) * cluster.num_workers
-        return Choice(Layout(local, cross_device_ops=ops, num_workers=cluster.num_workers, num_replicas=replicas), (why,))
+        return Choice(
+            Layout(local, cross_device_ops=ops, num_workers=cluster.num_workers, num_replicas=replicas), (why,)
+        )
     if kind == K.PARAMETER_SERVER:
         assert cluster is not None
         # Each step runs on one worker, asynchronously: one replica in sync, as in TensorFlow.
@@ -253,14 +317,19 @@ def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layo
 def _gpu_cross_ops(snapshot: HardwareSnapshot) -> Choice[str]:
     names = sorted({gpu.name for gpu in snapshot.gpus})
     if len(names) > 1:
-        return Choice("reduction_to_one_device", warnings=(
-            f"mixed GPU models ({', '.join(names)}): the slowest GPU sets the pace of every step; "
-            "using ReductionToOneDevice, which tolerates mixed devices",
-        ))  # fmt: skip
+        return Choice(
+            "reduction_to_one_device",
+            warnings=(
+                f"mixed GPU models ({', '.join(names)}): the slowest GPU sets the pace of every step; "
+                "using ReductionToOneDevice, which tolerates mixed devices",
+            ),
+        )
     return Choice("nccl" if snapshot.platform.startswith("linux") else "hierarchical_copy")
 
 
-def choose_batch(snapshot: HardwareSnapshot, kind: StrategyKind, num_replicas: int, batch_size: int | None, default: int) -> Choice[BatchDecision]:
+def choose_batch(
+    snapshot: HardwareSnapshot, kind: StrategyKind, num_replicas: int, batch_size: int | None, default: int
+) -> Choice[BatchDecision]:
     """The global batch: ``batch_size`` (or Keras's ``default``) moved to a multiple of the
     replicas; on a TPU, of 8 per core when it is large enough, with the last batch dropped.
 
@@ -300,7 +369,9 @@ def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[st
     ]
 
 
-def choose_coordinator_threads(snapshot: HardwareSnapshot, kind: StrategyKind, num_workers: int, flavor: str) -> Choice[int | None]:
+def choose_coordinator_threads(
+    snapshot: HardwareSnapshot, kind: StrategyKind, num_workers: int, flavor: str
+) -> Choice[int | None]:
     """Inter-op threads for a parameter-server coordinator (``None`` elsewhere), and how
     variables spread over the ps tasks."""
     if kind != K.PARAMETER_SERVER or snapshot.cluster is None:
@@ -315,8 +386,7 @@ def choose_coordinator_threads(snapshot: HardwareSnapshot, kind: StrategyKind, n
     num_ps = snapshot.cluster.num_ps
     if num_ps > 1 and flavor == "tf_keras":
         reasons.append(
-            f"large variables are split into up to {num_ps} shards (one per ps "
-            "task) by a MinSizePartitioner of 256 KiB"
+            f"large variables are split into up to {num_ps} shards (one per ps task) by a MinSizePartitioner of 256 KiB"
         )
     elif num_ps > 1:
         reasons.append(
@@ -327,7 +397,9 @@ def choose_coordinator_threads(snapshot: HardwareSnapshot, kind: StrategyKind, n
     return Choice(threads, tuple(reasons))
 
 
-def choose_compile_overrides(kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str]) -> Choice[dict[str, Any]]:
+def choose_compile_overrides(
+    kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str]
+) -> Choice[dict[str, Any]]:
     """Compile settings the strategy cannot run with, for the model the plan knows."""
     overrides, warnings = compile_overrides(
         kind.value,
@@ -340,7 +412,9 @@ def choose_compile_overrides(kind: StrategyKind, flavor: str, version: str | Non
     return Choice(overrides, warnings=tuple(warnings))
 
 
-def choose_workarounds(kind: StrategyKind, flavor: str, version: str | None, environ: Mapping[str, str]) -> Choice[tuple[str, ...]]:
+def choose_workarounds(
+    kind: StrategyKind, flavor: str, version: str | None, environ: Mapping[str, str]
+) -> Choice[tuple[str, ...]]:
     """The Keras 3 workarounds this plan needs (none for ``default`` or tf_keras).
 
     Example:
@@ -353,7 +427,11 @@ def choose_workarounds(kind: StrategyKind, flavor: str, version: str | None, env
 
 
 def choose_data_parallel_notes(
-    kind: StrategyKind, num_replicas: int, per_replica: int | None, info: ModelInfo, keras_version: str | None = None,
+    kind: StrategyKind,
+    num_replicas: int,
+    per_replica: int | None,
+    info: ModelInfo,
+    keras_version: str | None = None,
     workarounds: tuple[str, ...] = (),
 ) -> Choice[None]:
     """What splitting each batch over replicas changes for this model, once per plan (so once
@@ -366,13 +444,22 @@ def choose_data_parallel_notes(
     """
     if kind == K.PARAMETER_SERVER:
         return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
-    summed = info.keras_flavor == "keras3" and WORKAROUNDS["distributed_gradients"].affects(keras_version or info.keras_version)
+    summed = info.keras_flavor == "keras3" and WORKAROUNDS["distributed_gradients"].affects(
+        keras_version or info.keras_version
+    )
     corrected = "own_step_replica_mean" in workarounds
     own = () if corrected else (info.own_steps or (("train_step",) if info.own_train_step else ()))
     reasons, warnings = split_notes(
-        num_replicas, per_replica, info.batch_statistics_layers, info.random_layers, info.keras_flavor, own,
-        summed_steps=(keras_version or info.keras_version) if summed else None, mixed_precision=info.mixed_precision,
-        independent_draws="replica_random_streams" in workarounds, own_draw_layers=info.own_draw_layers,
+        num_replicas,
+        per_replica,
+        info.batch_statistics_layers,
+        info.random_layers,
+        info.keras_flavor,
+        own,
+        summed_steps=(keras_version or info.keras_version) if summed else None,
+        mixed_precision=info.mixed_precision,
+        independent_draws="replica_random_streams" in workarounds,
+        own_draw_layers=info.own_draw_layers,
         averaged_statistics="batchnorm_moving_statistics" in workarounds,
     )
     if corrected and info.own_steps_read_replicas and num_replicas > 1:

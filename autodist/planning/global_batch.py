@@ -28,9 +28,15 @@ from autodist.errors import BatchSizeError
 from autodist.fields import a_type, shown
 
 __all__ = [
-    "KERAS_DEFAULT_BATCH_SIZE", "MAX_BATCH_SIZE", "BatchDecision", "adjust_global_batch", "dropped_samples", "every_replica_fed", "feeds_every_replica",
+    "KERAS_DEFAULT_BATCH_SIZE",
+    "MAX_BATCH_SIZE",
+    "BatchDecision",
+    "adjust_global_batch",
+    "dropped_samples",
+    "every_replica_fed",
+    "feeds_every_replica",
     "validate_batch_size",
-]  # fmt: skip
+]
 
 #: Keras's own default when ``fit`` gets no ``batch_size``.
 KERAS_DEFAULT_BATCH_SIZE = 32
@@ -62,12 +68,19 @@ def validate_batch_size(batch_size: Any, *, name: str = "batch_size") -> int:
         (64, 32)
     """
     value = batch_size
-    if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) and math.isfinite(value) and float(value).is_integer():
+    if (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, numbers.Integral))
+        and math.isfinite(value)
+        and float(value).is_integer()
+    ):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_BATCH_SIZE:
         raise BatchSizeError(
-            f"{name} must be an integer from 1 to {MAX_BATCH_SIZE} (Received: {name}={shown(batch_size)}, {a_type(batch_size)}). "
-            f"It is the global batch: the samples in one training step across all replicas. Pass an int such as {name}=64."
+            f"{name} must be an integer from 1 to {MAX_BATCH_SIZE} (Received: {name}={shown(batch_size)}, "
+            f"{a_type(batch_size)}). "
+            "It is the global batch: the samples in one training step across all replicas. Pass an int such as "
+            f"{name}=64."
         )
     return int(value)
 
@@ -101,7 +114,9 @@ def adjust_global_batch(
         return BatchDecision(requested, requested, requested // num_replicas)
     lower = (requested // unit) * unit
     upper = lower + unit
-    adjusted = upper if lower == 0 or ((upper - requested) <= (requested - lower) and upper <= MAX_BATCH_SIZE) else lower
+    adjusted = (
+        upper if lower == 0 or ((upper - requested) <= (requested - lower) and upper <= MAX_BATCH_SIZE) else lower
+    )
     what = (
         f"not divisible by {num_replicas} replicas"
         if per_replica_multiple == 1
@@ -155,7 +170,8 @@ def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> t
     the same; ``predict`` keeps the first copy).
 
     Example:
-        >>> every_replica_fed(33, 32, 2), every_replica_fed(1, 32, 2), every_replica_fed(64, 32, 2), every_replica_fed(3, 32, 4)
+        >>> every_replica_fed(33, 32, 2), every_replica_fed(1, 32, 2), every_replica_fed(64, 32,
+        ...     2), every_replica_fed(3, 32, 4)
         ((31, 1), (2, 2), None, (12, 4))
     """
     if num_replicas < 2 or num_samples <= 0 or batch_size <= 0:
@@ -163,13 +179,19 @@ def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> t
 
     def fed(size: int) -> bool:
         last = num_samples % size
-        return feeds_every_replica(min(size, num_samples), num_replicas) and (last == 0 or num_samples < size or feeds_every_replica(last, num_replicas))
+        return feeds_every_replica(min(size, num_samples), num_replicas) and (
+            last == 0 or num_samples < size or feeds_every_replica(last, num_replicas)
+        )
 
     if num_samples >= num_replicas and fed(batch_size):
         return None
     smaller = range(min(batch_size, num_samples) - 1, num_replicas - 1, -1)
     larger = range(max(batch_size + 1, num_replicas), num_samples + 1)
-    size = next((size for size in itertools.chain(smaller, larger) if fed(size)), None) if num_samples >= num_replicas else None
+    size = (
+        next((size for size in itertools.chain(smaller, larger) if fed(size)), None)
+        if num_samples >= num_replicas
+        else None
+    )
     if size is not None:
         return size, 1
     copies = next(k for k in range(1, num_replicas + 1) if feeds_every_replica(num_samples * k, num_replicas))
@@ -195,9 +217,17 @@ OWN_STATISTICS = (
 
 
 def split_notes(
-    num_replicas: int, per_replica: int | None, batch_statistics_layers: tuple[str, ...], random_layers: tuple[str, ...], keras_flavor: str | None,
-    own_steps: tuple[str, ...] = (), summed_steps: str | None = None, mixed_precision: str | None = None,
-    independent_draws: bool = False, own_draw_layers: tuple[str, ...] = (), averaged_statistics: bool = False,
+    num_replicas: int,
+    per_replica: int | None,
+    batch_statistics_layers: tuple[str, ...],
+    random_layers: tuple[str, ...],
+    keras_flavor: str | None,
+    own_steps: tuple[str, ...] = (),
+    summed_steps: str | None = None,
+    mixed_precision: str | None = None,
+    independent_draws: bool = False,
+    own_draw_layers: tuple[str, ...] = (),
+    averaged_statistics: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(reasons, warnings)``: what splitting each batch over replicas changes for a model's
     layers. BatchNormalization normalises each replica's share (a warning with the sizes and the
@@ -234,7 +264,9 @@ def split_notes(
         )
     noted: tuple[str, ...] = ()
     if random_layers and keras_flavor == "tf_keras":
-        noted = (f"{_names(random_layers)} draw masks or noise for each replica's share: other draws than one device's",)
+        noted = (
+            f"{_names(random_layers)} draw masks or noise for each replica's share: other draws than one device's",
+        )
     elif random_layers:
         template = INDEPENDENT_DRAWS if independent_draws else SAME_MASKS
         warned += (template.format(names=_names(random_layers), per_replica=per_replica, num_replicas=num_replicas),)

@@ -77,7 +77,9 @@ def plan_jax(
     processes = snapshot.cluster.num_workers if snapshot.cluster is not None else 1
     local = max(1, len(snapshot.jax_devices))
     total = local * processes
-    model_axis, layout, reasons, warnings = _choose_mesh(snapshot, info, forced, (local, total), batch_size, gpu_memory_fraction, refuse_when_nothing_fits)
+    model_axis, layout, reasons, warnings = _choose_mesh(
+        snapshot, info, forced, (local, total), batch_size, gpu_memory_fraction, refuse_when_nothing_fits
+    )
     kind = forced or (K.DEFAULT if total == 1 else K.MODEL_PARALLEL if model_axis > 1 else K.DATA_PARALLEL)
     replicas = total // model_axis if kind != K.DEFAULT else 1
     batch = choose_batch(snapshot, kind, replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
@@ -85,15 +87,25 @@ def plan_jax(
     platform = snapshot.jax_devices[0].platform if snapshot.jax_devices else "cpu"
     estimate = _estimate(info, layout, model_axis, batch.value.per_replica_batch_size)
     return Plan(
-        strategy=kind, num_replicas=replicas, devices=tuple(f"{platform}:{i}" for i in range(local)),
-        num_workers=processes, cluster=snapshot.cluster, keras_flavor="keras3",
-        keras_version=info.keras_version or snapshot.keras_version, keras_backend="jax",
-        global_batch_size=batch.value.global_batch_size, per_replica_batch_size=batch.value.per_replica_batch_size,
-        requested_batch_size=batch.value.requested_batch_size, mesh_shape=shape, mesh_axes=axes, layout_map=layout,
-        memory=(estimate,) if estimate else (), footprint_bytes=estimate.device_bytes if estimate else None,
+        strategy=kind,
+        num_replicas=replicas,
+        devices=tuple(f"{platform}:{i}" for i in range(local)),
+        num_workers=processes,
+        cluster=snapshot.cluster,
+        keras_flavor="keras3",
+        keras_version=info.keras_version or snapshot.keras_version,
+        keras_backend="jax",
+        global_batch_size=batch.value.global_batch_size,
+        per_replica_batch_size=batch.value.per_replica_batch_size,
+        requested_batch_size=batch.value.requested_batch_size,
+        mesh_shape=shape,
+        mesh_axes=axes,
+        layout_map=layout,
+        memory=(estimate,) if estimate else (),
+        footprint_bytes=estimate.device_bytes if estimate else None,
         reasons=(_why_devices(snapshot, processes, total, kind),) + reasons + batch.reasons,
         warnings=snapshot.diagnostics + warnings + batch.warnings,
-    )  # fmt: skip
+    )
 
 
 def _check_forced(forced: K | None, snapshot: HardwareSnapshot) -> None:
@@ -120,7 +132,13 @@ def _check_forced(forced: K | None, snapshot: HardwareSnapshot) -> None:
 
 
 def _choose_mesh(
-    snapshot: HardwareSnapshot, info: ModelInfo, forced: K | None, devices: tuple[int, int], batch_size: int | None, fraction: float, refuse: bool
+    snapshot: HardwareSnapshot,
+    info: ModelInfo,
+    forced: K | None,
+    devices: tuple[int, int],
+    batch_size: int | None,
+    fraction: float,
+    refuse: bool,
 ) -> tuple[int, tuple[tuple[str, tuple[str | None, ...]], ...], tuple[str, ...], tuple[str, ...]]:
     """The ``model`` axis size (it divides each process's ``local`` devices, so a shard never
     spans processes), the layout map, reasons and warnings."""
@@ -134,12 +152,30 @@ def _choose_mesh(
     budget = int(fraction * min(memories)) if memories else None
     batch = batch_size or KERAS_DEFAULT_BATCH_SIZE
     replicated = _estimate(info, (), 1, math.ceil(batch / total))
-    if forced == K.DATA_PARALLEL or (forced is None and (budget is None or replicated is None or replicated.device_bytes <= budget)):
+    if forced == K.DATA_PARALLEL or (
+        forced is None and (budget is None or replicated is None or replicated.device_bytes <= budget)
+    ):
         fits = budget is None or replicated is None or replicated.device_bytes <= budget
-        why = "device memory unknown (CPU devices)" if budget is None else f"needs {_size(replicated.device_bytes if replicated else None)} per device of {_size(budget)} ({fraction:g} of the smallest device)"
-        return 1, (), ((f"the model fits one device: {why}",) if fits else ()), (() if fits else (f"strategy='data_parallel' was forced and the model does not fit one device: it {why}",))
+        why = (
+            "device memory unknown (CPU devices)"
+            if budget is None
+            else f"needs {_size(replicated.device_bytes if replicated else None)} per device of {_size(budget)} "
+            f"({fraction:g} of the smallest device)"
+        )
+        return (
+            1,
+            (),
+            ((f"the model fits one device: {why}",) if fits else ()),
+            (() if fits else (f"strategy='data_parallel' was forced and the model does not fit one device: it {why}",)),
+        )
     if not info.variables and forced is None:
-        return _refused(f"The model needs {_size(replicated.device_bytes)} per device replicated, more than {_size(budget)} ({fraction:g} of the smallest device), and its variables are unknown here (num_params only), so autodist cannot shard it. Expected the model itself. Pass the model (or a function that builds it) to autodist.fit, which shards its largest kernels.", refuse)
+        return _refused(
+            f"The model needs {_size(replicated.device_bytes)} per device replicated, more than {_size(budget)} "
+            f"({fraction:g} of the smallest device), and its variables are unknown here (num_params only), so "
+            "autodist cannot shard it. Expected the model itself. Pass the model (or a function that builds it) to "
+            "autodist.fit, which shards its largest kernels.",
+            refuse,
+        )
     for model_axis in axes:
         per_replica = math.ceil(batch / (total // model_axis))
         layout = shard_layout(info, model_axis, None if forced else budget, per_replica)
@@ -149,7 +185,8 @@ def _choose_mesh(
     return _refused(
         f"The model needs {_size(replicated.device_bytes if replicated else None)} per device replicated, and "
         f"more than {_size(budget)} per device ({fraction:g} of the smallest of {total} devices) even "
-        f"with its kernels sharded over all {local}{' of a process' if local < total else ''}. Expected a model whose sharded state fits. Use more "
+        f"with its kernels sharded over all {local}{' of a process' if local < total else ''}. Expected a model whose "
+        "sharded state fits. Use more "
         "devices, a smaller batch, mixed precision (keras.mixed_precision.set_global_policy('mixed_bfloat16')), "
         "or fewer parameters.",
         refuse,
@@ -162,12 +199,15 @@ def _refused(message: str, refuse: bool) -> tuple[int, tuple[Any, ...], tuple[st
     return 1, (), (), (message,)
 
 
-def shard_layout(info: ModelInfo, model_axis: int, budget: int | None, per_replica_batch: int) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
+def shard_layout(
+    info: ModelInfo, model_axis: int, budget: int | None, per_replica_batch: int
+) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
     """Shard the largest 2-D-or-more variables first, each along its largest dimension that
     ``model_axis`` divides, until the estimate fits ``budget`` (all of them when ``None``).
 
     Example:
-        >>> info = ModelInfo(num_params=4160, variables=(("m/d/kernel", (64, 64)), ("m/d/bias", (64,)), ("m/o/kernel", (64, 1))))
+        >>> info = ModelInfo(num_params=4160, variables=(("m/d/kernel", (64, 64)), ("m/d/bias", (64,)),
+        ...     ("m/o/kernel", (64, 1))))
         >>> shard_layout(info, 2, None, 8)
         (('m/d/kernel', (None, 'model')), ('m/o/kernel', ('model', None)))
     """
@@ -193,7 +233,9 @@ def _spec(shape: tuple[int, ...], model_axis: int) -> tuple[str | None, ...] | N
     return tuple(MODEL_AXIS if i == axis else None for i in range(len(shape)))
 
 
-def _estimate(info: ModelInfo, layout: tuple[tuple[str, Any], ...], model_axis: int, per_replica: int) -> memory_model.MemoryEstimate | None:
+def _estimate(
+    info: ModelInfo, layout: tuple[tuple[str, Any], ...], model_axis: int, per_replica: int
+) -> memory_model.MemoryEstimate | None:
     """Per device: the replicated variables whole, the sharded ones divided by the ``model``
     axis; activations for the replica's batch (not divided: a conservative estimate)."""
     if info.num_params is None:
@@ -220,13 +262,21 @@ def _mesh(kind: K, replicas: int, model_axis: int) -> tuple[tuple[int, ...], tup
 def _why_devices(snapshot: HardwareSnapshot, processes: int, total: int, kind: K) -> str:
     kinds = sorted({d.kind for d in snapshot.jax_devices}) or ["cpu"]
     source = f" ({snapshot.cluster.source})" if snapshot.cluster is not None else ""
-    where = f"{total} JAX device(s) ({', '.join(kinds)})" + (f", {total // processes} in each of {processes} processes{source}" if processes > 1 else "")
+    where = f"{total} JAX device(s) ({', '.join(kinds)})" + (
+        f", {total // processes} in each of {processes} processes{source}" if processes > 1 else ""
+    )
     if kind == K.DEFAULT:
-        return f"{where}: no keras.distribution needed" if total == 1 else f"{where}: no distribution (strategy='default' was forced)"
+        return (
+            f"{where}: no keras.distribution needed"
+            if total == 1
+            else f"{where}: no distribution (strategy='default' was forced)"
+        )
     return f"{where}: keras.distribution.{'ModelParallel' if kind == K.MODEL_PARALLEL else 'DataParallel'} over them"
 
 
-def _why_sharded(before: Any, after: Any, layout: tuple[tuple[str, Any], ...], model_axis: int, budget: int | None) -> str:
+def _why_sharded(
+    before: Any, after: Any, layout: tuple[tuple[str, Any], ...], model_axis: int, budget: int | None
+) -> str:
     names = ", ".join(f"{path} on dim {spec.index(MODEL_AXIS)}" for path, spec in layout) or "none (no kernel divides)"
     limit = f" (limit {_size(budget)})" if budget is not None else ""
     return (
@@ -240,7 +290,9 @@ def _size(num_bytes: int | None, unknown: str = "unknown") -> str:
     """``3 * 2**20`` → ``"3.0 MiB"``: GiB, MiB or KiB, whichever reads best."""
     if num_bytes is None:
         return unknown
-    unit, scale = next((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1)) if num_bytes >= s or s == 1)
+    unit, scale = next(
+        (u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1)) if num_bytes >= s or s == 1
+    )
     return f"{num_bytes / scale:.1f} {unit}"
 
 
@@ -249,6 +301,5 @@ _VARIABLES_UNKNOWN = (
     "sharded yet; autodist.fit makes the layout map from the model it trains"
 )
 _SIZE_UNKNOWN = (
-    "the model's size is unknown (not built, no num_params), so it is assumed to fit one "
-    "device: data_parallel"
+    "the model's size is unknown (not built, no num_params), so it is assumed to fit one device: data_parallel"
 )

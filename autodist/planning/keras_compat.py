@@ -88,9 +88,7 @@ def compile_overrides(
             "trains without XLA; use a single-device plan to keep XLA."
         )
     fix = WORKAROUNDS["mirrored_steps_per_execution"]
-    if isinstance(steps_per_execution, int) and steps_per_execution > 1 and fix.is_active(
-        keras_version, environ
-    ):
+    if isinstance(steps_per_execution, int) and steps_per_execution > 1 and fix.is_active(keras_version, environ):
         overrides["steps_per_execution"] = 1
         warnings.append(
             f"steps_per_execution={steps_per_execution} is set to 1 under {strategy}: Keras "
@@ -129,29 +127,35 @@ def kept_strategy_order(workarounds: tuple[str, ...], kept: bool, reshuffled: st
 
 
 #: What a Keras that passes no aggregation to TensorFlow (3.3-3.6) cannot train under, and why.
-_REFUSED = MappingProxyType({
-    "central_storage": (
-        "CentralStorageStrategy: its metrics update their state with assign(total + value), which "
-        "that strategy turns into N*total + value on N replicas (History and evaluate would be wrong)"
-    ),
-    "multi_worker_mirrored": (
-        "MultiWorkerMirroredStrategy: measured on 2 workers, Keras 3.3-3.4 end with the workers' "
-        "weights apart (0.09), and 3.5-3.6 with steps off one process (0.02)"
-    ),
-})
+_REFUSED = MappingProxyType(
+    {
+        "central_storage": (
+            "CentralStorageStrategy: its metrics update their state with assign(total + value), which "
+            "that strategy turns into N*total + value on N replicas (History and evaluate would be wrong)"
+        ),
+        "multi_worker_mirrored": (
+            "MultiWorkerMirroredStrategy: measured on 2 workers, Keras 3.3-3.4 end with the workers' "
+            "weights apart (0.09), and 3.5-3.6 with steps off one process (0.02)"
+        ),
+    }
+)
 
 
 #: Keras 3's LossScaleOptimizer under CentralStorage (measured on 3.15.1, plain model.fit too).
 MIXED_FLOAT16_CENTRAL_STORAGE = (
     "A mixed_float16 model cannot train under CentralStorageStrategy: Keras's LossScaleOptimizer "
     "updates its loss scale in each replica and applies its step inside a cond, which "
-    "CentralStorageStrategy refuses (\"merge_call called while defining a new graph\"; plain "
+    'CentralStorageStrategy refuses ("merge_call called while defining a new graph"; plain '
     "model.fit fails the same way). Use strategy='mirrored', or train in float32"
 )
 
 
 def refused_strategy(
-    strategy: str, keras_flavor: str, keras_version: str | None, environ: Mapping[str, str] | None = None, mixed_precision: str | None = None,
+    strategy: str,
+    keras_flavor: str,
+    keras_version: str | None,
+    environ: Mapping[str, str] | None = None,
+    mixed_precision: str | None = None,
 ) -> str | None:
     """Why this Keras cannot train under ``strategy`` at all (``None``: it can), for the planner's
     refusal: Keras 3.3-3.6 under CentralStorage and MultiWorkerMirrored (:data:`_REFUSED`), and
@@ -160,7 +164,8 @@ def refused_strategy(
     Example:
         >>> refused_strategy("central_storage", "keras3", "3.4.1", {}) is not None
         True
-        >>> refused_strategy("central_storage", "keras3", "3.8.0", {}), refused_strategy("mirrored", "keras3", "3.4.1", {})
+        >>> refused_strategy("central_storage", "keras3", "3.8.0", {}), refused_strategy("mirrored", "keras3",
+        ...     "3.4.1", {})
         (None, None)
     """
     if keras_flavor != "keras3" or str(strategy) not in _REFUSED:

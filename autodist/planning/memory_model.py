@@ -100,7 +100,10 @@ class MemoryEstimate:
         """
         unit, scale = ("GiB", 2**30) if self.device_bytes >= 2**30 else ("MiB", 2**20)
         parts = ", ".join(f"{name} {size / scale:.1f}" for name, size in self.device.items())
-        line = f"{self.strategy} (batch {self.per_replica_batch} per device): {self.device_bytes / scale:.1f} {unit} per device ({parts})"
+        line = (
+            f"{self.strategy} (batch {self.per_replica_batch} per device): {self.device_bytes / scale:.1f} {unit} per "
+            f"device ({parts})"
+        )
         if self.host:
             line += f"; {_gib(self.host_bytes)} on the {'ps tasks' if self.strategy == 'parameter_server' else 'host'}"
         if not self.activations_estimated:
@@ -129,7 +132,13 @@ def estimate(strategy: str, info: Any, per_replica_batch: int, *, activation_fra
         device = {"gradients": gradients, "weights (transient copy)": weights, "activations": activations}
         host = {"weights": weights, "optimizer slots": slot_bytes, "optimizer step": update}
         return MemoryEstimate(strategy, per_replica_batch, device, host, known)
-    device = {"weights": weights, "gradients": gradients, "optimizer slots": slot_bytes, "optimizer step": update, "activations": activations}
+    device = {
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer slots": slot_bytes,
+        "optimizer step": update,
+        "activations": activations,
+    }
     return MemoryEstimate(strategy, per_replica_batch, device, {}, known)
 
 
@@ -138,7 +147,8 @@ def largest_batch_that_fits(strategy: str, info: Any, budget: int) -> int:
 
     Example:
         >>> from autodist.detection.model_info import ModelInfo
-        >>> largest_batch_that_fits("mirrored", ModelInfo(num_params=1000, optimizer_slots=0, activation_elements=100), 12_000 + 800 * 10)
+        >>> largest_batch_that_fits("mirrored", ModelInfo(num_params=1000, optimizer_slots=0,
+        ...     activation_elements=100), 12_000 + 800 * 10)
         10
     """
     if info.activation_elements is None or info.activation_elements <= 0:
@@ -160,7 +170,14 @@ class GpuFit:
 
 
 def fit_on_gpus(
-    info: Any, num_gpus: int, gpu_bytes: int, host_bytes: int | None, batch_size: int, *, fraction: float, activation_fraction: float = 0.5
+    info: Any,
+    num_gpus: int,
+    gpu_bytes: int,
+    host_bytes: int | None,
+    batch_size: int,
+    *,
+    fraction: float,
+    activation_fraction: float = 0.5,
 ) -> GpuFit:
     """Replicated (``mirrored``, or ``one_device`` on one GPU) when its estimate fits ``fraction``
     of the smallest GPU; else ``central_storage`` when each GPU's part fits and the host holds the
@@ -181,30 +198,50 @@ def fit_on_gpus(
     both = (on_gpu, central)
     where = f"{fraction:.0%} of the smallest GPU's {_gib(gpu_bytes)} ({_gib(budget)})"
     if on_gpu.device_bytes <= budget:
-        return GpuFit(replicated, both, f"training needs {_gib(on_gpu.device_bytes)} per GPU under {replicated}: it fits {where}")
+        return GpuFit(
+            replicated, both, f"training needs {_gib(on_gpu.device_bytes)} per GPU under {replicated}: it fits {where}"
+        )
     host_budget = None if host_bytes is None else int(host_bytes * fraction)
     host_fits = host_budget is None or central.host_bytes <= host_budget
     does_not = f"training needs {_gib(on_gpu.device_bytes)} per GPU under {replicated}: it does not fit {where}"
     if central.device_bytes <= budget and host_fits:
-        host = "host memory unknown" if host_budget is None else f"{_gib(central.host_bytes)} of the host's {_gib(host_bytes)}"
-        return GpuFit("central_storage", both, f"{does_not}; central_storage needs {_gib(central.device_bytes)} per GPU and {host}")
+        host = (
+            "host memory unknown"
+            if host_budget is None
+            else f"{_gib(central.host_bytes)} of the host's {_gib(host_bytes)}"
+        )
+        return GpuFit(
+            "central_storage",
+            both,
+            f"{does_not}; central_storage needs {_gib(central.device_bytes)} per GPU and {host}",
+        )
     return GpuFit(None, both, does_not, _nothing_fits(info, central, budget, host_bytes, host_budget, where))
 
 
-def _nothing_fits(info: Any, central: MemoryEstimate, budget: int, host_bytes: int | None, host_budget: int | None, where: str) -> str:
+def _nothing_fits(
+    info: Any, central: MemoryEstimate, budget: int, host_bytes: int | None, host_budget: int | None, where: str
+) -> str:
     size = int(info.num_params) * int(info.bytes_per_param)
     gpu_part = (
         f"central_storage still needs {_gib(central.device_bytes)} on each GPU ({size / 1e9:.1f} GB of gradients, "
         f"a {size / 1e9:.1f} GB transient copy of the weights, {_gib(central.device['activations'])} of activations)"
     )
-    host_part = "" if host_budget is None or central.host_bytes <= host_budget else (
-        f", and {_gib(central.host_bytes)} of weights and optimizer state on the host, which has {_gib(host_bytes)}"
+    host_part = (
+        ""
+        if host_budget is None or central.host_bytes <= host_budget
+        else (
+            f", and {_gib(central.host_bytes)} of weights and optimizer state on the host, which has {_gib(host_bytes)}"
+        )
     )
     batch = largest_batch_that_fits("central_storage", info, budget)
     if info.activation_elements is None:
         smaller = "how small is unknown: pass the built model so its layer sizes count"
     else:
-        smaller = f"a per-GPU batch of at most {batch}" if batch else "none is small enough: gradients and weights alone exceed it"
+        smaller = (
+            f"a per-GPU batch of at most {batch}"
+            if batch
+            else "none is small enough: gradients and weights alone exceed it"
+        )
     return (
         f"No strategy fits this model on these GPUs: {gpu_part}, more than {where}{host_part}. "
         f"Options: a smaller batch ({smaller}); mixed precision (keras.mixed_precision "

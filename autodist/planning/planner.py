@@ -106,50 +106,120 @@ def plan(
         ('mirrored', 34)
     """
     settings = environ if isinstance(environ, Mapping) else {}
-    forced_by = strategy_source(settings, strategy)  # AUTODIST_STRATEGY is read here, for every caller that passes its environment
+    forced_by = strategy_source(
+        settings, strategy
+    )  # AUTODIST_STRATEGY is read here, for every caller that passes its environment
     strategy = strategy_setting(settings, strategy)
-    checked = _check_arguments(snapshot, dict(model=model, model_info=model_info, num_params=num_params, batch_size=batch_size, strategy=strategy, gpu_memory_fraction=gpu_memory_fraction, activation_fraction=activation_fraction, optimizer_slots=optimizer_slots, peer_timeout_seconds=peer_timeout_seconds, environ=environ, fit_facts=fit_facts, refuse_when_nothing_fits=refuse_when_nothing_fits, kept=kept))
-    strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (checked.get(name, default) for name, default in _DEFAULTS)
+    checked = _check_arguments(
+        snapshot,
+        dict(
+            model=model,
+            model_info=model_info,
+            num_params=num_params,
+            batch_size=batch_size,
+            strategy=strategy,
+            gpu_memory_fraction=gpu_memory_fraction,
+            activation_fraction=activation_fraction,
+            optimizer_slots=optimizer_slots,
+            peer_timeout_seconds=peer_timeout_seconds,
+            environ=environ,
+            fit_facts=fit_facts,
+            refuse_when_nothing_fits=refuse_when_nothing_fits,
+            kept=kept,
+        ),
+    )
+    strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (
+        checked.get(name, default) for name, default in _DEFAULTS
+    )
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
     params = num_params if num_params is not None else info.num_params
     forced = _coerce_kind(strategy, snapshot.keras_backend)
     if snapshot.keras_backend == "jax":  # keras.distribution plans (autodist.planning.jax_planning)
-        return _on_jax(snapshot, dataclasses.replace(info, num_params=params), (strategy, forced), batch_size, optimizer_slots, gpu_memory_fraction, refuse_when_nothing_fits, peer_timeout_seconds)
+        return _on_jax(
+            snapshot,
+            dataclasses.replace(info, num_params=params),
+            (strategy, forced),
+            batch_size,
+            optimizer_slots,
+            gpu_memory_fraction,
+            refuse_when_nothing_fits,
+            peer_timeout_seconds,
+        )
     memory = _memory_facts(info, params, optimizer_slots, batch_size, activation_fraction, refuse_when_nothing_fits)
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env, unbuilt = (environ if environ is not None else {}), _opening(strategy, model is not None and params is None)
-    kind, layout = _keep(snapshot, kept, memory, gpu_memory_fraction) if kept else _choose(snapshot, forced, memory, gpu_memory_fraction, forced_by)
+    kind, layout = (
+        _keep(snapshot, kept, memory, gpu_memory_fraction)
+        if kept
+        else _choose(snapshot, forced, memory, gpu_memory_fraction, forced_by)
+    )
     _refuse_for_keras(kind.value, flavor, version, env, kept, info.mixed_precision)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     per_replica = batch.value.per_replica_batch_size
-    estimates = _positive(choosers.choose_memory(snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept)), params)
+    estimates = _positive(
+        choosers.choose_memory(
+            snapshot, kind.value, memory, per_replica, gpu_memory_fraction, forced=bool(forced or kept)
+        ),
+        params,
+    )
     threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
     overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
     workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
     steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, version, info, env, fit_facts)
-    made = (unbuilt, kind, layout, estimates, batch, threads, overrides, workarounds, steps, choosers.choose_data_parallel_notes(kind.value, layout.value.num_replicas, per_replica, info, version, workarounds.value))
+    made = (
+        unbuilt,
+        kind,
+        layout,
+        estimates,
+        batch,
+        threads,
+        overrides,
+        workarounds,
+        steps,
+        choosers.choose_data_parallel_notes(
+            kind.value, layout.value.num_replicas, per_replica, info, version, workarounds.value
+        ),
+    )
     return Plan(
         strategy=kind.value,
         **dataclasses.asdict(layout.value),
-        **{name: getattr(batch.value, name) for name in ("global_batch_size", "per_replica_batch_size", "requested_batch_size")},
-        num_cpu_devices=snapshot.num_cpu_devices, compile_overrides=overrides.value,
-        footprint_bytes=estimates.value[0].device_bytes if estimates.value else None, memory=estimates.value,
-        keras_flavor=flavor, keras_version=info.keras_version or snapshot.keras_version,
-        cluster=snapshot.cluster, peer_timeout_seconds=float(peer_timeout_seconds), inter_op_threads=threads.value,
-        tpu=snapshot.tpu if kind.value == StrategyKind.TPU else None, drop_remainder=kind.value == StrategyKind.TPU,
-        steps_per_execution=steps.value, keras_workarounds=workarounds.value,
+        **{
+            name: getattr(batch.value, name)
+            for name in ("global_batch_size", "per_replica_batch_size", "requested_batch_size")
+        },
+        num_cpu_devices=snapshot.num_cpu_devices,
+        compile_overrides=overrides.value,
+        footprint_bytes=estimates.value[0].device_bytes if estimates.value else None,
+        memory=estimates.value,
+        keras_flavor=flavor,
+        keras_version=info.keras_version or snapshot.keras_version,
+        cluster=snapshot.cluster,
+        peer_timeout_seconds=float(peer_timeout_seconds),
+        inter_op_threads=threads.value,
+        tpu=snapshot.tpu if kind.value == StrategyKind.TPU else None,
+        drop_remainder=kind.value == StrategyKind.TPU,
+        steps_per_execution=steps.value,
+        keras_workarounds=workarounds.value,
         reasons=tuple(reason for choice in made for reason in choice.reasons),
         warnings=snapshot.diagnostics + tuple(warning for choice in made for warning in choice.warnings),
-    )  # fmt: skip
+    )
 
 
-def _choose(snapshot: HardwareSnapshot, forced: StrategyKind | None, memory: choosers.MemoryFacts | None, fraction: float, forced_by: str = "the caller") -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
+def _choose(
+    snapshot: HardwareSnapshot,
+    forced: StrategyKind | None,
+    memory: choosers.MemoryFacts | None,
+    fraction: float,
+    forced_by: str = "the caller",
+) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
     kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=fraction, forced_by=forced_by)
     return kind, choosers.choose_layout(snapshot, kind.value)
 
 
-def _keep(snapshot: HardwareSnapshot, kept: ScriptStrategy, memory: choosers.MemoryFacts | None, fraction: float) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
+def _keep(
+    snapshot: HardwareSnapshot, kept: ScriptStrategy, memory: choosers.MemoryFacts | None, fraction: float
+) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
     """The script's own strategy as the plan's kind and layout, with what autodist would have
     chosen in its reason."""
     try:
@@ -167,16 +237,40 @@ def _keep(snapshot: HardwareSnapshot, kept: ScriptStrategy, memory: choosers.Mem
     return choosers.Choice(kept.kind, (reason,)), choosers.Choice(layout)
 
 
-def _on_jax(snapshot: HardwareSnapshot, info: ModelInfo, strategy: tuple[Any, StrategyKind | None], batch_size: int | None, slots: int | None, fraction: float, refuse: bool, timeout: float) -> Plan:
+def _on_jax(
+    snapshot: HardwareSnapshot,
+    info: ModelInfo,
+    strategy: tuple[Any, StrategyKind | None],
+    batch_size: int | None,
+    slots: int | None,
+    fraction: float,
+    refuse: bool,
+    timeout: float,
+) -> Plan:
     """The plan on JAX (:func:`autodist.planning.jax_planning.plan_jax`), with what ``"tune"`` means there."""
     info = dataclasses.replace(info, optimizer_slots=slots if slots is not None else info.optimizer_slots)
-    made = plan_jax(snapshot, info, batch_size=batch_size, forced=strategy[1], gpu_memory_fraction=fraction, refuse_when_nothing_fits=refuse)
+    made = plan_jax(
+        snapshot,
+        info,
+        batch_size=batch_size,
+        forced=strategy[1],
+        gpu_memory_fraction=fraction,
+        refuse_when_nothing_fits=refuse,
+    )
     _positive(choosers.Choice(made.memory), info.num_params)
-    return dataclasses.replace(made, peer_timeout_seconds=float(timeout), reasons=_opening(strategy[0], False).reasons + made.reasons)
+    return dataclasses.replace(
+        made, peer_timeout_seconds=float(timeout), reasons=_opening(strategy[0], False).reasons + made.reasons
+    )
 
 
 def _steps_per_execution(
-    cluster: Any, kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts | None
+    cluster: Any,
+    kind: StrategyKind,
+    flavor: str,
+    version: str | None,
+    info: ModelInfo,
+    environ: Mapping[str, str],
+    facts: FitFacts | None,
 ) -> choosers.Choice[int | None]:
     if cluster is not None and cluster.task_type == "evaluator":
         return choosers.Choice(None)  # the evaluator trains nothing
@@ -184,7 +278,12 @@ def _steps_per_execution(
 
 
 def _refuse_for_keras(
-    kind: StrategyKind, flavor: str, version: str | None, environ: Mapping[str, str], kept: ScriptStrategy | None, mixed_precision: str | None = None,
+    kind: StrategyKind,
+    flavor: str,
+    version: str | None,
+    environ: Mapping[str, str],
+    kept: ScriptStrategy | None,
+    mixed_precision: str | None = None,
 ) -> None:
     """A strategy this Keras release cannot train under, or not this model's precision
     (:func:`autodist.planning.keras_compat.refused_strategy`)."""
@@ -196,7 +295,12 @@ def _refuse_for_keras(
 
 #: The planner's keywords that are used as checked (a name in lower case, a numpy number as a
 #: Python one), with the default of each when it is left out or ``None``.
-_DEFAULTS = (("strategy", "auto"), ("gpu_memory_fraction", DEFAULT_GPU_MEMORY_FRACTION), ("activation_fraction", DEFAULT_ACTIVATION_FRACTION), ("peer_timeout_seconds", DEFAULT_PEER_TIMEOUT_SECONDS))
+_DEFAULTS = (
+    ("strategy", "auto"),
+    ("gpu_memory_fraction", DEFAULT_GPU_MEMORY_FRACTION),
+    ("activation_fraction", DEFAULT_ACTIVATION_FRACTION),
+    ("peer_timeout_seconds", DEFAULT_PEER_TIMEOUT_SECONDS),
+)
 
 
 def _check_arguments(snapshot: Any, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -214,10 +318,15 @@ def _positive(estimates: choosers.Choice[Any], params: int | None) -> choosers.C
     """``estimates``, whose every part is positive where the model has weights: anything else
     is a bug in the facts it was given (a negative count that got through), refused rather than
     planned."""
-    bad = [estimate for estimate in estimates.value or () if estimate.device_bytes <= 0 or min(estimate.device.values(), default=0) < 0]
+    bad = [
+        estimate
+        for estimate in estimates.value or ()
+        if estimate.device_bytes <= 0 or min(estimate.device.values(), default=0) < 0
+    ]
     if bad and params:
         raise AutodistError(
-            f"The memory estimate for {params} parameters is {bad[0].device_bytes} bytes per device under {bad[0].strategy} "
+            f"The memory estimate for {params} parameters is {bad[0].device_bytes} bytes per device under "
+            f"{bad[0].strategy} "
             f"(Received: {dict(bad[0].device)}). Expected a positive size of every part. Check num_params, "
             "optimizer_slots and activation_fraction, or report it as a bug of autodist."
         )
@@ -225,7 +334,12 @@ def _positive(estimates: choosers.Choice[Any], params: int | None) -> choosers.C
 
 
 def _memory_facts(
-    info: ModelInfo, params: int | None, optimizer_slots: int | None, batch_size: int | None, activation_fraction: float, refuse: bool
+    info: ModelInfo,
+    params: int | None,
+    optimizer_slots: int | None,
+    batch_size: int | None,
+    activation_fraction: float,
+    refuse: bool,
 ) -> choosers.MemoryFacts | None:
     if params is None:
         return None
@@ -283,9 +397,15 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
     # "tune" plans as "auto": fit then times the candidates (autodist.tensorflow.tuning)
     if strategy is None or (isinstance(strategy, str) and strategy.lower() in ("auto", TUNE)):
         return None
-    kind = StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower())  # a name checked by planning.arguments
+    kind = StrategyKind(
+        str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower()
+    )  # a name checked by planning.arguments
     if backend == "tensorflow" and kind in (StrategyKind.DATA_PARALLEL, StrategyKind.MODEL_PARALLEL):
-        equivalent = "mirrored (one machine) or multi_worker_mirrored (a cluster)" if kind == StrategyKind.DATA_PARALLEL else "central_storage"
+        equivalent = (
+            "mirrored (one machine) or multi_worker_mirrored (a cluster)"
+            if kind == StrategyKind.DATA_PARALLEL
+            else "central_storage"
+        )
         raise StrategyUnavailableError(
             f"strategy={kind.value!r} is a keras.distribution (JAX) plan, and Keras runs on "
             f"TensorFlow here. Expected a tf.distribute strategy: use {equivalent}, or 'auto'; or "
@@ -294,7 +414,9 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
     return kind
 
 
-def workarounds_before_building(the_plan: Plan, built_from_function: bool, keras_version: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+def workarounds_before_building(
+    the_plan: Plan, built_from_function: bool, keras_version: str | None, environ: Mapping[str, str]
+) -> tuple[str, ...]:
     """The Keras workarounds a ``fit`` applies, once, before its model is built: the plan's,
     or, for a model built from a function under a tf_keras plan, Keras 3's. The flavor a function
     builds with is known only after it has run (``TF_USE_LEGACY_KERAS=1``, which Ray Train sets,
@@ -335,11 +457,14 @@ def plan_for_built_model(
     workarounds = choosers.choose_workarounds(the_plan.strategy, flavor, version, environ)
     _refuse_for_keras(the_plan.strategy, flavor, version, environ, None, info.mixed_precision)
     steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, version, info, environ, fit_facts)
-    notes = choosers.choose_data_parallel_notes(the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info, version, workarounds.value)
+    notes = choosers.choose_data_parallel_notes(
+        the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info, version, workarounds.value
+    )
     kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
     return dataclasses.replace(
         the_plan,
-        keras_flavor=flavor,  # the model's own: TF_USE_LEGACY_KERAS=1 (Ray Train sets it) does not make a Keras 3 model tf_keras
+        # the model's own: TF_USE_LEGACY_KERAS=1 (Ray Train sets it) does not make a Keras 3 model tf_keras
+        keras_flavor=flavor,
         keras_version=version,
         keras_workarounds=workarounds.value,
         compile_overrides=overrides.value,

@@ -173,7 +173,9 @@ class Plan:
             "cluster": self.cluster.to_dict() if self.cluster else None,
             "peer_timeout_seconds": self.peer_timeout_seconds,
             "inter_op_threads": self.inter_op_threads,
-            "tpu": {"source": self.tpu.source, "name": self.tpu.name, "num_cores": self.tpu.num_cores} if self.tpu else None,
+            "tpu": {"source": self.tpu.source, "name": self.tpu.name, "num_cores": self.tpu.num_cores}
+            if self.tpu
+            else None,
             "drop_remainder": self.drop_remainder,
             "steps_per_execution": self.steps_per_execution,
             "keras_workarounds": list(self.keras_workarounds),
@@ -228,7 +230,9 @@ class Plan:
         if self.cross_device_ops:
             lines.append(f"  all-reduce: {self.cross_device_ops}")
         if self.mesh_shape:
-            lines.append("  mesh: " + " x ".join(f"{name} {size}" for name, size in zip(self.mesh_axes, self.mesh_shape)))
+            lines.append(
+                "  mesh: " + " x ".join(f"{name} {size}" for name, size in zip(self.mesh_axes, self.mesh_shape))
+            )
         if self.global_batch_size is not None:
             lines.append(
                 f"  batch: global {self.global_batch_size} = {self.per_replica_batch_size} per "

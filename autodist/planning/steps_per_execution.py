@@ -60,7 +60,13 @@ def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:
 
 
 def choose_steps_per_execution(
-    kind: StrategyKind, flavor: str, info: ModelInfo, environ: Mapping[str, str], facts: FitFacts = FitFacts(), *, keras_version: str | None = None
+    kind: StrategyKind,
+    flavor: str,
+    info: ModelInfo,
+    environ: Mapping[str, str],
+    facts: FitFacts = FitFacts(),
+    *,
+    keras_version: str | None = None,
 ) -> Choice[int | None]:
     """autodist's ``steps_per_execution`` default, or ``None`` (leave the model's own).
 
@@ -80,32 +86,44 @@ def choose_steps_per_execution(
     if kind not in (StrategyKind.DEFAULT, StrategyKind.ONE_DEVICE) or flavor != "keras3":
         return Choice(None)  # measured on these two; Keras 3 Mirrored fails with it (keras#19246)
     if info.steps_per_execution not in (None, 1):
-        return Choice(None, (f"steps_per_execution stays as compiled: {info.steps_per_execution}, the caller's choice",))
+        return Choice(
+            None, (f"steps_per_execution stays as compiled: {info.steps_per_execution}, the caller's choice",)
+        )
     value = steps_per_execution_setting(environ, DEFAULT_STEPS_PER_EXECUTION)
     if value == 1:
         return Choice(None, (f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)",))
     version = keras_version or info.keras_version
     if WORKAROUNDS["short_epoch_steps_per_execution"].is_active(version, environ):
-        return Choice(None, (
-            f"steps_per_execution stays 1: Keras {version} runs every call's steps whatever is left "
-            "of the epoch, so an epoch shorter than one call fails ('NoneType' object is not "
-            "iterable) or ends with empty logs, and a call that runs out of data loses its logs "
-            "(keras-team/keras#20390, fixed in 3.7.0)",
-        ))  # fmt: skip
+        return Choice(
+            None,
+            (
+                f"steps_per_execution stays 1: Keras {version} runs every call's steps whatever is left "
+                "of the epoch, so an epoch shorter than one call fails ('NoneType' object is not "
+                "iterable) or ends with empty logs, and a call that runs out of data loses its logs "
+                "(keras-team/keras#20390, fixed in 3.7.0)",
+            ),
+        )
     why = _why_steps_stay(info, facts)
     if why is not None:
         return Choice(None, (f"steps_per_execution stays as compiled: {why}",))
     asked = bool(environ.get(STEPS_PER_EXECUTION_ENV, "").strip())  # empty is unset, as for every setting
     if not asked and facts.total_steps is not None and facts.total_steps < SHORT_FIT_STEPS:
-        return Choice(None, (
-            f"steps_per_execution stays as compiled: this fit trains {facts.total_steps} steps, fewer than "
-            f"{SHORT_FIT_STEPS}, and the first trace of a loop of {value} steps costs more than it saves "
-            f"there. {STEPS_PER_EXECUTION_ENV}={value} sets it anyway",
-        ))  # fmt: skip
-    return Choice(value, (
-        f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
-        f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in "
-        f"benchmarks/README.md). fit keeps 1 for a fit of fewer than {SHORT_FIT_STEPS} steps, when a callback uses batch-level hooks, which would then fire "
-        f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
-        f"length is unknown. Opt out: {STEPS_PER_EXECUTION_ENV}=1",
-    ))  # fmt: skip
+        return Choice(
+            None,
+            (
+                f"steps_per_execution stays as compiled: this fit trains {facts.total_steps} steps, fewer than "
+                f"{SHORT_FIT_STEPS}, and the first trace of a loop of {value} steps costs more than it saves "
+                f"there. {STEPS_PER_EXECUTION_ENV}={value} sets it anyway",
+            ),
+        )
+    return Choice(
+        value,
+        (
+            f"steps_per_execution={value} for a model compiled with 1: the same steps and weights, "
+            f"{value} steps per call (faster on a small MLP: python -m benchmarks, figures in "
+            f"benchmarks/README.md). fit keeps 1 for a fit of fewer than {SHORT_FIT_STEPS} steps, when a callback uses "
+            "batch-level hooks, which would then fire "
+            f"every {value} steps, when steps_per_epoch or validation_steps is given, or when the input's "
+            f"length is unknown. Opt out: {STEPS_PER_EXECUTION_ENV}=1",
+        ),
+    )

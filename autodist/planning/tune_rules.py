@@ -11,8 +11,10 @@ pick), because a short training only has the time to time the first.
 
 Example:
     >>> from autodist.detection.hardware import HardwareSnapshot
-    >>> [c.name for c in candidates(HardwareSnapshot.cpu_only(num_cpu_devices=2), default_steps=8)]
-    ['default, steps_per_execution=8', 'default', 'one_device', 'mirrored (collective)', 'mirrored (reduction_to_one_device)', 'mirrored (hierarchical_copy)', 'central_storage']
+    >>> [c.name for c in candidates(HardwareSnapshot.cpu_only(num_cpu_devices=2),
+    ...     default_steps=8)]  # doctest: +NORMALIZE_WHITESPACE
+    ['default, steps_per_execution=8', 'default', 'one_device', 'mirrored (collective)', 'mirrored
+    (reduction_to_one_device)', 'mirrored (hierarchical_copy)', 'central_storage']
 """
 
 from __future__ import annotations
@@ -23,7 +25,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TIMED_STEPS", "TUNE", "TUNE_SHARE", "Candidate", "Projection", "Timing", "cache_key", "candidates", "next_cost", "pick", "untimed_reason", "within_budget"]
+__all__ = [
+    "TIMED_STEPS",
+    "TUNE",
+    "TUNE_SHARE",
+    "Candidate",
+    "Projection",
+    "Timing",
+    "cache_key",
+    "candidates",
+    "next_cost",
+    "pick",
+    "untimed_reason",
+    "within_budget",
+]
 
 TUNE = "tune"
 #: Tuning stops before it takes more than this share of the planned training (or the budget).
@@ -80,7 +95,10 @@ def candidates(snapshot: Any, *, default_steps: int | None) -> tuple[Candidate, 
         firsts.append(Candidate("one_device"))
     if local < 2:
         return tuple(firsts)
-    ops = (["nccl"] if gpus and snapshot.platform.startswith("linux") else ["collective"]) + ["reduction_to_one_device", "hierarchical_copy"]
+    ops = (["nccl"] if gpus and snapshot.platform.startswith("linux") else ["collective"]) + [
+        "reduction_to_one_device",
+        "hierarchical_copy",
+    ]
     mirrored = [Candidate("mirrored", op) for op in ops]
     central = [Candidate("central_storage")]
     return tuple(mirrored + firsts + central if gpus else firsts + mirrored + central)
@@ -130,7 +148,8 @@ def untimed_reason(projection: Projection, budget: float) -> str:
         return ""
     return (
         f"not timed: the planned training is about {_seconds(projection.seconds)} ({projection.steps:,} steps of about "
-        f"{projection.step_seconds * 1000:.1f} ms, estimated: {projection.multiply_adds:,} multiply-adds per sample at {projection.flops_per_second / 1e9:.0f} GFLOP/s, "
+        f"{projection.step_seconds * 1000:.1f} ms, estimated: {projection.multiply_adds:,} multiply-adds per sample at "
+        f"{projection.flops_per_second / 1e9:.0f} GFLOP/s, "
         f"a matrix product's rate here), and timing one candidate costs about {cost:.1f} s, more than "
         f"{_seconds(limit)} ({TUNE_SHARE:.0%} of the training, or the budget)"
     )
@@ -211,7 +230,9 @@ def projected_speedup(num_workers: int, compute_ms: float, all_reduce_ms: float)
     return num_workers * compute_ms / max(compute_ms + all_reduce_ms, 1e-9)
 
 
-def communication_note(num_workers: int, per_worker_batch: int, gradient_bytes: int, compute_ms: float, all_reduce_ms: float) -> tuple[str, str]:
+def communication_note(
+    num_workers: int, per_worker_batch: int, gradient_bytes: int, compute_ms: float, all_reduce_ms: float
+) -> tuple[str, str]:
     """The plan's reason with the projection, and the warning (empty when the projection is at
     least :data:`MIN_SPEEDUP`), with the numbers and the options."""
     speedup = projected_speedup(num_workers, compute_ms, all_reduce_ms)
@@ -225,7 +246,8 @@ def communication_note(num_workers: int, per_worker_batch: int, gradient_bytes: 
     warning = (
         f"{num_workers} workers are projected to train at {speedup:.2f}x the samples/s of one worker (below "
         f"{MIN_SPEEDUP}x): each step all-reduces {gradient_bytes / 1e6:.1f} MB of gradients in {all_reduce_ms:.1f} ms, "
-        f"against {compute_ms:.1f} ms of compute for {per_worker_batch} samples per worker. Options: a larger batch per "
+        f"against {compute_ms:.1f} ms of compute for {per_worker_batch} samples per worker. Options: a larger batch "
+        "per "
         "worker (compute grows, the all-reduce does not), fewer workers, or gradients compressed to float16 before "
         "the all-reduce in a custom loop (TensorFlow's CommunicationOptions has no compression)."
     )

@@ -29,7 +29,13 @@ __all__ = ["feature_columns", "from_ray_data", "label_columns"]
 
 def label_columns(y: Any, columns: Sequence[str]) -> list[str]:
     """The label columns ``y`` names, checked against the shard's ``columns``."""
-    names = [y] if isinstance(y, str) else list(y) if isinstance(y, (list, tuple)) and all(isinstance(n, str) for n in y) else None
+    names = (
+        [y]
+        if isinstance(y, str)
+        else list(y)
+        if isinstance(y, (list, tuple)) and all(isinstance(n, str) for n in y)
+        else None
+    )
     if not names:
         example = columns[-1] if columns else "label"
         raise AutodistError(

@@ -31,7 +31,15 @@ from autodist.detection import ray_train  # ray_train.ray_train_worker: the one 
 from autodist.jobs.private import private_folder, private_root, release_private_root
 from autodist.process import STATE
 
-__all__ = ["RAY_MODEL_FILE", "RAY_SAVES_FOLDER", "RAY_STATE_FILE", "RaySaves", "ray_reporter", "report_saves", "saves_from_checkpoint"]
+__all__ = [
+    "RAY_MODEL_FILE",
+    "RAY_SAVES_FOLDER",
+    "RAY_STATE_FILE",
+    "RaySaves",
+    "ray_reporter",
+    "report_saves",
+    "saves_from_checkpoint",
+]
 
 
 #: What a checkpoint autodist reports to Ray holds: the model as Keras saves it, and the epoch.
@@ -154,6 +162,12 @@ def ray_reporter(keras_module: Any, *, checkpoint: bool = True, saves: RaySaves 
             # The fit's last epoch carries no save: a restart after the fit ended trains it again,
             # as after the launcher's restart (its saves are removed when it ends).
             last = epoch + 1 >= int(self.params.get("epochs") or 0) or bool(self.model.stop_training)
-            _report(self.model, _metrics(epoch, logs), {"epoch": epoch}, None if last else saves, chief=worker.world_rank == 0)
+            _report(
+                self.model,
+                _metrics(epoch, logs),
+                {"epoch": epoch},
+                None if last else saves,
+                chief=worker.world_rank == 0,
+            )
 
     return RayReport()

@@ -46,7 +46,16 @@ from autodist.settings import grace_setting
 from autodist.upstream.tf_runtime import get_key_value, set_key_value
 from autodist.process import STATE
 
-__all__ = ["ABANDON_DELAY_S", "ACK_TIMEOUT_S", "TF_NOTICE_KEY", "ClusterAgreement", "LocalAgreement", "ack_timeout", "next_fit_id", "watch_tf_notice"]
+__all__ = [
+    "ABANDON_DELAY_S",
+    "ACK_TIMEOUT_S",
+    "TF_NOTICE_KEY",
+    "ClusterAgreement",
+    "LocalAgreement",
+    "ack_timeout",
+    "next_fit_id",
+    "watch_tf_notice",
+]
 
 #: Where TensorFlow's own SIGTERM handler (its ``PreemptionNotifier``, installed with the
 #: coordination service) writes, in the coordination service, the task that got SIGTERM:
@@ -174,7 +183,8 @@ class ClusterAgreement:
                 names &= set(json.loads(get_key_value(f"{key}/{index}", timeout_ms=int(RESUME_TIMEOUT_S * 1000))))
             except Exception as err:
                 raise PeerError(
-                    f"{self.name(index)} did not say which saves it has in {RESUME_TIMEOUT_S:g} s ({type(err).__name__}). "
+                    f"{self.name(index)} did not say which saves it has in {RESUME_TIMEOUT_S:g} s "
+                    f"({type(err).__name__}). "
                     "Expected every worker to start autodist.fit. Find that worker's error in its log."
                 ) from err
         return [found for found in available if found.name in names]
@@ -191,7 +201,9 @@ class ClusterAgreement:
                 left_ms = max(1, int((deadline - time.monotonic()) * 1000))
                 mine = mine or get_key_value(f"{key}/{index}", timeout_ms=left_ms) == "1"
             except Exception:
-                get_logger().warning(f"autodist: {self.name(index)} did not say how its fit ended in {END_TIMEOUT_S:g} s")
+                get_logger().warning(
+                    f"autodist: {self.name(index)} did not say how its fit ended in {END_TIMEOUT_S:g} s"
+                )
         return mine
 
     def name(self, index: int) -> str:

@@ -23,8 +23,9 @@ Example:
     >>> stop.on_train_begin()
     >>> stop.wait, stop.best = 2, 0.25
     >>> scalars, arrays = capture([stop, keras.callbacks.History()])
-    >>> scalars
-    [{'class': 'EarlyStopping', 'wait': 2, 'best': 0.25, 'best_epoch': 0, 'stopped_epoch': 0, 'best_weights': None}, None]
+    >>> scalars  # doctest: +NORMALIZE_WHITESPACE
+    [{'class': 'EarlyStopping', 'wait': 2, 'best': 0.25, 'best_epoch': 0, 'stopped_epoch': 0, 'best_weights': None},
+    None]
     >>> fresh = keras.callbacks.EarlyStopping(patience=3)
     >>> fresh.on_train_begin()
     >>> give_back([fresh], scalars, arrays)

@@ -57,7 +57,10 @@ def _hold(folder: str, the_plan: Any) -> Holding | None:
     try:
         return hold(folder, wait_for_holder_s(os.environ, getattr(the_plan, "peer_timeout_seconds", None)))
     except OSError as err:
-        get_logger().warning(f"autodist: cannot hold the backup folder {folder} ({type(err).__name__}: {err}); its saves will be tried at each epoch's end")
+        get_logger().warning(
+            f"autodist: cannot hold the backup folder {folder} ({type(err).__name__}: {err}); its saves will be tried "
+            "at each epoch's end"
+        )
         return None
 
 
@@ -68,7 +71,9 @@ def ray_owns_backups(backup_dir: Any) -> bool:
     return ray_train.ray_train_worker() is not None and not isinstance(backup_dir, str)
 
 
-def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any, *, ray_checkpoints: bool = True) -> Armed | None:
+def guard_for(
+    backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any, strategy: Any, *, ray_checkpoints: bool = True
+) -> Armed | None:
     """The preemption guard for this ``fit``, or ``None``: without a backup folder (a single-host
     run given neither ``backup_dir`` nor ``AUTODIST_BACKUP_DIR``; ``backup_dir=False``), with the
     caller's own ``BackupAndRestore``, or under parameter-server training (asynchronous: no step
@@ -81,7 +86,9 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
 
     fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
     cluster = the_plan.cluster
-    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and cluster is not None and cluster.num_workers >= 2
+    multi_worker = (
+        the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and cluster is not None and cluster.num_workers >= 2
+    )
     own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
     if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
         return None
@@ -99,15 +106,23 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
         root = default_backup_root(cluster, os.environ) if cluster is not None else str(backup_dir_setting(os.environ))
     else:
         return None
-    task = backup_folder(root, cluster.task_type, cluster.task_index) if cluster is not None else os.path.join(root, _single(backup_dir))
+    task = (
+        backup_folder(root, cluster.task_type, cluster.task_index)
+        if cluster is not None
+        else os.path.join(root, _single(backup_dir))
+    )
     folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
     holding = _hold(folder, the_plan)
-    ray_saves = RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}", needed_for_resume) if in_ray else None  # worker 0's, the same on every worker
+    ray_saves = (
+        RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}", needed_for_resume) if in_ray else None
+    )  # worker 0's, the same on every worker
     if ray_saves is not None:
         saves_from_checkpoint(ray_saves)  # a restarted worker group: the saves its predecessor reported
     if multi_worker:
         assert cluster is not None
-        worker = 0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
+        worker = (
+            0 if cluster.task_type == "chief" else cluster.task_index + (1 if "chief" in cluster.cluster_spec else 0)
+        )
         chief = ["chief 0"] if "chief" in cluster.cluster_spec else []
         names = tuple(chief + [f"worker {index}" for index in range(cluster.num_workers - len(chief))])
         agreement: Any = ClusterAgreement(worker, cluster.num_workers, fit_id, names, ack_timeout(os.environ)).start()
@@ -116,10 +131,19 @@ def guard_for(backup_dir: Any, the_plan: Any, callbacks: Any, keras_module: Any,
     tf_task = f"/job:{cluster.task_type}/task:{cluster.task_index}" if multi_worker and cluster is not None else None
     own_root = not isinstance(backup_dir, str) and not backup_dir_setting(os.environ)
     state = Guard(
-        folder, agreement, strategy, root=root, own_root=own_root, notice_at_exit=ray_worker is not None, tf_task=tf_task, holding=holding
+        folder,
+        agreement,
+        strategy,
+        root=root,
+        own_root=own_root,
+        notice_at_exit=ray_worker is not None,
+        tf_task=tf_task,
+        holding=holding,
     )
     if ray_saves is not None:
         saves = ray_saves  # bound for the closure
-        state.before_exit = lambda model, position, logs: report_saves(model, saves, position.epoch, position.step, logs)
+        state.before_exit = lambda model, position, logs: report_saves(
+            model, saves, position.epoch, position.step, logs
+        )
         state.destination, state.staging = "Ray Train, as the run's newest checkpoint", True
     return Armed(state, *guard(keras_module, state), ray_saves=ray_saves)

@@ -107,7 +107,8 @@ def hold(
             os.close(fd)
             if clock() >= deadline:
                 raise BackupFolderInUseError(
-                    f"autodist's backup folder {folder} is held by {holder}, and it did not let go within {wait_s:g} s. "
+                    f"autodist's backup folder {folder} is held by {holder}, and it did not let go within {wait_s:g} "
+                    "s. "
                     "Expected one process per task folder: two writers would overwrite each other's saves. Stop that "
                     "process (on Kubernetes, set the Job's podReplacementPolicy: Failed, as `python -m autodist "
                     "manifest` writes it, so a replacement pod starts after its predecessor ends), or pass "
@@ -115,7 +116,8 @@ def hold(
                 ) from None
             if not said:
                 get_logger().warning(
-                    f"autodist: {folder} is held by {holder}; waiting up to {wait_s:g} s for it to let go (a process being replaced writes its last save first)"
+                    f"autodist: {folder} is held by {holder}; waiting up to {wait_s:g} s for it to let go (a process "
+                    "being replaced writes its last save first)"
                 )
                 said = True
             sleep(_POLL_S)

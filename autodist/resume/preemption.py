@@ -113,15 +113,21 @@ class Guard:
             if not self.staging:  # a folder that outlives the process: worth holding the exit for
                 atexit.register(self._at_exit)
                 self.installed = True
-            if self.tf_task is not None:  # TensorFlow's own handler took SIGTERM: it says so in the coordination service
+            if (
+                self.tf_task is not None
+            ):  # TensorFlow's own handler took SIGTERM: it says so in the coordination service
                 watch_tf_notice(self.tf_task, self.received.set, stop=self.acted)
             return
         if threading.current_thread() is not threading.main_thread():
-            get_logger().warning("autodist: fit runs outside the main thread; SIGTERM cannot be caught to save the step")
+            get_logger().warning(
+                "autodist: fit runs outside the main thread; SIGTERM cannot be caught to save the step"
+            )
             return
         current = signal.getsignal(signal.SIGTERM)
         if current not in (signal.SIG_DFL, None):
-            get_logger().warning("autodist: SIGTERM has a handler already (yours, or SIG_IGN); it stays, so SIGTERM saves no step")
+            get_logger().warning(
+                "autodist: SIGTERM has a handler already (yours, or SIG_IGN); it stays, so SIGTERM saves no step"
+            )
             return
         self.previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: self.received.set())
         self.installed = True
@@ -129,9 +135,14 @@ class Guard:
     def _at_exit(self) -> None:
         self.received.set()
         if not self.acted.wait(EXIT_WAIT_S):
-            get_logger().warning(f"autodist: the process exits, and no step was saved within {EXIT_WAIT_S:g} s; the next start resumes at the newest save")
+            get_logger().warning(
+                f"autodist: the process exits, and no step was saved within {EXIT_WAIT_S:g} s; the next start resumes "
+                "at the newest save"
+            )
 
-    def save(self, model: Any, kind: str, position: Position, *, metrics: bool = True, extra: dict | None = None) -> Save | None:
+    def save(
+        self, model: Any, kind: str, position: Position, *, metrics: bool = True, extra: dict | None = None
+    ) -> Save | None:
         """Save the model's state with the callbacks' carried state, the epoch orders' seed and the
         run's History so far; ``None`` when the save could not be written (:meth:`save_failed`)."""
         scalars, arrays = callback_state.capture(self.callbacks)
@@ -140,7 +151,13 @@ class Guard:
             groups[callback_state.ARRAYS] = arrays
         seed = {} if self.order_seed is None else {"order_seed": self.order_seed}
         try:
-            made = train_state.save(self.folder, kind, position, groups, extra={"callbacks": scalars, **seed, **self.run_record(), **(extra or {})})
+            made = train_state.save(
+                self.folder,
+                kind,
+                position,
+                groups,
+                extra={"callbacks": scalars, **seed, **self.run_record(), **(extra or {})},
+            )
         except OSError as err:
             self.save_failed(kind, position, err)
             return None
@@ -161,15 +178,24 @@ class Guard:
         self.failing = f"{type(err).__name__}: {err}"
         cost = _cost(self.newest, position)
         if self.warned_failure:
-            get_logger().warning(f"autodist: the {kind} save to {self.folder} failed again ({self.failing}); a preemption now costs {cost}")
+            get_logger().warning(
+                f"autodist: the {kind} save to {self.folder} failed again ({self.failing}); a preemption now costs "
+                f"{cost}"
+            )
             return
         self.warned_failure = True
-        warn_all([
-            f"autodist could not write its {kind} save (epoch {position.epoch + 1}, after {position.step} of its batches) to "
-            f"{self.folder}: {self.failing}. Training goes on, and the saves already made stay; a preemption now would cost "
-            f"{cost}. autodist tries again at each epoch's end. Free space there, or pass backup_dir= a folder with room "
-            "for two saves."
-        ], stacklevel=4)
+        warn_all(
+            [
+                f"autodist could not write its {kind} save (epoch {position.epoch + 1}, after {position.step} of its "
+                "batches) to "
+                f"{self.folder}: {self.failing}. Training goes on, and the saves already made stay; a preemption now "
+                "would cost "
+                f"{cost}. autodist tries again at each epoch's end. Free space there, or pass backup_dir= a folder "
+                "with room "
+                "for two saves."
+            ],
+            stacklevel=4,
+        )
 
     def run_record(self) -> dict[str, Any]:
         """The run's History to keep in a save: the logs of every epoch trained so far (this
@@ -184,7 +210,10 @@ class Guard:
         try:
             train_state.amend(self.folder, found.name, {**self.run_record(), **extra})
         except OSError as err:  # the save stays whole: its History lacks what the later callbacks logged
-            get_logger().warning(f"autodist: the epoch save {found.name} in {self.folder} keeps the epoch's logs as they were before your callbacks added to them ({type(err).__name__}: {err})")
+            get_logger().warning(
+                f"autodist: the epoch save {found.name} in {self.folder} keeps the epoch's logs as they were before "
+                f"your callbacks added to them ({type(err).__name__}: {err})"
+            )
 
     def record_epoch(self, epoch: int, logs: Any) -> bool:
         """Add an epoch's final logs (every callback has added to them) to the run's History;
@@ -199,7 +228,11 @@ class Guard:
         """The logs of the epochs trained before the save ``found`` (by earlier starts)."""
         saved = train_state.record(self.folder, found.name)
         before = None if found.kind == "done" else found.position.epoch
-        self.entries = [(int(epoch), dict(entry)) for epoch, entry in saved.get("epoch_logs", []) if before is None or int(epoch) < before]
+        self.entries = [
+            (int(epoch), dict(entry))
+            for epoch, entry in saved.get("epoch_logs", [])
+            if before is None or int(epoch) < before
+        ]
         self.newest = found.position
 
     def give_back_callbacks(self) -> None:
@@ -247,7 +280,9 @@ class Guard:
         if removed:
             for folder in (self.folder, os.path.dirname(self.folder), self.root if self.own_root else None):
                 _remove_if_empty(folder)
-        if self.received.is_set() and not self.notice_at_exit:  # came after the fit's end was agreed: as without autodist
+        if (
+            self.received.is_set() and not self.notice_at_exit
+        ):  # came after the fit's end was agreed: as without autodist
             self.received.clear()
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -317,7 +352,9 @@ def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:
             state.install()
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            if self.metrics_pending and _apply_metrics(self.model, state, self.metrics_pending, add=False, last_try=False):
+            if self.metrics_pending and _apply_metrics(
+                self.model, state, self.metrics_pending, add=False, last_try=False
+            ):
                 self.metrics_pending = None
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
@@ -416,9 +453,15 @@ def restore_state(model: Any, state: Guard, *, finished: bool = False) -> list[A
         epochs = found.position.epoch
         stopped = found.kind == "epoch" and train_state.record(state.folder, found.name).get("stopped")
         ended = f"the run stopped early, after epoch {epochs}" if stopped else f"all {epochs} epochs were trained"
-        get_logger().warning(f"autodist: {ended} before the restart: nothing to train; the weights and History are the finished run's, from the {what} save in {state.folder}")
+        get_logger().warning(
+            f"autodist: {ended} before the restart: nothing to train; the weights and History are the finished run's, "
+            f"from the {what} save in {state.folder}"
+        )
     else:
-        get_logger().warning(f"autodist: resuming at epoch {found.position.epoch + 1}, after {found.position.step} of its batches, from the {what} save in {state.folder}")
+        get_logger().warning(
+            f"autodist: resuming at epoch {found.position.epoch + 1}, after {found.position.step} of its batches, from "
+            f"the {what} save in {state.folder}"
+        )
     return saved.get("metrics") if found.kind == "step" else None
 
 
@@ -435,7 +478,9 @@ def _apply_metrics(model: Any, state: Guard, values: list[Any], *, add: bool, la
     variables = _metric_variables(model)
     if not train_state.matches(variables, values):
         if last_try:
-            get_logger().warning("autodist: the metrics differ from the saved ones; this epoch's History covers the resumed batches only")
+            get_logger().warning(
+                "autodist: the metrics differ from the saved ones; this epoch's History covers the resumed batches only"
+            )
         return False
     train_state.restore_metrics(state.strategy, variables, values, add=add)
     return True
@@ -450,13 +495,19 @@ def _abandon(state: Guard) -> None:
     raise SystemExit(PREEMPTED_EXIT_CODE)
 
 
-def _exit(state: Guard, position: Position, *, finished: bool = False, model: Any = None, logs: Any = None, saved: bool = True) -> None:
+def _exit(
+    state: Guard, position: Position, *, finished: bool = False, model: Any = None, logs: Any = None, saved: bool = True
+) -> None:
     state.received.clear()  # acted on
     reported = saved and state.before_exit is not None and model is not None
     if reported:
         state.before_exit(model, position, logs)
     state.acted.set()
-    where = "the finished fit" if finished else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
+    where = (
+        "the finished fit"
+        if finished
+        else f"epoch {position.epoch + 1} after {position.step} of its {position.batches or '?'} batches"
+    )
     if saved:
         said = f"saved {where} to {state.destination if reported else state.folder}"
         then = "with that History" if finished else "at that step"
@@ -464,7 +515,8 @@ def _exit(state: Guard, position: Position, *, finished: bool = False, model: An
         said = f"could not save {where} to {state.folder} ({state.failing})"
         then = f"at the newest save, costing {_cost(state.newest, position)}"
     print(
-        f"autodist: preempted (SIGTERM): {said}; exiting with code {PREEMPTED_EXIT_CODE}. The next start resumes {then}.",
+        f"autodist: preempted (SIGTERM): {said}; exiting with code {PREEMPTED_EXIT_CODE}. The next start resumes "
+        f"{then}.",
         file=sys.stderr,
         flush=True,
     )

@@ -21,7 +21,8 @@ from the epoch's start instead.
 
 Example:
     >>> import numpy as np
-    >>> first, rest = phases(np.arange(10), np.arange(10), {"batch_size": 4, "shuffle": False}, epoch=1, step=1, epochs=3).phases
+    >>> first, rest = phases(np.arange(10), np.arange(10), {"batch_size": 4, "shuffle": False}, epoch=1, step=1,
+    ...     epochs=3).phases
     >>> first.x.tolist(), first.kwargs["initial_epoch"], first.kwargs["epochs"], first.batch_offset
     ([4, 5, 6, 7, 8, 9], 1, 2, 1)
     >>> rest.kwargs["initial_epoch"], rest.kwargs["epochs"], len(rest.x)
@@ -38,7 +39,18 @@ from typing import Any
 
 from autodist.upstream.tf_data import finite_cardinality, shuffles
 from autodist.resume.preemption import Guard, history_of, restore_state
-from autodist.resume.train_state import Damaged, Position, Save, clear, damaged, discard_after, readable, record, saves, set_aside
+from autodist.resume.train_state import (
+    Damaged,
+    Position,
+    Save,
+    clear,
+    damaged,
+    discard_after,
+    readable,
+    record,
+    saves,
+    set_aside,
+)
 from autodist.log import warn_all
 from autodist.core.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
 
@@ -68,7 +80,9 @@ class Phases:
     warnings: tuple[str, ...] = field(default=())
 
 
-def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int, order_seed: int | None = None) -> Phases | None:
+def phases(
+    x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int, order_seed: int | None = None
+) -> Phases | None:
     """The ``fit`` calls that resume at ``step`` of ``epoch`` (0-based), or ``None`` when this
     input cannot skip batches (resume from the epoch's start). ``kwargs`` are the ``fit``
     keywords as ``model.fit`` reads them, without ``epochs`` and ``callbacks``. Arrays that Keras
@@ -85,7 +99,12 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
     elif hasattr(x, "skip") and kwargs.get("steps_per_epoch") is None and finite_cardinality(x) is not None:
         note = _SHUFFLED_DATASET if shuffles(x) else ""
         found = (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
-    elif is_array_like(pandas_to_numpy(x)) and kwargs.get("steps_per_epoch") is None and kwargs.get("batch_size") and not kwargs.get("shuffle", True):
+    elif (
+        is_array_like(pandas_to_numpy(x))
+        and kwargs.get("steps_per_epoch") is None
+        and kwargs.get("batch_size")
+        and not kwargs.get("shuffle", True)
+    ):
         found = _array_phases(pandas_to_numpy(x), pandas_to_numpy(y), kwargs, step)
     else:
         return None
@@ -94,8 +113,14 @@ def phases(x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, 
         return phases(x, y, kwargs, epoch=epoch + 1, step=0, epochs=epochs)
     if step == 0:  # a stream resumed at an epoch's start: one phase, from the right place in it
         return Phases((Phase(first[0], None, {**first[2], "initial_epoch": epoch, "epochs": epochs}),), batches=batches)
-    later = (Phase(rest[0], rest[1], {**rest[2], "initial_epoch": epoch + 1, "epochs": epochs}),) if epoch + 1 < epochs else ()
-    first_phase = Phase(first[0], first[1], {**first[2], "initial_epoch": epoch, "epochs": epoch + 1}, batch_offset=step)
+    later = (
+        (Phase(rest[0], rest[1], {**rest[2], "initial_epoch": epoch + 1, "epochs": epochs}),)
+        if epoch + 1 < epochs
+        else ()
+    )
+    first_phase = Phase(
+        first[0], first[1], {**first[2], "initial_epoch": epoch, "epochs": epoch + 1}, batch_offset=step
+    )
     warnings = (_inexact_warning(epoch, step, batches, note),) if note else ()
     return Phases((first_phase,) + later, exact=not note, note=note, batches=batches, warnings=warnings)
 
@@ -139,7 +164,15 @@ class _EpochPhases(Sequence):  # type: ignore[type-arg]
     """One phase an epoch, each made when it is reached (a copy of the arrays in its order)."""
 
     def __init__(self, x: Any, y: Any, kwargs: Mapping[str, Any], epochs: range, step: int, seed: int, train: int):
-        self.x, self.y, self.kwargs, self.epochs, self.step, self.seed, self.train = x, y, kwargs, epochs, step, seed, train
+        self.x, self.y, self.kwargs, self.epochs, self.step, self.seed, self.train = (
+            x,
+            y,
+            kwargs,
+            epochs,
+            step,
+            seed,
+            train,
+        )
 
     def __len__(self) -> int:
         return len(self.epochs)
@@ -153,7 +186,12 @@ class _EpochPhases(Sequence):  # type: ignore[type-arg]
         kwargs = {**self.kwargs, "initial_epoch": epoch, "epochs": epoch + 1}
         if kwargs.get("sample_weight") is not None:
             kwargs["sample_weight"] = take_samples(kwargs["sample_weight"], order)
-        return Phase(take_samples(self.x, order), take_samples(self.y, order), kwargs, batch_offset=self.step if index == 0 else 0)
+        return Phase(
+            take_samples(self.x, order),
+            take_samples(self.y, order),
+            kwargs,
+            batch_offset=self.step if index == 0 else 0,
+        )
 
 
 def _ordered_phases(x: Any, y: Any, kwargs: Mapping[str, Any], epoch: int, step: int, epochs: int, seed: int) -> Phases:
@@ -169,13 +207,16 @@ def _ordered_phases(x: Any, y: Any, kwargs: Mapping[str, Any], epoch: int, step:
     changes: dict[str, Any] = {"shuffle": False, "validation_split": 0.0}
     if split:
         validation = (slice_samples(x, train, None), slice_samples(y, train, None))
-        changes["validation_data"] = validation + ((slice_samples(weights, train, None),) if weights is not None else ())
+        changes["validation_data"] = validation + (
+            (slice_samples(weights, train, None),) if weights is not None else ()
+        )
     if weights is not None:
         changes["sample_weight"] = slice_samples(pandas_to_numpy(weights), 0, train)
     x, y = slice_samples(x, 0, train), slice_samples(y, 0, train)
     if epoch >= epochs:  # saved after the last batch of the last epoch: nothing left to train
         return Phases((Phase(x, y, {**kwargs, **changes, "initial_epoch": epoch, "epochs": epochs}),), batches=batches)
-    return Phases(_EpochPhases(x, y, {**kwargs, **changes}, range(epoch, epochs), step, seed, train), batches=batches)  # type: ignore[arg-type]
+    # type: ignore[arg-type]
+    return Phases(_EpochPhases(x, y, {**kwargs, **changes}, range(epoch, epochs), step, seed, train), batches=batches)
 
 
 _SHUFFLED_DATASET = "the dataset shuffles, in a new order after a restart"
@@ -217,7 +258,9 @@ def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
     changes: dict[str, Any] = {"validation_split": 0.0} if split else {}
     if split:
         validation = (slice_samples(x, train, None), slice_samples(y, train, None))
-        changes["validation_data"] = validation + ((slice_samples(weights, train, None),) if weights is not None else ())
+        changes["validation_data"] = validation + (
+            (slice_samples(weights, train, None),) if weights is not None else ()
+        )
     if weights is not None:
         changes["sample_weight"] = slice_samples(weights, step * batch, train)
     first = (slice_samples(x, step * batch, train), slice_samples(y, step * batch, train), {**kwargs, **changes})
@@ -255,7 +298,9 @@ def phased_callbacks(keras_module: Any, callbacks: list[Any], model: Any, **para
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             super().on_train_batch_end(batch + self.batch_offset, logs)
 
-    return PhasedCallbacks(callbacks, add_history=True, add_progbar=params.get("verbose", 1) != 0, model=model, **params)
+    return PhasedCallbacks(
+        callbacks, add_history=True, add_progbar=params.get("verbose", 1) != 0, model=model, **params
+    )
 
 
 @contextlib.contextmanager
@@ -286,13 +331,25 @@ def run_phases(model: Any, plan: Phases, callbacks: Any) -> Any:
             if hasattr(model.optimizer, "finalize_variable_values"):  # as fit does before on_train_end
                 model.optimizer.finalize_variable_values(model.trainable_variables)
             callbacks.last_phase = True
-            logs = {key: values[-1] for key, values in (history.history if history is not None else {}).items() if values}
+            logs = {
+                key: values[-1] for key, values in (history.history if history is not None else {}).items() if values
+            }
             callbacks.on_train_end(logs)
             break
     return history
 
 
-def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], armed: Any, keras_module: Any, *, order_note: str = "", order_seed: Any = None) -> Any:
+def fit_resuming(
+    model: Any,
+    ready: Any,
+    epochs: int,
+    callbacks: list[Any],
+    armed: Any,
+    keras_module: Any,
+    *,
+    order_note: str = "",
+    order_seed: Any = None,
+) -> Any:
     """``model.fit`` with the preemption guard's callbacks first and last, resumed at the newest
     intact save that every worker has, when there is one (see the module's docstring). Damaged
     saves are moved aside, each named in a warning. Shuffled arrays take autodist's epoch orders
@@ -307,12 +364,25 @@ def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], arme
     common = state.agreement.common([found for found in saves(state.folder) if readable(state.folder, found.name)])
     if common:
         state.order_seed = record(state.folder, common[-1].name).get("order_seed")
-    plan, state.resume_from = _resume_plan(ready, {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}, epochs, common, state.folder, state.order_seed) if common else (None, None)
+    plan, state.resume_from = (
+        _resume_plan(
+            ready,
+            {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"},
+            epochs,
+            common,
+            state.folder,
+            state.order_seed,
+        )
+        if common
+        else (None, None)
+    )
     if broken:
         warn_all([_damaged_warning(state.folder, aside, broken, state.resume_from)])
     if state.resume_from is not None:
         state.resumed_history(state.resume_from)
-    late = [cb for cb in callbacks if getattr(cb, "autodist_after_guard", False)]  # Ray's report: after the epoch's last save
+    late = [
+        cb for cb in callbacks if getattr(cb, "autodist_after_guard", False)
+    ]  # Ray's report: after the epoch's last save
     run_history = _run_history(keras_module, state.entries)
     callbacks = [armed.first, *[cb for cb in callbacks if cb not in late], armed.last, *late, run_history]
     kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
@@ -323,14 +393,29 @@ def fit_resuming(model: Any, ready: Any, epochs: int, callbacks: list[Any], arme
         if not ordered:
             return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
         warn_all([ORDERED_NOTE])
-        plan = phases(ready.x, ready.y, kwargs, epoch=int(kwargs.get("initial_epoch") or 0), step=0, epochs=epochs, order_seed=state.order_seed)
+        plan = phases(
+            ready.x,
+            ready.y,
+            kwargs,
+            epoch=int(kwargs.get("initial_epoch") or 0),
+            step=0,
+            epochs=epochs,
+            order_seed=state.order_seed,
+        )
         assert plan is not None
         return _run_plan(model, plan, callbacks, keras_module, kwargs, epochs)
     discard_after(state.folder, state.resume_from)
     if plan is None:  # its saves say the run finished: nothing is trained
         return restore_finished(model, state, keras_module)
     position = state.resume_from.position
-    warn_all(list(plan.warnings) + ([_inexact_warning(position.epoch, position.step, plan.batches, order_note)] if order_note and position.step else []))
+    warn_all(
+        list(plan.warnings)
+        + (
+            [_inexact_warning(position.epoch, position.step, plan.batches, order_note)]
+            if order_note and position.step
+            else []
+        )
+    )
     if len(plan.phases) == 1 and plan.phases[0].batch_offset == 0:
         only = plan.phases[0]
         return model.fit(only.x, only.y, callbacks=callbacks, **only.kwargs)
@@ -359,15 +444,20 @@ def _damaged_warning(folder: str, aside: str, broken: list[Damaged], resumed: Sa
     held = f"epoch {newest.epoch + 1}, after {newest.step} of its batches"
     if resumed is None:
         return (
-            f"Every save in {folder} is damaged: {named}. The run starts over from its first step, and the steps they held "
+            f"Every save in {folder} is damaged: {named}. The run starts over from its first step, and the steps they "
+            "held "
             f"(up to {held}{_steps(newest)}) are trained again. The damaged files are kept in {aside}."
         )
     back = resumed.position
     if (back.epoch, back.step) >= (newest.epoch, newest.step):
-        return f"autodist moved damaged saves in {folder} aside: {named}; it resumes from the newer save {resumed.name}. The damaged files are kept in {aside}."
+        return (
+            f"autodist moved damaged saves in {folder} aside: {named}; it resumes from the newer save {resumed.name}. "
+            f"The damaged files are kept in {aside}."
+        )
     return (
         f"The newest save in {folder} is damaged: {named}. autodist resumes from the older save {resumed.name} (epoch "
-        f"{back.epoch + 1}, after {back.step} of its batches), so the steps up to {held} are trained again. The damaged files are kept in {aside}."
+        f"{back.epoch + 1}, after {back.step} of its batches), so the steps up to {held} are trained again. The "
+        f"damaged files are kept in {aside}."
     )
 
 
@@ -375,37 +465,51 @@ def _steps(position: Position) -> str:
     return f": {position.epoch * position.batches + position.step} steps" if position.batches else ""
 
 
-def _run_plan(model: Any, plan: Phases, callbacks: list[Any], keras_module: Any, kwargs: Mapping[str, Any], epochs: int) -> Any:
+def _run_plan(
+    model: Any, plan: Phases, callbacks: list[Any], keras_module: Any, kwargs: Mapping[str, Any], epochs: int
+) -> Any:
     verbose = kwargs.get("verbose", "auto")
-    phased = phased_callbacks(keras_module, callbacks, model, verbose=1 if verbose == "auto" else verbose, epochs=epochs, steps=plan.batches)
+    phased = phased_callbacks(
+        keras_module, callbacks, model, verbose=1 if verbose == "auto" else verbose, epochs=epochs, steps=plan.batches
+    )
     return run_phases(model, plan, phased)
 
 
-def _resume_plan(ready: Any, kwargs: dict[str, Any], epochs: int, common: list[Save], folder: str, seed: int | None) -> tuple[Phases | None, Save | None]:
+def _resume_plan(
+    ready: Any, kwargs: dict[str, Any], epochs: int, common: list[Save], folder: str, seed: int | None
+) -> tuple[Phases | None, Save | None]:
     """The phases for the newest save in ``common``; for an input that cannot skip batches, the
     epoch-end save before it (the epoch's trained batches are trained again, with a warning)."""
     found = common[-1]
     position = found.position
-    if found.kind == "done" or (found.kind == "epoch" and (position.epoch >= epochs or record(folder, found.name).get("stopped"))):
+    if found.kind == "done" or (
+        found.kind == "epoch" and (position.epoch >= epochs or record(folder, found.name).get("stopped"))
+    ):
         return None, found  # the run finished before the restart (killed after its last save)
     plan = phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=position.step, epochs=epochs, order_seed=seed)
     if plan is not None:
         if position.batches and plan.batches and position.batches != plan.batches:
-            warn_all([
-                f"The save in {folder} was made with {position.batches} batches an epoch, and this "
-                f"run has {plan.batches}: the input changed, so resuming after batch {position.step} "
-                "of the epoch does not continue the same epoch."
-            ])
+            warn_all(
+                [
+                    f"The save in {folder} was made with {position.batches} batches an epoch, and this "
+                    f"run has {plan.batches}: the input changed, so resuming after batch {position.step} "
+                    "of the epoch does not continue the same epoch."
+                ]
+            )
         return plan, found
-    warn_all([
-        f"autodist resumes epoch {position.epoch + 1} from its start, not after the {position.step} "
-        f"batches saved on preemption: this input ({type(ready.x).__name__}) cannot skip batches, "
-        f"so {position.step} steps are trained again. Pass numpy arrays or a tf.data.Dataset to "
-        "resume at the saved step."
-    ])
+    warn_all(
+        [
+            f"autodist resumes epoch {position.epoch + 1} from its start, not after the {position.step} "
+            f"batches saved on preemption: this input ({type(ready.x).__name__}) cannot skip batches, "
+            f"so {position.step} steps are trained again. Pass numpy arrays or a tf.data.Dataset to "
+            "resume at the saved step."
+        ]
+    )
     earlier = [s for s in common if s.kind == "epoch" and s.position.epoch == position.epoch]
     if earlier:
-        return phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=0, epochs=epochs, order_seed=seed), earlier[-1]
+        return phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=0, epochs=epochs, order_seed=seed), earlier[
+            -1
+        ]
     return None, None  # no save of the epoch's start: the run starts afresh
 
 

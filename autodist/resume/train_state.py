@@ -6,7 +6,8 @@ Two kinds of save share a folder: ``epoch`` (at each epoch's end; no metrics: th
 resets them) and ``step`` (when the task is preempted, mid-epoch; with the metrics, so that the
 epoch's History is the uninterrupted run's). Each is ``<kind>-<epoch>-<step>.npz`` (the values)
 and ``.json`` (the :class:`Position` and the variables' shapes), each written to a partial file
-and renamed, the JSON last, so a save cut short is never read. The :data:`KEEP` newest stay. Every worker keeps its own folder: under
+and renamed, the JSON last, so a save cut short is never read. The :data:`KEEP` newest stay. Every worker keeps its own
+folder: under
 ``MultiWorkerMirroredStrategy`` all workers hold the same values, so none reads another's files
 (no shared file system is needed).
 
@@ -42,8 +43,28 @@ from autodist.upstream.keras_models import optimizer_slots_ready
 
 __all__ = [
     "build_optimizer",
-    "DAMAGED", "GROUPS", "KEEP", "KINDS", "Damaged", "Position", "Save", "amend", "clear", "damaged", "set_aside", "discard_after", "load", "matches", "needed_for_resume", "readable", "record", "restore_metrics", "save", "saves", "state_variables",
-]  # fmt: skip
+    "DAMAGED",
+    "GROUPS",
+    "KEEP",
+    "KINDS",
+    "Damaged",
+    "Position",
+    "Save",
+    "amend",
+    "clear",
+    "damaged",
+    "set_aside",
+    "discard_after",
+    "load",
+    "matches",
+    "needed_for_resume",
+    "readable",
+    "record",
+    "restore_metrics",
+    "save",
+    "saves",
+    "state_variables",
+]
 
 #: The variable groups a save holds, in order.
 GROUPS = ("weights", "optimizer", "metrics")
@@ -122,7 +143,15 @@ class Save:
         return (self.position.epoch, self.position.step)
 
 
-def save(folder: str, kind: str, position: Position, groups: dict[str, list[Any]], *, keep: int = KEEP, extra: dict | None = None) -> Save:
+def save(
+    folder: str,
+    kind: str,
+    position: Position,
+    groups: dict[str, list[Any]],
+    *,
+    keep: int = KEEP,
+    extra: dict | None = None,
+) -> Save:
     """Write the variables' values, then the position and ``extra`` (atomically), as
     ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
     values = {name: [np.asarray(_read(v)) for v in variables] for name, variables in groups.items()}
@@ -157,7 +186,11 @@ class Damaged:
     position: Position
 
     def files(self, folder: str) -> list[str]:
-        return [os.path.join(folder, self.name + suffix) for suffix in (".json", ".npz") if os.path.exists(os.path.join(folder, self.name + suffix))]
+        return [
+            os.path.join(folder, self.name + suffix)
+            for suffix in (".json", ".npz")
+            if os.path.exists(os.path.join(folder, self.name + suffix))
+        ]
 
 
 def damaged(folder: str) -> list[Damaged]:
@@ -184,7 +217,9 @@ def _damage(folder: str, name: str) -> tuple[str, Position]:
         shapes = dict(saved["shapes"])
     except (OSError, ValueError, KeyError, TypeError):
         _, epoch, step = (name.split("-") + ["0", "0"])[:3]
-        return "its record (.json) does not read", Position(int(epoch) if epoch.isdigit() else 0, int(step) if step.isdigit() else 0)
+        return "its record (.json) does not read", Position(
+            int(epoch) if epoch.isdigit() else 0, int(step) if step.isdigit() else 0
+        )
     if not os.path.exists(os.path.join(folder, f"{name}.npz")):
         return "its values (.npz) are missing", position
     try:

@@ -76,7 +76,16 @@ from autodist.upstream.tf_hooks import (
 from autodist.upstream.versions import check_versions, installed
 from autodist.process import STATE, once
 
-__all__ = ["ASSUMED_FITS", "activate", "complete", "keep_current", "local", "on_script_strategy", "shared_multi_worker", "step_aside"]
+__all__ = [
+    "ASSUMED_FITS",
+    "activate",
+    "complete",
+    "keep_current",
+    "local",
+    "on_script_strategy",
+    "shared_multi_worker",
+    "step_aside",
+]
 
 #: The reason added to a plan made at import, before any model exists.
 ASSUMED_FITS = (
@@ -94,7 +103,6 @@ OUTSIDE_MAIN_THREAD = (
     "in a thread): %s is created but not made current. autodist.fit trains under it; build models "
     "in autodist.fit (a function), in its scope (autodist.init()), or in your own strategy's scope"
 )
-
 
 
 def _makes_current(the_plan: Any) -> bool:
@@ -115,7 +123,9 @@ def activate(environ: Mapping[str, str]) -> Activation:
         return done
     started = runtime_started()
     try:
-        for note in check_versions(installed(), notes_for=("tensorflow", "tf_keras")):  # a newer Keras: said with its workarounds
+        for note in check_versions(
+            installed(), notes_for=("tensorflow", "tf_keras")
+        ):  # a newer Keras: said with its workarounds
             get_logger().warning("autodist: %s", note)
         _split_cpu(environ, configure_cpu_devices)
         if started:
@@ -190,7 +200,12 @@ def complete() -> None:
             _triggers().remove()
             get_logger().info(OUTSIDE_MAIN_THREAD, done.plan.strategy.value)
             return
-        if threading.get_ident() != STATE.main_thread or tf.inside_function() or tf.distribute.has_strategy() or not current().pending:  # type: ignore[union-attr]
+        if (
+            threading.get_ident() != STATE.main_thread
+            or tf.inside_function()
+            or tf.distribute.has_strategy()
+            or not current().pending
+        ):  # type: ignore[union-attr]
             return  # made current at a later trigger: not inside a scope, nor while a function is traced
         tf_scopes.install(done.strategy)
         tf.distribute.experimental_set_strategy(done.strategy)
@@ -213,8 +228,11 @@ def _kept_through_reset(reset: Callable[[], Any]) -> Any:
 
     done = current()
     ours = (
-        done is not None and done.strategy is not None and not done.pending
-        and threading.get_ident() == STATE.main_thread and tf.distribute.get_strategy() is done.strategy
+        done is not None
+        and done.strategy is not None
+        and not done.pending
+        and threading.get_ident() == STATE.main_thread
+        and tf.distribute.get_strategy() is done.strategy
     )
     result = reset()
     if ours and not tf.distribute.has_strategy():
@@ -275,7 +293,12 @@ def _count_variable() -> None:
     import tensorflow as tf
 
     done = current()
-    if done is not None and done.strategy is not None and tf.distribute.get_strategy() is done.strategy and not made_by_tf_distribute():
+    if (
+        done is not None
+        and done.strategy is not None
+        and tf.distribute.get_strategy() is done.strategy
+        and not made_by_tf_distribute()
+    ):
         STATE.first_variable_ours = True
         _variable_watch().remove()
 
@@ -309,7 +332,11 @@ def on_script_strategy(strategy_class: type) -> None:
         return
     if step_aside():
         record(script_strategy=strategy_class.__name__)
-        get_logger().info("autodist: the script created its own %s; autodist's %s steps aside", strategy_class.__name__, done.plan.strategy.value)
+        get_logger().info(
+            "autodist: the script created its own %s; autodist's %s steps aside",
+            strategy_class.__name__,
+            done.plan.strategy.value,
+        )
 
 
 def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:

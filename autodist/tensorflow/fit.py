@@ -82,12 +82,18 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     facts = _fit_facts(call)
     strategy_plan, distribution, kept = _plan_and_build(call, facts)
     trains_under(distribution)
-    apply_workarounds(workarounds_before_building(strategy_plan, call.builder is not None, package_version("keras"), environ))
+    apply_workarounds(
+        workarounds_before_building(strategy_plan, call.builder is not None, package_version("keras"), environ)
+    )
     with mixed_precision_while_building(call.mixed_precision, call.builder, strategy_plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name
         placed = place_model(model, call.builder, x, strategy_plan, distribution, move=move_into_scope)
     the_plan = _final_plan(strategy_plan, call, placed, distribution, environ, facts)  # frozen from here
-    x = x if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER) else build_from_generator(placed.trained, x, distribution, the_plan)
+    x = (
+        x
+        if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER)
+        else build_from_generator(placed.trained, x, distribution, the_plan)
+    )
     steps_as_one_device(placed.trained, the_plan)
     split = last_batch(x, the_plan, call.fit_kwargs)
     weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.last)
@@ -123,7 +129,9 @@ def _fit_facts(call: FitCall) -> FitFacts:
     """What the call's callbacks, keywords and input tell the planner (for ``steps_per_execution``)."""
     kwargs = call.fit_kwargs
     return FitFacts(
-        batch_hooks=any(needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])),  # ModelCheckpoint per epoch: no
+        batch_hooks=any(
+            needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])
+        ),  # ModelCheckpoint per epoch: no
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
         length_unknown=length_unknown(call.x),
         total_steps=fit_steps(call.x, call.requested_batch, call.epochs, kwargs),
@@ -154,14 +162,19 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
     return final, distribution, False
 
 
-
-def _final_plan(strategy_plan: Plan, call: FitCall, placed: Placed, distribution: Any, environ: Mapping[str, str], facts: FitFacts) -> Plan:
+def _final_plan(
+    strategy_plan: Plan, call: FitCall, placed: Placed, distribution: Any, environ: Mapping[str, str], facts: FitFacts
+) -> Plan:
     """The plan ``fit`` trains on, frozen: the strategy's plan, and what the model changes in it,
     each with its reason: a model built from a function (its Keras flavor, workarounds and
     compile settings, known once it is built; the workarounds it needs are among those applied
     before building) and, on a multi-worker job, the communication check (it warns when the
     workers cannot pay off)."""
-    built = plan_for_built_model(strategy_plan, describe_model(placed.trained), environ, facts) if call.builder is not None else strategy_plan
+    built = (
+        plan_for_built_model(strategy_plan, describe_model(placed.trained), environ, facts)
+        if call.builder is not None
+        else strategy_plan
+    )
     return check_communication(placed.trained, distribution, built)
 
 
@@ -189,7 +202,9 @@ def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
 
     epochs = max(1, call.epochs - int(call.fit_kwargs.get("initial_epoch") or 0))
     with mixed_precision_while_building(call.mixed_precision, call.builder, auto):  # copies built as the model will be
-        return tuned_plan(snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, call.fit_kwargs)
+        return tuned_plan(
+            snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, call.fit_kwargs
+        )
 
 
 def _refuse_evaluator(the_plan: Plan) -> None:
@@ -241,30 +256,65 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     keras = keras_module(keras_flavor_of(trained))
     parameter_servers = the_plan.strategy == StrategyKind.PARAMETER_SERVER
     if parameter_servers:
-        kwargs = {**call.fit_kwargs, "callbacks": final_callbacks(keras, call.fit_kwargs.get("callbacks"), per_batch=False, ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint)}
+        kwargs = {
+            **call.fit_kwargs,
+            "callbacks": final_callbacks(
+                keras,
+                call.fit_kwargs.get("callbacks"),
+                per_batch=False,
+                ray_report=call.ray_report,
+                ray_checkpoint=call.ray_checkpoint,
+            ),
+        }
         return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
     given = ready.fit_kwargs.get("callbacks")
-    ray_checkpoints = call.ray_report and call.ray_checkpoint and not ray_reports_itself(given)  # what can carry autodist's saves in Ray
+    ray_checkpoints = (
+        call.ray_report and call.ray_checkpoint and not ray_reports_itself(given)
+    )  # what can carry autodist's saves in Ray
     guard = guard_for(call.backup_dir, the_plan, given, keras, distribution, ray_checkpoints=ray_checkpoints)
-    duties = ChiefDuties(cluster, keras, False if guard is not None or ray_owns_backups(call.backup_dir) else call.backup_dir)
+    duties = ChiefDuties(
+        cluster, keras, False if guard is not None or ray_owns_backups(call.backup_dir) else call.backup_dir
+    )
     restore_compiled = apply_compile_settings(trained, the_plan)
     succeeded = False
     try:
         saves = guard.ray_saves if guard is not None else None
-        callbacks = final_callbacks(keras, duties.prepare(given), ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint, ray_saves=saves)
+        callbacks = final_callbacks(
+            keras,
+            duties.prepare(given),
+            ray_report=call.ray_report,
+            ray_checkpoint=call.ray_checkpoint,
+            ray_saves=saves,
+        )
         probe = batch_mixing_check(keras, call.x, the_plan.num_replicas, the_plan.per_replica_batch_size)
         callbacks += [probe] if probe is not None else []
         with distribution.scope():
             if guard is None:
-                history = trained.fit(ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks})
+                history = trained.fit(
+                    ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks}
+                )
             else:
                 seed = lambda: shared_shuffle_seed(distribution if cluster is not None else None)  # noqa: E731
-                history = fit_resuming(trained, ready, call.epochs, callbacks, guard, keras, order_note=_order_note(call, ready), order_seed=seed)
+                history = fit_resuming(
+                    trained,
+                    ready,
+                    call.epochs,
+                    callbacks,
+                    guard,
+                    keras,
+                    order_note=_order_note(call, ready),
+                    order_seed=seed,
+                )
                 guard.state.finish(trained, history)  # a SIGTERM too late to save a step: exits 75
         succeeded = True
-    except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError, tf.errors.AbortedError) as err:
+    except (
+        tf.errors.UnavailableError,
+        tf.errors.DeadlineExceededError,
+        tf.errors.CancelledError,
+        tf.errors.AbortedError,
+    ) as err:
         if duties.cluster is None:
             raise
         raise PeerError(_peer_message(the_plan, err)) from err
@@ -283,7 +333,10 @@ def _order_note(call: FitCall, ready: TrainingInput) -> str:
     that autodist shuffles as a dataset, with no global seed (a new seed each run)."""
     autodist_shuffles = ready.x is not call.x and call.fit_kwargs.get("shuffle", True) and is_array_like(call.x)
     if autodist_shuffles and global_seed() is None:
-        return "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new order after a restart"
+        return (
+            "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new "
+            "order after a restart"
+        )
     return ""
 
 
@@ -296,7 +349,9 @@ def _finish(history: Any, model: Any, placed: Placed, the_plan: Plan) -> Any:
     return history
 
 
-def _plan_for(call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None, kept: Any = None) -> Plan:
+def _plan_for(
+    call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None, kept: Any = None
+) -> Plan:
     import tensorflow as tf
 
     x, requested = call.x, call.requested_batch
@@ -340,5 +395,6 @@ def _peer_message(the_plan: Plan, err: Exception) -> str:
         f"{cluster.num_workers} workers to run to the end; one stopped or became unreachable. "
         "Find the failed worker's own error in its log. To survive such failures, start the job "
         "with python -m autodist launch --max-restarts 1 (or your cluster manager's restart "
-        "policy): training resumes from the last save every worker has (each epoch's end, or the step saved on SIGTERM)."
+        "policy): training resumes from the last save every worker has (each epoch's end, or the step saved on "
+        "SIGTERM)."
     )

@@ -52,7 +52,11 @@ def apply_workarounds(names: Iterable[str]) -> list[str]:
     puts patches in, each by its own ``install`` (in the registry's order). Idempotent; returns
     the names in place (``apply_workarounds(())`` is ``[]``).
     """
-    act = Act(trains_under=autodist_trains_under, every_replica_fed=every_replica_fed, prepare_own_steps=_own_steps_under_autodist)
+    act = Act(
+        trains_under=autodist_trains_under,
+        every_replica_fed=every_replica_fed,
+        prepare_own_steps=_own_steps_under_autodist,
+    )
     wanted = set(names)
     return [name for name in PATCHES if name in wanted and WORKAROUNDS[name].install(act)]  # type: ignore[misc]
 

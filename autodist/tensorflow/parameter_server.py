@@ -7,7 +7,8 @@ The same script runs on every task:
   chief never appears gives up after the peer timeout, with exit code 1;
 - on the chief, :func:`train` (what ``autodist.fit`` calls) checks the input and hands it to
   :func:`fit_keras3` (Keras 3 has no parameter-server ``fit``, keras#18624) or
-  :func:`fit_tf_keras`; the workers' input pipelines come from :mod:`autodist.tensorflow.ps_input`. Training is asynchronous: each step runs on one worker, against the
+  :func:`fit_tf_keras`; the workers' input pipelines come from :mod:`autodist.tensorflow.ps_input`. Training is
+  asynchronous: each step runs on one worker, against the
   variables on the ps tasks, so one replica is in sync and the global batch is the step's batch.
 
 Worker failures are the coordinator's business: TensorFlow's ``ClusterCoordinator`` re-runs the
@@ -42,11 +43,21 @@ from autodist.tensorflow.ps_input import pass_samples
 from autodist.tensorflow.ps_input import steps as _steps
 from autodist.upstream.keras_models import remote_value_finished, symbolic_build, takes_tensor_logs
 
-__all__ = ["chief_alive", "fit_keras3", "fit_tf_keras", "serve", "serve_if_this_task_serves", "steps_per_epoch", "train", "watch_chief"]
+__all__ = [
+    "chief_alive",
+    "fit_keras3",
+    "fit_tf_keras",
+    "serve",
+    "serve_if_this_task_serves",
+    "steps_per_epoch",
+    "train",
+    "watch_chief",
+]
 
 #: ``fit`` keywords the Keras 3 parameter-server loop cannot honour, with the alternative.
 UNSUPPORTED_KERAS3 = {
-    "validation_data": "evaluate on the chief after fit (model.evaluate outside the strategy), or use tf_keras (TF_USE_LEGACY_KERAS=1), whose parameter-server fit validates",
+    "validation_data": "evaluate on the chief after fit (model.evaluate outside the strategy), or use tf_keras "
+    "(TF_USE_LEGACY_KERAS=1), whose parameter-server fit validates",
     "validation_split": "split the data yourself and evaluate after fit, or use tf_keras (TF_USE_LEGACY_KERAS=1)",
     "validation_steps": "drop it: the Keras 3 parameter-server loop does not validate",
     "validation_freq": "drop it: the Keras 3 parameter-server loop does not validate",
@@ -66,7 +77,13 @@ def chief_alive(address: str, timeout: float = 1.0) -> bool:
 
 
 def watch_chief(
-    chief: str, name: str, peer_timeout: float, *, poll_seconds: float = 1.0, misses: int = 3, search_seconds: float = 0.05
+    chief: str,
+    name: str,
+    peer_timeout: float,
+    *,
+    poll_seconds: float = 1.0,
+    misses: int = 3,
+    search_seconds: float = 0.05,
 ) -> int:
     """Wait until the chief at ``host:port`` has come and gone; return the exit code for this task.
 
@@ -134,7 +151,11 @@ def serve(cluster: ClusterInfo, peer_timeout: float) -> NoReturn:
     )
     chief = cluster.cluster_spec["chief"][0]
     name = f"{cluster.task_type} {cluster.task_index}"
-    print(f"autodist: {name} serving the parameter-server job until the chief at {chief} finishes", file=sys.stderr, flush=True)
+    print(
+        f"autodist: {name} serving the parameter-server job until the chief at {chief} finishes",
+        file=sys.stderr,
+        flush=True,
+    )
     code = watch_chief(chief, name, peer_timeout)
     sys.stdout.flush()
     os._exit(code)
@@ -210,7 +231,9 @@ def fit_keras3(
                 "(TF_USE_LEGACY_KERAS=1), or strategy='multi_worker_mirrored'."
             )
         model.optimizer.build(model.trainable_variables)
-    train_step, step_args = _scheduled_step(model, strategy, coordinator, x, y, sample_weight, global_batch_size, shuffle)
+    train_step, step_args = _scheduled_step(
+        model, strategy, coordinator, x, y, sample_weight, global_batch_size, shuffle
+    )
 
     callbacks = keras.callbacks.CallbackList(
         user_callbacks, add_history=True, add_progbar=False, model=model, epochs=epochs, steps=steps, verbose=0
@@ -248,17 +271,26 @@ def _per_step(callbacks: list[Any]) -> bool:
     """Whether batch hooks must run at every step; warns with the cost when they must."""
     names = [type(callback).__name__ for callback in callbacks if needs_each_step(callback)]
     if names:
-        warn_all([
-            f"{names} run batch-level hooks, so autodist's parameter-server loop waits for each "
-            "step's result before scheduling the next, and steps no longer overlap across workers "
-            "(slower than asynchronous training). Move their work to on_epoch_end to keep it "
-            "asynchronous."
-        ])
+        warn_all(
+            [
+                f"{names} run batch-level hooks, so autodist's parameter-server loop waits for each "
+                "step's result before scheduling the next, and steps no longer overlap across workers "
+                "(slower than asynchronous training). Move their work to on_epoch_end to keep it "
+                "asynchronous."
+            ]
+        )
     return bool(names)
 
 
 def _scheduled_step(
-    model: Any, strategy: Any, coordinator: Any, x: Any, y: Any, sample_weight: Any, global_batch_size: int, shuffle: bool
+    model: Any,
+    strategy: Any,
+    coordinator: Any,
+    x: Any,
+    y: Any,
+    sample_weight: Any,
+    global_batch_size: int,
+    shuffle: bool,
 ) -> tuple[Any, Callable[[], tuple[Any, ...]]]:
     """The step the chief schedules, and the function that gives each step's arguments.
 
@@ -273,7 +305,9 @@ def _scheduled_step(
     if isinstance(x, tf.data.Dataset):
         warn_all([_SHARDS_NOTE])
         dataset_fn = dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle)
-        iterator = iter(coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn)))
+        iterator = iter(
+            coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn))
+        )
 
         @tf.function
         def step_on_shard(batches: Any) -> Any:
@@ -281,10 +315,14 @@ def _scheduled_step(
 
         return step_on_shard, lambda: (iterator,)
     dataset_fn = whole_arrays_fn(x, y, sample_weight)
-    iterator = iter(coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn)))
+    iterator = iter(
+        coordinator.create_per_worker_dataset(lambda: strategy.distribute_datasets_from_function(dataset_fn))
+    )
     num_samples = pass_samples(x) or 0
     if num_samples == 0:
-        raise AutodistError("autodist.fit got arrays with 0 samples. Expected at least one sample to train on. Pass the training data.")
+        raise AutodistError(
+            "autodist.fit got arrays with 0 samples. Expected at least one sample to train on. Pass the training data."
+        )
     batches = index_batches(num_samples, global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed())
 
     @tf.function(reduce_retracing=True)
@@ -303,7 +341,16 @@ _SHARDS_NOTE = (
 )
 
 
-def _run_epoch(model: Any, coordinator: Any, train_step: Any, step_args: Callable[[], tuple[Any, ...]], callbacks: Any, steps: int, *, per_step: bool) -> None:
+def _run_epoch(
+    model: Any,
+    coordinator: Any,
+    train_step: Any,
+    step_args: Callable[[], tuple[Any, ...]],
+    callbacks: Any,
+    steps: int,
+    *,
+    per_step: bool,
+) -> None:
     """Schedule one epoch's steps on the workers and wait for them.
 
     Without batch-level callbacks, all steps are in flight at once (asynchronous training).
@@ -359,7 +406,9 @@ def fit_tf_keras(
     steps = _steps(x, global_batch_size, fit_kwargs.pop("steps_per_epoch", None))
 
     creator = tf_keras.utils.experimental.DatasetCreator(
-        dataset_fn_for(x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed())
+        dataset_fn_for(
+            x, y, sample_weight, global_batch_size=global_batch_size, shuffle=shuffle, seed=shared_shuffle_seed()
+        )
     )
     try:
         with strategy.scope():

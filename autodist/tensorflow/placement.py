@@ -39,7 +39,9 @@ from autodist.tensorflow.activation_record import current
 from autodist.tensorflow.strategies import is_autodists
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
 from autodist.upstream.keras_models import all_layers
-from autodist.upstream.keras_models import model_strategy as strategy_of_model  # this module's model_strategy reads the flavor
+from autodist.upstream.keras_models import (
+    model_strategy as strategy_of_model,
+)  # this module's model_strategy reads the flavor
 from autodist.process import once
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "script_strategy",
     "warn_moved",
 ]
+
 
 def is_built(model: Any) -> bool:
     """Whether the model's weights exist (a model with no input shape is built by its first batch)."""
@@ -145,7 +148,6 @@ def _first_inputs(x: Any) -> Any:
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-
         batched = is_batched(x)
         element = next(iter((x if batched else x.batch(1)).take(1)))
         return element[0] if isinstance(element, tuple) else element
@@ -210,7 +212,12 @@ class Placed(NamedTuple):
 
 
 def place_model(
-    model: Any, builder: Callable[[], Any] | None, x: Any, the_plan: Plan, distribution: Any, *,
+    model: Any,
+    builder: Callable[[], Any] | None,
+    x: Any,
+    the_plan: Plan,
+    distribution: Any,
+    *,
     move: Callable[[Any, Any], Any] | None = None,
 ) -> Placed:
     """The model object that trains: built by ``builder`` inside the scope, the caller's own, or,
@@ -255,7 +262,9 @@ def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
             "script, above TensorFlow and Keras"
         )
     made = done.plan.strategy.value if done.plan is not None else "no strategy"
-    if done.script_strategy is not None:  # shared too: autodist's steps aside for the script's MultiWorkerMirroredStrategy()
+    if (
+        done.script_strategy is not None
+    ):  # shared too: autodist's steps aside for the script's MultiWorkerMirroredStrategy()
         return "script", (
             f"the script created its own {done.script_strategy}, so autodist's {made} stepped "
             "aside (one strategy per process), and this model was built outside that "

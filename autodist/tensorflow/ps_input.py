@@ -21,7 +21,16 @@ from typing import Any
 from autodist.upstream.tf_data import deserialize, is_batched, samples_per_pass, serialize
 from autodist.errors import AutodistError
 
-__all__ = ["dataset_fn_for", "first_batch", "gather", "index_batches", "pass_samples", "steps", "steps_per_epoch", "whole_arrays_fn"]
+__all__ = [
+    "dataset_fn_for",
+    "first_batch",
+    "gather",
+    "index_batches",
+    "pass_samples",
+    "steps",
+    "steps_per_epoch",
+    "whole_arrays_fn",
+]
 
 
 def steps_per_epoch(num_samples: int, global_batch_size: int) -> int:
@@ -36,7 +45,9 @@ def _samples(dataset: Any) -> Any:
     return dataset
 
 
-def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int, shuffle: bool, seed: int = 0) -> Callable[[Any], Any]:
+def dataset_fn_for(
+    x: Any, y: Any, sample_weight: Any, *, global_batch_size: int, shuffle: bool, seed: int = 0
+) -> Callable[[Any], Any]:
     """A ``dataset_fn(input_context)`` that each worker calls to build its own input pipeline.
 
     Each worker reads its own shard (``input_pipeline_id``), shuffled with its own seed, repeated
@@ -65,7 +76,9 @@ def dataset_fn_for(x: Any, y: Any, sample_weight: Any, *, global_batch_size: int
         indices = tf.data.Dataset.range(num_samples).shard(context.num_input_pipelines, context.input_pipeline_id)
         if shuffle:
             indices = indices.shuffle(num_samples, seed=seed + context.input_pipeline_id, reshuffle_each_iteration=True)
-        batches = tf.data.Dataset.zip((indices.repeat().batch(global_batch_size), tf.data.Dataset.from_tensors(data).repeat()))
+        batches = tf.data.Dataset.zip(
+            (indices.repeat().batch(global_batch_size), tf.data.Dataset.from_tensors(data).repeat())
+        )
         return batches.map(gather).prefetch(2)
 
     return from_arrays

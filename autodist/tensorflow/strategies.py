@@ -37,8 +37,16 @@ from autodist.upstream.tf_runtime import (
 from autodist.upstream.versions import check_versions, installed
 from autodist.process import STATE
 
-__all__ = ["build_strategy", "building", "start", "configure_cpu_devices", "describe_strategy", "is_autodists", "runtime_started", "strategy_key"]
-
+__all__ = [
+    "build_strategy",
+    "building",
+    "start",
+    "configure_cpu_devices",
+    "describe_strategy",
+    "is_autodists",
+    "runtime_started",
+    "strategy_key",
+]
 
 
 def building() -> bool:
@@ -51,8 +59,6 @@ def building() -> bool:
 def is_autodists(strategy: Any) -> bool:
     """Whether ``strategy`` is one autodist created (and not one the script created itself)."""
     return any(strategy is ours for ours in STATE.strategies.values())
-
-
 
 
 def configure_cpu_devices(num_devices: int) -> None:
@@ -212,9 +218,7 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
     options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
     configure_coordination_service(cluster.cluster_spec, plan.peer_timeout_seconds)
     try:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            cluster_resolver=resolver, communication_options=options
-        )
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver, communication_options=options)
     except tf.errors.DeadlineExceededError as err:
         raise PeerError(
             f"{cluster.task_type} {cluster.task_index} waited {plan.peer_timeout_seconds:g} s for "
@@ -239,7 +243,8 @@ def _parameter_server(plan: Plan) -> Any:
             f"This process is {cluster.task_type} {cluster.task_index} of a parameter-server cluster "
             f"({cluster.source}): it serves variables or steps, and only the chief creates the "
             "strategy. Expected autodist.fit, autodist.init or @autodist.distributed here, which "
-            "serve until the chief is done; or call autodist.tensorflow.parameter_server.serve_if_this_task_serves(plan)."
+            "serve until the chief is done; or call "
+            "autodist.tensorflow.parameter_server.serve_if_this_task_serves(plan)."
         )
     if runtime_started():
         raise RuntimeAlreadyStartedError(
@@ -275,7 +280,11 @@ def tpu_cluster_resolver(tpu: str | None, timeout: float = TPU_RESOLVE_TIMEOUT_S
     import tensorflow as tf
 
     try:
-        return _bounded(f"Looking up the TPU {tpu!r} (TPUClusterResolver makes a network lookup with no timeout of its own)", lambda: tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu), timeout)
+        return _bounded(
+            f"Looking up the TPU {tpu!r} (TPUClusterResolver makes a network lookup with no timeout of its own)",
+            lambda: tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu),
+            timeout,
+        )
     except StrategyUnavailableError:
         raise
     except Exception as err:  # reported with the fix
@@ -297,7 +306,11 @@ def _tpu(plan: Plan) -> Any:
         name = f"grpc://{name}"
     resolver = tpu_cluster_resolver(name or None)
     _check_reachable(resolver, TPU_CONNECT_TIMEOUT_SECONDS)
-    _bounded(f"Connecting to the TPU {name!r}", lambda: tf.config.experimental_connect_to_cluster(resolver), TPU_CONNECT_TIMEOUT_SECONDS)
+    _bounded(
+        f"Connecting to the TPU {name!r}",
+        lambda: tf.config.experimental_connect_to_cluster(resolver),
+        TPU_CONNECT_TIMEOUT_SECONDS,
+    )
     tf.tpu.experimental.initialize_tpu_system(resolver)  # in this thread: it runs a program on the TPU, reached above
     return tf.distribute.TPUStrategy(resolver)
 
@@ -390,7 +403,9 @@ def check_same_cluster(plan: Plan, args: tuple[Any, ...], kwargs: dict[str, Any]
     """
     import tensorflow as tf
 
-    given = [a for a in (*args, *dict(kwargs).values()) if isinstance(a, tf.distribute.cluster_resolver.ClusterResolver)]
+    given = [
+        a for a in (*args, *dict(kwargs).values()) if isinstance(a, tf.distribute.cluster_resolver.ClusterResolver)
+    ]
     cluster = plan.cluster
     if not given or cluster is None:
         return
@@ -441,7 +456,9 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
             "remove the script's strategy and its `with strategy.scope():` so autodist chooses."
         )
     parameter = strategy_parameter_device(strategy) if kind == StrategyKind.CENTRAL_STORAGE else None
-    return ScriptStrategy(shown, kind, devices, int(strategy.num_replicas_in_sync), strategy_workers(strategy), parameter)
+    return ScriptStrategy(
+        shown, kind, devices, int(strategy.num_replicas_in_sync), strategy_workers(strategy), parameter
+    )
 
 
 def _kind_and_index(device: str) -> tuple[str, int]:

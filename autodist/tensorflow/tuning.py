@@ -12,7 +12,8 @@ matrix product's rate here (:class:`~autodist.planning.tune_rules.Projection`), 
 to time even one candidate (about 0.5 s and 32 steps) is not timed: on CPUs it trains with the
 first candidate, ``default``, the fastest in ``python -m benchmarks``. Each next candidate is
 timed while the budget holds: the training's length from the fastest so far, the candidate's cost
-from the dearest per replica so far (:func:`~autodist.planning.tune_rules.next_cost`). The decision is cached in the private folder
+from the dearest per replica so far (:func:`~autodist.planning.tune_rules.next_cost`). The decision is cached in the
+private folder
 (``<temp>/autodist-<uid>/tune``, mode 700; files 600) under the hardware, the model's signature,
 the batch and the versions; the next run with the same key takes it without timing, unless the
 budget cut the decision short and this training is long enough to time more.
@@ -68,17 +69,36 @@ def describe(timings: list[Timing], picked: str | None) -> str:
     return "; ".join(t.describe() + (" (picked)" if t.name == picked else "") for t in timings)
 
 
-def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model: Any, builder: Any, x: Any, y: Any, epochs: int, environ: Mapping[str, str], fit_kwargs: Mapping[str, Any] | None = None) -> Plan:
+def tuned_plan(
+    snapshot: Any,
+    auto: Plan,
+    plan_for: Callable[[str], Plan],
+    model: Any,
+    builder: Any,
+    x: Any,
+    y: Any,
+    epochs: int,
+    environ: Mapping[str, str],
+    fit_kwargs: Mapping[str, Any] | None = None,
+) -> Plan:
     """The plan ``strategy="tune"`` trains with: the fastest candidate (timed now, or cached),
     with every candidate's samples/s in its reasons. ``plan_for(kind)`` plans a strategy by name.
     On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``; for a
     training too short to time even one candidate within its share, the first candidate.
     ``fit_kwargs`` (``steps_per_epoch``, ``validation_split``) tell the planned training's length."""
     if auto.cluster is not None or auto.strategy == StrategyKind.TPU:
-        return _with_reason(auto, "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow allows one such strategy per process, so every worker takes the same plan")
+        return _with_reason(
+            auto,
+            "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow "
+            "allows one such strategy per process, so every worker takes the same plan",
+        )
     data = _timing_input(x, y, fit_kwargs or {})
     if data is None:
-        return _with_reason(auto, "strategy='tune' times arrays and tf.data datasets; this input (a generator, a PyDataset) cannot be read twice, so the plan is the rule's")
+        return _with_reason(
+            auto,
+            "strategy='tune' times arrays and tf.data datasets; this input (a generator, a PyDataset) cannot be read "
+            "twice, so the plan is the rule's",
+        )
     default_steps = plan_for("one_device" if snapshot.gpus else "default").steps_per_execution
     found = {c.name: c for c in candidates(snapshot, default_steps=default_steps)}
     batch = int(auto.global_batch_size or 32)
@@ -88,23 +108,42 @@ def tuned_plan(snapshot: Any, auto: Plan, plan_for: Callable[[str], Plan], model
     key = cache_key(snapshot, _signature(model, builder) + [policy], batch, environ.get(STEPS_PER_EXECUTION_ENV, ""))
     budget = tune_budget_setting(environ, DEFAULT_TUNE_BUDGET_SECONDS)
     cached = read_cache(key["digest"])
-    if cached is not None and cached.get("choice") in found and _cache_serves(cached, steps * batch if steps else None, budget):
+    if (
+        cached is not None
+        and cached.get("choice") in found
+        and _cache_serves(cached, steps * batch if steps else None, budget)
+    ):
         timings = [Timing(**t) for t in cached["timings"]]
-        why = f"strategy='tune': cached decision of {cached['date']} ({cache_path(key['digest'])}): {describe(timings, cached['choice'])}"
+        why = (
+            f"strategy='tune': cached decision of {cached['date']} ({cache_path(key['digest'])}): "
+            f"{describe(timings, cached['choice'])}"
+        )
         return _with_reason(_plan_of(found[cached["choice"]], plan_for), why)
     plans = {name: _plan_of(candidate, plan_for) for name, candidate in found.items()}
     gate = _Gate(steps, batch, budget, "/gpu:0" if snapshot.gpus else "/cpu:0")
     timings, spent = _time_all(plans, model, builder, data, steps * batch if steps else None, budget, gate)
     if gate.untimed:  # on CPUs the first candidate, the fastest in python -m benchmarks (decision quality)
         first = next(iter(plans))
-        chosen, which = (auto, "the rule's plan") if snapshot.gpus else (plans[first], f"{first}, the fastest on CPUs in python -m benchmarks (decision quality)")
-        return _with_reason(chosen, f"strategy='tune': {gate.untimed}; trains with {which}; a longer training times the candidates")
+        chosen, which = (
+            (auto, "the rule's plan")
+            if snapshot.gpus
+            else (plans[first], f"{first}, the fastest on CPUs in python -m benchmarks (decision quality)")
+        )
+        return _with_reason(
+            chosen, f"strategy='tune': {gate.untimed}; trains with {which}; a longer training times the candidates"
+        )
     best = pick(timings)
     if best is None:
-        return _with_reason(auto, f"strategy='tune': no candidate ran ({describe(timings, None)}); the plan is the rule's")
+        return _with_reason(
+            auto, f"strategy='tune': no candidate ran ({describe(timings, None)}); the plan is the rule's"
+        )
     write_cache(key, best.name, timings, spent)
     partial = "" if all(not t.skipped for t in timings) else "; a longer training times the rest"
-    return _with_reason(plans[best.name], f"strategy='tune': timed in {spent:.1f} s, the fastest by measured samples/s: {describe(timings, best.name)}{partial}")
+    return _with_reason(
+        plans[best.name],
+        f"strategy='tune': timed in {spent:.1f} s, the fastest by measured samples/s: "
+        f"{describe(timings, best.name)}{partial}",
+    )
 
 
 @dataclasses.dataclass
@@ -180,7 +219,9 @@ def _strategy_of(the_plan: Plan) -> Any:
     return start(the_plan)
 
 
-def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, samples: int | None, budget: float, gate: _Gate) -> tuple[list[Timing], float]:
+def _time_all(
+    plans: dict[str, Plan], source: Any, builder: Any, data: Any, samples: int | None, budget: float, gate: _Gate
+) -> tuple[list[Timing], float]:
     """Each candidate's samples/s, while tuning stays within its budget; none when ``gate``
     finds the training too short on the first model copy made."""
     timings: list[Timing] = []
@@ -190,19 +231,29 @@ def _time_all(plans: dict[str, Plan], source: Any, builder: Any, data: Any, samp
         spent = time.perf_counter() - started
         best = pick(timings)
         if costs:  # the training's length from the fastest so far, else (all failed) the gate's estimate
-            planned = (samples / (best.samples_per_second or 1.0) if samples else float("inf")) if best else gate.planned_seconds
+            planned = (
+                (samples / (best.samples_per_second or 1.0) if samples else float("inf"))
+                if best
+                else gate.planned_seconds
+            )
             cost = next_cost(costs, the_plan.num_replicas)
             if not within_budget(spent, cost, planned, budget):
                 limit = min(budget, TUNE_SHARE * planned)
-                timings.append(Timing(name, skipped=f"budget, {spent:.1f} s spent of {limit:.1f} s, this one about {cost:.1f} s"))
+                timings.append(
+                    Timing(name, skipped=f"budget, {spent:.1f} s spent of {limit:.1f} s, this one about {cost:.1f} s")
+                )
                 continue
         began = time.perf_counter()
         try:
-            timings.append(Timing(name, _samples_per_second(the_plan, source, builder, data, None if gate.checked else gate)))
+            timings.append(
+                Timing(name, _samples_per_second(the_plan, source, builder, data, None if gate.checked else gate))
+            )
         except _Untimed:
             return [], time.perf_counter() - started
         except Exception as err:  # a candidate that cannot run here is skipped, with its error
-            timings.append(Timing(name, error=f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"))
+            timings.append(
+                Timing(name, error=f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}")
+            )
         costs.append((time.perf_counter() - began, the_plan.num_replicas))
         gc.collect()
     get_logger().info("autodist tune: %s", describe(timings, (pick(timings) or Timing("")).name))
@@ -225,7 +276,6 @@ def _timing_input(x: Any, y: Any, fit_kwargs: Mapping[str, Any]) -> _Input | Non
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-
         count = int(x.cardinality())  # batches; endless (-1) or unknown (-2)
         return _Input(x, None, count * (dataset_batch_size(x) or 1) if count > 0 else None, True)
     x, y = pandas_to_numpy(x), pandas_to_numpy(y)
@@ -242,12 +292,15 @@ def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input,
     apply_compile_settings(model, the_plan)
     batch = int(the_plan.global_batch_size or 32)
     if data.dataset:
-
         x, y, kwargs = prepare_dataset(data.x, batch, 1, drop_remainder=False, rebatch=True).take(TIMED_STEPS), None, {}
         seen = _dataset_samples(x)
     else:
         count = min(num_samples(data.x), TIMED_STEPS * batch)
-        x, y, kwargs = slice_samples(data.x, 0, count), slice_samples(data.y, 0, count), {"batch_size": batch, "shuffle": False}
+        x, y, kwargs = (
+            slice_samples(data.x, 0, count),
+            slice_samples(data.y, 0, count),
+            {"batch_size": batch, "shuffle": False},
+        )
         seen = count
     seconds = _timed_second_epoch(model, x, y, kwargs, strategy)
     return seen / seconds
@@ -290,7 +343,13 @@ def _signature(model: Any, builder: Any) -> list[Any]:
     optimizer = getattr(model, "optimizer", None)
     weights = [[str(getattr(w, "dtype", "")), list(getattr(w, "shape", ()))] for w in getattr(model, "weights", [])]
     layers = [type(layer).__name__ for layer in getattr(model, "layers", [])]
-    return [type(model).__name__, layers, weights, type(optimizer).__name__ if optimizer is not None else None, *version]
+    return [
+        type(model).__name__,
+        layers,
+        weights,
+        type(optimizer).__name__ if optimizer is not None else None,
+        *version,
+    ]
 
 
 def _code_digest(function: Any, depth: int = 2) -> str:
@@ -300,7 +359,9 @@ def _code_digest(function: Any, depth: int = 2) -> str:
     arguments."""
     digest = hashlib.sha256()
     if isinstance(function, functools.partial):
-        digest.update(_code_digest(function.func, depth).encode() + _stable_repr((function.args, function.keywords)).encode())
+        digest.update(
+            _code_digest(function.func, depth).encode() + _stable_repr((function.args, function.keywords)).encode()
+        )
         return digest.hexdigest()[:16]
     code = getattr(function, "__code__", None)
     if code is None:

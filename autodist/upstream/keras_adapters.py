@@ -82,7 +82,8 @@ def patch_batches_copied() -> bool:
 
 BATCHES_COPIED = Workaround(
     name="batches_copied",
-    upstream="TensorFlow's legacy re-batching of a generator's batches under tf.distribute (Keras 3's PyDataset and generator inputs)",
+    upstream="TensorFlow's legacy re-batching of a generator's batches under tf.distribute (Keras 3's PyDataset and "
+    "generator inputs)",
     summary=(
         "Keras feeds a PyDataset or a Python generator through tf.data's from_generator, which keeps a NumPy"
         " batch's memory; under a replicated strategy TensorFlow splits each batch into views of it and, where a"
@@ -92,7 +93,8 @@ BATCHES_COPIED = Workaround(
         " [2.29, 0.002, 0.0]), in the runs whose arrays happen to be so aligned (measured on TensorFlow 2.16.2 and"
         " 2.21.0; 2.18.1 copies the batch itself). autodist hands TensorFlow a copy of every NumPy array in a batch."
     ),
-    affected=EVERY_RELEASE, touches=("keras.python_batches",),
+    affected=EVERY_RELEASE,
+    touches=("keras.python_batches",),
     if_fixed="a PyDataset's arrays stay unchanged after fit under a replicated strategy without the copy",
     install=lambda act: patch_batches_copied(),
 )

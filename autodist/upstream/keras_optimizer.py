@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 
-
 def _replicas() -> int:
     import tensorflow as tf
 
@@ -97,7 +96,11 @@ def patch_distributed_gradients() -> bool:
         grads_and_vars = list(grads_and_vars)
         strategy = tf.distribute.get_strategy()
         present = [(grad, var) for grad, var in grads_and_vars if grad is not None]
-        if strategy.num_replicas_in_sync < 2 or not present or not isinstance(present[0][0], tf.distribute.DistributedValues):
+        if (
+            strategy.num_replicas_in_sync < 2
+            or not present
+            or not isinstance(present[0][0], tf.distribute.DistributedValues)
+        ):
             return grads_and_vars
         # On one machine through one device: the strategy's collective ops fail there under Adam ("You
         # must feed a value for placeholder tensor"); across workers, only the strategy's own reach them.
@@ -156,8 +159,11 @@ def patch_optimizer_build() -> bool:
 
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
         first_in_a_replica = (
-            trainable_variables is not None and not self.built and len(grads)
-            and tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
+            trainable_variables is not None
+            and not self.built
+            and len(grads)
+            and tf.distribute.has_strategy()
+            and not tf.distribute.in_cross_replica_context()
             and tf.distribute.get_replica_context().num_replicas_in_sync > 1
         )
         if first_in_a_replica:
@@ -301,8 +307,7 @@ DISTRIBUTED_GRADIENTS = Workaround(
 REPLICA_SLICES_SUMMED = Workaround(
     name="replica_slices_summed",
     upstream=(
-        "Keras 3's sparse optimizer updates (a tf.IndexedSlices gradient's slices squared apart) under"
-        " tf.distribute"
+        "Keras 3's sparse optimizer updates (a tf.IndexedSlices gradient's slices squared apart) under tf.distribute"
     ),
     summary=(
         "TensorFlow all-reduces a sparse gradient (an embedding's tf.IndexedSlices) by concatenating the"
@@ -315,7 +320,8 @@ REPLICA_SLICES_SUMMED = Workaround(
         " arange); a lookup of each batch's own tokens, or of positions tiled over its samples (one slice per"
         " sample on one device too), is left as it is. No extra collective."
     ),
-    affected=EVERY_RELEASE, touches=("keras.replica_slices",),
+    affected=EVERY_RELEASE,
+    touches=("keras.replica_slices",),
     if_fixed="slices summed before a sparse update that already sums them give the same sums",
     install=lambda act: patch_replica_slices_summed(act.trains_under),
 )
@@ -332,7 +338,8 @@ OPTIMIZER_BUILT_IN_STEP = Workaround(
         " reduce no gradient, hence no failure). autodist builds it once for all replicas, in the"
         " cross-replica context, before its first update."
     ),
-    affected=((GRADIENTS_REDUCED, None),), touches=("keras.optimizer_build",),
+    affected=((GRADIENTS_REDUCED, None),),
+    touches=("keras.optimizer_build",),
     if_fixed="an optimizer built before its first update updates as one built by it",
     install=lambda act: patch_optimizer_build(),
 )

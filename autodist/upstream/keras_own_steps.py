@@ -344,8 +344,10 @@ OWN_STEP_REPLICA_MEAN = Workaround(
         "layer) twice, so History reads 1/N of one device's and its gradients are 1/N: autodist keeps "
         "such a loss the replica's mean, and Keras's sum of the model's losses divides it once."
     ),
-    affected=EVERY_RELEASE, touches=("keras.own_steps",),
-    if_fixed="a step whose losses Keras no longer divides trains with the mean of the replicas' gradients, as one device",
+    affected=EVERY_RELEASE,
+    touches=("keras.own_steps",),
+    if_fixed="a step whose losses Keras no longer divides trains with the mean of the replicas' gradients, as one "
+    "device",
     install=lambda act: patch_own_steps(act.trains_under),
 )
 
@@ -363,7 +365,8 @@ UNEVEN_SHARES_WEIGHTED = Workaround(
         " batch's mean gradient, as one device takes it. An input whose every batch is whole is left as it is"
         " (under MultiWorkerMirrored every worker weights: they must issue the same collectives)."
     ),
-    affected=EVERY_RELEASE, touches=("keras.share_weights",),
+    affected=EVERY_RELEASE,
+    touches=("keras.share_weights",),
     if_fixed="a share's weight is 1 wherever batches split evenly; where they do not, it is right for gradients"
     " of each share's mean divided by the replicas, as every Keras 3 release and tf.keras take them (the"
     " still-needed test fails on a Keras that weights the shares itself)",

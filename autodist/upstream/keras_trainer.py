@@ -34,7 +34,12 @@ __all__ = [
 ]
 
 #: The workarounds applied by replacing parts of Keras 3's TensorFlow trainer.
-TRAINER_PATCHES = ("first_batch_symbolic_build", "symbolic_build_reads_input", "no_call_symbolic_build", "multi_worker_scalar_reduce")
+TRAINER_PATCHES = (
+    "first_batch_symbolic_build",
+    "symbolic_build_reads_input",
+    "no_call_symbolic_build",
+    "multi_worker_scalar_reduce",
+)
 #: Those of them that live in the replaced ``_maybe_symbolic_build``.
 SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:3]
 
@@ -51,14 +56,10 @@ def _mirrored(strategy: Any) -> bool:
     return isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
 
 
-
-
 def _fully_built(model: Any) -> bool:
     """Whether a compiled Keras 3 model's layers, loss, metrics and optimizer are all built."""
     parts = (getattr(model, "_compile_metrics", None), getattr(model, "_compile_loss", None), model.optimizer)
-    return all(layer.built for layer in all_layers(model)) and all(
-        part is None or part.built for part in parts
-    )
+    return all(layer.built for layer in all_layers(model)) and all(part is None or part.built for part in parts)
 
 
 def has_no_call(model: Any) -> bool:
@@ -84,7 +85,11 @@ def _build_without_call(model: Any, strategy: Any) -> None:
     model on symbolic inputs, and fail). Sub-models and anything else the ``train_step`` creates
     are built as on one device, when the step is traced."""
     with strategy.scope():
-        if model.optimizer is not None and not model.optimizer.built and all(layer.built for layer in all_layers(model) if layer is not model):
+        if (
+            model.optimizer is not None
+            and not model.optimizer.built
+            and all(layer.built for layer in all_layers(model) if layer is not model)
+        ):
             model.optimizer.build(model.trainable_variables)
 
 
@@ -162,9 +167,9 @@ def _install_symbolic_build() -> None:
         if not (hasattr(iterator, "__iter__") or hasattr(iterator, "enumerate_epoch")):
             return original_build(self, iterator=iterator, data_batch=data_batch)  # a shape we do not know
         data_batch = tree.map_structure(
-            lambda v: strategy.experimental_local_results(v)[0]
-            if isinstance(v, tf.distribute.DistributedValues)
-            else v,
+            lambda v: (
+                strategy.experimental_local_results(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v
+            ),
             _first_batch(iterator),
         )
         with strategy.scope():
@@ -179,7 +184,8 @@ def patch_trainer(names: Any) -> list[str]:
     on. Idempotent; returns those in place.
 
     Under any strategy, a model with nothing left to build reads nothing for its symbolic build,
-    and a model without ``call()`` builds its optimizer instead of failing there; the first-batch build acts under (MultiWorker)MirroredStrategy; the scalar reduce only in
+    and a model without ``call()`` builds its optimizer instead of failing there; the first-batch build acts under
+    (MultiWorker)MirroredStrategy; the scalar reduce only in
     multi-worker mode. Everything else keeps Keras's own code.
     """
     names = set(names)
@@ -224,7 +230,9 @@ def _samples(x: Any) -> int | None:
     from keras.src import tree
 
     leaves = tree.flatten(x) if x is not None else []
-    if not leaves or not all(hasattr(leaf, "shape") and hasattr(leaf, "dtype") and len(leaf.shape) > 0 for leaf in leaves):
+    if not leaves or not all(
+        hasattr(leaf, "shape") and hasattr(leaf, "dtype") and len(leaf.shape) > 0 for leaf in leaves
+    ):
         return None
     lengths = {int(leaf.shape[0]) for leaf in leaves}
     return lengths.pop() if len(lengths) == 1 else None
@@ -371,7 +379,8 @@ NO_CALL_SYMBOLIC_BUILD = Workaround(
         "builds such a model's optimizer under the strategy instead, and leaves the rest "
         "to the first step, as one device does."
     ),
-    affected=((NO_SYMBOLIC_BUILD, None),), touches=("keras.symbolic_build",),
+    affected=((NO_SYMBOLIC_BUILD, None),),
+    touches=("keras.symbolic_build",),
     if_fixed="a model without call() has nothing a symbolic call could build",
     install=lambda act: "no_call_symbolic_build" in patch_trainer(["no_call_symbolic_build"]),
 )
@@ -390,7 +399,8 @@ EVERY_REPLICA_FED = Workaround(
         " (means over the samples do not depend on the batching; not for a test_step of the model's own), and"
         " repeats fewer samples than replicas in one batch (predict returns the first copy)."
     ),
-    affected=EVERY_RELEASE, touches=("keras.trainer_loops",),
+    affected=EVERY_RELEASE,
+    touches=("keras.trainer_loops",),
     if_fixed="another batching of the same samples gives the same means and predictions",
     install=lambda act: patch_every_replica_fed(act.every_replica_fed, prepare=act.prepare_own_steps),
 )

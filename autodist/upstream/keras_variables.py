@@ -124,7 +124,10 @@ def patch_batchnorm_moving_statistics() -> bool:
 def _aggregating_strategy() -> bool:
     import tensorflow as tf
 
-    aggregating = (tf.distribute.experimental.CentralStorageStrategy, tf.distribute.experimental.ParameterServerStrategy)
+    aggregating = (
+        tf.distribute.experimental.CentralStorageStrategy,
+        tf.distribute.experimental.ParameterServerStrategy,
+    )
     return isinstance(tf.distribute.get_strategy(), aggregating)
 
 
@@ -210,7 +213,9 @@ def patch_variable_aggregation() -> bool:
         return create(self, value)
 
     replace(core.Variable, "_initialize", _initialize)
-    with_initializer = getattr(core.Variable, "_initialize_with_initializer", None)  # Keras 3.5-3.6 create through it too
+    with_initializer = getattr(
+        core.Variable, "_initialize_with_initializer", None
+    )  # Keras 3.5-3.6 create through it too
     if with_initializer is not None:
 
         def _initialize_with_initializer(self: Any, initializer: Any) -> None:
@@ -386,7 +391,8 @@ REPLICA_RANDOM_STREAMS = Workaround(
         " advances it): the replicas draw independently, as one device draws for its whole batch, reproducibly"
         " from keras.utils.set_random_seed, though not one device's numbers."
     ),
-    affected=EVERY_RELEASE, touches=("keras.seed_draws",),
+    affected=EVERY_RELEASE,
+    touches=("keras.seed_draws",),
     if_fixed="a replica's draws from a seed folded with its id are as independent as Keras's own",
     install=lambda act: patch_replica_random_streams(act.trains_under),
 )
@@ -407,7 +413,8 @@ GLOBAL_SEED_IN_REPLICAS = Workaround(
         " import) makes it inside the map function as a distributed variable, which TensorFlow cannot lift"
         " out ('Unable to lift tensor'): autodist makes it in the eager context there, as a layer's own is."
     ),
-    affected=EVERY_RELEASE, touches=("keras.global_seed_generator",),
+    affected=EVERY_RELEASE,
+    touches=("keras.global_seed_generator",),
     if_fixed="a global SeedGenerator made once for the replicas is the one each would have used",
     install=lambda act: patch_global_seed_in_replicas(act.trains_under),
 )

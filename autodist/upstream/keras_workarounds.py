@@ -80,15 +80,17 @@ def _declared(module: ModuleType) -> list[Workaround]:
 
 
 #: Every workaround, by name, in the order of the docs page and of installing.
-WORKAROUNDS = MappingProxyType({
-    w.name: w
-    for w in (
-        *(w for module in DECLARING for w in _declared(module)),
-        MIRRORED_STEPS_PER_EXECUTION,
-        MIRRORED_JIT_COMPILE,
-        SHORT_EPOCH_STEPS_PER_EXECUTION,
-    )
-})
+WORKAROUNDS = MappingProxyType(
+    {
+        w.name: w
+        for w in (
+            *(w for module in DECLARING for w in _declared(module)),
+            MIRRORED_STEPS_PER_EXECUTION,
+            MIRRORED_JIT_COMPILE,
+            SHORT_EPOCH_STEPS_PER_EXECUTION,
+        )
+    }
+)
 
 #: The workarounds applied by patching Keras (the others change compile settings or defaults).
 PATCHES = tuple(name for name, w in WORKAROUNDS.items() if w.install is not None)

@@ -59,7 +59,9 @@ TOUCHES: dict[str, Touch] = {
     for t in (
         # --- TensorFlow -------------------------------------------------------------------------
         Touch(
-            "tf.runtime_started", "tensorflow", (f"{_CONTEXT}.context()._context_handle",),
+            "tf.runtime_started",
+            "tensorflow",
+            (f"{_CONTEXT}.context()._context_handle",),
             "whether TensorFlow's runtime has started: logical devices and MultiWorkerMirroredStrategy "
             "must be set up before it does, and autodist says so (RuntimeAlreadyStartedError) "
             "instead of TensorFlow's later 'Collective ops must be configured at program startup'",
@@ -70,7 +72,9 @@ TOUCHES: dict[str, Touch] = {
             _runtime_handle,
         ),
         Touch(
-            "tf.default_strategy", "tensorflow", (f"{_DISTRIBUTE}.distribute_lib._get_default_strategy",),
+            "tf.default_strategy",
+            "tensorflow",
+            (f"{_DISTRIBUTE}.distribute_lib._get_default_strategy",),
             "the plan 'default' names TensorFlow's default strategy object, whatever strategy is "
             "current in the caller (tf.distribute.get_strategy() answers the current one)",
             _TF,
@@ -79,9 +83,13 @@ TOUCHES: dict[str, Touch] = {
             _present(f"{_DISTRIBUTE}.distribute_lib._get_default_strategy"),
         ),
         Touch(
-            "tf.coordination_service", "tensorflow",
-            (f"{_CONTEXT}.coordination_config_pb2.CoordinatedJob", f"{_CONTEXT}.Context.configure_coordination_service",
-             f"{_CONTEXT}.Context._coordination_service_config.cluster_register_with_barrier"),
+            "tf.coordination_service",
+            "tensorflow",
+            (
+                f"{_CONTEXT}.coordination_config_pb2.CoordinatedJob",
+                f"{_CONTEXT}.Context.configure_coordination_service",
+                f"{_CONTEXT}.Context._coordination_service_config.cluster_register_with_barrier",
+            ),
             "configures MultiWorkerMirroredStrategy's coordination service first, with a registration "
             "deadline, so a worker whose peer never starts raises PeerError instead of waiting for "
             "ever (the barrier field, from TensorFlow 2.19, makes the leader raise too)",
@@ -90,10 +98,14 @@ TOUCHES: dict[str, Touch] = {
             "a worker whose peer never connects waits as long as TensorFlow lets it (for ever on the "
             "leader): the launcher's --timeout, or your cluster manager's, ends it",
             _TEST + "test_still_needed_coordination_service_deadline",
-            _present(f"{_CONTEXT}.coordination_config_pb2.CoordinatedJob", f"{_CONTEXT}.Context.configure_coordination_service"),
+            _present(
+                f"{_CONTEXT}.coordination_config_pb2.CoordinatedJob",
+                f"{_CONTEXT}.Context.configure_coordination_service",
+            ),
         ),
         Touch(
-            "tf.coordination_key_value", "tensorflow",
+            "tf.coordination_key_value",
+            "tensorflow",
             (f"{_CONTEXT}.Context.get_config_key_value", f"{_CONTEXT}.Context.set_config_key_value"),
             "the workers of a multi-worker job agree, through the coordination service's key-value "
             "store, on the step to save after SIGTERM, and on the saves every worker has",
@@ -104,7 +116,9 @@ TOUCHES: dict[str, Touch] = {
             _coordination_key_value,
         ),
         Touch(
-            "tf.global_seed", "tensorflow", (f"{_CONTEXT}.global_seed",),
+            "tf.global_seed",
+            "tensorflow",
+            (f"{_CONTEXT}.global_seed",),
             "reads whether the script set a global seed (keras.utils.set_random_seed) without drawing "
             "from TensorFlow's op-seed counter, which tf.compat.v1.get_seed would advance",
             _TF,
@@ -113,13 +127,19 @@ TOUCHES: dict[str, Touch] = {
             _present(f"{_CONTEXT}.global_seed"),
         ),
         Touch(
-            "tf.activation_hooks", "tensorflow",
-            (f"{_CONTEXT}.Context.ensure_initialized", "tensorflow.python.ops.variables.VariableMetaclass.__call__",
-             f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
-             f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
-             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
-             f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
-             "tensorflow.python.framework.ops.reset_default_graph"),
+            "tf.activation_hooks",
+            "tensorflow",
+            (
+                f"{_CONTEXT}.Context.ensure_initialized",
+                "tensorflow.python.ops.variables.VariableMetaclass.__call__",
+                f"{_DISTRIBUTE}.distribute_lib.get_strategy",
+                f"{_DISTRIBUTE}.distribute_lib.has_strategy",
+                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__",
+                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
+                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
+                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
+                "tensorflow.python.framework.ops.reset_default_graph",
+            ),
             "the activation at import: the strategy is created at the first trigger (the runtime "
             "starting, a variable created, the current strategy asked for), and a strategy the "
             "script constructs itself is noticed, so autodist's steps aside; a collective that "
@@ -129,18 +149,27 @@ TOUCHES: dict[str, Touch] = {
             "nothing is made current at import (as with AUTODIST_ACTIVATE=0): autodist.fit and "
             "autodist.init create the strategy, and a model built before is moved into it with a warning",
             _TEST + "test_still_needed_activation_hooks",
-            _present(f"{_CONTEXT}.Context.ensure_initialized", "tensorflow.python.ops.variables.VariableMetaclass.__call__",
-                     f"{_DISTRIBUTE}.distribute_lib.get_strategy", f"{_DISTRIBUTE}.distribute_lib.has_strategy",
-                     f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__", f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
-                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
-                     f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
-                     "tensorflow.python.framework.ops.reset_default_graph"),
+            _present(
+                f"{_CONTEXT}.Context.ensure_initialized",
+                "tensorflow.python.ops.variables.VariableMetaclass.__call__",
+                f"{_DISTRIBUTE}.distribute_lib.get_strategy",
+                f"{_DISTRIBUTE}.distribute_lib.has_strategy",
+                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__",
+                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
+                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
+                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
+                "tensorflow.python.framework.ops.reset_default_graph",
+            ),
         ),
         Touch(
-            "tf.strategy_scopes", "tensorflow",
-            (f"{_DISTRIBUTE}.distribute_lib.StrategyBase.scope", f"{_DISTRIBUTE}.distribute_lib.enter_or_assert_strategy",
-             "tensorflow.python.framework.ops.Graph._global_distribute_strategy_scope",
-             "tensorflow.python.framework.ops.Graph._distribution_strategy_stack"),
+            "tf.strategy_scopes",
+            "tensorflow",
+            (
+                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.scope",
+                f"{_DISTRIBUTE}.distribute_lib.enter_or_assert_strategy",
+                "tensorflow.python.framework.ops.Graph._global_distribute_strategy_scope",
+                "tensorflow.python.framework.ops.Graph._distribution_strategy_stack",
+            ),
             "while autodist's strategy is current, another strategy's scope (the save-and-load "
             "tutorial's OneDeviceStrategy) makes TensorFlow fail with 'Mixing different "
             "tf.distribute.Strategy objects': autodist's steps aside for the block",
@@ -148,12 +177,17 @@ TOUCHES: dict[str, Touch] = {
             "autodist's strategy does not step aside: a scope of another strategy the script creates "
             "after autodist's holds variables fails as TensorFlow makes it fail",
             _TEST + "test_still_needed_strategy_scopes",
-            _present(f"{_DISTRIBUTE}.distribute_lib.StrategyBase.scope", f"{_DISTRIBUTE}.distribute_lib.enter_or_assert_strategy",
-                     "tensorflow.python.framework.ops.Graph._global_distribute_strategy_scope",
-                     "tensorflow.python.framework.ops.Graph._distribution_strategy_stack"),
+            _present(
+                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.scope",
+                f"{_DISTRIBUTE}.distribute_lib.enter_or_assert_strategy",
+                "tensorflow.python.framework.ops.Graph._global_distribute_strategy_scope",
+                "tensorflow.python.framework.ops.Graph._distribution_strategy_stack",
+            ),
         ),
         Touch(
-            "tf.saved_model_load", "tensorflow", ("tensorflow.python.saved_model.load.load",),
+            "tf.saved_model_load",
+            "tensorflow",
+            ("tensorflow.python.saved_model.load.load",),
             "tf.saved_model.load outside any scope means 'without a strategy'; with autodist's current, "
             "its signatures fail when called directly ('Trying to access a placeholder'): autodist's "
             "steps aside for the load",
@@ -164,9 +198,13 @@ TOUCHES: dict[str, Touch] = {
             _present("tensorflow.python.saved_model.load.load"),
         ),
         Touch(
-            "tf.strategy_internals", "tensorflow",
-            ("StrategyExtended._num_workers", "CentralStorageStrategy.extended._variable_device",
-             "the strategy classes' modules under tensorflow.python."),
+            "tf.strategy_internals",
+            "tensorflow",
+            (
+                "StrategyExtended._num_workers",
+                "CentralStorageStrategy.extended._variable_device",
+                "the strategy classes' modules under tensorflow.python.",
+            ),
             "describes a strategy the script created itself (its workers, its parameter device, its "
             "kind by class), which has no public accessor",
             _TF,
@@ -175,34 +213,47 @@ TOUCHES: dict[str, Touch] = {
             _mentions(f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended", "self._num_workers"),
         ),
         Touch(
-            "tf.dataset_graph", "tensorflow",
-            ("tensorflow.python.data.ops.dataset_ops.DatasetV2", "DatasetV2._input_dataset", "._datasets", "._input_datasets",
-             "the dataset classes' names (_BatchDataset, _RebatchDataset, ...)",
-             "_ShuffleDataset._reshuffle_each_iteration"),
+            "tf.dataset_graph",
+            "tensorflow",
+            (
+                "tensorflow.python.data.ops.dataset_ops.DatasetV2",
+                "DatasetV2._input_dataset",
+                "._datasets",
+                "._input_datasets",
+                "the dataset classes' names (_BatchDataset, _RebatchDataset, ...)",
+                "_ShuffleDataset._reshuffle_each_iteration",
+            ),
             "reads how a tf.data pipeline is batched (its batch size, its samples) without iterating "
             "it, to bring it to the global batch",
             _TF,
-            "a dataset's batching is unknown: pass batch_size= (the global batch) and autodist "
-            "re-batches it",
+            "a dataset's batching is unknown: pass batch_size= (the global batch) and autodist re-batches it",
             _TEST + "test_still_needed_dataset_graph",
             _mentions("tensorflow.python.data.ops.dataset_ops.UnaryDataset", "self._input_dataset"),
         ),
         Touch(
-            "tf.dataset_serialization", "tensorflow",
-            ("tensorflow.python.ops.gen_dataset_ops.dataset_to_graph_v2", "DatasetV2._variant_tensor",
-             "tensorflow.python.data.ops.options.ExternalStatePolicy",
-             f"{_DISTRIBUTE}.coordinator.values.deserialize_dataset_from_graph"),
+            "tf.dataset_serialization",
+            "tensorflow",
+            (
+                "tensorflow.python.ops.gen_dataset_ops.dataset_to_graph_v2",
+                "DatasetV2._variant_tensor",
+                "tensorflow.python.data.ops.options.ExternalStatePolicy",
+                f"{_DISTRIBUTE}.coordinator.values.deserialize_dataset_from_graph",
+            ),
             "Keras 3 parameter-server training rebuilds the chief's tf.data pipeline on every worker "
             "from its graph (a function capturing the dataset fails there)",
             _TF,
             "Keras 3 parameter-server training takes arrays only; a tf.data.Dataset is refused",
             _TEST + "test_still_needed_dataset_serialization",
-            _present("tensorflow.python.ops.gen_dataset_ops.dataset_to_graph_v2",
-                     "tensorflow.python.data.ops.options.ExternalStatePolicy",
-                     f"{_DISTRIBUTE}.coordinator.values.deserialize_dataset_from_graph"),
+            _present(
+                "tensorflow.python.ops.gen_dataset_ops.dataset_to_graph_v2",
+                "tensorflow.python.data.ops.options.ExternalStatePolicy",
+                f"{_DISTRIBUTE}.coordinator.values.deserialize_dataset_from_graph",
+            ),
         ),
         Touch(
-            "tf.remote_value_status", "tensorflow", (f"{_DISTRIBUTE}.coordinator.remote_value.RemoteValue._status",),
+            "tf.remote_value_status",
+            "tensorflow",
+            (f"{_DISTRIBUTE}.coordinator.remote_value.RemoteValue._status",),
             "counts the parameter-server steps that finished, for the progress a stalled job is told by",
             _TF,
             "every poll of the chief's loop counts as progress",
@@ -210,9 +261,12 @@ TOUCHES: dict[str, Touch] = {
             _mentions(f"{_DISTRIBUTE}.coordinator.values.RemoteValueImpl", "self._status"),
         ),
         Touch(
-            "tf.slurm_hostlist", "tensorflow",
-            (f"{_DISTRIBUTE}.cluster_resolver.slurm_cluster_resolver.expand_hostlist",
-             f"{_DISTRIBUTE}.cluster_resolver.slurm_cluster_resolver.expand_tasks_per_node"),
+            "tf.slurm_hostlist",
+            "tensorflow",
+            (
+                f"{_DISTRIBUTE}.cluster_resolver.slurm_cluster_resolver.expand_hostlist",
+                f"{_DISTRIBUTE}.cluster_resolver.slurm_cluster_resolver.expand_tasks_per_node",
+            ),
             "reads SLURM's compressed host lists as TensorFlow's SlurmClusterResolver does (the "
             "resolver itself pairs tasks with GPUs and returns no tasks on CPU-only nodes)",
             _TF,
@@ -222,10 +276,15 @@ TOUCHES: dict[str, Touch] = {
         ),
         # --- Keras 3 ----------------------------------------------------------------------------
         Touch(
-            "keras.symbolic_build", "keras",
-            (f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build", "keras.src.trainers.trainer.Trainer._symbolic_build",
-             "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
-             "keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch (read where present)"),
+            "keras.symbolic_build",
+            "keras",
+            (
+                f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build",
+                "keras.src.trainers.trainer.Trainer._symbolic_build",
+                "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
+                "keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch (read where "
+                "present)",
+            ),
             "the workarounds first_batch_symbolic_build and symbolic_build_reads_input (keras#20585: "
             "the first batch averaged over replicas)",
             _K3 + "; Keras 3.3 and 3.4 have no symbolic build (a model builds while its first step "
@@ -233,13 +292,17 @@ TOUCHES: dict[str, Touch] = {
             "the first batch is averaged over replicas as Keras does: MultiWorkerMirrored fit fails "
             "('unsupported type PerReplica'), and an uneven first batch fails under Mirrored",
             _KC + "test_still_needed_first_batch_symbolic_build",
-            _present(f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build", "keras.src.trainers.trainer.Trainer._symbolic_build",
-                     "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
-                     "keras.src.layers.layer.Layer._flatten_layers",
-                     when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug"),
+            _present(
+                f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build",
+                "keras.src.trainers.trainer.Trainer._symbolic_build",
+                "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
+                "keras.src.layers.layer.Layer._flatten_layers",
+                when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug",
+            ),
         ),
         Touch(
-            "keras.reduce_per_replica", "keras",
+            "keras.reduce_per_replica",
+            "keras",
             (f"{_TRAINER}.reduce_per_replica", f"{_TRAINER}._collective_all_reduce_multi_worker"),
             "the workaround multi_worker_scalar_reduce (tensorflow#72388: 'Invalid reduction "
             "dimension 0' on every step's logs under MultiWorkerMirrored)",
@@ -249,22 +312,38 @@ TOUCHES: dict[str, Touch] = {
             _present(f"{_TRAINER}.reduce_per_replica", f"{_TRAINER}._collective_all_reduce_multi_worker"),
         ),
         Touch(
-            "keras.variable_updates", "keras",
-            (f"{_CORE}.Variable.assign_add", f"{_CORE}.Variable.assign_sub", f"{_CORE}.Variable._convert_to_tensor",
-             "Variable._value", f"{_DISTRIBUTE}.ps_values.AggregatingVariable", f"{_DISTRIBUTE}.ps_values.CachingVariable",
-             f"{_DISTRIBUTE}.values.MirroredVariable"),
+            "keras.variable_updates",
+            "keras",
+            (
+                f"{_CORE}.Variable.assign_add",
+                f"{_CORE}.Variable.assign_sub",
+                f"{_CORE}.Variable._convert_to_tensor",
+                "Variable._value",
+                f"{_DISTRIBUTE}.ps_values.AggregatingVariable",
+                f"{_DISTRIBUTE}.ps_values.CachingVariable",
+                f"{_DISTRIBUTE}.values.MirroredVariable",
+            ),
             "the workaround aggregating_variable_updates: Keras's assign_add is assign(old + delta), "
             "which SUM-aggregated distributed variables turn into N*old + sum(deltas)",
             _K3,
             "CentralStorage reports wrong loss and metrics, as Keras does; parameter-server metrics race",
             _KC + "test_still_needed_aggregating_variable_updates",
-            _present(f"{_CORE}.Variable.assign_add", f"{_CORE}.Variable.assign_sub", f"{_CORE}.Variable._convert_to_tensor",
-                     f"{_DISTRIBUTE}.ps_values.AggregatingVariable", f"{_DISTRIBUTE}.ps_values.CachingVariable",
-                     f"{_DISTRIBUTE}.values.MirroredVariable"),
+            _present(
+                f"{_CORE}.Variable.assign_add",
+                f"{_CORE}.Variable.assign_sub",
+                f"{_CORE}.Variable._convert_to_tensor",
+                f"{_DISTRIBUTE}.ps_values.AggregatingVariable",
+                f"{_DISTRIBUTE}.ps_values.CachingVariable",
+                f"{_DISTRIBUTE}.values.MirroredVariable",
+            ),
         ),
         Touch(
-            "keras.variable_aggregation", "keras",
-            (f"{_CORE}.Variable._map_aggregation (Keras 3.7 and later)", f"{_CORE}.Variable._initialize (Keras 3.3-3.6)"),
+            "keras.variable_aggregation",
+            "keras",
+            (
+                f"{_CORE}.Variable._map_aggregation (Keras 3.7 and later)",
+                f"{_CORE}.Variable._initialize (Keras 3.3-3.6)",
+            ),
             "Keras 3.3-3.6 pass no aggregation to tf.Variable, so every variable is NONE under a "
             "strategy (a metric counts 495 of 990 samples on 2 replicas, CentralStorage metrics fail): "
             "autodist passes what Keras 3.10 passes. From 3.7 it maps the seed state of random layers "
@@ -276,17 +355,24 @@ TOUCHES: dict[str, Touch] = {
             _one_of(f"{_CORE}.Variable._map_aggregation", f"{_CORE}.Variable._initialize"),
         ),
         Touch(
-            "keras.seed_generators", "keras", ("Layer._seed_generators",),
+            "keras.seed_generators",
+            "keras",
+            ("Layer._seed_generators",),
             "which layers draw random numbers: every Keras 3 layer (and model) that owns a SeedGenerator (Dropout, "
-            "noise, augmentation, a VAE's sampling layer, a GAN's own noise), to warn that each replica draws the same ones",
-            _K3, "only the random layers autodist knows by name (Dropout, noise, Random* augmentation) are warned about",
-            _TEST + "test_still_needed_seed_generators", _mentions("keras.src.layers.layer.Layer._initialize_tracker", "_seed_generators"),
+            "noise, augmentation, a VAE's sampling layer, a GAN's own noise), to warn that each replica draws the "
+            "same ones",
+            _K3,
+            "only the random layers autodist knows by name (Dropout, noise, Random* augmentation) are warned about",
+            _TEST + "test_still_needed_seed_generators",
+            _mentions("keras.src.layers.layer.Layer._initialize_tracker", "_seed_generators"),
         ),
         Touch(
-            "keras.seed_draws", "keras",
+            "keras.seed_draws",
+            "keras",
             ("keras.src.random.seed_generator.SeedGenerator.next",),
             "the workaround replica_random_streams: every seed a SeedGenerator hands out in a replica's step "
-            "(Dropout, noise, augmentation, keras.random) is the same on every replica, as its state is one mirrored variable",
+            "(Dropout, noise, augmentation, keras.random) is the same on every replica, as its state is one mirrored "
+            "variable",
             "Keras 3.3.3 and 3.15.1 (the support matrix's oldest and newest)",
             "random layers draw the same masks, noise and transforms on every replica, as with plain Keras (warned: "
             "one random draw for every replica)",
@@ -294,9 +380,12 @@ TOUCHES: dict[str, Touch] = {
             _present("keras.src.random.seed_generator.SeedGenerator.next"),
         ),
         Touch(
-            "keras.global_seed_generator", "keras",
-            ("keras.src.random.seed_generator.global_seed_generator",
-             "keras.src.backend.common.stateless_scope.in_stateless_scope"),
+            "keras.global_seed_generator",
+            "keras",
+            (
+                "keras.src.random.seed_generator.global_seed_generator",
+                "keras.src.backend.common.stateless_scope.in_stateless_scope",
+            ),
             "the workaround global_seed_in_replicas: Keras makes its global SeedGenerator "
             "(keras.random draws without a seed) at its first use in thread-local state, so each replica's "
             "thread of a MirroredStrategy step makes "
@@ -315,21 +404,34 @@ TOUCHES: dict[str, Touch] = {
             ),
         ),
         Touch(
-            "keras.optimizer_build", "keras",
-            ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.base_optimizer.BaseOptimizer.build"),
+            "keras.optimizer_build",
+            "keras",
+            (
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.build",
+            ),
             "the workaround optimizer_built_in_step: an optimizer first applied inside a step (a GAN's two optimizers) "
             "builds its slots in each replica's thread while the step is traced, and fails under MirroredStrategy",
             "Keras 3.3.3 (no failure: 3.3-3.4 reduce no gradient), 3.8.0 and 3.15.1",
-            "an optimizer with slots first applied inside a model's own train_step fails under a replicated strategy as "
+            "an optimizer with slots first applied inside a model's own train_step fails under a replicated strategy "
+            "as "
             "with plain Keras ('You must feed a value for placeholder tensor'); build it before fit to avoid it",
             _KC + "test_still_needed_optimizer_built_in_step",
-            _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.base_optimizer.BaseOptimizer.build"),
+            _present(
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.build",
+            ),
         ),
         Touch(
-            "keras.own_steps", "keras",
-            ("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
-             "keras.src.losses.loss.scale_loss_for_distribution", "keras.src.losses.loss.unscale_loss_for_distribution",
-             "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss"),
+            "keras.own_steps",
+            "keras",
+            (
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
+                "keras.src.losses.loss.scale_loss_for_distribution",
+                "keras.src.losses.loss.unscale_loss_for_distribution",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+            ),
             "the workaround own_step_replica_mean: in a train_step or test_step of the model's own, Keras divides a "
             "keras.losses loss by the replicas (3.8 and later: scale_loss_for_distribution; 3.3-3.7: fit's loss in "
             "scale_loss with distributed_gradients) and a loss the step computes itself not; in a layer's call "
@@ -339,13 +441,17 @@ TOUCHES: dict[str, Touch] = {
             "steps N times one device's, or losses at 1/N; a layer's add_loss of a keras.losses loss reads 1/N in "
             "History, with gradients 1/N (not warned: the plan lists the workaround)",
             _KC + "test_still_needed_own_step_replica_mean",
-            _present("keras.src.optimizers.base_optimizer.BaseOptimizer.apply", "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
-                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
-                     "keras.src.losses.loss.reduce_values",
-                     "keras.src.backend.common.global_state.get_global_attribute"),
+            _present(
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+                "keras.src.losses.loss.reduce_values",
+                "keras.src.backend.common.global_state.get_global_attribute",
+            ),
         ),
         Touch(
-            "keras.share_weights", "keras",
+            "keras.share_weights",
+            "keras",
             (f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply", f"{_LOSS_SCALE}.LossScaleOptimizer.apply"),
             "the workaround uneven_shares_weighted: Keras sums the replicas' gradients of their shares' means, each "
             "counting 1/N, so where a batch splits unevenly (an epoch's last batch) the smaller share's samples weigh "
@@ -357,7 +463,8 @@ TOUCHES: dict[str, Touch] = {
             _present(f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply", f"{_LOSS_SCALE}.LossScaleOptimizer.apply"),
         ),
         Touch(
-            "keras.replica_slices", "keras",
+            "keras.replica_slices",
+            "keras",
             ("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",),
             "the workaround replica_slices_summed: a sparse gradient all-reduced over the replicas holds each "
             "replica's slice of a row apart, and Keras's sparse update squares each slice apart (Adam's second "
@@ -371,33 +478,52 @@ TOUCHES: dict[str, Touch] = {
             _present("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients"),
         ),
         Touch(
-            "keras.trainer_loops", "keras",
-            (f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}.TensorFlowTrainer.test_step"),
-            "the workaround every_replica_fed: evaluate and predict re-batch array inputs so that no replica gets an empty share",
+            "keras.trainer_loops",
+            "keras",
+            (
+                f"{_TRAINER}.TensorFlowTrainer.evaluate",
+                f"{_TRAINER}.TensorFlowTrainer.predict",
+                f"{_TRAINER}.TensorFlowTrainer.test_step",
+            ),
+            "the workaround every_replica_fed: evaluate and predict re-batch array inputs so that no replica gets an "
+            "empty share",
             _K3,
             "evaluate and predict on fewer samples than replicas (or a last batch that small) run as Keras runs them: "
             "some models fail on the empty share, or give NaN (by machine and run)",
             _KC + "test_still_needed_every_replica_fed",
-            _present(f"{_TRAINER}.TensorFlowTrainer.evaluate", f"{_TRAINER}.TensorFlowTrainer.predict", f"{_TRAINER}.TensorFlowTrainer.test_step"),
+            _present(
+                f"{_TRAINER}.TensorFlowTrainer.evaluate",
+                f"{_TRAINER}.TensorFlowTrainer.predict",
+                f"{_TRAINER}.TensorFlowTrainer.test_step",
+            ),
         ),
         Touch(
-            "keras.python_batches", "keras",
-            ("keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch",
-             "keras.src.trainers.data_adapters.generator_data_adapter.GeneratorDataAdapter.__init__"),
-            "the workaround batches_copied: every NumPy array in a batch of a PyDataset or a Python generator is copied "
+            "keras.python_batches",
+            "keras",
+            (
+                "keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch",
+                "keras.src.trainers.data_adapters.generator_data_adapter.GeneratorDataAdapter.__init__",
+            ),
+            "the workaround batches_copied: every NumPy array in a batch of a PyDataset or a Python generator is "
+            "copied "
             "before TensorFlow's re-batching for the replicas can write into it",
             _K3,
             "a PyDataset or generator that yields slices of arrays it keeps may have them overwritten by a loss's "
             "residuals under a replicated strategy, as with plain Keras (yield copies: np.array(y[i:j]))",
             _KC + "test_still_needed_batches_copied",
-            _present("keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch",
-                     "keras.src.trainers.data_adapters.generator_data_adapter.GeneratorDataAdapter.__init__"),
+            _present(
+                "keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch",
+                "keras.src.trainers.data_adapters.generator_data_adapter.GeneratorDataAdapter.__init__",
+            ),
         ),
         Touch(
-            "keras.distributed_gradients", "keras",
-            ("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
-             "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
-             "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss"),
+            "keras.distributed_gradients",
+            "keras",
+            (
+                "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss",
+            ),
             "the workaround distributed_gradients: Keras 3.3-3.4 reduce no gradient over the replicas "
             "(they drift apart), and 3.5-3.7 sum them with each replica's loss a mean over its share "
             "(a step N times one device's); 3.8 divides fit's loss by the replicas",
@@ -405,12 +531,15 @@ TOUCHES: dict[str, Touch] = {
             "on Keras 3.3-3.7 a replicated fit trains as Keras makes it: replicas apart (3.3-3.4) or "
             "steps N times one device's (3.5-3.7)",
             _KC + "test_still_needed_distributed_gradients",
-            _present("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
-                     "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
-                     "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss"),
+            _present(
+                "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss",
+            ),
         ),
         Touch(
-            "keras.batchnorm_statistics", "keras",
+            "keras.batchnorm_statistics",
+            "keras",
             ("keras.src.layers.normalization.batch_normalization.BatchNormalization.add_weight",),
             "the workaround batchnorm_moving_statistics: moving mean and variance created "
             "mean-aggregated, so replicas keep one set of statistics",
@@ -420,9 +549,16 @@ TOUCHES: dict[str, Touch] = {
             _present("keras.src.layers.normalization.batch_normalization.BatchNormalization.add_weight"),
         ),
         Touch(
-            "keras.model_internals", "keras",
-            ("keras.src.layers.layer.Layer._flatten_layers", "keras.src.trainers.trainer.Trainer._symbolic_build",
-             "Trainer._jit_compile", "Trainer._compile_metrics", "Trainer._compile_loss", "TensorFlowTrainer._distribute_strategy"),
+            "keras.model_internals",
+            "keras",
+            (
+                "keras.src.layers.layer.Layer._flatten_layers",
+                "keras.src.trainers.trainer.Trainer._symbolic_build",
+                "Trainer._jit_compile",
+                "Trainer._compile_metrics",
+                "Trainer._compile_loss",
+                "TensorFlowTrainer._distribute_strategy",
+            ),
             "what a model tells that Keras does not publish: every nested layer (model.layers lists "
             "the top ones), jit_compile as compiled (the public property resolves 'auto'), the "
             "strategy its variables were created under, and a build from one batch (parameter-server "
@@ -431,25 +567,42 @@ TOUCHES: dict[str, Touch] = {
             "nested layers are not seen (BatchNormalization inside a sub-model is not warned about), "
             "and Keras 3 parameter-server training is refused",
             _TEST + "test_still_needed_model_internals",
-            _present("keras.src.layers.layer.Layer._flatten_layers", "keras.src.trainers.trainer.Trainer._symbolic_build",
-                     "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight"),
+            _present(
+                "keras.src.layers.layer.Layer._flatten_layers",
+                "keras.src.trainers.trainer.Trainer._symbolic_build",
+                "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
+            ),
         ),
         Touch(
-            "keras.callback_internals", "keras",
-            ("BackupAndRestore._weights_path", "._training_metadata_path", "._prev_weights_path (3.7+)",
-             "TensorBoard._start_batch"),
+            "keras.callback_internals",
+            "keras",
+            (
+                "BackupAndRestore._weights_path",
+                "._training_metadata_path",
+                "._prev_weights_path (3.7+)",
+                "TensorBoard._start_batch",
+            ),
             "moves a BackupAndRestore to one folder per worker (Keras 3 fails with one shared folder), "
             "and tells whether a TensorBoard callback profiles batches",
             _K3,
             "a Keras 3 BackupAndRestore shared by the workers fails as it does upstream",
             _TEST + "test_still_needed_callback_internals",
-            _mentions("keras.src.callbacks.backup_and_restore.BackupAndRestore.__init__", "self._weights_path", "self._training_metadata_path"),
+            _mentions(
+                "keras.src.callbacks.backup_and_restore.BackupAndRestore.__init__",
+                "self._weights_path",
+                "self._training_metadata_path",
+            ),
         ),
         # --- tf_keras ---------------------------------------------------------------------------
         Touch(
-            "tf_keras.internals", "tf_keras",
-            ("Model._distribution_strategy", "Callback._supports_tf_logs", "OptimizerV2._create_all_weights",
-             "Optimizer._built"),
+            "tf_keras.internals",
+            "tf_keras",
+            (
+                "Model._distribution_strategy",
+                "Callback._supports_tf_logs",
+                "OptimizerV2._create_all_weights",
+                "Optimizer._built",
+            ),
             "the strategy a tf_keras model was built under, whether a callback takes tensor logs "
             "(tf_keras refuses the others under parameter servers), and the slots of a legacy "
             "optimizer made before a restore",
@@ -460,7 +613,9 @@ TOUCHES: dict[str, Touch] = {
         ),
         # --- JAX --------------------------------------------------------------------------------
         Touch(
-            "jax.backend_state", "jax", ("jax._src.xla_bridge.backends_are_initialized", "jax._src.distributed.global_state"),
+            "jax.backend_state",
+            "jax",
+            ("jax._src.xla_bridge.backends_are_initialized", "jax._src.distributed.global_state"),
             "whether JAX's backends started (keras.distribution.initialize must come first), and, "
             "where JAX has no public jax.distributed.is_initialized, whether a process already joined "
             "a JAX cluster (Ray's JaxTrainer joins TPU workers)",
@@ -470,7 +625,9 @@ TOUCHES: dict[str, Touch] = {
             _present("jax._src.xla_bridge.backends_are_initialized"),
         ),
         Touch(
-            "keras.jax_variable_layout", "jax", ("keras.src.backend.jax.core.JaxVariable._layout",),
+            "keras.jax_variable_layout",
+            "jax",
+            ("keras.src.backend.jax.core.JaxVariable._layout",),
             "places a model built before the distribution existed on its mesh (sets each variable's layout)",
             "Keras 3.15.1 with JAX 0.10.2",
             "a model built before keras.distribution is refused with the fix (build it in the scope)",
@@ -478,7 +635,8 @@ TOUCHES: dict[str, Touch] = {
             _mentions("keras.src.backend.jax.core.JaxVariable", "self._layout"),
         ),
     )
-}  # fmt: skip
+}
+
 
 def absence(name: str) -> Absence | None:
     """What the touch ``name`` lacks in this process (``None``: everything it needs is there).
@@ -517,7 +675,11 @@ def _versions() -> str:
     import importlib.metadata
 
     found = []
-    for label, dists in (("TensorFlow", ("tensorflow", "tensorflow-cpu")), ("Keras", ("keras",)), ("tf_keras", ("tf-keras",))):
+    for label, dists in (
+        ("TensorFlow", ("tensorflow", "tensorflow-cpu")),
+        ("Keras", ("keras",)),
+        ("tf_keras", ("tf-keras",)),
+    ):
         for dist in dists:
             try:
                 found.append(f"{label} {importlib.metadata.version(dist)}")
@@ -534,7 +696,9 @@ def status() -> list[dict[str, str]]:
     for name, touch in TOUCHES.items():
         missing = absence(name)
         state = "on" if missing is None else ("not needed" if missing.expected else "off")
-        rows.append({"touch": name, "state": state, "missing": "" if missing is None else missing.what, "off": touch.off})
+        rows.append(
+            {"touch": name, "state": state, "missing": "" if missing is None else missing.what, "off": touch.off}
+        )
     return rows
 
 

@@ -42,18 +42,45 @@ __all__ = [
 
 
 #: Transformations that keep each element as it is batched: the walk goes through them.
-_KEEPS_BATCHING = frozenset({
-    "_PrefetchDataset", "_MapDataset", "_ParallelMapDataset", "CacheDataset", "_CacheDataset",
-    "_ShuffleDataset", "_RepeatDataset", "_TakeDataset", "_SkipDataset", "_FilterDataset",
-    "_ParallelFilterDataset", "_OptionsDataset", "_ShardDataset", "_AssertCardinalityDataset",
-    "_IgnoreErrorsDataset", "_RestructuredDataset", "_ConcatenateDataset", "_SnapshotDataset",
-    "_ModelDataset", "_MaxIntraOpParallelismDataset", "_PrivateThreadPoolDataset", "_AutoShardDataset",
-})
+_KEEPS_BATCHING = frozenset(
+    {
+        "_PrefetchDataset",
+        "_MapDataset",
+        "_ParallelMapDataset",
+        "CacheDataset",
+        "_CacheDataset",
+        "_ShuffleDataset",
+        "_RepeatDataset",
+        "_TakeDataset",
+        "_SkipDataset",
+        "_FilterDataset",
+        "_ParallelFilterDataset",
+        "_OptionsDataset",
+        "_ShardDataset",
+        "_AssertCardinalityDataset",
+        "_IgnoreErrorsDataset",
+        "_RestructuredDataset",
+        "_ConcatenateDataset",
+        "_SnapshotDataset",
+        "_ModelDataset",
+        "_MaxIntraOpParallelismDataset",
+        "_PrivateThreadPoolDataset",
+        "_AutoShardDataset",
+    }
+)
 #: Sources and transformations whose elements are single samples.
-_YIELDS_SAMPLES = frozenset({
-    "_TensorSliceDataset", "_SparseTensorSliceDataset", "_RangeDataset", "_UnbatchDataset",
-    "TFRecordDatasetV2", "TextLineDatasetV2", "FixedLengthRecordDatasetV2", "_CounterDataset",
-})
+_YIELDS_SAMPLES = frozenset(
+    {
+        "_TensorSliceDataset",
+        "_SparseTensorSliceDataset",
+        "_RangeDataset",
+        "_UnbatchDataset",
+        "TFRecordDatasetV2",
+        "TextLineDatasetV2",
+        "FixedLengthRecordDatasetV2",
+        "_CounterDataset",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +129,11 @@ def describe_batching(dataset: Any) -> Batching:
         if size is not None and "atch" in name:
             # The batch step's input is samples (for rebatch it is batches: no count).
             same_batches = finite_cardinality(dataset) == finite_cardinality(node)
-            samples = finite_cardinality(getattr(node, "_input_dataset", None)) if same_batches and name != "_RebatchDataset" else None
+            samples = (
+                finite_cardinality(getattr(node, "_input_dataset", None))
+                if same_batches and name != "_RebatchDataset"
+                else None
+            )
             return Batching(True, _positive_int(size), name.strip("_"), samples)
         if name in _YIELDS_SAMPLES:
             return Batching(False, None, name.strip("_"))

@@ -82,7 +82,12 @@ class Hooks:
 
 def _fell_through(where: str, err: BaseException) -> None:
     if once(f"hook fell through: {where}"):
-        get_logger().warning("autodist: its hook on TensorFlow's %s failed (%s: %s); TensorFlow's own behaviour is kept", where, type(err).__name__, err)
+        get_logger().warning(
+            "autodist: its hook on TensorFlow's %s failed (%s: %s); TensorFlow's own behaviour is kept",
+            where,
+            type(err).__name__,
+            err,
+        )
 
 
 def hook_triggers(hooks: Hooks, before: Callable[[], None], before_variable: Callable[[], None]) -> bool:
@@ -200,7 +205,9 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep 
 
 
 def watch_strategy_construction(
-    on_built: Callable[[Any], None], shared_for: Callable[[tuple[Any, ...], dict[str, Any]], Any], quiet: Callable[[], bool]
+    on_built: Callable[[Any], None],
+    shared_for: Callable[[tuple[Any, ...], dict[str, Any]], Any],
+    quiet: Callable[[], bool],
 ) -> bool:
     """Call ``on_built(strategy)`` once each ``tf.distribute`` strategy is constructed, and let
     ``shared_for(args, kwargs)`` answer ``MultiWorkerMirroredStrategy(...)`` with an existing

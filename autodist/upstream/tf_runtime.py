@@ -120,7 +120,11 @@ def strategy_class_names(cls: type) -> list[str]:
     """The names of a strategy class and its bases that are TensorFlow's own (defined under
     ``tensorflow.python.``, not DTensor's experimental classes of the same names): touch
     ``tf.strategy_internals``."""
-    return [k.__name__ for k in cls.__mro__ if k.__module__.startswith("tensorflow.python.") and ".experimental." not in k.__module__]
+    return [
+        k.__name__
+        for k in cls.__mro__
+        if k.__module__.startswith("tensorflow.python.") and ".experimental." not in k.__module__
+    ]
 
 
 def strategy_workers(strategy: Any) -> int:
@@ -143,6 +147,9 @@ def slurm_hostlist(nodelist: str, tasks_per_node: str) -> tuple[list[str], list[
     """
     if not available("tf.slurm_hostlist"):
         return None
-    from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import expand_hostlist, expand_tasks_per_node
+    from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import (
+        expand_hostlist,
+        expand_tasks_per_node,
+    )
 
     return expand_hostlist(nodelist), expand_tasks_per_node(tasks_per_node)

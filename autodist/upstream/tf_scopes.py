@@ -2,7 +2,8 @@
 (touches ``tf.strategy_scopes`` and ``tf.saved_model_load``).
 
 One strategy per process. When the script constructs a strategy of its own, autodist's gives way
-(:func:`autodist.tensorflow.current_strategy.on_script_strategy`). Once :mod:`autodist.tensorflow.current_strategy` has made its strategy current and it holds variables, two
+(:func:`autodist.tensorflow.current_strategy.on_script_strategy`). Once :mod:`autodist.tensorflow.current_strategy` has
+made its strategy current and it holds variables, two
 things a script without autodist does would fail in TensorFlow:
 
 - ``with another_strategy.scope():`` for a strategy the script builds itself ("Mixing different
@@ -101,7 +102,9 @@ class _Aside:
             tf.distribute.experimental_set_strategy(strategy)
         elif strategy is None:
             self.stack = graph._distribution_strategy_stack
-            graph._distribution_strategy_stack = [m for m in self.stack if getattr(m, "strategy", None) is not self.aside]
+            graph._distribution_strategy_stack = [
+                m for m in self.stack if getattr(m, "strategy", None) is not self.aside
+            ]
         elif self.stack is not None:
             graph._distribution_strategy_stack = self.stack
 
@@ -193,7 +196,11 @@ def install(strategy: Any) -> None:
 
         if not getattr(distribute_lib.StrategyBase.scope, "autodist_wrapped", False):
             replace(distribute_lib.StrategyBase, "scope", _wrapped_scope(distribute_lib.StrategyBase.scope))
-            replace(distribute_lib, "enter_or_assert_strategy", _wrapped_enter_or_assert(distribute_lib.enter_or_assert_strategy))
+            replace(
+                distribute_lib,
+                "enter_or_assert_strategy",
+                _wrapped_enter_or_assert(distribute_lib.enter_or_assert_strategy),
+            )
     if available("tf.saved_model_load"):
         _wrap_loads()
 
@@ -207,5 +214,7 @@ def _wrap_loads() -> None:
     load = _wrapped_load(original_load)
     load.autodist_wrapped = True  # type: ignore[attr-defined]
     for name, module in list(sys.modules.items()):
-        if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(module, "load", None) is original_load:
+        if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(
+            module, "load", None
+        ) is original_load:
             replace(module, "load", load)

@@ -56,10 +56,14 @@ def version_tuple(version: str | None) -> tuple[int, ...]:
     """
     if not version:
         return ()
-    return tuple(int(part) for part in re.findall(r"\d+", re.split(r"[a-z+]", version.split("+")[0], maxsplit=1)[0])[:3])
+    return tuple(
+        int(part) for part in re.findall(r"\d+", re.split(r"[a-z+]", version.split("+")[0], maxsplit=1)[0])[:3]
+    )
 
 
-def check_versions(versions: Mapping[str, str | None], notes_for: tuple[str, ...] = ("tensorflow", "keras", "tf_keras")) -> list[str]:
+def check_versions(
+    versions: Mapping[str, str | None], notes_for: tuple[str, ...] = ("tensorflow", "keras", "tf_keras")
+) -> list[str]:
     """The notes these installed versions deserve (newer than tested) for the packages of
     ``notes_for`` (a newer Keras is said where the plan applies its workarounds:
     :func:`autodist.planning.keras_compat.warn_untested`).
@@ -97,7 +101,11 @@ def installed() -> dict[str, str | None]:
     """The installed TensorFlow, Keras and tf_keras versions, from package metadata (nothing is
     imported); ``None`` for a package that is not installed."""
     found: dict[str, str | None] = {}
-    for name, dists in (("tensorflow", ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly")), ("keras", ("keras",)), ("tf_keras", ("tf-keras", "tf_keras"))):
+    for name, dists in (
+        ("tensorflow", ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly")),
+        ("keras", ("keras",)),
+        ("tf_keras", ("tf-keras", "tf_keras")),
+    ):
         found[name] = None
         for dist in dists:
             try:
