@@ -324,3 +324,51 @@ def test_fit_applies_before_building_every_workaround_the_built_model_then_needs
     assert workarounds_before_building(the_plan, False, keras_version, environ) == the_plan.keras_workarounds
     if kind not in (StrategyKind.DEFAULT,) and compat is None:
         assert applied, "a strategy with Keras 3 workarounds applies some"
+
+
+def test_each_strategy_is_one_type_that_answers_what_autodist_asks_of_it():
+    """What the rest of autodist asks of a strategy (does it distribute, share each batch, run
+    collectives across workers, train asynchronously, drop the last batch, train on one device),
+    answered by its type, and the plans agree with it."""
+    from autodist.planning.strategy_types import TYPES, strategy_type
+
+    assert set(TYPES) == set(StrategyKind)
+    answers = {
+        kind.value: tuple(
+            name
+            for name in (
+                "distributes",
+                "shares_batches",
+                "collective_workers",
+                "asynchronous",
+                "drops_remainder",
+                "single_device",
+            )
+            if getattr(kind_type, name)
+        )
+        + (kind_type.backend,)
+        for kind, kind_type in TYPES.items()
+    }
+    assert answers == {
+        "default": ("single_device", "tensorflow"),
+        "one_device": ("distributes", "single_device", "tensorflow"),
+        "mirrored": ("distributes", "shares_batches", "tensorflow"),
+        "central_storage": ("distributes", "shares_batches", "tensorflow"),
+        "multi_worker_mirrored": ("distributes", "shares_batches", "collective_workers", "tensorflow"),
+        "parameter_server": ("distributes", "asynchronous", "tensorflow"),
+        "tpu": ("distributes", "shares_batches", "drops_remainder", "tensorflow"),
+        "data_parallel": ("distributes", "shares_batches", "jax"),
+        "model_parallel": ("distributes", "shares_batches", "jax"),
+    }
+    snapshot = make_snapshot(num_cpu_devices=2)
+    for kind in ("one_device", "mirrored", "central_storage"):
+        the_plan = plan(snapshot, strategy=kind, batch_size=30)
+        layout = strategy_type(kind).layout(snapshot).value
+        assert (the_plan.devices, the_plan.num_replicas, the_plan.parameter_device) == (
+            layout.devices,
+            layout.num_replicas,
+            layout.parameter_device,
+        ), kind
+        assert the_plan.drop_remainder is strategy_type(kind).drops_remainder is False
+        assert the_plan.global_batch_size % the_plan.num_replicas == 0
+    assert strategy_type(StrategyKind.MIRRORED) is strategy_type("mirrored") is TYPES[StrategyKind.MIRRORED]

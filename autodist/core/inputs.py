@@ -26,7 +26,8 @@ from autodist.log import get_logger
 from autodist.process import draws_kept
 from autodist.planning.global_batch import every_replica_fed, shares_of
 from autodist.planning.keras_compat import kept_strategy_order
-from autodist.planning.plans import Plan, StrategyKind
+from autodist.planning.plans import Plan
+from autodist.planning.strategy_types import strategy_type
 from autodist.core.batching import (
     arrays_to_dataset,
     dataset_batch_size,
@@ -194,7 +195,7 @@ def prepare_input(
             warnings_.append(_UNKNOWN_SIZE_NOTE)
         kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
         return TrainingInput(prepared, y, kwargs, tuple(w for w in warnings_ if w))
-    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
+    multi_worker = strategy_type(the_plan.strategy).collective_workers
     per_worker_shuffle = (_PER_WORKER_SHUFFLE_NOTE,) if multi_worker and fit_kwargs.get("shuffle", True) else ()
     if x is None or batches_itself(x):
         iterator = inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)
@@ -359,7 +360,7 @@ def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: Mapping[str, 
     """
     import tensorflow as tf
 
-    if the_plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED or fit_kwargs.get("steps_per_epoch") is not None:
+    if not strategy_type(the_plan.strategy).collective_workers or fit_kwargs.get("steps_per_epoch") is not None:
         return dataset, None
     if dataset.options().experimental_distribute.auto_shard_policy != tf.data.experimental.AutoShardPolicy.DATA:
         return dataset, None  # FILE sharding: this worker's share of a pass is not the global count
@@ -550,7 +551,7 @@ def last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> LastBat
     import tensorflow as tf
 
     replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
-    if replicas < 2 or the_plan.drop_remainder or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+    if replicas < 2 or the_plan.drop_remainder or strategy_type(the_plan.strategy).asynchronous:
         return LastBatch(0, 0, ())
     if not batch or fit_kwargs.get("steps_per_epoch") is not None:
         return None

@@ -42,6 +42,7 @@ from autodist.core.callbacks import ChiefDuties, final_callbacks
 from autodist.core.compile_settings import mixed_precision_while_building
 from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
 from autodist.process import STATE
+from autodist.planning.strategy_types import DataParallel, strategy_type
 
 __all__ = [
     "build_distribution",
@@ -141,7 +142,7 @@ def init_on_jax(environ: Mapping[str, str], *, make_global: bool = True, **plan_
 
 def build_distribution(the_plan: Plan) -> Any:
     """The plan's ``keras.distribution`` object, or ``None`` (``default``: no distribution)."""
-    if the_plan.strategy == StrategyKind.DEFAULT:
+    if not strategy_type(the_plan.strategy).distributes:
         return None
     from keras import distribution as kd
 
@@ -153,7 +154,7 @@ def build_distribution(the_plan: Plan) -> Any:
             f"{len(devices)} ({', '.join(devices[:8])}). Expected the devices the plan was made "
             "for. Plan on this machine (autodist.fit, or autodist.plan() without a snapshot)."
         )
-    if the_plan.strategy == StrategyKind.DATA_PARALLEL:
+    if isinstance(strategy_type(the_plan.strategy), DataParallel):
         return kd.DataParallel(devices=devices, auto_shard_dataset=False)
     mesh = kd.DeviceMesh(shape=the_plan.mesh_shape, axis_names=list(the_plan.mesh_axes), devices=devices)
     layout_map = kd.LayoutMap(mesh)

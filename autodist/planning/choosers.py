@@ -28,8 +28,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from autodist.detection.model_info import ModelInfo
 from autodist.detection.snapshot import HardwareSnapshot
@@ -39,11 +39,11 @@ from autodist.planning.global_batch import (
     BatchDecision,
     adjust_global_batch,
     split_notes,
-    validate_batch_size,
 )
 from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
 from autodist.planning.memory_model import MemoryEstimate, estimate, fit_on_gpus
 from autodist.planning.plans import StrategyKind, format_gib
+from autodist.planning.strategy_types import Choice, Layout, strategy_type
 
 __all__ = [
     "Choice",
@@ -59,33 +59,12 @@ __all__ = [
     "choose_data_parallel_notes",
 ]
 
-T = TypeVar("T")
 K = StrategyKind
 _SINGLE_HOST = (K.DEFAULT, K.ONE_DEVICE, K.MIRRORED, K.CENTRAL_STORAGE)
 
 #: Steps per compiled call that autodist sets on the default and one-device strategies, for a
 #: Keras 3 model compiled with 1. ``python -m benchmarks`` measures 8 against 1 (MLP 784-256-256-10,
 #: default strategy; figures in benchmarks/README.md), with the same steps and weights.
-
-
-@dataclass(frozen=True)
-class Choice(Generic[T]):
-    """A chooser's answer: the value, one reason per step that decided it, and warnings."""
-
-    value: T
-    reasons: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where the chosen strategy computes: local devices, parameter device, all-reduce, workers."""
-
-    devices: tuple[str, ...] = ()
-    parameter_device: str | None = None
-    cross_device_ops: str | None = None
-    num_workers: int = 1
-    num_replicas: int = 1
 
 
 def choose_kind(
@@ -277,54 +256,7 @@ def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layo
         >>> choose_layout(HardwareSnapshot.cpu_only(num_cpu_devices=2), K.MIRRORED).value.cross_device_ops
         'collective'
     """
-    gpus = tuple(f"/gpu:{i}" for i in range(len(snapshot.gpus)))
-    cpus = tuple(f"/cpu:{i}" for i in range(snapshot.num_cpu_devices))
-    local = gpus or cpus
-    cluster = snapshot.cluster
-    if kind == K.ONE_DEVICE:
-        return Choice(Layout((gpus[0] if gpus else "/cpu:0",)))
-    if kind == K.MIRRORED and gpus:
-        ops = _gpu_cross_ops(snapshot)
-        return Choice(Layout(gpus, cross_device_ops=ops.value, num_replicas=len(gpus)), warnings=ops.warnings)
-    if kind == K.MIRRORED:
-        single = ("mirrored over one CPU device gives no parallelism",) if len(cpus) == 1 else ()
-        why = ("CPU devices all-reduce with TensorFlow's CollectiveAllReduce; NCCL needs GPUs",)
-        return Choice(Layout(cpus, cross_device_ops="collective", num_replicas=len(cpus)), why, single)
-    if kind == K.CENTRAL_STORAGE:
-        return Choice(Layout(local, parameter_device="/cpu:0", num_replicas=len(local)))
-    if kind == K.MULTI_WORKER_MIRRORED:
-        assert cluster is not None
-        ops = "nccl" if gpus and snapshot.platform.startswith("linux") else "ring"
-        why = (
-            "workers all-reduce with NCCL (GPUs on every worker)"
-            if ops == "nccl"
-            else "workers all-reduce with RING collectives on CPU"
-        )
-        replicas = len(local) * cluster.num_workers
-        return Choice(
-            Layout(local, cross_device_ops=ops, num_workers=cluster.num_workers, num_replicas=replicas), (why,)
-        )
-    if kind == K.PARAMETER_SERVER:
-        assert cluster is not None
-        # Each step runs on one worker, asynchronously: one replica in sync, as in TensorFlow.
-        why = "each step runs on one worker against the ps variables: one replica in sync"
-        return Choice(Layout(local, num_workers=len(cluster.cluster_spec.get("worker", []))), (why,))
-    if kind == K.TPU:
-        return Choice(Layout(num_replicas=snapshot.tpu.num_cores if snapshot.tpu and snapshot.tpu.num_cores else 8))
-    return Choice(Layout())
-
-
-def _gpu_cross_ops(snapshot: HardwareSnapshot) -> Choice[str]:
-    names = sorted({gpu.name for gpu in snapshot.gpus})
-    if len(names) > 1:
-        return Choice(
-            "reduction_to_one_device",
-            warnings=(
-                f"mixed GPU models ({', '.join(names)}): the slowest GPU sets the pace of every step; "
-                "using ReductionToOneDevice, which tolerates mixed devices",
-            ),
-        )
-    return Choice("nccl" if snapshot.platform.startswith("linux") else "hierarchical_copy")
+    return strategy_type(kind).layout(snapshot)
 
 
 def choose_batch(
@@ -338,35 +270,14 @@ def choose_batch(
         252
     """
     requested = batch_size if batch_size is not None else default
-    reasons: list[str] = []
-    multiple = 1
-    if kind == K.TPU:
-        reasons += _tpu_batch_reasons(snapshot, num_replicas)
-        if validate_batch_size(requested) >= num_replicas * 8:
-            multiple = 8
-            reasons.insert(1, "each core's batch is a multiple of 8, the TPU's efficient shape (8x128 tiles)")
-    decision = adjust_global_batch(requested, num_replicas, per_replica_multiple=multiple, drop_remainder=kind == K.TPU)
+    chosen = strategy_type(kind)
+    multiple, reasons = chosen.batch_rule(snapshot, num_replicas, requested)
+    decision = adjust_global_batch(
+        requested, num_replicas, per_replica_multiple=multiple, drop_remainder=chosen.drops_remainder
+    )
     if batch_size is None:
         reasons.append(f"no batch_size given: Keras's default global batch {requested} applies")
     return Choice(decision, tuple(reasons), (decision.warning,) if decision.warning else ())
-
-
-def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[str]:
-    if snapshot.tpu is None or snapshot.tpu.num_cores is None:
-        cores = (
-            f"{num_replicas} TPU cores assumed until autodist connects (a v2-8/v3-8); the batch "
-            "is planned again with the real count once connected"
-        )
-    else:
-        cores = f"one replica per TPU core: {num_replicas}"
-    return [
-        cores,
-        "TPUs need static shapes: the last partial batch of an epoch is dropped "
-        "(drop_remainder), and fit warns with the number of samples dropped",
-        "bf16 mixed precision is recommended on TPU: pass mixed_precision=True to "
-        "autodist.fit (applied to models it builds) or set keras.mixed_precision's "
-        "'mixed_bfloat16' policy before building the model",
-    ]
 
 
 def choose_coordinator_threads(
@@ -374,7 +285,7 @@ def choose_coordinator_threads(
 ) -> Choice[int | None]:
     """Inter-op threads for a parameter-server coordinator (``None`` elsewhere), and how
     variables spread over the ps tasks."""
-    if kind != K.PARAMETER_SERVER or snapshot.cluster is None:
+    if not strategy_type(kind).asynchronous or snapshot.cluster is None:
         return Choice(None)
     # Measured: with inter-op threads <= workers the coordinator's fit hung (> 240 s); with
     # workers + 1 it completed. Never fewer than the cores.
@@ -421,7 +332,7 @@ def choose_workarounds(
         >>> choose_workarounds(K.MIRRORED, "keras3", "3.15.1", {}).value[0]
         'aggregating_variable_updates'
     """
-    if flavor != "keras3" or kind == K.DEFAULT:
+    if flavor != "keras3" or not strategy_type(kind).distributes:
         return Choice(())
     return Choice(tuple(name for name in PATCHES if WORKAROUNDS[name].is_active(version, environ)))
 
@@ -442,7 +353,7 @@ def choose_data_parallel_notes(
         >>> "16 samples" in choose_data_parallel_notes(K.MIRRORED, 2, 16, info).warnings[0]
         True
     """
-    if kind == K.PARAMETER_SERVER:
+    if strategy_type(kind).asynchronous:
         return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
     summed = info.keras_flavor == "keras3" and WORKAROUNDS["distributed_gradients"].affects(
         keras_version or info.keras_version

@@ -55,6 +55,7 @@ from autodist.planning.plans import (
 from autodist.planning.steps_per_execution import FitFacts, choose_steps_per_execution
 from autodist.planning.tune_rules import TUNE
 from autodist.settings import STRATEGY_ENV, check_settings, strategy_setting, strategy_source
+from autodist.planning.strategy_types import DataParallel, Tpu, strategy_type
 
 __all__ = ["check_strategy_setting", "plan", "plan_for_built_model", "workarounds_before_building"]
 
@@ -197,8 +198,8 @@ def plan(
         cluster=snapshot.cluster,
         peer_timeout_seconds=float(peer_timeout_seconds),
         inter_op_threads=threads.value,
-        tpu=snapshot.tpu if kind.value == StrategyKind.TPU else None,
-        drop_remainder=kind.value == StrategyKind.TPU,
+        tpu=snapshot.tpu if isinstance(strategy_type(kind.value), Tpu) else None,
+        drop_remainder=strategy_type(kind.value).drops_remainder,
         steps_per_execution=steps.value,
         keras_workarounds=workarounds.value,
         reasons=tuple(reason for choice in made for reason in choice.reasons),
@@ -400,10 +401,10 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
     kind = StrategyKind(
         str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower()
     )  # a name checked by planning.arguments
-    if backend == "tensorflow" and kind in (StrategyKind.DATA_PARALLEL, StrategyKind.MODEL_PARALLEL):
+    if backend == "tensorflow" and strategy_type(kind).backend == "jax":
         equivalent = (
             "mirrored (one machine) or multi_worker_mirrored (a cluster)"
-            if kind == StrategyKind.DATA_PARALLEL
+            if isinstance(strategy_type(kind), DataParallel)
             else "central_storage"
         )
         raise StrategyUnavailableError(

@@ -24,6 +24,7 @@ from autodist.planning.choosers import Choice
 from autodist.planning.keras_compat import WORKAROUNDS
 from autodist.planning.plans import StrategyKind
 from autodist.settings import STEPS_PER_EXECUTION_ENV, steps_per_execution_setting
+from autodist.planning.strategy_types import strategy_type
 
 __all__ = ["DEFAULT_STEPS_PER_EXECUTION", "SHORT_FIT_STEPS", "FitFacts", "choose_steps_per_execution"]
 
@@ -83,7 +84,7 @@ def choose_steps_per_execution(
         >>> choose_steps_per_execution(StrategyKind.DEFAULT, "keras3", info, {}, FitFacts(batch_hooks=True)).reasons
         ('steps_per_execution stays as compiled: a callback uses batch-level hooks',)
     """
-    if kind not in (StrategyKind.DEFAULT, StrategyKind.ONE_DEVICE) or flavor != "keras3":
+    if not strategy_type(kind).single_device or flavor != "keras3":
         return Choice(None)  # measured on these two; Keras 3 Mirrored fails with it (keras#19246)
     if info.steps_per_execution not in (None, 1):
         return Choice(

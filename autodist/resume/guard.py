@@ -25,10 +25,10 @@ from autodist.resume.holder import Holding, hold, wait_for_holder_s
 from autodist.resume.preemption import Guard, guard
 from autodist.resume.train_state import needed_for_resume
 from autodist.jobs.private import backup_folder, command_line, default_backup_root, digest, private_root
-from autodist.planning.plans import StrategyKind
 from autodist.ray.reports import RAY_SAVES_FOLDER, RaySaves, report_saves, saves_from_checkpoint
 from autodist.settings import backup_dir_setting
 from autodist.upstream.surface import available
+from autodist.planning.strategy_types import strategy_type
 
 __all__ = ["Armed", "guard_for", "ray_owns_backups"]
 
@@ -87,10 +87,10 @@ def guard_for(
     fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
     cluster = the_plan.cluster
     multi_worker = (
-        the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED and cluster is not None and cluster.num_workers >= 2
+        strategy_type(the_plan.strategy).collective_workers and cluster is not None and cluster.num_workers >= 2
     )
     own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
-    if backup_dir is False or own_backup or the_plan.strategy == StrategyKind.PARAMETER_SERVER:
+    if backup_dir is False or own_backup or strategy_type(the_plan.strategy).asynchronous:
         return None
     if multi_worker and not available("tf.coordination_key_value"):
         return None  # the workers could not agree on a save: none is made (warned once)

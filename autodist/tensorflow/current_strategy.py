@@ -49,7 +49,6 @@ from autodist.detection.hardware import num_cpus
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.log import get_logger
 from autodist.core.detect_and_plan import plan_here
-from autodist.planning.plans import StrategyKind
 from autodist.tensorflow.collectives import collective_mismatch
 from autodist.tensorflow.activation_record import Activation, current, record, set_record
 from autodist.tensorflow.strategies import (
@@ -75,6 +74,7 @@ from autodist.upstream.tf_hooks import (
 )
 from autodist.upstream.versions import check_versions, installed
 from autodist.process import STATE, once
+from autodist.planning.strategy_types import strategy_type
 
 __all__ = [
     "ASSUMED_FITS",
@@ -110,9 +110,9 @@ def _makes_current(the_plan: Any) -> bool:
     cluster = the_plan.cluster
     serving = cluster is not None and (
         cluster.task_type == "evaluator"
-        or (the_plan.strategy == StrategyKind.PARAMETER_SERVER and cluster.task_type in ("worker", "ps"))
+        or (strategy_type(the_plan.strategy).asynchronous and cluster.task_type in ("worker", "ps"))
     )
-    return the_plan.strategy != StrategyKind.DEFAULT and not serving
+    return strategy_type(the_plan.strategy).distributes and not serving
 
 
 def activate(environ: Mapping[str, str]) -> Activation:
@@ -193,7 +193,7 @@ def complete() -> None:
                 _triggers().remove()
                 raise
             done = record(strategy=strategy)
-            if done.plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED:
+            if strategy_type(done.plan.strategy).collective_workers:
                 translate_creation_errors(strategy, _mismatch_at_creation)
         if STATE.main_thread is None:  # activated outside the main thread: created, never made current
             record(pending=False)
@@ -349,7 +349,7 @@ def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any
         Exception: the strategy's own error (``PeerError``: a peer never connected).
     """
     done = current()
-    if done is None or done.plan is None or done.plan.strategy != StrategyKind.MULTI_WORKER_MIRRORED:
+    if done is None or done.plan is None or not strategy_type(done.plan.strategy).collective_workers:
         return None
     check_same_cluster(done.plan, args, kwargs)
     complete()  # creates it (once; an error is recorded for fit) when pending

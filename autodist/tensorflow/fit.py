@@ -32,7 +32,7 @@ from autodist.log import get_logger, warn_all
 from autodist.planning.steps_per_execution import FitFacts
 from autodist.core.detect_and_plan import plan_here
 from autodist.planning.planner import plan_for_built_model, workarounds_before_building
-from autodist.planning.plans import Plan, StrategyKind
+from autodist.planning.plans import Plan
 from autodist.planning.tune_rules import TUNE
 from autodist.tensorflow import parameter_server
 from autodist.tensorflow.current_strategy import complete as complete_activation
@@ -67,6 +67,7 @@ from autodist.tensorflow.strategies import describe_strategy, start
 from autodist.tensorflow.tuning import tuned_plan
 from autodist.settings import strategy_setting
 from autodist.upstream.tf_runtime import global_seed
+from autodist.planning.strategy_types import Tpu, strategy_type
 
 __all__ = ["fit_on_tensorflow"]
 
@@ -91,7 +92,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     the_plan = _final_plan(strategy_plan, call, placed, distribution, environ, facts)  # frozen from here
     x = (
         x
-        if the_plan.strategy in (StrategyKind.DEFAULT, StrategyKind.PARAMETER_SERVER)
+        if not strategy_type(the_plan.strategy).distributes or strategy_type(the_plan.strategy).asynchronous
         else build_from_generator(placed.trained, x, distribution, the_plan)
     )
     steps_as_one_device(placed.trained, the_plan)
@@ -155,7 +156,11 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
     distribution = start(chosen, workarounds=False)
     done = current_activation()
     shared = done is not None and done.shared and distribution is done.strategy
-    cores = int(distribution.num_replicas_in_sync) if chosen.strategy == StrategyKind.TPU else chosen.num_replicas
+    cores = (
+        int(distribution.num_replicas_in_sync)
+        if isinstance(strategy_type(chosen.strategy), Tpu)
+        else chosen.num_replicas
+    )
     built = _plan_for(call, facts, tpu_cores=cores) if cores != chosen.num_replicas else chosen
     final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
     _refuse_evaluator(final)
@@ -233,7 +238,7 @@ def _copy_back_on_interrupt(model: Any, placed: Placed) -> Iterator[None]:
 
 
 def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingInput:
-    multi_worker = the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED
+    multi_worker = strategy_type(the_plan.strategy).collective_workers
     ready = prepare_input(
         call.x,
         call.y,
@@ -254,7 +259,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
 
     trained = placed.trained
     keras = keras_module(keras_flavor_of(trained))
-    parameter_servers = the_plan.strategy == StrategyKind.PARAMETER_SERVER
+    parameter_servers = strategy_type(the_plan.strategy).asynchronous
     if parameter_servers:
         kwargs = {
             **call.fit_kwargs,
@@ -268,7 +273,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
         }
         return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
-    cluster = the_plan.cluster if the_plan.strategy == StrategyKind.MULTI_WORKER_MIRRORED else None
+    cluster = the_plan.cluster if strategy_type(the_plan.strategy).collective_workers else None
     given = ready.fit_kwargs.get("callbacks")
     ray_checkpoints = (
         call.ray_report and call.ray_checkpoint and not ray_reports_itself(given)

@@ -24,6 +24,7 @@ from autodist.upstream.keras_models import symbolic_build
 from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, share_weights, unshare_weights
 from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
 from autodist.upstream.workaround import Act
+from autodist.planning.strategy_types import strategy_type
 
 __all__ = [
     "apply_workarounds",
@@ -104,11 +105,6 @@ def steps_as_one_device(model: Any, the_plan: Any) -> bool:
     return True
 
 
-#: The strategies whose replicas take a share of every batch in sync (a parameter server's
-#: workers each train on a whole batch; a TPU's batches are whole, its last partial one dropped).
-_SHARING = ("mirrored", "multi_worker_mirrored", "central_storage")
-
-
 def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:
     """Weight each replica's gradients by its share of the batch (:func:`share_weights`) when
     the plan has the workaround ``uneven_shares_weighted``, its replicas share every batch, and
@@ -121,8 +117,9 @@ def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:
     wanted = (
         "uneven_shares_weighted" in the_plan.keras_workarounds
         and the_plan.num_replicas > 1
-        and str(the_plan.strategy) in _SHARING
+        and strategy_type(the_plan.strategy).shares_batches
+        and not strategy_type(the_plan.strategy).drops_remainder
         and keras_flavor_of(model) == "keras3"
-        and (last != 0 or str(the_plan.strategy) == "multi_worker_mirrored")
+        and (last != 0 or strategy_type(the_plan.strategy).collective_workers)
     )
     return share_weights(model, autodist_trains_under) if wanted else unshare_weights(model)

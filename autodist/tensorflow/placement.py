@@ -34,7 +34,7 @@ from autodist.detection.model_info import is_compiled, is_model, keras_flavor_of
 from autodist.errors import AutodistError, ModelPlacementError
 from autodist.resume.train_state import build_optimizer
 from autodist.log import warn_all
-from autodist.planning.plans import Plan, StrategyKind
+from autodist.planning.plans import Plan
 from autodist.tensorflow.activation_record import current
 from autodist.tensorflow.strategies import is_autodists
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
@@ -43,6 +43,7 @@ from autodist.upstream.keras_models import (
     model_strategy as strategy_of_model,
 )  # this module's model_strategy reads the flavor
 from autodist.process import once
+from autodist.planning.strategy_types import strategy_type
 
 __all__ = [
     "build_from_first_batch",
@@ -83,7 +84,7 @@ def script_strategy(model: Any) -> Any:
 def needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
     """Whether the model's variables live under another strategy than ``distribution``."""
     current_strategy = model_strategy(model)
-    if the_plan.strategy == StrategyKind.DEFAULT:
+    if not strategy_type(the_plan.strategy).distributes:
         return current_strategy is not None and current_strategy is not distribution
     return current_strategy is not distribution
 

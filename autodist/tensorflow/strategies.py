@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
@@ -36,8 +37,10 @@ from autodist.upstream.tf_runtime import (
 )
 from autodist.upstream.versions import check_versions, installed
 from autodist.process import STATE
+from autodist.planning.strategy_types import CentralStorage, strategy_type
 
 __all__ = [
+    "BUILDERS",
     "build_strategy",
     "building",
     "start",
@@ -153,38 +156,41 @@ def start(plan: Plan, *, workarounds: bool = True) -> Any:
 
 
 def _create(plan: Plan) -> Any:
-    import tensorflow as tf
-
     kind = plan.strategy
-    if kind == StrategyKind.MULTI_WORKER_MIRRORED:
-        existing = [s for k, s in STATE.strategies.items() if k[0] == StrategyKind.MULTI_WORKER_MIRRORED]
+    if strategy_type(kind).collective_workers:
+        existing = [s for k, s in STATE.strategies.items() if strategy_type(k[0]).collective_workers]
         if existing:  # collectives are configured once per process: one MultiWorkerMirrored
             return existing[0]
-    if kind == StrategyKind.DEFAULT:
-        strategy = default_strategy()
-    elif kind == StrategyKind.ONE_DEVICE:
-        strategy = tf.distribute.OneDeviceStrategy(plan.devices[0])
-    elif kind == StrategyKind.MIRRORED:
-        strategy = tf.distribute.MirroredStrategy(
-            devices=list(plan.devices), cross_device_ops=_cross_device_ops(plan.cross_device_ops)
-        )
-    elif kind == StrategyKind.CENTRAL_STORAGE:
-        strategy = tf.distribute.experimental.CentralStorageStrategy(
-            compute_devices=list(plan.devices), parameter_device=plan.parameter_device
-        )
-    elif kind == StrategyKind.MULTI_WORKER_MIRRORED:
-        strategy = _multi_worker_mirrored(plan)
-    elif kind == StrategyKind.PARAMETER_SERVER:
-        strategy = _parameter_server(plan)
-    elif kind == StrategyKind.TPU:
-        strategy = _tpu(plan)
-    else:
+    build = BUILDERS.get(kind)
+    if build is None:
         raise StrategyUnavailableError(
             f"This version of autodist cannot build {kind.value!r}. "
             "Expected one of the seven StrategyKind values. Use one of those, "
             "or create the strategy yourself and call model.fit inside strategy.scope()."
         )
-    return strategy
+    return build(plan)
+
+
+def _one_device(plan: Plan) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.OneDeviceStrategy(plan.devices[0])
+
+
+def _mirrored(plan: Plan) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.MirroredStrategy(
+        devices=list(plan.devices), cross_device_ops=_cross_device_ops(plan.cross_device_ops)
+    )
+
+
+def _central_storage(plan: Plan) -> Any:
+    import tensorflow as tf
+
+    return tf.distribute.experimental.CentralStorageStrategy(
+        compute_devices=list(plan.devices), parameter_device=plan.parameter_device
+    )
 
 
 def _multi_worker_mirrored(plan: Plan) -> Any:
@@ -434,7 +440,11 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
     import tensorflow as tf
 
     kind = kind_of_class(type(strategy))
-    shown = "MultiWorkerMirroredStrategy" if kind == StrategyKind.MULTI_WORKER_MIRRORED else type(strategy).__name__
+    shown = (
+        "MultiWorkerMirroredStrategy"
+        if kind is not None and strategy_type(kind).collective_workers
+        else type(strategy).__name__
+    )
     if kind is None:
         raise StrategyUnavailableError(
             f"The model was created in the scope of the script's own {shown}, which autodist "
@@ -444,7 +454,7 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
             "model outside it and let autodist.fit choose."
         )
     extended = strategy.extended
-    devices = tuple(extended.worker_devices) if kind != StrategyKind.PARAMETER_SERVER else ()
+    devices = tuple(extended.worker_devices) if not strategy_type(kind).asynchronous else ()
     present = {_kind_and_index(device.name) for device in tf.config.list_logical_devices()}
     missing = [d for d in devices if _kind_and_index(d) not in present]
     if missing:
@@ -455,7 +465,7 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
             f"it without a device list ({shown}() picks the local GPUs, else the CPU), or "
             "remove the script's strategy and its `with strategy.scope():` so autodist chooses."
         )
-    parameter = strategy_parameter_device(strategy) if kind == StrategyKind.CENTRAL_STORAGE else None
+    parameter = strategy_parameter_device(strategy) if isinstance(strategy_type(kind), CentralStorage) else None
     return ScriptStrategy(
         shown, kind, devices, int(strategy.num_replicas_in_sync), strategy_workers(strategy), parameter
     )
@@ -467,3 +477,18 @@ def _kind_and_index(device: str) -> tuple[str, int]:
 
     spec = tf.DeviceSpec.from_string(device)
     return (spec.device_type or "CPU").upper(), spec.device_index or 0
+
+
+#: How each TensorFlow strategy is built from its plan (the act layer's half of
+#: :mod:`autodist.planning.strategy_types`: one builder per strategy).
+BUILDERS: Mapping[StrategyKind, Callable[[Plan], Any]] = MappingProxyType(
+    {
+        StrategyKind.DEFAULT: lambda plan: default_strategy(),
+        StrategyKind.ONE_DEVICE: _one_device,
+        StrategyKind.MIRRORED: _mirrored,
+        StrategyKind.CENTRAL_STORAGE: _central_storage,
+        StrategyKind.MULTI_WORKER_MIRRORED: _multi_worker_mirrored,
+        StrategyKind.PARAMETER_SERVER: _parameter_server,
+        StrategyKind.TPU: _tpu,
+    }
+)

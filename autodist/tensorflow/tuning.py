@@ -39,7 +39,7 @@ from autodist.detection.hardware import package_version
 from autodist.detection.model_info import keras_flavor_of, keras_module, multiply_adds
 from autodist.jobs.tune_cache import cache_path, read_cache, write_cache
 from autodist.log import get_logger
-from autodist.planning.plans import Plan, StrategyKind
+from autodist.planning.plans import Plan
 from autodist.planning.tune_rules import (
     DEFAULT_TUNE_BUDGET_SECONDS,
     TIMED_STEPS,
@@ -60,6 +60,7 @@ from autodist.core.inputs import is_array_like, num_samples, pandas_to_numpy, sl
 from autodist.tensorflow.placement import build_in_scope, move_into_scope
 from autodist.tensorflow.strategies import start
 from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
+from autodist.planning.strategy_types import Tpu, strategy_type
 
 __all__ = ["TIMED_STEPS", "describe", "tuned_plan"]
 
@@ -86,7 +87,7 @@ def tuned_plan(
     On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``; for a
     training too short to time even one candidate within its share, the first candidate.
     ``fit_kwargs`` (``steps_per_epoch``, ``validation_split``) tell the planned training's length."""
-    if auto.cluster is not None or auto.strategy == StrategyKind.TPU:
+    if auto.cluster is not None or isinstance(strategy_type(auto.strategy), Tpu):
         return _with_reason(
             auto,
             "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow "
