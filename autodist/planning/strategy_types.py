@@ -20,7 +20,6 @@ The act layer builds each (:data:`autodist.tensorflow.strategies.BUILDERS`, by k
 
 Example:
     >>> from autodist.detection.snapshot import HardwareSnapshot
-from autodist.planning.global_batch import validate_batch_size
     >>> strategy_type("mirrored").shares_batches, strategy_type("parameter_server").asynchronous
     (True, True)
     >>> strategy_type("mirrored").layout(HardwareSnapshot.cpu_only(num_cpu_devices=2)).value.devices

@@ -53,6 +53,18 @@ _LOSS_SCALE = "keras.src.optimizers.loss_scale_optimizer"
 _CORE = "keras.src.backend.tensorflow.core"
 _CONTEXT = "tensorflow.python.eager.context"
 _DISTRIBUTE = "tensorflow.python.distribute"
+#: What the activation's wrappers replace (tf_hooks), each probed.
+_ACTIVATION_HOOKS = (
+    f"{_CONTEXT}.Context.ensure_initialized",
+    "tensorflow.python.ops.variables.VariableMetaclass.__call__",
+    f"{_DISTRIBUTE}.distribute_lib.get_strategy",
+    f"{_DISTRIBUTE}.distribute_lib.has_strategy",
+    f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__",
+    f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
+    f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
+    f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
+    "tensorflow.python.framework.ops.reset_default_graph",
+)
 
 TOUCHES: dict[str, Touch] = {
     t.name: t
@@ -129,17 +141,7 @@ TOUCHES: dict[str, Touch] = {
         Touch(
             "tf.activation_hooks",
             "tensorflow",
-            (
-                f"{_CONTEXT}.Context.ensure_initialized",
-                "tensorflow.python.ops.variables.VariableMetaclass.__call__",
-                f"{_DISTRIBUTE}.distribute_lib.get_strategy",
-                f"{_DISTRIBUTE}.distribute_lib.has_strategy",
-                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__",
-                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
-                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
-                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
-                "tensorflow.python.framework.ops.reset_default_graph",
-            ),
+            _ACTIVATION_HOOKS,
             "the activation at import: the strategy is created at the first trigger (the runtime "
             "starting, a variable created, the current strategy asked for), and a strategy the "
             "script constructs itself is noticed, so autodist's steps aside; a collective that "
@@ -149,17 +151,7 @@ TOUCHES: dict[str, Touch] = {
             "nothing is made current at import (as with AUTODIST_ACTIVATE=0): autodist.fit and "
             "autodist.init create the strategy, and a model built before is moved into it with a warning",
             _TEST + "test_still_needed_activation_hooks",
-            _present(
-                f"{_CONTEXT}.Context.ensure_initialized",
-                "tensorflow.python.ops.variables.VariableMetaclass.__call__",
-                f"{_DISTRIBUTE}.distribute_lib.get_strategy",
-                f"{_DISTRIBUTE}.distribute_lib.has_strategy",
-                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__init__",
-                f"{_DISTRIBUTE}.distribute_lib.StrategyBase.__deepcopy__",
-                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceStrategy.__init__",
-                f"{_DISTRIBUTE}.collective_all_reduce_strategy.CollectiveAllReduceExtended._create_variable",
-                "tensorflow.python.framework.ops.reset_default_graph",
-            ),
+            _present(*_ACTIVATION_HOOKS),
         ),
         Touch(
             "tf.strategy_scopes",
