@@ -114,11 +114,13 @@ def replace(owner: Any, name: str, value: Any) -> None:
 
 
 def put_back(owner: Any, name: str) -> None:
-    """Undo the latest :func:`replace` of ``owner.name`` (and the ones after it, of the same
-    attribute); nothing where it is not replaced."""
+    """Undo the latest :func:`replace` of ``owner.name``: what the owner held before it comes back
+    (a later replacement of the same attribute, if any, is dropped with it); nothing where it is
+    not replaced. A record that cannot be put back stays, for :func:`reset` to name."""
     for index in range(len(STATE.replaced) - 1, -1, -1):
         if STATE.replaced[index][0] is owner and STATE.replaced[index][1] == name:
-            _restore(*STATE.replaced.pop(index))
+            _restore(*STATE.replaced[index])
+            del STATE.replaced[index]
             return
 
 

@@ -114,12 +114,14 @@ def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:
     (each worker's own input may end otherwise, and the weighting adds a collective to every
     step). ``True`` when it does; otherwise a weighting an earlier ``fit`` put on the model is
     taken off."""
+    kind = strategy_type(the_plan.strategy)
     wanted = (
         "uneven_shares_weighted" in the_plan.keras_workarounds
         and the_plan.num_replicas > 1
-        and strategy_type(the_plan.strategy).shares_batches
-        and not strategy_type(the_plan.strategy).drops_remainder
+        and kind.backend == "tensorflow"
+        and kind.shares_batches
+        and not kind.drops_remainder  # a TPU's batches are whole: its last partial one is dropped
         and keras_flavor_of(model) == "keras3"
-        and (last != 0 or strategy_type(the_plan.strategy).collective_workers)
+        and (last != 0 or kind.collective_workers)
     )
     return share_weights(model, autodist_trains_under) if wanted else unshare_weights(model)

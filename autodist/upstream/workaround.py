@@ -153,12 +153,13 @@ class Workaround:
         )
 
 
-def warn_untested(keras_version: str, workarounds: Iterable[Workaround]) -> None:
+def warn_untested(keras_version: str, workarounds: Iterable[Workaround] | None = None) -> None:
     """Warn once per process that this Keras is newer than the workarounds were tested on (the one
-    note a newer Keras gets: TensorFlow's import says nothing of it)."""
+    note a newer Keras gets: TensorFlow's import says nothing of it); ``workarounds``: those of the
+    registry, by default."""
     if not once(f"keras untested: {keras_version}"):
         return
-    workarounds = list(workarounds)
+    workarounds = list(Workaround.registry.values() if workarounds is None else workarounds)
     newest = max((w.last_tested for w in workarounds), key=version_tuple)
     kept = sorted(w.name for w in workarounds if w.if_fixed)
     warnings.warn(

@@ -72,7 +72,7 @@ def read() -> dict[tuple[int, str], tuple[Any, Any]]:
 
 
 def _label(owner: Any, name: str) -> str:
-    where = owner.__name__ if isinstance(owner, types.ModuleType) else f"{owner.__module__}.{owner.__qualname__}"
+    where = owner.__name__ if isinstance(owner, types.ModuleType) else f"{owner.__module__}.{owner.__name__}"
     return f"{where}.{name}"
 
 
@@ -80,7 +80,11 @@ def changed(before: dict[tuple[int, str], tuple[Any, Any]]) -> list[str]:
     """The attributes of ``before``'s owners that differ now: a function replaced or removed, or
     one added that autodist defined."""
     now = read()
-    found = [_label(owner, key[1]) for key, (owner, code) in before.items() if key[1] and now.get(key, (None, None))[1] is not code]
+    found = [
+        _label(owner, key[1])
+        for key, (owner, code) in before.items()
+        if key[1] and now.get(key, (None, None))[1] is not code
+    ]
     for key, (owner, code) in now.items():
         ours = str(getattr(code, "__module__", None)).startswith("autodist")
         if key not in before and (key[0], "") in before and ours:
@@ -126,7 +130,8 @@ def autodist_fit() -> int:
     model = keras.Sequential([keras.Input((4,)), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", autodist.AutodistWarning)  # a copy trained (AUTODIST_ACTIVATE=0), BatchNormalization's shares
+        # said and expected: a copy trained (AUTODIST_ACTIVATE=0), BatchNormalization's shares
+        warnings.simplefilter("ignore", autodist.AutodistWarning)
         history = autodist.fit(model, x, y, batch_size=16, epochs=1, verbose=0)
     return history.plan.num_replicas
 
