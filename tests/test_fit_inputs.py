@@ -174,6 +174,7 @@ def build_seeded():
 
 def test_multi_worker_input_is_one_endless_pass_per_epoch():
     """Under MultiWorkerMirrored, finite input repeats with steps_per_epoch = one pass."""
+    from autodist.core.input_kinds import classify
     from autodist.core.inputs import prepare_input
     from tests.conftest import make_snapshot
 
@@ -182,7 +183,7 @@ def test_multi_worker_input_is_one_endless_pass_per_epoch():
     assert the_plan.strategy.value == "multi_worker_mirrored"
     data = np.arange(100, dtype=np.float32).reshape(50, 2)
     fit_kwargs = {"shuffle": False}
-    ready = prepare_input(data, data[:, :1], the_plan, fit_kwargs)
+    ready = prepare_input(classify(data, data[:, :1]), the_plan, fit_kwargs)
     x = ready.x
     assert ready.fit_kwargs["steps_per_epoch"] == 4  # 50 samples in global batches of 16
     assert int(x.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
@@ -191,7 +192,7 @@ def test_multi_worker_input_is_one_endless_pass_per_epoch():
 
     dataset = tf.data.Dataset.from_tensor_slices((data, data[:, :1])).batch(16)
     given = {"steps_per_epoch": 2}
-    ready = prepare_input(dataset, None, the_plan, given)
+    ready = prepare_input(classify(dataset), the_plan, given)
     assert dict(ready.fit_kwargs) == {"steps_per_epoch": 2} and int(ready.x.cardinality()) == 4  # the caller's steps: left alone
 
 

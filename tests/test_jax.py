@@ -15,6 +15,7 @@ from autodist.detection.cluster import detect_cluster
 from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.detection.hardware import HardwareSnapshot, detect
 from autodist.detection.jax_devices import JaxDevice, _from_environment, _memory, keras_backend
+from autodist.core.input_kinds import classify
 from autodist.jax.inputs import Part, local_inputs, rows
 from autodist.jax.runtime import _refuse_backups, coordinates, join_processes
 from autodist.detection.model_info import ModelInfo
@@ -167,11 +168,11 @@ def test_each_process_takes_its_part_of_every_global_batch():
 
 def test_a_last_batch_that_cannot_split_is_cut_with_the_numbers():
     x, y = np.arange(42.0).reshape(21, 2), np.arange(21.0)
-    xs, ys, kwargs, warnings = local_inputs(x, y, {"validation_split": 0.2, "shuffle": False}, batch=4, part=Part(0, 1, 4))
+    xs, ys, kwargs, warnings = local_inputs(classify(x, y), {"validation_split": 0.2, "shuffle": False}, batch=4, part=Part(0, 1, 4))
     assert len(xs) == 16 and kwargs["batch_size"] == 4 and len(kwargs["validation_data"][0]) == 4
     assert list(ys) == list(range(16)) and list(kwargs["validation_data"][1]) == [16, 17, 18, 19]  # Keras's split: the last 20%
     assert len(warnings) == 1 and warnings[0].startswith("1 of the 5 validation samples are left out of every epoch")
-    _, _, _, warned = local_inputs(x[:18], y[:18], {}, batch=8, part=Part(0, 1, 4))
+    _, _, _, warned = local_inputs(classify(x[:18], y[:18]), {}, batch=8, part=Part(0, 1, 4))
     assert warned and "2 of the 18 training samples are left out of every epoch" in warned[0]
 
 
@@ -183,13 +184,13 @@ def test_backups_are_refused_on_jax_with_the_fix():
 
 def test_a_multi_process_job_refuses_inputs_it_cannot_split():
     with pytest.raises(AutodistError, match="Pass arrays or a tf.data.Dataset"):
-        local_inputs(iter([]), None, {}, batch=8, part=Part(0, 2, 2))
+        local_inputs(classify(iter([])), {}, batch=8, part=Part(0, 2, 2))
 
     class Dataset:  # what local_inputs reads of a tf.data.Dataset: that it has an element_spec
         element_spec = None
 
     with pytest.raises(AutodistError, match="Expected the same kind for both"):
-        local_inputs(np.ones((8, 2)), np.ones(8), {"validation_data": Dataset()}, batch=8, part=Part(0, 2, 2))
+        local_inputs(classify(np.ones((8, 2)), np.ones(8)), {"validation_data": Dataset()}, batch=8, part=Part(0, 2, 2))
 
 
 # ----------------------------------------------------------------------------- act: real JAX

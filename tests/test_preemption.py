@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autodist.core.input_kinds import classify
 from autodist.resume.preemption import PREEMPTED_EXIT_CODE
 from autodist.resume.resumed_fit import phases
 from autodist.resume.train_state import Position, clear, discard_after, load, save, saves
@@ -259,7 +260,7 @@ def test_a_worker_that_cannot_answer_the_agreement_leaves_no_worker_blocked(proc
 def test_unshuffled_arrays_resume_on_the_samples_left_with_the_same_validation_split():
     x, y, w = np.arange(20), np.arange(20) * 10, np.ones(20)
     kwargs = {"batch_size": 4, "shuffle": False, "validation_split": 0.2, "sample_weight": w, "callbacks": []}
-    plan = phases(x, y, kwargs, epoch=1, step=2, epochs=3)
+    plan = phases(classify(x, y), kwargs, epoch=1, step=2, epochs=3)
     first, rest = plan.phases
     assert first.x.tolist() == list(range(8, 16)) and first.y.tolist() == [v * 10 for v in range(8, 16)]
     assert first.kwargs["validation_split"] == 0.0 and first.kwargs["validation_data"][0].tolist() == [16, 17, 18, 19]
@@ -269,7 +270,7 @@ def test_unshuffled_arrays_resume_on_the_samples_left_with_the_same_validation_s
     assert plan.exact and plan.batches == 4 and not plan.warnings
     import pandas as pd
 
-    frame = phases(pd.DataFrame({"a": x}), pd.Series(y), kwargs, epoch=1, step=2, epochs=3).phases[0]
+    frame = phases(classify(pd.DataFrame({"a": x}), pd.Series(y)), kwargs, epoch=1, step=2, epochs=3).phases[0]
     assert frame.x.ravel().tolist() == list(range(8, 16)) and frame.y.tolist() == first.y.tolist(), "pandas as Keras reads it"
 
 
@@ -281,7 +282,7 @@ def test_shuffled_arrays_resume_in_autodists_epoch_order_after_the_trained_batch
 
     x, weights = np.arange(50), np.linspace(1, 2, 50)
     kwargs = {"batch_size": 8, "validation_split": 0.2, "sample_weight": weights}
-    plan = phases(x, x * 10, kwargs, epoch=0, step=3, epochs=2, order_seed=5)
+    plan = phases(classify(x, x * 10), kwargs, epoch=0, step=3, epochs=2, order_seed=5)
     first, rest = plan.phases
     order = epoch_order(5, 0, 40)
     assert first.x.tolist() == order[24:].tolist() and first.y.tolist() == (order[24:] * 10).tolist()
@@ -290,26 +291,26 @@ def test_shuffled_arrays_resume_in_autodists_epoch_order_after_the_trained_batch
     assert first.kwargs["validation_data"][0].tolist() == list(range(40, 50))
     assert rest.x.tolist() == epoch_order(5, 1, 40).tolist() and (rest.kwargs["initial_epoch"], rest.kwargs["epochs"]) == (1, 2)
     assert plan.exact and plan.batches == 5 and not plan.warnings
-    assert phases(x, x, {"batch_size": 8}, epoch=0, step=3, epochs=2) is None
+    assert phases(classify(x, x), {"batch_size": 8}, epoch=0, step=3, epochs=2) is None
 
 
 def test_datasets_skip_the_batches_trained_and_streams_every_batch_read(tensorflow_imported):
     import tensorflow as tf
 
     batches = tf.data.Dataset.range(20).batch(4)
-    plan = phases(batches, None, {}, epoch=1, step=3, epochs=2)
+    plan = phases(classify(batches), {}, epoch=1, step=3, epochs=2)
     assert [b.numpy().tolist() for b in plan.phases[0].x] == [[12, 13, 14, 15], [16, 17, 18, 19]]
     stream = tf.data.Dataset.range(20).batch(4).repeat()
-    first, rest = phases(stream, None, {"steps_per_epoch": 5, "initial_epoch": 1}, epoch=2, step=1, epochs=4).phases
+    first, rest = phases(classify(stream), {"steps_per_epoch": 5, "initial_epoch": 1}, epoch=2, step=1, epochs=4).phases
     assert next(iter(first.x)).numpy().tolist() == [4, 5, 6, 7] and first.kwargs["steps_per_epoch"] == 4
     assert next(iter(rest.x)).numpy().tolist() == [0, 1, 2, 3] and rest.kwargs["initial_epoch"] == 3
-    shuffled = phases(tf.data.Dataset.range(20).shuffle(20).batch(4), None, {}, epoch=0, step=1, epochs=1)
+    shuffled = phases(classify(tf.data.Dataset.range(20).shuffle(20).batch(4)), {}, epoch=0, step=1, epochs=1)
     assert not shuffled.exact and "the dataset shuffles" in shuffled.warnings[0]
 
 
 def test_an_input_that_cannot_skip_batches_resumes_from_the_epochs_start():
-    assert phases(iter([]), None, {}, epoch=1, step=3, epochs=2) is None
-    assert phases(np.zeros((8, 1)), np.zeros(8), {"batch_size": 2, "steps_per_epoch": 3}, epoch=1, step=1, epochs=2) is None
+    assert phases(classify(iter([])), {}, epoch=1, step=3, epochs=2) is None
+    assert phases(classify(np.zeros((8, 1)), np.zeros(8)), {"batch_size": 2, "steps_per_epoch": 3}, epoch=1, step=1, epochs=2) is None
 
 
 def test_one_callback_list_sees_a_resumed_fit_as_one_fit(tensorflow_imported):
@@ -339,7 +340,7 @@ def test_one_callback_list_sees_a_resumed_fit_as_one_fit(tensorflow_imported):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
     x, y = np.ones((20, 2), "float32"), np.ones((20, 1), "float32")
-    plan = phases(x, y, {"batch_size": 4, "shuffle": False, "verbose": 0}, epoch=1, step=3, epochs=3)
+    plan = phases(classify(x, y), {"batch_size": 4, "shuffle": False, "verbose": 0}, epoch=1, step=3, epochs=3)
     record = Record()
     history = run_phases(model, plan, phased_callbacks(keras, [record], model, verbose=0, epochs=3, steps=5))
     assert record.events == ["begin", "epoch 1", 3, 4, "epoch 2", 0, 1, 2, 3, 4, "end"]

@@ -99,7 +99,7 @@ def test_autodist_reads_a_first_batch_without_drawing_from_the_global_generators
 
     import numpy as np
 
-    from autodist.core.inputs import first_batch_size
+    from autodist.core.input_kinds import first_batch_size
 
     class Augmented:
         def __getitem__(self, i):

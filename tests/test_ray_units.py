@@ -109,7 +109,9 @@ def test_a_ray_data_shard_is_read_as_to_tf_reads_it_with_the_global_batch():
     labels = DataIterator("x", "y", "z")
     dataset, _ = from_ray_data(labels, ("y", "z"), 8)
     assert dataset == ("to_tf", {"feature_columns": "x", "label_columns": ["y", "z"], "batch_size": 8})
-    assert from_ray_data([1, 2], [3, 4], 8) is None  # anything else is no shard
+    from autodist.core.input_kinds import RayShard, classify
+
+    assert isinstance(classify(shard, "label"), RayShard) and not isinstance(classify([1, 2], [3, 4]), RayShard)
 
 
 @pytest.mark.parametrize(
@@ -128,11 +130,12 @@ def test_a_ray_data_shard_without_its_label_column_is_refused_with_the_columns(y
 
 
 def test_a_ray_data_shard_on_jax_is_refused_with_the_ways_that_work():
+    from autodist.core.input_kinds import classify
     from autodist.jax.runtime import _refuse_ray_data
 
     with pytest.raises(autodist.AutodistError, match=r"Ray Data shard.*JAX.*shard\.to_tf\(.*KERAS_BACKEND=tensorflow"):
-        _refuse_ray_data(DataIterator("x", "y"))
-    _refuse_ray_data([1, 2])
+        _refuse_ray_data(classify(DataIterator("x", "y")))
+    _refuse_ray_data(classify([1, 2]))
 
 
 def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_noticed_at_exit(tensorflow_imported, monkeypatch, tmp_path):

@@ -164,5 +164,5 @@ def test_tune_keeps_the_rule_plan_on_a_cluster_and_says_it_plans_as_auto_without
     cluster = make_snapshot(tf_config={"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}})
     auto = plan(cluster, strategy="tune", batch_size=64)
     assert auto.strategy.value == "multi_worker_mirrored" and "plans as 'auto' here" in auto.reasons[0]
-    kept = tuned_plan(cluster, auto, lambda kind: pytest.fail("nothing to time on a cluster"), None, None, None, None, 1, {})
+    kept = tuned_plan(cluster, auto, lambda kind: pytest.fail("nothing to time on a cluster"), None, None, None, 1, {})
     assert kept.strategy == auto.strategy and "every worker takes the same plan" in kept.reasons[0]

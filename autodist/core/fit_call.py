@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from autodist.core.input_kinds import Input
 from autodist.planning.plans import Plan
 
 __all__ = ["Backend", "FitCall"]
@@ -33,8 +34,7 @@ class FitCall:
 
     model: Any
     builder: Any
-    x: Any
-    y: Any
+    data: Input  # x and y, classified once at the entry (:func:`autodist.core.input_kinds.classify`)
     batch_size: int | None
     epochs: int
     strategy: Any
@@ -44,9 +44,18 @@ class FitCall:
     peer_timeout_seconds: float | None
     mixed_precision: bool
     fit_kwargs: Mapping[str, Any]
-    requested_batch: int | None = None  # the global batch asked for, worked out once (inputs.requested_batch)
+    requested_batch: int | None = None  # the global batch asked for, worked out once (Input.requested_batch)
     ray_report: bool = True  # in a Ray Train worker: each epoch's metrics to ray.train.report
     ray_checkpoint: bool = True  # ... with worker 0's model as the epoch's ray.train.Checkpoint
+
+    @property
+    def x(self) -> Any:
+        """``x`` as the caller passed it: what ``model.fit`` reads."""
+        return self.data.raw
+
+    @property
+    def y(self) -> Any:
+        return self.data.y
 
 
 class Backend(Protocol):

@@ -6,58 +6,47 @@ it is given: :func:`prepare_input` returns a :class:`TrainingInput` with new ``f
 (``batch_size``, ``steps_per_epoch``, ``shuffle``, ``validation_data`` where it takes them over),
 as ``model.fit`` will read them.
 
+Every step reads the input as classified once at the entry (:mod:`autodist.core.input_kinds`), never
+the raw ``x``.
+
 Example:
     >>> import numpy as np
-    >>> is_array_like({"a": np.zeros(3)}), batches_itself(iter([]))
-    (True, True)
+    >>> from autodist.core.input_kinds import classify
+    >>> fit_steps(classify(np.ones((100, 2))), None, 2, {})
+    8
 """
 
 from __future__ import annotations
 
-import collections.abc
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.upstream.tf_data import finite_cardinality, is_dataset, reshuffles
+from autodist.core.input_kinds import Arrays, Dataset, Input, NoInput, Stream, classify, numpy_view
 from autodist.errors import BatchSizeError
 from autodist.log import get_logger
-from autodist.process import draws_kept
 from autodist.planning.global_batch import every_replica_fed, shares_of
 from autodist.planning.keras_compat import kept_strategy_order
 from autodist.planning.plans import Plan
 from autodist.planning.strategy_types import strategy_type
 from autodist.core.batching import (
     arrays_to_dataset,
-    dataset_batch_size,
     dropped_samples,
     own_shard,
     prepare_dataset,
     repeat_across_epochs,
-    samples_per_pass,
 )
 
 __all__ = [
-    "batches_itself",
-    "first_batch",
-    "first_batch_size",
     "fit_steps",
-    "requested_batch",
-    "indexed_batches",
     "input_notes",
     "last_batch",
     "LastBatch",
-    "is_array_like",
-    "length_unknown",
-    "num_samples",
     "one_iterator_per_run",
-    "pandas_to_numpy",
     "prepare_input",
     "slice_samples",
     "take_samples",
     "TrainingInput",
-    "training_samples",
 ]
 
 
@@ -93,64 +82,21 @@ _UNEVEN_OWN_BATCH_NOTE = (
 )
 
 
-def batches_itself(x: Any) -> bool:
-    """Inputs Keras refuses ``batch_size`` for: they yield ready-made batches."""
-    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
-        return True
-    return indexed_batches(x) or any(cls.__name__ == "DatasetCreator" for cls in type(x).__mro__)
-
-
-def indexed_batches(x: Any) -> bool:
-    """A Keras ``PyDataset`` or ``Sequence``: ready-made batches read by index (``x[i]``)."""
-    return any(cls.__name__ in ("PyDataset", "Sequence") for cls in type(x).__mro__)
-
-
-def first_batch(x: Any) -> Any:
-    """``x[0]`` of a ``PyDataset``/``Sequence``, with the global random states kept
-    (:func:`autodist.process.draws_kept`)."""
-    with draws_kept():
-        return x[0]
-
-
-def first_batch_size(x: Any) -> int | None:
-    """The samples in the first batch of a ``PyDataset``/``Sequence`` (``x[0]``, read as Keras
-    reads it for its output signature): the leading size of its first array; ``None`` when it
-    has none, or ``x[0]`` fails (Keras says why when it reads it).
-
-    Example:
-        >>> import numpy as np
-        >>> class Batches:  # a Sequence in all but name
-        ...     def __getitem__(self, i):
-        ...         return {"a": np.ones((16, 3))}, np.ones((16, 1))
-        >>> first_batch_size(Batches())
-        16
-    """
-    try:
-        stack = [first_batch(x)]
-    except Exception:  # noqa: BLE001 - the user's __getitem__; Keras raises it again, in its words
-        return None
-    while stack:
-        part = stack.pop(0)
-        if isinstance(part, Mapping):
-            stack[:0] = list(part.values())
-        elif isinstance(part, (list, tuple)):
-            stack[:0] = list(part)
-        else:
-            shape = getattr(part, "shape", None)
-            try:
-                return int(shape[0])
-            except (TypeError, ValueError, IndexError):  # no shape, a scalar, an unknown size or rank: look further
-                continue
-    return None
-
-
 class TrainingInput(NamedTuple):
-    """The input as ``model.fit`` will read it, with the ``fit`` keywords that go with it."""
+    """The input as ``model.fit`` will read it (``data``: what it is), with the ``fit`` keywords
+    that go with it."""
 
-    x: Any
-    y: Any
+    data: Input
     fit_kwargs: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
+
+    @property
+    def x(self) -> Any:
+        return self.data.raw
+
+    @property
+    def y(self) -> Any:
+        return self.data.y
 
 
 def _updated(fit_kwargs: Mapping[str, Any], *, without: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
@@ -159,8 +105,7 @@ def _updated(fit_kwargs: Mapping[str, Any], *, without: tuple[str, ...] = (), **
 
 
 def prepare_input(
-    x: Any,
-    y: Any,
+    data: Input,
     the_plan: Plan,
     fit_kwargs: Mapping[str, Any],
     *,
@@ -170,54 +115,53 @@ def prepare_input(
     """The input ready for the plan, and new ``fit`` keywords: ``batch_size`` where Keras batches
     the input itself, ``steps_per_epoch``/``shuffle``/``validation_data`` where autodist takes the
     batching over. Nothing passed in is changed."""
-    import tensorflow as tf
-
     batch = the_plan.global_batch_size
     assert batch is not None
     drop = the_plan.drop_remainder
-    if isinstance(x, tf.data.Dataset) and not batch_given and own_shard(x) and dataset_batch_size(x) is None:
-        return TrainingInput(
-            x, y, dict(fit_kwargs)
-        )  # this worker's own batches (Ray Data's to_tf): as model.fit reads them
-    if isinstance(x, tf.data.Dataset):
-        # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
-        own = dataset_batch_size(x)
-        keep = own is None and not batch_given and the_plan.num_replicas == 1
-        prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
-        count = samples_per_pass(x) if drop else None
-        prepared, steps = one_iterator_per_run(prepared, the_plan, fit_kwargs)
-        warnings_ = [_drop_warning(count, batch)] if drop else []
-        if batch_given and own is not None and own != the_plan.requested_batch_size:
-            warnings_.append(_rebatched_note(own, the_plan))
-        if (
-            the_plan.num_replicas > 1 and int(x.cardinality()) == -2 and not own_shard(x)
-        ):  # a worker's own shard (Ray Data): its size is not the user's to give
-            warnings_.append(_UNKNOWN_SIZE_NOTE)
-        kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
-        return TrainingInput(prepared, y, kwargs, tuple(w for w in warnings_ if w))
+    if isinstance(data, Dataset):
+        return _dataset_ready(data, the_plan, fit_kwargs, batch_given)
     multi_worker = strategy_type(the_plan.strategy).collective_workers
     per_worker_shuffle = (_PER_WORKER_SHUFFLE_NOTE,) if multi_worker and fit_kwargs.get("shuffle", True) else ()
-    if x is None or batches_itself(x):
-        iterator = inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)
-        return TrainingInput(x, y, dict(fit_kwargs), () if iterator else per_worker_shuffle)
+    if isinstance(data, NoInput) or data.batches_itself:  # ready-made batches: Keras reads them as they are
+        return TrainingInput(data, dict(fit_kwargs), () if isinstance(data, Stream) else per_worker_shuffle)
     own_dataset = multi_worker or drop
-    if own_dataset:  # pandas as numpy, as Keras reads it, so it goes the same way as arrays
-        x, y = pandas_to_numpy(x), pandas_to_numpy(y)
-    if is_array_like(x) and not fit_kwargs.get("validation_split"):
-        fewer = _fewer_samples_than_replicas(x, y, the_plan, fit_kwargs)
+    if not isinstance(data, Arrays):  # Keras batches it, or says in its own words why it cannot
+        return TrainingInput(data, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
+    if not fit_kwargs.get("validation_split"):
+        fewer = _fewer_samples_than_replicas(data, the_plan, fit_kwargs)
         if fewer is not None:
             return (
-                fewer
-                if not own_dataset
-                else _arrays_as_dataset(fewer.x, fewer.y, the_plan, fewer.fit_kwargs, shuffle_seed)
+                fewer if not own_dataset else _arrays_as_dataset(fewer.data, the_plan, fewer.fit_kwargs, shuffle_seed)
             )
-    if not own_dataset or not is_array_like(x) or (y is None and fit_kwargs.get("sample_weight") is not None):
-        # Keras batches the input itself
-        return TrainingInput(x, y, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
-    return _arrays_as_dataset(x, y, the_plan, fit_kwargs, shuffle_seed)
+    if not own_dataset or (data.y is None and fit_kwargs.get("sample_weight") is not None):
+        # Keras batches the input itself, as the caller gave it
+        return TrainingInput(data, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
+    return _arrays_as_dataset(data, the_plan, fit_kwargs, shuffle_seed)
 
 
-def _fewer_samples_than_replicas(x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> TrainingInput | None:
+def _dataset_ready(data: Dataset, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool) -> TrainingInput:
+    """A ``tf.data.Dataset`` re-batched to the global batch and sharded (:func:`prepare_dataset`);
+    left as it is where it is this worker's own part (Ray Data's ``to_tf``) and no batch is given."""
+    x, batch, drop = data.raw, the_plan.global_batch_size, the_plan.drop_remainder
+    assert batch is not None
+    own = data.own_batch()
+    if not batch_given and own_shard(x) and own is None:
+        return TrainingInput(data, dict(fit_kwargs))  # this worker's own batches: as model.fit reads them
+    # No batch_size, one replica, no batch size found: nothing to divide; Keras reads it as it is.
+    keep = own is None and not batch_given and the_plan.num_replicas == 1
+    prepared = prepare_dataset(x, batch, the_plan.num_workers, drop_remainder=drop, rebatch=not keep)
+    count = data.epoch_samples(fit_kwargs) if drop else None
+    prepared, steps = one_iterator_per_run(prepared, the_plan, fit_kwargs)
+    warnings_ = [_drop_warning(count, batch)] if drop else []
+    if batch_given and own is not None and own != the_plan.requested_batch_size:
+        warnings_.append(_rebatched_note(own, the_plan))
+    if the_plan.num_replicas > 1 and data.length_unknown() and not own_shard(x):
+        warnings_.append(_UNKNOWN_SIZE_NOTE)  # a worker's own shard (Ray Data): its size is not the user's to give
+    kwargs = _updated(fit_kwargs, steps_per_epoch=steps) if steps is not None else dict(fit_kwargs)
+    return TrainingInput(Dataset(prepared, data.y), kwargs, tuple(w for w in warnings_ if w))
+
+
+def _fewer_samples_than_replicas(data: Arrays, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> TrainingInput | None:
     """Fewer samples than replicas (one replica would get an empty share, which some models
     fail on): each sample repeated as often, in one batch of them all, as one device trains
     them in one batch (the mean loss, its gradient and every mean metric are the same).
@@ -225,7 +169,7 @@ def _fewer_samples_than_replicas(x: Any, y: Any, the_plan: Plan, fit_kwargs: Map
     import numpy as np
     import tensorflow as tf
 
-    num_samples = int(tf.nest.flatten(x)[0].shape[0])
+    num_samples = data.samples()
     if num_samples == 0 or num_samples >= the_plan.num_replicas:
         return None
     _, copies = every_replica_fed(num_samples, num_samples, the_plan.num_replicas) or (num_samples, 1)
@@ -247,22 +191,22 @@ def _fewer_samples_than_replicas(x: Any, y: Any, the_plan: Plan, fit_kwargs: Map
         the_plan.num_replicas,
         copies,
     )
-    return TrainingInput(repeated(x), repeated(y), kwargs)
+    x = repeated(data.arrays)
+    return TrainingInput(Arrays(x, repeated(data.targets), numpy=x, targets=repeated(data.targets)), kwargs)
 
 
 def _arrays_as_dataset(
-    x: Any, y: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]
+    data: Arrays, the_plan: Plan, fit_kwargs: Mapping[str, Any], shuffle_seed: Callable[[], int]
 ) -> TrainingInput:
     """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
     (:func:`autodist.core.batching.arrays_to_dataset`); the new ``fit`` keywords lose what it took over."""
-    import tensorflow as tf
 
     batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
     assert batch is not None
     given_validation = fit_kwargs.get("validation_data")
     # as in Keras: validation_data wins over validation_split
     split = 0.0 if given_validation is not None else float(fit_kwargs.get("validation_split", 0.0) or 0.0)
-    num_samples = int(tf.nest.flatten(x)[0].shape[0])
+    num_samples = data.samples()
     train_samples = int(math.floor(num_samples * (1.0 - split)))
     if train_samples == 0 or (drop and train_samples < batch):
         raise BatchSizeError(
@@ -273,9 +217,9 @@ def _arrays_as_dataset(
         )
     shuffle = bool(fit_kwargs.get("shuffle", True))
     train, validation = arrays_to_dataset(
-        x,
-        y,
-        pandas_to_numpy(fit_kwargs.get("sample_weight")),
+        data.arrays,
+        data.targets,
+        numpy_view(fit_kwargs.get("sample_weight")),
         global_batch_size=batch,
         shuffle=shuffle,
         seed=shuffle_seed() if shuffle else 0,
@@ -285,10 +229,12 @@ def _arrays_as_dataset(
     # the dataset is shuffled already, the same on every worker
     changes: dict[str, Any] = {"shuffle": False}
     if isinstance(given_validation, tuple):
-        given_validation = tuple(pandas_to_numpy(part) for part in given_validation)
-        if all(is_array_like(part) for part in given_validation if part is not None):
+        if all(isinstance(classify(part), Arrays) for part in given_validation if part is not None):
             changes["validation_data"] = arrays_to_dataset(
-                *given_validation, global_batch_size=batch, shuffle=False, drop_remainder=drop
+                *(numpy_view(part) for part in given_validation),
+                global_batch_size=batch,
+                shuffle=False,
+                drop_remainder=drop,
             )[0]
     elif validation is not None:
         changes["validation_data"] = validation
@@ -302,19 +248,7 @@ def _arrays_as_dataset(
             changes["steps_per_epoch"] = steps
     warnings_ = (_drop_warning(train_samples, batch),) if drop else ()
     kwargs = _updated(fit_kwargs, without=("validation_split", "sample_weight"), **changes)
-    return TrainingInput(train, None, kwargs, tuple(w for w in warnings_ if w))
-
-
-def pandas_to_numpy(data: Any) -> Any:
-    """pandas DataFrames and Series (also inside a list, tuple or dict) as numpy arrays, as Keras
-    reads them (``to_numpy()``); anything else as it is."""
-    if isinstance(data, (list, tuple)):
-        return type(data)(pandas_to_numpy(part) for part in data)
-    if isinstance(data, dict):
-        return {key: pandas_to_numpy(part) for key, part in data.items()}
-    if type(data).__module__.startswith("pandas") and callable(getattr(data, "to_numpy", None)):
-        return data.to_numpy()
-    return data
+    return TrainingInput(Dataset(train), kwargs, tuple(w for w in warnings_ if w))
 
 
 _PER_WORKER_SHUFFLE_NOTE = (
@@ -383,37 +317,7 @@ def _drop_warning(num_samples: int | None, global_batch_size: int) -> str:
     )
 
 
-def requested_batch(x: Any, batch_size: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
-    """The global batch a ``fit`` call asks for, on either backend: ``batch_size``; else a batched
-    dataset's own batch; else, for arrays with ``steps_per_epoch``, the batch Keras itself would
-    take (``ceil(training samples / steps_per_epoch)``); else ``None`` (Keras's default).
-
-    Example:
-        >>> import numpy as np
-        >>> requested_batch(np.ones((100, 2)), None, {"steps_per_epoch": 3})
-        34
-    """
-    if batch_size is not None:
-        return batch_size
-    if is_dataset(x):  # a tf.data.Dataset, on JAX too
-        return dataset_batch_size(x)
-    if indexed_batches(x):
-        return first_batch_size(x)
-    if fit_kwargs.get("steps_per_epoch") and x is not None and not batches_itself(x):
-        try:
-            samples = training_samples(x, fit_kwargs)
-        except (
-            TypeError,
-            ValueError,
-            KeyError,
-            IndexError,
-        ):  # not arrays autodist can count: model.fit says what it cannot read
-            return None
-        return math.ceil(samples / int(fit_kwargs["steps_per_epoch"])) if samples > 0 else None
-    return None
-
-
-def fit_steps(x: Any, batch: int | None, epochs: int, fit_kwargs: Mapping[str, Any]) -> int | None:
+def fit_steps(data: Input, batch: int | None, epochs: int, fit_kwargs: Mapping[str, Any]) -> int | None:
     """Training steps in the whole ``fit``, where the input tells before training: arrays
     (``ceil(training samples / batch)`` per epoch, Keras's default batch of 32 when none is asked
     for) or a dataset of known cardinality (its batches); ``None`` otherwise (a generator, a
@@ -421,56 +325,20 @@ def fit_steps(x: Any, batch: int | None, epochs: int, fit_kwargs: Mapping[str, A
 
     Example:
         >>> import numpy as np
-        >>> fit_steps(np.ones((100, 2)), None, 2, {}), fit_steps(np.ones((100, 2)), 10, 1, {"validation_split": 0.2})
+        >>> from autodist.core.input_kinds import classify
+        >>> data = classify(np.ones((100, 2)))
+        >>> fit_steps(data, None, 2, {}), fit_steps(data, 10, 1, {"validation_split": 0.2})
         (8, 8)
     """
-    if fit_kwargs.get("steps_per_epoch") is not None or x is None:
+    if fit_kwargs.get("steps_per_epoch") is not None:
         return None
     rounds = max(0, int(epochs) - int(fit_kwargs.get("initial_epoch") or 0))
-    if is_dataset(x):
-        per_epoch = finite_cardinality(x)
-    elif not batches_itself(x) and is_array_like(pandas_to_numpy(x)):
-        try:
-            per_epoch = math.ceil(training_samples(x, fit_kwargs) / (batch or 32))
-        except (TypeError, ValueError, KeyError, IndexError):  # not arrays autodist can count
-            return None
-    else:
-        return None
+    per_epoch = data.batches_per_epoch(batch, fit_kwargs)
     return None if per_epoch is None else per_epoch * rounds
 
 
-def num_samples(x: Any) -> int:
-    """The number of samples in arrays, tensors or pandas objects (also nested in dicts, lists
-    and tuples), as Keras counts them: the length of the first one (all have the same).
-
-    Example:
-        >>> import numpy as np
-        >>> num_samples({"b": np.ones((3, 2)), "a": [np.ones(3), np.ones(3)]})
-        3
-    """
-    first = pandas_to_numpy(x)
-    while isinstance(first, (collections.abc.Mapping, list, tuple)) and len(first) > 0:
-        first = first[sorted(first)[0]] if isinstance(first, collections.abc.Mapping) else first[0]
-    return int(len(first))
-
-
-def training_samples(x: Any, fit_kwargs: Mapping[str, Any]) -> int:
-    """Samples ``fit`` trains on: all of ``x``, less Keras's ``validation_split`` (unless
-    ``validation_data`` is given, which wins)."""
-    split = 0.0 if fit_kwargs.get("validation_data") is not None else float(fit_kwargs.get("validation_split") or 0.0)
-    return int(math.floor(num_samples(x) * (1.0 - split)))
-
-
-def is_array_like(x: Any) -> bool:
-    if isinstance(x, Mapping):
-        return all(is_array_like(v) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return all(is_array_like(v) for v in x)
-    return hasattr(x, "shape") and hasattr(x, "dtype")
-
-
 def input_notes(
-    x: Any,
+    data: Input,
     the_plan: Plan,
     fit_kwargs: Mapping[str, Any],
     kept: bool = False,
@@ -485,12 +353,12 @@ def input_notes(
     ``uneven_shares_weighted``), a batch that splits unevenly trains as on one device, and only
     a ``train_step`` of the model's own (``own_train_step``) has something left to say: a mean it
     records itself averages the replicas' means."""
-    order = kept_strategy_order(the_plan.keras_workarounds, kept, _reshuffled(x, fit_kwargs))
+    order = kept_strategy_order(the_plan.keras_workarounds, kept, data.reshuffled(fit_kwargs))
     notes = [order] if order else []
     if weighted:
         if own_train_step and (split is None or split.last):
             if split is None:
-                where = f"this {type(x).__name__}'s batches may not split evenly"
+                where = f"this {data.name}'s batches may not split evenly"
             elif split.shares:
                 where = (
                     f"the last batch of each epoch, {split.last} of {split.count} samples, splits "
@@ -499,30 +367,20 @@ def input_notes(
             else:
                 where = f"the last batch of each epoch, {split.last} of {split.count} samples, may split unevenly"
             notes.append(_OWN_STEP_UNEVEN_NOTE.format(where=where, replicas=the_plan.num_replicas))
-        if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
-            own = first_batch_size(x) if indexed_batches(x) else None
+        if data.batches_itself and the_plan.num_replicas > 1:
+            own = data.own_batch()
             if own is None or own < the_plan.num_replicas:
-                notes.append(_EMPTY_SHARE_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
+                notes.append(_EMPTY_SHARE_NOTE.format(kind=data.name, replicas=the_plan.num_replicas))
         return notes
-    if x is not None and batches_itself(x) and the_plan.num_replicas > 1:
-        own = first_batch_size(x) if indexed_batches(x) else None
+    if data.batches_itself and the_plan.num_replicas > 1:
+        own = data.own_batch()
         if own is not None and own % the_plan.num_replicas:
-            notes.append(_UNEVEN_OWN_BATCH_NOTE.format(kind=type(x).__name__, own=own, replicas=the_plan.num_replicas))
+            notes.append(_UNEVEN_OWN_BATCH_NOTE.format(kind=data.name, own=own, replicas=the_plan.num_replicas))
         else:  # its other batches (an uneven last one) are not read before training
-            notes.append(_MOVABLE_INPUT_NOTE.format(kind=type(x).__name__, replicas=the_plan.num_replicas))
+            notes.append(_MOVABLE_INPUT_NOTE.format(kind=data.name, replicas=the_plan.num_replicas))
     if split is not None and split.shares:
         notes.append(_uneven_last_batch(split, the_plan.num_replicas, the_plan.global_batch_size))
     return notes
-
-
-def _reshuffled(x: Any, fit_kwargs: Mapping[str, Any]) -> str | None:
-    """What ``x`` is when it draws a new order each time it is read (a tf.data pipeline whose
-    ``shuffle`` reshuffles each iteration, a ``PyDataset`` that ``fit`` shuffles), or ``None``."""
-    if is_dataset(x):
-        return "a tf.data pipeline whose shuffle reshuffles each iteration" if reshuffles(x) else None
-    if indexed_batches(x) and fit_kwargs.get("shuffle", True):
-        return f"a {type(x).__name__} with shuffle=True"
-    return None
 
 
 class LastBatch(NamedTuple):
@@ -537,7 +395,7 @@ class LastBatch(NamedTuple):
     shares: tuple[int, ...]
 
 
-def last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> LastBatch | None:
+def last_batch(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> LastBatch | None:
     """How the last batch of each epoch splits over the plan's replicas, where autodist can tell:
     arrays and a ``tf.data.Dataset`` of known length (``shares`` empty where every batch splits
     evenly: one replica, a TPU's dropped remainder, a parameter server's workers, which each
@@ -548,19 +406,12 @@ def last_batch(x: Any, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> LastBat
     (``uneven_shares_weighted``), the replicas' averages count equally, so on that one step the
     samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples, batch 16,
     2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD)."""
-    import tensorflow as tf
-
     replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
     if replicas < 2 or the_plan.drop_remainder or strategy_type(the_plan.strategy).asynchronous:
         return LastBatch(0, 0, ())
     if not batch or fit_kwargs.get("steps_per_epoch") is not None:
         return None
-    if isinstance(x, tf.data.Dataset):
-        count = samples_per_pass(x)
-    elif x is not None and not batches_itself(x) and is_array_like(pandas_to_numpy(x)):
-        count = training_samples(x, fit_kwargs)
-    else:
-        return None
+    count = data.epoch_samples(fit_kwargs) if isinstance(data, (Arrays, Dataset)) else None
     if not count:
         return None
     last = count % batch
@@ -579,17 +430,6 @@ def _uneven_last_batch(split: LastBatch, replicas: int, batch: int) -> str:
         f"model.fit, make the last batch a multiple of {replicas}: train on a number of samples "
         f"that leaves such a remainder for batch_size={batch}."
     )
-
-
-def length_unknown(x: Any) -> bool:
-    """Whether the training input's length is unknown to Keras: a generator, or a dataset of
-    unknown cardinality (``from_generator``, ``filter``, ...)."""
-    if inspect.isgenerator(x) or (isinstance(x, collections.abc.Iterator) and not hasattr(x, "__len__")):
-        return True
-    cardinality = getattr(x, "cardinality", None)
-    if type(x).__module__.startswith("tensorflow") and callable(cardinality):
-        return int(cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY
-    return False
 
 
 def take_samples(x: Any, order: Any) -> Any:

@@ -1,7 +1,7 @@
 """``autodist.fit``: ``model.fit`` under the plan autodist makes, from the call to ``History``.
 
 The call becomes a frozen :class:`~autodist.core.fit_call.FitCall`, with its global batch worked
-out once (:func:`autodist.core.inputs.requested_batch`), and goes to the backend chosen at the
+out once (:meth:`autodist.core.input_kinds.Input.requested_batch`), and goes to the backend chosen at the
 one fork (:func:`autodist.entry.backends.backend_for`): TensorFlow's ``tf.distribute``
 (:mod:`autodist.tensorflow.fit`) or Keras 3 on JAX (:mod:`autodist.jax.runtime`). Each runs the same
 sequence: plan here, start, place the model, train with the final callback list.
@@ -27,7 +27,7 @@ from autodist.errors import AutodistError
 from autodist.planning.arguments import check_fit_arguments
 from autodist.planning.plans import StrategyKind
 from autodist.core.fit_call import FitCall
-from autodist.core.inputs import requested_batch
+from autodist.core.input_kinds import classify
 
 __all__ = ["fit"]
 
@@ -130,13 +130,13 @@ def fit(
     }
     builder, checked, kwargs = check_fit_arguments(model, given, fit_kwargs)  # before anything is detected or imported
     read_only = MappingProxyType(kwargs)
+    data = classify(x, y)
     call = FitCall(
         model=model,
         builder=builder,
-        x=x,
-        y=y,
+        data=data,
         fit_kwargs=read_only,
-        requested_batch=requested_batch(x, checked["batch_size"], read_only),
+        requested_batch=data.requested_batch(checked["batch_size"], read_only),
         **checked,
     )
     return backend_for(os.environ).fit(call, os.environ)

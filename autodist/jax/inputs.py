@@ -36,7 +36,7 @@ import numpy as np
 
 from autodist.errors import AutodistError
 from autodist.core.batching import prepare_dataset, samples_per_pass
-from autodist.core.inputs import is_array_like
+from autodist.core.input_kinds import Arrays, Dataset, Input, classify
 
 __all__ = ["Part", "local_inputs", "rows"]
 
@@ -62,7 +62,7 @@ def rows(count: int, *, batch: int, part: Part) -> np.ndarray:
 
 
 def local_inputs(
-    x: Any, y: Any, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part
+    data: Input, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part
 ) -> tuple[Any, Any, dict[str, Any], list[str]]:
     """``(x, y, fit_kwargs, warnings)`` for this process's ``model.fit`` with the global ``batch``:
     arrays cut and split as the module says, with the batch sizes per process; a dataset re-batched
@@ -72,21 +72,22 @@ def local_inputs(
         AutodistError: several processes and an input that is neither arrays nor a tf.data.Dataset.
     """
     kwargs = dict(fit_kwargs)
-    x, y = _plain(x), _plain(y)
-    if hasattr(x, "element_spec"):
-        return _dataset(x, batch, part), y, kwargs, _dataset_warning(x, batch, part)
-    if not is_array_like(x):
+    if isinstance(data, Dataset):
+        x = data.raw
+        return _dataset(x, batch, part), data.y, kwargs, _dataset_warning(x, batch, part)
+    if not isinstance(data, Arrays):
         if part.processes > 1:
             raise AutodistError(
-                f"autodist.fit got {type(x).__name__} as x in a {part.processes}-process JAX job. "
+                f"autodist.fit got {data.name} as x in a {part.processes}-process JAX job. "
                 "Expected numpy arrays (autodist gives each process its part of every batch) or a "
                 "tf.data.Dataset (Keras shards it). Pass arrays or a tf.data.Dataset."
             )
         note = (
-            f"autodist cannot re-batch a {type(x).__name__}: each of its batches must split evenly over the "
+            f"autodist cannot re-batch a {data.name}: each of its batches must split evenly over the "
             f"{part.replicas} replicas of the JAX mesh's batch axis, or JAX stops with an IndivisibleError"
         )
-        return x, y, kwargs, [note] if part.replicas > 1 else []
+        return data.raw, data.y, kwargs, [note] if part.replicas > 1 else []
+    x, y = data.arrays, data.targets
     kwargs["batch_size"] = batch // part.processes
     warnings: list[str] = []
     sample_weight = kwargs.pop("sample_weight", None)
@@ -109,7 +110,7 @@ def local_inputs(
             "would shard the dataset only with datasets for both. Expected the same kind for both. "
             "Pass validation arrays (or validation_split), or a tf.data.Dataset for x too."
         )
-    if isinstance(validation, (tuple, list)) and validation and is_array_like(validation[0]):
+    if isinstance(validation, (tuple, list)) and validation and isinstance(classify(validation[0]), Arrays):
         val_batch = int(kwargs.get("validation_batch_size") or batch)
         val_rows = rows(_length(validation[0]), batch=val_batch, part=part)
         warnings += _cut_warning("validation", _length(validation[0]), val_batch, part)
@@ -117,11 +118,6 @@ def local_inputs(
         if kwargs.get("validation_batch_size"):
             kwargs["validation_batch_size"] = val_batch // part.processes
     return x, y, kwargs, warnings
-
-
-def _plain(x: Any) -> Any:
-    """pandas objects as the numpy arrays Keras would read from them."""
-    return x.to_numpy() if type(x).__module__.startswith("pandas") and hasattr(x, "to_numpy") else x
 
 
 def _dataset(dataset: Any, batch: int, part: Part) -> Any:

@@ -33,6 +33,7 @@ from autodist.detection import ray_train  # ray_train.ray_train_worker: the one 
 from autodist.detection.cluster import detect_cluster
 from autodist.detection.hardware import detect
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError, StrategyUnavailableError
+from autodist.core.input_kinds import Dataset, Input, RayShard
 from autodist.jax.inputs import Part, local_inputs
 from autodist.log import warn_all
 from autodist.core.detect_and_plan import plan_here
@@ -224,15 +225,15 @@ def distribution_scope(distribution: Any) -> Iterator[None]:
 
 
 def train(
-    model: Any, x: Any, y: Any, the_plan: Plan, distribution: Any, epochs: int, fit_kwargs: Mapping[str, Any]
+    model: Any, data: Input, the_plan: Plan, distribution: Any, epochs: int, fit_kwargs: Mapping[str, Any]
 ) -> Any:
     """``model.fit`` under ``distribution`` with this process's part of the arrays."""
     part = Part(_process_id(the_plan), the_plan.num_workers, the_plan.num_replicas)
     batch = int(the_plan.global_batch_size or 32)
-    x, y, kwargs, warnings = local_inputs(x, y, fit_kwargs, batch=batch, part=part)
+    x, y, kwargs, warnings = local_inputs(data, fit_kwargs, batch=batch, part=part)
     warn_all(warnings)
     if distribution is not None:  # Keras shards a tf.data.Dataset over the processes; arrays are split above
-        distribution.auto_shard_dataset = hasattr(x, "element_spec")
+        distribution.auto_shard_dataset = isinstance(data, Dataset)
     place(model, distribution)
     with distribution_scope(distribution):
         return model.fit(x, y, epochs=epochs, **kwargs)
@@ -251,7 +252,7 @@ def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
             TensorFlow).
     """
     _refuse_backups(call.backup_dir)
-    _refuse_ray_data(call.x)
+    _refuse_ray_data(call.data)
     snapshot, _ = _here(environ)
     batch_size = call.requested_batch
 
@@ -377,8 +378,8 @@ def _here(environ: Mapping[str, str]) -> tuple[Any, Any]:
     return dataclasses.replace(detect(environ), cluster=ray_cluster), ray_cluster
 
 
-def _refuse_ray_data(x: Any) -> None:
-    if ray_train.is_data_iterator(x):
+def _refuse_ray_data(data: Input) -> None:
+    if isinstance(data, RayShard):
         raise AutodistError(
             "autodist.fit got a Ray Data shard (ray.train.get_dataset_shard) as x, and Keras runs on "
             "JAX here: autodist reads Ray Data shards on TensorFlow only. Expected arrays or a "
@@ -413,7 +414,7 @@ def _train_with_duties(model: Any, call: FitCall, the_plan: Plan, distribution: 
             ray_report=call.ray_report,
             ray_checkpoint=call.ray_checkpoint,
         )
-        history = train(model, call.x, call.y, the_plan, distribution, call.epochs, kwargs)
+        history = train(model, call.data, the_plan, distribution, call.epochs, kwargs)
         succeeded = True
     finally:
         duties.restore(succeeded=succeeded)

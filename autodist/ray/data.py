@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autodist.detection.ray_train import is_data_iterator
 from autodist.errors import AutodistError
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 
@@ -64,12 +63,10 @@ def feature_columns(labels: Sequence[str], columns: Sequence[str]) -> list[str]:
     return features
 
 
-def from_ray_data(x: Any, y: Any, requested_batch: int | None) -> tuple[Any, int] | None:
-    """A Ray Data shard as ``x``, with ``y`` its label column(s), as this worker's
-    ``tf.data.Dataset`` and its global batch (``requested_batch``, or Keras's default): see the
-    module's docstring. ``None`` for any other ``x``."""
-    if not is_data_iterator(x):
-        return None
+def from_ray_data(x: Any, y: Any, requested_batch: int | None) -> tuple[Any, int]:
+    """A Ray Data shard passed as ``x`` (:class:`autodist.core.input_kinds.RayShard`), with ``y``
+    its label column(s), as this worker's ``tf.data.Dataset`` and its global batch
+    (``requested_batch``, or Keras's default): see the module's docstring."""
     schema = x.schema()
     columns = list(schema.names) if schema is not None else []
     labels = label_columns(y, columns)

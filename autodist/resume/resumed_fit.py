@@ -21,8 +21,9 @@ from the epoch's start instead.
 
 Example:
     >>> import numpy as np
-    >>> first, rest = phases(np.arange(10), np.arange(10), {"batch_size": 4, "shuffle": False}, epoch=1, step=1,
-    ...     epochs=3).phases
+    >>> from autodist.core.input_kinds import classify
+    >>> data = classify(np.arange(10), np.arange(10))
+    >>> first, rest = phases(data, {"batch_size": 4, "shuffle": False}, epoch=1, step=1, epochs=3).phases
     >>> first.x.tolist(), first.kwargs["initial_epoch"], first.kwargs["epochs"], first.batch_offset
     ([4, 5, 6, 7, 8, 9], 1, 2, 1)
     >>> rest.kwargs["initial_epoch"], rest.kwargs["epochs"], len(rest.x)
@@ -52,7 +53,8 @@ from autodist.resume.train_state import (
     set_aside,
 )
 from autodist.log import warn_all
-from autodist.core.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, take_samples
+from autodist.core.input_kinds import Arrays, Dataset, Input, num_samples, numpy_only, numpy_view
+from autodist.core.inputs import slice_samples, take_samples
 
 __all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "restore_finished", "run_phases"]
 
@@ -81,7 +83,7 @@ class Phases:
 
 
 def phases(
-    x: Any, y: Any, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int, order_seed: int | None = None
+    data: Input, kwargs: Mapping[str, Any], *, epoch: int, step: int, epochs: int, order_seed: int | None = None
 ) -> Phases | None:
     """The ``fit`` calls that resume at ``step`` of ``epoch`` (0-based), or ``None`` when this
     input cannot skip batches (resume from the epoch's start). ``kwargs`` are the ``fit``
@@ -89,28 +91,29 @@ def phases(
     would shuffle get autodist's epoch orders from ``order_seed`` (:func:`epoch_order`), one
     ``fit`` an epoch, from the start of a run too (``step=0``)."""
     kwargs = {key: value for key, value in kwargs.items() if key not in ("epochs", "callbacks")}
-    if order_seed is not None and ordered_by_autodist(x, kwargs):
-        return _ordered_phases(pandas_to_numpy(x), pandas_to_numpy(y), kwargs, epoch, step, epochs, order_seed)
-    stream = hasattr(x, "skip") and kwargs.get("steps_per_epoch") is not None and _endless(x)
+    if order_seed is not None and isinstance(data, Arrays) and ordered_by_autodist(data, kwargs):
+        return _ordered_phases(data.arrays, data.targets, kwargs, epoch, step, epochs, order_seed)
+    x, y, dataset = data.raw, data.y, isinstance(data, Dataset)
+    stream = dataset and kwargs.get("steps_per_epoch") is not None and _endless(x)
     if step == 0 and not stream:
         return Phases((Phase(x, y, {**kwargs, "initial_epoch": epoch, "epochs": epochs}),))
     if stream:
         found = _stream_phases(x, kwargs, epoch, step)
-    elif hasattr(x, "skip") and kwargs.get("steps_per_epoch") is None and finite_cardinality(x) is not None:
+    elif dataset and kwargs.get("steps_per_epoch") is None and finite_cardinality(x) is not None:
         note = _SHUFFLED_DATASET if shuffles(x) else ""
         found = (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
     elif (
-        is_array_like(pandas_to_numpy(x))
+        isinstance(data, Arrays)
         and kwargs.get("steps_per_epoch") is None
         and kwargs.get("batch_size")
         and not kwargs.get("shuffle", True)
     ):
-        found = _array_phases(pandas_to_numpy(x), pandas_to_numpy(y), kwargs, step)
+        found = _array_phases(data.arrays, data.targets, kwargs, step)
     else:
         return None
     first, rest, batches, note = found
     if batches is not None and step >= batches:  # saved after the epoch's last batch: resume after it
-        return phases(x, y, kwargs, epoch=epoch + 1, step=0, epochs=epochs)
+        return phases(data, kwargs, epoch=epoch + 1, step=0, epochs=epochs)
     if step == 0:  # a stream resumed at an epoch's start: one phase, from the right place in it
         return Phases((Phase(first[0], None, {**first[2], "initial_epoch": epoch, "epochs": epochs}),), batches=batches)
     later = (
@@ -125,26 +128,14 @@ def phases(
     return Phases((first_phase,) + later, exact=not note, note=note, batches=batches, warnings=warnings)
 
 
-def ordered_by_autodist(x: Any, kwargs: Mapping[str, Any]) -> bool:
+def ordered_by_autodist(data: Input, kwargs: Mapping[str, Any]) -> bool:
     """Whether autodist orders this input's epochs itself under a backup folder: numpy arrays
     (or pandas; a dict, list or tuple of them) that Keras batches (``batch_size``, no
     ``steps_per_epoch``) and would shuffle. Tensors are left to Keras (a string tensor cannot
     become a numpy array Keras takes)."""
     shuffled = kwargs.get("shuffle", True) is True
-    arrays = _numpy_only(pandas_to_numpy(x)) and _numpy_only(pandas_to_numpy(kwargs.get("sample_weight")))
+    arrays = isinstance(data, Arrays) and data.numpy_only and numpy_only(kwargs.get("sample_weight"))
     return shuffled and arrays and kwargs.get("steps_per_epoch") is None and bool(kwargs.get("batch_size"))
-
-
-def _numpy_only(x: Any) -> bool:
-    if x is None:
-        return True
-    if isinstance(x, Mapping):
-        return all(_numpy_only(value) for value in x.values())
-    if isinstance(x, (list, tuple)):
-        return bool(x) and all(_numpy_only(value) for value in x)
-    import numpy as np
-
-    return isinstance(x, np.ndarray)
 
 
 def epoch_order(seed: int, epoch: int, samples: int) -> Any:
@@ -211,7 +202,7 @@ def _ordered_phases(x: Any, y: Any, kwargs: Mapping[str, Any], epoch: int, step:
             (slice_samples(weights, train, None),) if weights is not None else ()
         )
     if weights is not None:
-        changes["sample_weight"] = slice_samples(pandas_to_numpy(weights), 0, train)
+        changes["sample_weight"] = slice_samples(numpy_view(weights), 0, train)
     x, y = slice_samples(x, 0, train), slice_samples(y, 0, train)
     if epoch >= epochs:  # saved after the last batch of the last epoch: nothing left to train
         return Phases((Phase(x, y, {**kwargs, **changes, "initial_epoch": epoch, "epochs": epochs}),), batches=batches)
@@ -388,14 +379,13 @@ def fit_resuming(
     kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
     if state.resume_from is None:
         clear(state.folder)  # saves no peer has, or a stale one: this run starts afresh
-        ordered = order_seed is not None and ordered_by_autodist(ready.x, kwargs)
+        ordered = order_seed is not None and ordered_by_autodist(ready.data, kwargs)
         state.order_seed = int(order_seed()) if ordered else None
         if not ordered:
             return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
         warn_all([ORDERED_NOTE])
         plan = phases(
-            ready.x,
-            ready.y,
+            ready.data,
             kwargs,
             epoch=int(kwargs.get("initial_epoch") or 0),
             step=0,
@@ -486,7 +476,7 @@ def _resume_plan(
         found.kind == "epoch" and (position.epoch >= epochs or record(folder, found.name).get("stopped"))
     ):
         return None, found  # the run finished before the restart (killed after its last save)
-    plan = phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=position.step, epochs=epochs, order_seed=seed)
+    plan = phases(ready.data, kwargs, epoch=position.epoch, step=position.step, epochs=epochs, order_seed=seed)
     if plan is not None:
         if position.batches and plan.batches and position.batches != plan.batches:
             warn_all(
@@ -500,16 +490,14 @@ def _resume_plan(
     warn_all(
         [
             f"autodist resumes epoch {position.epoch + 1} from its start, not after the {position.step} "
-            f"batches saved on preemption: this input ({type(ready.x).__name__}) cannot skip batches, "
+            f"batches saved on preemption: this input ({ready.data.name}) cannot skip batches, "
             f"so {position.step} steps are trained again. Pass numpy arrays or a tf.data.Dataset to "
             "resume at the saved step."
         ]
     )
     earlier = [s for s in common if s.kind == "epoch" and s.position.epoch == position.epoch]
     if earlier:
-        return phases(ready.x, ready.y, kwargs, epoch=position.epoch, step=0, epochs=epochs, order_seed=seed), earlier[
-            -1
-        ]
+        return phases(ready.data, kwargs, epoch=position.epoch, step=0, epochs=epochs, order_seed=seed), earlier[-1]
     return None, None  # no save of the epoch's start: the run starts afresh
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from autodist.detection.hardware import detect, package_version
-from autodist.detection.model_info import describe_model, keras_flavor_of, keras_module, overrides
+from autodist.detection.model_info import describe_model, keras_module, overrides
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, warn_all
 from autodist.planning.steps_per_execution import FitFacts
@@ -42,15 +42,8 @@ from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_ste
 from autodist.tensorflow.batch_probe import batch_mixing_check
 from autodist.tensorflow.comm_check import check_communication
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
-from autodist.core.inputs import (
-    TrainingInput,
-    fit_steps,
-    input_notes,
-    is_array_like,
-    last_batch,
-    length_unknown,
-    prepare_input,
-)
+from autodist.core.input_kinds import Arrays, Dataset, RayShard
+from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input
 from autodist.tensorflow.keras_patches import (
     apply_workarounds,
     build_from_generator,
@@ -75,10 +68,10 @@ __all__ = ["fit_on_tensorflow"]
 def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     """``autodist.fit`` on TensorFlow, for the frozen call: plan, build the strategy and apply
     the plan's Keras workarounds, place the model, make the input ready, train, copy back."""
-    shard = from_ray_data(call.x, call.y, call.requested_batch)
-    if shard is not None:  # a Ray Data shard: this worker's tf.data.Dataset, with the global batch
-        call = dataclasses.replace(call, x=shard[0], y=None, batch_size=shard[1], requested_batch=shard[1])
-    model, x = call.model, call.x
+    if isinstance(call.data, RayShard):  # this worker's tf.data.Dataset, with the global batch
+        dataset, batch = from_ray_data(call.data.raw, call.data.y, call.requested_batch)
+        call = dataclasses.replace(call, data=Dataset(dataset), batch_size=batch, requested_batch=batch)
+    model, data = call.model, call.data
     complete_activation()  # the strategy made current at import, if it is still pending
     facts = _fit_facts(call)
     strategy_plan, distribution, kept = _plan_and_build(call, facts)
@@ -88,26 +81,26 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     )
     with mixed_precision_while_building(call.mixed_precision, call.builder, strategy_plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name
-        placed = place_model(model, call.builder, x, strategy_plan, distribution, move=move_into_scope)
+        placed = place_model(model, call.builder, data, strategy_plan, distribution, move=move_into_scope)
     the_plan = _final_plan(strategy_plan, call, placed, distribution, environ, facts)  # frozen from here
-    x = (
-        x
+    data = (
+        data
         if not strategy_type(the_plan.strategy).distributes or strategy_type(the_plan.strategy).asynchronous
-        else build_from_generator(placed.trained, x, distribution, the_plan)
+        else build_from_generator(placed.trained, data, distribution, the_plan)
     )
     steps_as_one_device(placed.trained, the_plan)
-    split = last_batch(x, the_plan, call.fit_kwargs)
+    split = last_batch(data, the_plan, call.fit_kwargs)
     weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.last)
     get_logger().info(the_plan.summary(include_warnings=False))
     if weighted:
         get_logger().info(_WEIGHTED.format(split=_said_split(split)))
     own_train_step = overrides(placed.trained, "train_step")
     notes = input_notes(
-        x, the_plan, call.fit_kwargs, kept=kept, split=split, weighted=weighted, own_train_step=own_train_step
+        data, the_plan, call.fit_kwargs, kept=kept, split=split, weighted=weighted, own_train_step=own_train_step
     )
     warn_all(list(the_plan.warnings) + precision_warnings + notes)
     with _copy_back_on_interrupt(model, placed):
-        history = _train(dataclasses.replace(call, x=x), the_plan, distribution, placed)
+        history = _train(dataclasses.replace(call, data=data), the_plan, distribution, placed)
     return _finish(history, model, placed, the_plan)
 
 
@@ -134,8 +127,8 @@ def _fit_facts(call: FitCall) -> FitFacts:
             needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])
         ),  # ModelCheckpoint per epoch: no
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
-        length_unknown=length_unknown(call.x),
-        total_steps=fit_steps(call.x, call.requested_batch, call.epochs, kwargs),
+        length_unknown=call.data.length_unknown(),
+        total_steps=fit_steps(call.data, call.requested_batch, call.epochs, kwargs),
     )
 
 
@@ -208,7 +201,7 @@ def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
     epochs = max(1, call.epochs - int(call.fit_kwargs.get("initial_epoch") or 0))
     with mixed_precision_while_building(call.mixed_precision, call.builder, auto):  # copies built as the model will be
         return tuned_plan(
-            snapshot, auto, plan_for, call.model, call.builder, call.x, call.y, epochs, os.environ, call.fit_kwargs
+            snapshot, auto, plan_for, call.model, call.builder, call.data, epochs, os.environ, call.fit_kwargs
         )
 
 
@@ -240,8 +233,7 @@ def _copy_back_on_interrupt(model: Any, placed: Placed) -> Iterator[None]:
 def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingInput:
     multi_worker = strategy_type(the_plan.strategy).collective_workers
     ready = prepare_input(
-        call.x,
-        call.y,
+        call.data,
         the_plan,
         call.fit_kwargs,
         batch_given=call.batch_size is not None,
@@ -258,7 +250,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
     import tensorflow as tf
 
     trained = placed.trained
-    keras = keras_module(keras_flavor_of(trained))
+    keras = keras_module(the_plan.keras_flavor)
     parameter_servers = strategy_type(the_plan.strategy).asynchronous
     if parameter_servers:
         kwargs = {
@@ -271,7 +263,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
                 ray_checkpoint=call.ray_checkpoint,
             ),
         }
-        return parameter_server.train(trained, distribution, call.x, call.y, the_plan, call.epochs, kwargs)
+        return parameter_server.train(trained, distribution, call.data, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if strategy_type(the_plan.strategy).collective_workers else None
     given = ready.fit_kwargs.get("callbacks")
@@ -293,7 +285,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
             ray_checkpoint=call.ray_checkpoint,
             ray_saves=saves,
         )
-        probe = batch_mixing_check(keras, call.x, the_plan.num_replicas, the_plan.per_replica_batch_size)
+        probe = batch_mixing_check(keras, call.data.arrays, the_plan.num_replicas, the_plan.per_replica_batch_size)
         callbacks += [probe] if probe is not None else []
         with distribution.scope():
             if guard is None:
@@ -336,7 +328,9 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
 def _order_note(call: FitCall, ready: TrainingInput) -> str:
     """Why a resumed run cannot read the rest of an epoch in the uninterrupted run's order: arrays
     that autodist shuffles as a dataset, with no global seed (a new seed each run)."""
-    autodist_shuffles = ready.x is not call.x and call.fit_kwargs.get("shuffle", True) and is_array_like(call.x)
+    autodist_shuffles = (
+        isinstance(call.data, Arrays) and isinstance(ready.data, Dataset) and call.fit_kwargs.get("shuffle", True)
+    )
     if autodist_shuffles and global_seed() is None:
         return (
             "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new "
@@ -357,9 +351,8 @@ def _finish(history: Any, model: Any, placed: Placed, the_plan: Plan) -> Any:
 def _plan_for(
     call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None, kept: Any = None
 ) -> Plan:
-    import tensorflow as tf
 
-    x, requested = call.x, call.requested_batch
+    requested = call.requested_batch
     options: dict[str, Any] = {}
     if call.gpu_memory_fraction is not None:
         options["gpu_memory_fraction"] = call.gpu_memory_fraction
@@ -378,7 +371,8 @@ def _plan_for(
         kept=kept,
         **options,
     )
-    if isinstance(x, tf.data.Dataset) and requested is None and the_plan.num_replicas > 1 and not own_shard(x):
+    data = call.data
+    if isinstance(data, Dataset) and requested is None and the_plan.num_replicas > 1 and not own_shard(data.raw):
         # A dataset with sharding OFF is each worker's own part (Ray Data's to_tf): its batches
         # are the worker's, as with model.fit, and nothing of it is autodist's to split.
         raise BatchSizeError(

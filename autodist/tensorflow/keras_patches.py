@@ -13,11 +13,10 @@ Example:
 
 from __future__ import annotations
 
-import collections.abc
-import inspect
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from autodist.core.input_kinds import Input, Stream
 from autodist.detection.model_info import keras_flavor_of, overrides
 from autodist.planning.global_batch import every_replica_fed
 from autodist.upstream.keras_models import symbolic_build
@@ -62,14 +61,15 @@ def apply_workarounds(names: Iterable[str]) -> list[str]:
     return [name for name in PATCHES if name in wanted and WORKAROUNDS[name].install(act)]  # type: ignore[misc]
 
 
-def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Any) -> Any:
+def build_from_generator(model: Any, data: Input, distribution: Any, the_plan: Any) -> Input:
     """Build a Keras 3 model from a generator's first batch, and return the generator with that
     batch put back, when the plan has the ``symbolic_build_reads_input`` workaround (Keras would
-    otherwise read and lose it). Anything else comes back as it is."""
-    if not (inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)) or keras_flavor_of(model) != "keras3":
-        return x
+    otherwise read and lose it). Any other input comes back as it is."""
+    if not isinstance(data, Stream) or the_plan.keras_flavor != "keras3":
+        return data
     if "symbolic_build_reads_input" not in the_plan.keras_workarounds:
-        return x
+        return data
+    x = data.raw
     first = next(x)
     with distribution.scope():
         symbolic_build(model, first)
@@ -78,7 +78,7 @@ def build_from_generator(model: Any, x: Any, distribution: Any, the_plan: Any) -
         yield first
         yield from x
 
-    return put_back()
+    return Stream(put_back(), data.y)
 
 
 def _own_steps_under_autodist(model: Any) -> None:
@@ -99,7 +99,7 @@ def steps_as_one_device(model: Any, the_plan: Any) -> bool:
     the ``own_step_replica_mean`` workaround and more than one replica. ``True`` when it does."""
     if "own_step_replica_mean" not in the_plan.keras_workarounds or the_plan.num_replicas < 2:
         return False
-    if keras_flavor_of(model) != "keras3" or not any(overrides(model, name) for name in OWN_STEP_METHODS):
+    if the_plan.keras_flavor != "keras3" or not any(overrides(model, name) for name in OWN_STEP_METHODS):
         return False
     own_steps(model)
     return True
@@ -121,7 +121,7 @@ def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:
         and kind.backend == "tensorflow"
         and kind.shares_batches
         and not kind.drops_remainder  # a TPU's batches are whole: its last partial one is dropped
-        and keras_flavor_of(model) == "keras3"
+        and the_plan.keras_flavor == "keras3"
         and (last != 0 or kind.collective_workers)
     )
     return share_weights(model, autodist_trains_under) if wanted else unshare_weights(model)

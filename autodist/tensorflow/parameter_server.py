@@ -30,13 +30,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from autodist.detection.cluster import ClusterInfo
-from autodist.detection.model_info import keras_flavor_of
 from autodist.errors import AutodistError, PeerError
 from autodist.jobs.heartbeat import beat
 from autodist.log import warn_all
 from autodist.core.batching import shared_shuffle_seed
 from autodist.core.callbacks import needs_each_step, uses_batch_hooks
-from autodist.core.inputs import batches_itself, pandas_to_numpy
+from autodist.core.input_kinds import Arrays, Dataset, Input, numpy_view
 from autodist.tensorflow.ps_input import dataset_fn_for, gather, index_batches, steps_per_epoch, whole_arrays_fn
 from autodist.tensorflow.ps_input import first_batch as _first_batch
 from autodist.tensorflow.ps_input import pass_samples
@@ -161,7 +160,7 @@ def serve(cluster: ClusterInfo, peer_timeout: float) -> NoReturn:
     os._exit(code)
 
 
-def train(model: Any, strategy: Any, x: Any, y: Any, the_plan: Any, epochs: int, fit_kwargs: Mapping[str, Any]) -> Any:
+def train(model: Any, strategy: Any, data: Input, the_plan: Any, epochs: int, fit_kwargs: Mapping[str, Any]) -> Any:
     """``autodist.fit`` on a parameter-server chief: the input checked and read as arrays, then
     Keras 3's loop (:func:`fit_keras3`) or tf_keras's own ``fit`` (:func:`fit_tf_keras`).
 
@@ -169,9 +168,9 @@ def train(model: Any, strategy: Any, x: Any, y: Any, the_plan: Any, epochs: int,
         AutodistError: for an input the workers cannot rebuild (a generator, a PyDataset).
     """
     assert the_plan.global_batch_size is not None
-    if x is None or batches_itself(x):
+    if not isinstance(data, (Arrays, Dataset)):
         raise AutodistError(
-            f"Parameter-server training cannot read a {type(x).__name__} as its input: the "
+            f"Parameter-server training cannot read a {data.name} as its input: the "
             "workers rebuild the input pipeline from its TensorFlow graph, and Python objects "
             "(generators, keras.utils.PyDataset) stay on the chief. Expected numpy arrays (or "
             "pandas), or a tf.data.Dataset built from TensorFlow ops. Pass the data as arrays, "
@@ -179,9 +178,9 @@ def train(model: Any, strategy: Any, x: Any, y: Any, the_plan: Any, epochs: int,
         )
     kwargs = dict(fit_kwargs)
     if "sample_weight" in kwargs:
-        kwargs["sample_weight"] = pandas_to_numpy(kwargs["sample_weight"])
-    loop = fit_tf_keras if keras_flavor_of(model) == "tf_keras" else fit_keras3
-    x, y = pandas_to_numpy(x), pandas_to_numpy(y)
+        kwargs["sample_weight"] = numpy_view(kwargs["sample_weight"])
+    loop = fit_tf_keras if the_plan.keras_flavor == "tf_keras" else fit_keras3
+    x, y = (data.arrays, data.targets) if isinstance(data, Arrays) else (data.raw, data.y)
     return loop(model, strategy, x, y, global_batch_size=the_plan.global_batch_size, epochs=epochs, fit_kwargs=kwargs)
 
 

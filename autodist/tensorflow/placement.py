@@ -19,17 +19,14 @@ Example:
 
 from __future__ import annotations
 
-import collections.abc
 import contextlib
-import inspect
 import os
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.core.inputs import first_batch, indexed_batches
-from autodist.upstream.tf_data import is_batched
+from autodist.core.input_kinds import Input
 from autodist.detection.model_info import is_compiled, is_model, keras_flavor_of, keras_module
 from autodist.errors import AutodistError, ModelPlacementError
 from autodist.resume.train_state import build_optimizer
@@ -143,27 +140,7 @@ def move_into_scope(model: Any, strategy: Any) -> Any:
             ) from err
 
 
-def _first_inputs(x: Any) -> Any:
-    """The model inputs of the first batch of ``x`` (arrays, dicts, lists, DataFrames, datasets,
-    Keras ``PyDataset``), without consuming anything; ``None`` when they cannot be peeked."""
-    import tensorflow as tf
-
-    if isinstance(x, tf.data.Dataset):
-        batched = is_batched(x)
-        element = next(iter((x if batched else x.batch(1)).take(1)))
-        return element[0] if isinstance(element, tuple) else element
-    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
-        return None
-    if indexed_batches(x):
-        element = first_batch(x)
-        return element[0] if isinstance(element, tuple) else element
-    values = getattr(x, "values", None)  # pandas
-    if values is not None and not callable(values):
-        return values[:1]
-    return tf.nest.map_structure(lambda part: getattr(part, "values", part)[:1], x)
-
-
-def build_from_first_batch(model: Any, x: Any) -> None:
+def build_from_first_batch(model: Any, data: Input) -> None:
     """Build an unbuilt model from its first batch, as ``model.fit`` would (side effect).
 
     Raises:
@@ -171,11 +148,11 @@ def build_from_first_batch(model: Any, x: Any) -> None:
     """
     if is_built(model):
         return
-    inputs = _first_inputs(x)
+    inputs = data.first_inputs()
     if inputs is None:
         raise ModelPlacementError(
             f"The model is not built yet (no input shape) and was created outside the strategy's "
-            f"scope, and its input is a {type(x).__name__}, which autodist cannot peek at to build "
+            f"scope, and its input is a {data.name}, which autodist cannot peek at to build "
             "it. Expected a built model or input that can be read twice. Give the model an input "
             "shape (keras.Input(...)), or put `import autodist` first in the script."
         )
@@ -215,14 +192,14 @@ class Placed(NamedTuple):
 def place_model(
     model: Any,
     builder: Callable[[], Any] | None,
-    x: Any,
+    data: Input,
     the_plan: Plan,
     distribution: Any,
     *,
     move: Callable[[Any, Any], Any] | None = None,
 ) -> Placed:
     """The model object that trains: built by ``builder`` inside the scope, the caller's own, or,
-    the fallback, a copy moved into the scope (built from ``x``'s first batch if need be) by
+    the fallback, a copy moved into the scope (built from the input's first batch if need be) by
     ``move`` (default :func:`move_into_scope`; callers may pass an instrumented one).
 
     Raises:
@@ -234,7 +211,7 @@ def place_model(
     if not needs_move(model, the_plan, distribution):
         return Placed(model, False)
     own = script_strategy(model)
-    build_from_first_batch(model, x)
+    build_from_first_batch(model, data)
     copy = (move or move_into_scope)(model, distribution)
     warn_moved(the_plan, own=type(own).__name__ if own is not None else None)
     return Placed(copy, True)

@@ -54,9 +54,10 @@ from autodist.planning.tune_rules import (
     untimed_reason,
     within_budget,
 )
-from autodist.core.batching import dataset_batch_size, prepare_dataset
+from autodist.core.batching import prepare_dataset
 from autodist.core.compile_settings import apply_compile_settings
-from autodist.core.inputs import is_array_like, num_samples, pandas_to_numpy, slice_samples, training_samples
+from autodist.core.input_kinds import Arrays, Dataset, Input, num_samples
+from autodist.core.inputs import slice_samples
 from autodist.tensorflow.placement import build_in_scope, move_into_scope
 from autodist.tensorflow.strategies import start
 from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
@@ -76,8 +77,7 @@ def tuned_plan(
     plan_for: Callable[[str], Plan],
     model: Any,
     builder: Any,
-    x: Any,
-    y: Any,
+    given: Input,
     epochs: int,
     environ: Mapping[str, str],
     fit_kwargs: Mapping[str, Any] | None = None,
@@ -93,7 +93,7 @@ def tuned_plan(
             "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow "
             "allows one such strategy per process, so every worker takes the same plan",
         )
-    data = _timing_input(x, y, fit_kwargs or {})
+    data = _timing_input(given, fit_kwargs or {})
     if data is None:
         return _with_reason(
             auto,
@@ -273,16 +273,15 @@ class _Input:
     dataset: bool
 
 
-def _timing_input(x: Any, y: Any, fit_kwargs: Mapping[str, Any]) -> _Input | None:
-    import tensorflow as tf
-
-    if isinstance(x, tf.data.Dataset):
-        count = int(x.cardinality())  # batches; endless (-1) or unknown (-2)
-        return _Input(x, None, count * (dataset_batch_size(x) or 1) if count > 0 else None, True)
-    x, y = pandas_to_numpy(x), pandas_to_numpy(y)
-    if not is_array_like(x):
+def _timing_input(given: Input, fit_kwargs: Mapping[str, Any]) -> _Input | None:
+    """What ``tune`` times on: arrays (pandas as numpy), or a dataset; ``None`` for an input that
+    cannot be read twice."""
+    if isinstance(given, Dataset):
+        count = int(given.raw.cardinality())  # batches; endless (-1) or unknown (-2)
+        return _Input(given.raw, None, count * (given.own_batch() or 1) if count > 0 else None, True)
+    if not isinstance(given, Arrays):
         return None
-    return _Input(x, y, training_samples(x, fit_kwargs), False)
+    return _Input(given.arrays, given.targets, given.training_samples(fit_kwargs), False)
 
 
 def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input, gate: _Gate | None = None) -> float:

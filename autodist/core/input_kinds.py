@@ -1,0 +1,396 @@
+"""What the training input is, decided once: :func:`classify` reads the ``x`` (and ``y``) a ``fit``
+call was given and returns one :class:`Input` of the kind it is, and every later step asks that
+object, never the raw ``x`` again.
+
+The kinds, each with what ``fit`` asks of it (its length, the batch it brings, how its epochs
+end, how it is shuffled, its first inputs):
+
+- :class:`Arrays`: numpy arrays, tensors or pandas objects (also in a dict, list or tuple); pandas
+  read as Keras reads it (``to_numpy()``), with the caller's object kept for ``model.fit``;
+- :class:`Dataset`: a ``tf.data.Dataset`` (on JAX too);
+- :class:`IndexedBatches`: a Keras ``PyDataset`` or ``Sequence``, batches read by index;
+- :class:`Stream`: a generator or iterator of batches;
+- :class:`DatasetCreator`: tf_keras's ``DatasetCreator``;
+- :class:`RayShard`: this worker's Ray Data shard (``ray.train.get_dataset_shard``);
+- :class:`NoInput` (``x=None``) and :class:`Other` (what Keras reads, or refuses, in its own words).
+
+Example:
+    >>> import numpy as np
+    >>> data = classify({"a": np.zeros((10, 3))}, np.ones(10))
+    >>> type(data).__name__, data.samples(), data.batches_itself
+    ('Arrays', 10, False)
+    >>> type(classify(iter([]))).__name__, classify(iter([])).batches_itself
+    ('Stream', True)
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import functools
+import inspect
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from autodist.detection.ray_train import is_data_iterator
+from autodist.process import draws_kept
+from autodist.upstream.tf_data import (
+    dataset_batch_size,
+    finite_cardinality,
+    is_batched,
+    is_dataset,
+    reshuffles,
+    samples_per_pass,
+)
+
+__all__ = [
+    "Arrays",
+    "Dataset",
+    "DatasetCreator",
+    "IndexedBatches",
+    "Input",
+    "NoInput",
+    "Other",
+    "RayShard",
+    "Stream",
+    "classify",
+    "first_batch",
+    "numpy_view",
+    "num_samples",
+]
+
+#: The batch ``model.fit`` takes when it is given none.
+KERAS_DEFAULT_BATCH = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Input:
+    """The training input of one ``fit`` call, classified: ``raw`` is ``x`` as the caller gave it
+    (what ``model.fit`` reads), ``y`` its targets as given. Each kind answers for itself; the
+    answers here are those of an input autodist can tell nothing about."""
+
+    raw: Any
+    y: Any = None
+
+    #: Keras refuses ``batch_size`` for it: it yields ready-made batches.
+    batches_itself: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        """The input's type, as messages name it."""
+        return type(self.raw).__name__
+
+    @property
+    def arrays(self) -> Any:
+        """``x`` as numpy arrays or tensors (pandas as Keras reads it); ``None`` unless :class:`Arrays`."""
+        return None
+
+    def own_batch(self) -> int | None:
+        """The batch the input brings itself (a batched dataset's, a ``PyDataset``'s first); ``None``."""
+        return None
+
+    def length_unknown(self) -> bool:
+        """Whether Keras cannot know the input's length before it ends (a generator, a dataset of
+        unknown cardinality)."""
+        return False
+
+    def batches_per_epoch(self, batch: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
+        """The batches of one epoch, where the input tells before training (``batch``: the
+        global batch, Keras's default where ``None``); ``None`` where it does not."""
+        return None
+
+    def epoch_samples(self, fit_kwargs: Mapping[str, Any]) -> int | None:
+        """The samples trained in one epoch, where the input tells before training; ``None``."""
+        return None
+
+    def reshuffled(self, fit_kwargs: Mapping[str, Any]) -> str | None:
+        """What the input is when it draws a new order each time it is read; ``None`` when it does not."""
+        return None
+
+    def requested_batch(self, batch_size: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
+        """The global batch the call asks for: ``batch_size``; else the batch the input brings;
+        else ``None`` (Keras's default)."""
+        return batch_size if batch_size is not None else self.own_batch()
+
+    def first_inputs(self) -> Any:
+        """The model inputs of the first batch, without consuming anything (to build a model as
+        ``model.fit`` would); ``None`` where they cannot be peeked."""
+        import tensorflow as tf
+
+        try:
+            return tf.nest.map_structure(lambda part: getattr(part, "values", part)[:1], self.raw)
+        except TypeError:
+            return None
+
+
+class NoInput(Input):
+    """``x=None``."""
+
+    def first_inputs(self) -> Any:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrays(Input):
+    """Numpy arrays, tensors or pandas objects, also in a dict, list or tuple. ``arrays`` is
+    ``raw`` with pandas as numpy (``raw`` itself where it holds no pandas), ``targets`` the same
+    of ``y``."""
+
+    numpy: Any = None
+    targets: Any = None
+
+    @property
+    def arrays(self) -> Any:
+        return self.numpy
+
+    @property
+    def from_pandas(self) -> bool:
+        """Whether ``raw`` holds pandas objects (``arrays`` is then a converted copy)."""
+        return self.numpy is not self.raw
+
+    @functools.cached_property
+    def numpy_only(self) -> bool:
+        """Whether every array of ``x`` is a numpy array (tensors are left to Keras: a string
+        tensor cannot become a numpy array Keras takes)."""
+        return _numpy_only(self.numpy)
+
+    def samples(self) -> int:
+        """The samples, as Keras counts them: the length of the first array."""
+        return num_samples(self.numpy)
+
+    def training_samples(self, fit_kwargs: Mapping[str, Any]) -> int:
+        """Samples ``fit`` trains on: all, less Keras's ``validation_split`` (unless
+        ``validation_data`` is given, which wins)."""
+        return training_samples(self.numpy, fit_kwargs)
+
+    def epoch_samples(self, fit_kwargs: Mapping[str, Any]) -> int | None:
+        try:
+            return self.training_samples(fit_kwargs)
+        except (TypeError, ValueError, KeyError, IndexError):  # not arrays autodist can count
+            return None
+
+    def batches_per_epoch(self, batch: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
+        samples = self.epoch_samples(fit_kwargs)
+        return None if samples is None else math.ceil(samples / (batch or KERAS_DEFAULT_BATCH))
+
+    def requested_batch(self, batch_size: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
+        """``batch_size``; else, with ``steps_per_epoch``, the batch Keras itself would take
+        (``ceil(training samples / steps_per_epoch)``); else ``None``.
+
+        Example:
+            >>> import numpy as np
+            >>> classify(np.ones((100, 2))).requested_batch(None, {"steps_per_epoch": 3})
+            34
+        """
+        if batch_size is not None or not fit_kwargs.get("steps_per_epoch"):
+            return batch_size
+        samples = self.epoch_samples(fit_kwargs)
+        return math.ceil(samples / int(fit_kwargs["steps_per_epoch"])) if samples else None
+
+    def first_inputs(self) -> Any:
+        import tensorflow as tf
+
+        return tf.nest.map_structure(lambda part: part[:1], self.numpy)
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset(Input):
+    """A ``tf.data.Dataset`` (not a distributed one)."""
+
+    def own_batch(self) -> int | None:
+        return self._batch
+
+    @functools.cached_property
+    def _batch(self) -> int | None:
+        return dataset_batch_size(self.raw)
+
+    def length_unknown(self) -> bool:
+        return int(self.raw.cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY
+
+    def batches_per_epoch(self, batch: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
+        return finite_cardinality(self.raw)
+
+    def epoch_samples(self, fit_kwargs: Mapping[str, Any]) -> int | None:
+        return samples_per_pass(self.raw)
+
+    def reshuffled(self, fit_kwargs: Mapping[str, Any]) -> str | None:
+        return "a tf.data pipeline whose shuffle reshuffles each iteration" if reshuffles(self.raw) else None
+
+    def first_inputs(self) -> Any:
+        element = next(iter((self.raw if is_batched(self.raw) else self.raw.batch(1)).take(1)))
+        return element[0] if isinstance(element, tuple) else element
+
+
+class _BatchesItself(Input):
+    batches_itself: ClassVar[bool] = True
+
+    def first_inputs(self) -> Any:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexedBatches(_BatchesItself):
+    """A Keras ``PyDataset`` or ``Sequence``: ready-made batches read by index (``x[i]``)."""
+
+    def own_batch(self) -> int | None:
+        return self._first_batch_size
+
+    @functools.cached_property
+    def _first_batch_size(self) -> int | None:
+        return first_batch_size(self.raw)
+
+    def reshuffled(self, fit_kwargs: Mapping[str, Any]) -> str | None:
+        return f"a {self.name} with shuffle=True" if fit_kwargs.get("shuffle", True) else None
+
+    def first_inputs(self) -> Any:
+        element = first_batch(self.raw)
+        return element[0] if isinstance(element, tuple) else element
+
+
+class Stream(_BatchesItself):
+    """A generator or iterator of batches: read once, its length unknown unless it has one."""
+
+    def length_unknown(self) -> bool:
+        return inspect.isgenerator(self.raw) or not hasattr(self.raw, "__len__")
+
+
+class DatasetCreator(_BatchesItself):
+    """tf_keras's ``DatasetCreator``: a function that makes each worker's dataset."""
+
+
+class RayShard(Input):
+    """This worker's shard of a Ray Data dataset (``ray.data.DataIterator``), ``y`` its label
+    column(s): TensorFlow reads it as a ``tf.data.Dataset`` (:func:`autodist.ray.data.from_ray_data`)."""
+
+    def first_inputs(self) -> Any:
+        return None
+
+
+class Other(Input):
+    """Anything else (Python lists, ...): ``model.fit`` reads it, or says in its own words why not."""
+
+
+def classify(x: Any, y: Any = None) -> Input:
+    """The kind of input ``x`` is, with its targets ``y``: the one place autodist looks at what
+    the caller passed as training data."""
+    if x is None:
+        return NoInput(None, y)
+    if is_data_iterator(x):
+        return RayShard(x, y)
+    if is_dataset(x):
+        return Dataset(x, y)
+    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
+        return Stream(x, y)
+    if _indexed(x):
+        return IndexedBatches(x, y)
+    if any(cls.__name__ == "DatasetCreator" for cls in type(x).__mro__):
+        return DatasetCreator(x, y)
+    numpy = numpy_view(x)
+    if _array_like(numpy):
+        return Arrays(x, y, numpy=numpy, targets=numpy_view(y))
+    return Other(x, y)
+
+
+def _indexed(x: Any) -> bool:
+    return any(cls.__name__ in ("PyDataset", "Sequence") for cls in type(x).__mro__)
+
+
+def numpy_view(data: Any) -> Any:
+    """pandas DataFrames and Series (also inside a list, tuple or dict) as numpy arrays, as Keras
+    reads them (``to_numpy()``); anything else as it is (the same object where it holds no pandas)."""
+    if isinstance(data, (list, tuple)):
+        parts = [numpy_view(part) for part in data]
+        return data if all(new is old for new, old in zip(parts, data)) else type(data)(parts)
+    if isinstance(data, dict):
+        values = {key: numpy_view(part) for key, part in data.items()}
+        return data if all(values[key] is data[key] for key in data) else values
+    if type(data).__module__.startswith("pandas") and callable(getattr(data, "to_numpy", None)):
+        return data.to_numpy()
+    return data
+
+
+def _array_like(x: Any) -> bool:
+    if isinstance(x, Mapping):
+        return all(_array_like(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return all(_array_like(v) for v in x)
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _numpy_only(x: Any) -> bool:
+    if x is None:
+        return True
+    if isinstance(x, Mapping):
+        return all(_numpy_only(value) for value in x.values())
+    if isinstance(x, (list, tuple)):
+        return bool(x) and all(_numpy_only(value) for value in x)
+    import numpy as np
+
+    return isinstance(x, np.ndarray)
+
+
+def numpy_only(x: Any) -> bool:
+    """Whether ``x`` (a sample weight, say) is ``None`` or numpy arrays only, pandas read as numpy."""
+    return _numpy_only(numpy_view(x))
+
+
+def num_samples(x: Any) -> int:
+    """The number of samples in arrays, tensors or pandas objects (also nested in dicts, lists
+    and tuples), as Keras counts them: the length of the first one (all have the same).
+
+    Example:
+        >>> import numpy as np
+        >>> num_samples({"b": np.ones((3, 2)), "a": [np.ones(3), np.ones(3)]})
+        3
+    """
+    first = numpy_view(x)
+    while isinstance(first, (collections.abc.Mapping, list, tuple)) and len(first) > 0:
+        first = first[sorted(first)[0]] if isinstance(first, collections.abc.Mapping) else first[0]
+    return int(len(first))
+
+
+def training_samples(x: Any, fit_kwargs: Mapping[str, Any]) -> int:
+    """Samples ``fit`` trains on of arrays ``x``: all, less Keras's ``validation_split`` (unless
+    ``validation_data`` is given, which wins)."""
+    split = 0.0 if fit_kwargs.get("validation_data") is not None else float(fit_kwargs.get("validation_split") or 0.0)
+    return int(math.floor(num_samples(x) * (1.0 - split)))
+
+
+def first_batch(x: Any) -> Any:
+    """``x[0]`` of a ``PyDataset``/``Sequence``, with the global random states kept
+    (:func:`autodist.process.draws_kept`)."""
+    with draws_kept():
+        return x[0]
+
+
+def first_batch_size(x: Any) -> int | None:
+    """The samples in the first batch of a ``PyDataset``/``Sequence`` (``x[0]``, read as Keras
+    reads it for its output signature): the leading size of its first array; ``None`` when it
+    has none, or ``x[0]`` fails (Keras says why when it reads it).
+
+    Example:
+        >>> import numpy as np
+        >>> class Batches:  # a Sequence in all but name
+        ...     def __getitem__(self, i):
+        ...         return {"a": np.ones((16, 3))}, np.ones((16, 1))
+        >>> first_batch_size(Batches())
+        16
+    """
+    try:
+        stack = [first_batch(x)]
+    except Exception:  # noqa: BLE001 - the user's __getitem__; Keras raises it again, in its words
+        return None
+    while stack:
+        part = stack.pop(0)
+        if isinstance(part, Mapping):
+            stack[:0] = list(part.values())
+        elif isinstance(part, (list, tuple)):
+            stack[:0] = list(part)
+        else:
+            shape = getattr(part, "shape", None)
+            try:
+                return int(shape[0])
+            except (TypeError, ValueError, IndexError):  # no shape, a scalar, an unknown size or rank: look further
+                continue
+    return None

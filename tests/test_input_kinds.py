@@ -1,0 +1,137 @@
+"""The training input is classified once, at the entry (autodist/core/input_kinds.py): each kind
+answers what later steps ask, and no other module looks at the raw ``x``. No TensorFlow here."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autodist.core.input_kinds import (
+    Arrays,
+    DatasetCreator,
+    IndexedBatches,
+    NoInput,
+    Other,
+    RayShard,
+    Stream,
+    classify,
+    num_samples,
+    numpy_view,
+)
+
+
+class PyDataset:  # what autodist reads of a Keras PyDataset: its class name, and x[0]
+    def __getitem__(self, index):
+        return np.ones((6, 2)), np.ones(6)
+
+
+class DataIterator:  # a Ray Data shard, by its class and module as Ray defines them
+    pass
+
+
+DataIterator.__module__ = "ray.data.iterator"
+
+
+def _generator():
+    yield np.ones((2, 2)), np.ones(2)
+
+
+@pytest.mark.parametrize(
+    ("x", "kind", "batches_itself", "length_unknown", "own_batch"),
+    [
+        (None, NoInput, False, False, None),
+        (np.ones((10, 3)), Arrays, False, False, None),
+        ({"a": np.ones((10, 3)), "b": [np.ones(10), np.ones((10, 2))]}, Arrays, False, False, None),
+        (_generator(), Stream, True, True, None),
+        (iter([1, 2]), Stream, True, True, None),
+        (PyDataset(), IndexedBatches, True, False, 6),
+        (type("DatasetCreator", (), {})(), DatasetCreator, True, False, None),
+        (DataIterator(), RayShard, False, False, None),
+        ([[1.0, 2.0], [3.0, 4.0]], Other, False, False, None),
+    ],
+    ids=["none", "array", "nested", "generator", "iterator", "py_dataset", "dataset_creator", "ray_shard", "list"],
+)
+def test_each_kind_of_input_is_classified_once_and_answers_for_itself(x, kind, batches_itself, length_unknown, own_batch):
+    data = classify(x, "y")
+    assert type(data) is kind and data.raw is x and data.y == "y"
+    assert (data.batches_itself, data.length_unknown(), data.own_batch()) == (batches_itself, length_unknown, own_batch)
+    assert data.requested_batch(48, {}) == 48  # a batch_size given is the batch asked for, whatever the input
+    if kind is not Arrays:
+        assert data.arrays is None and data.batches_per_epoch(8, {}) is None and data.epoch_samples({}) is None
+
+
+def test_pandas_is_read_as_keras_reads_it_and_the_callers_object_is_kept():
+    pd = pytest.importorskip("pandas")
+    frame, labels = pd.DataFrame({"a": np.arange(5.0), "b": np.arange(5.0) * 2}), pd.Series(np.arange(5))
+    data = classify({"features": frame}, labels)
+    assert isinstance(data, Arrays) and data.from_pandas and data.raw["features"] is frame
+    assert np.array_equal(data.arrays["features"], frame.to_numpy()) and np.array_equal(data.targets, labels.to_numpy())
+    assert data.numpy_only and data.samples() == 5
+    plain = np.ones((5, 2))
+    assert classify(plain).arrays is plain and not classify(plain).from_pandas  # no copy where nothing is pandas
+
+
+arrays_of = st.integers(min_value=1, max_value=300).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.recursive(
+            st.integers(min_value=0, max_value=2).map(lambda extra: np.zeros((n,) + (2,) * extra)),
+            lambda inner: st.lists(inner, min_size=1, max_size=3)
+            | st.dictionaries(st.sampled_from("abc"), inner, min_size=1, max_size=3),
+            max_leaves=5,
+        ),
+    )
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sized=arrays_of,
+    batch=st.integers(min_value=1, max_value=64),
+    steps=st.integers(min_value=1, max_value=20),
+    split=st.sampled_from([0.0, 0.2, 0.5]),
+)
+def test_arrays_of_any_nesting_count_their_samples_and_batches_as_keras_does(sized, batch, steps, split):
+    """Any dict/list nesting of arrays of one length: Keras's count of samples, of batches per
+    epoch (validation_split taken off first), and the batch Keras takes for steps_per_epoch."""
+    n, x = sized
+    data = classify(x)
+    assert isinstance(data, Arrays) and data.samples() == n == num_samples(x) and data.arrays is x
+    kwargs = {"validation_split": split} if split else {}
+    train = int(math.floor(n * (1.0 - split)))
+    assert data.epoch_samples(kwargs) == train
+    assert data.batches_per_epoch(batch, kwargs) == math.ceil(train / batch)
+    assert data.batches_per_epoch(None, kwargs) == math.ceil(train / 32)  # Keras's default batch
+    asked = data.requested_batch(None, {**kwargs, "steps_per_epoch": steps})
+    assert asked == (math.ceil(train / steps) if train else None)
+    assert data.requested_batch(None, kwargs) is None  # nothing asked: Keras's default
+
+
+def test_numpy_view_keeps_the_callers_containers_where_nothing_is_pandas():
+    nested = {"a": [np.ones(3), (np.zeros(3),)]}
+    assert numpy_view(nested) is nested
+
+
+def test_no_module_but_input_kinds_looks_at_what_the_raw_input_is():
+    """The checks that tell one kind of input from another live in one module; everything after
+    the entry asks the classified input (``call.data``) instead."""
+    root = pathlib.Path(__file__).resolve().parents[1] / "autodist"
+    looks = re.compile(
+        r"is_dataset\(|is_data_iterator\(|inspect\.isgenerator\(|\.to_numpy\(|\"PyDataset\"|\"DatasetCreator\""
+    )
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name == "core/input_kinds.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if looks.search(code) and not re.match(r"\s*(def |>>>)", code):
+                found.append(f"{name}:{number}: {line.strip()}")
+    assert not found, "classify the input once (autodist/core/input_kinds.py), and ask it:\n" + "\n".join(found)
