@@ -65,21 +65,21 @@ def test_a_jax_snapshot_round_trips_and_detect_does_not_import_tensorflow(monkey
 
 def test_data_parallel_over_every_device_with_the_batch_divisible():
     the_plan = planner.plan(jax_snapshot(4), model_info=INFO, batch_size=30)
-    assert (the_plan.strategy.value, the_plan.mesh_shape, the_plan.mesh_axes) == ("data_parallel", (4,), ("batch",))
-    assert (the_plan.global_batch_size, the_plan.per_replica_batch_size, the_plan.layout_map) == (32, 8, ())
+    assert (the_plan.strategy.value, the_plan.mesh.shape, the_plan.mesh.axes) == ("data_parallel", (4,), ("batch",))
+    assert (the_plan.global_batch_size, the_plan.per_replica_batch_size, the_plan.mesh.layout_map) == (32, 8, ())
     assert any("30" in w and "32" in w for w in the_plan.warnings)
     assert Plan.from_dict(json.loads(json.dumps(the_plan.to_dict()))) == the_plan
 
 
 def test_one_device_needs_no_distribution():
     the_plan = planner.plan(jax_snapshot(1), model_info=INFO, batch_size=30)
-    assert (the_plan.strategy.value, the_plan.num_replicas, the_plan.global_batch_size, the_plan.mesh_shape) == ("default", 1, 30, ())
+    assert (the_plan.strategy.value, the_plan.num_replicas, the_plan.global_batch_size, the_plan.mesh) == ("default", 1, 30, None)
 
 
 def test_a_model_too_large_for_one_device_is_sharded_with_the_numbers():
     the_plan = planner.plan(jax_snapshot(4, 700_000), model_info=INFO, batch_size=32)
-    assert (the_plan.strategy.value, the_plan.mesh_shape, the_plan.mesh_axes) == ("model_parallel", (2, 2), ("batch", "model"))
-    assert the_plan.layout_map == (("net/d1/kernel", (None, "model")), ("net/d2/kernel", ("model", None)))
+    assert (the_plan.strategy.value, the_plan.mesh.shape, the_plan.mesh.axes) == ("model_parallel", (2, 2), ("batch", "model"))
+    assert the_plan.mesh.layout_map == (("net/d1/kernel", (None, "model")), ("net/d2/kernel", ("model", None)))
     assert the_plan.global_batch_size % 2 == 0 and the_plan.num_replicas == 2
     why = next(r for r in the_plan.reasons if r.startswith("model_parallel"))
     assert "net/d1/kernel on dim 1, net/d2/kernel on dim 0" in why
@@ -90,8 +90,8 @@ def test_a_model_too_large_for_one_device_is_sharded_with_the_numbers():
 
 def test_forced_model_parallel_shards_every_kernel_that_divides():
     the_plan = planner.plan(jax_snapshot(2), model_info=INFO, strategy="model_parallel")
-    assert [path for path, _ in the_plan.layout_map] == ["net/d1/kernel", "net/d2/kernel", "net/o/kernel"]
-    assert the_plan.mesh_shape == (1, 2)
+    assert [path for path, _ in the_plan.mesh.layout_map] == ["net/d1/kernel", "net/d2/kernel", "net/o/kernel"]
+    assert the_plan.mesh.shape == (1, 2)
 
 
 def test_a_model_that_fits_no_mesh_is_refused_or_warned_in_a_dry_run():
@@ -147,7 +147,7 @@ def test_a_cluster_counts_every_process_devices_and_names_the_coordinator():
     config = '{"cluster": {"chief": ["127.0.0.1:2000"], "worker": ["127.0.0.1:2001"]}, "task": {"type": "worker", "index": 0}}'
     cluster = detect_cluster({"TF_CONFIG": config})
     the_plan = planner.plan(jax_snapshot(2, cluster=cluster), model_info=INFO, batch_size=64)
-    assert (the_plan.num_workers, the_plan.num_replicas, the_plan.mesh_shape) == (2, 4, (4,))
+    assert (the_plan.num_workers, the_plan.num_replicas, the_plan.mesh.shape) == (2, 4, (4,))
     assert coordinates(cluster) == ("127.0.0.1:2000", 2, 1)
     with pytest.raises(StrategyUnavailableError, match="each would train its own copy"):
         planner.plan(jax_snapshot(2, cluster=cluster), strategy="default")
@@ -265,7 +265,7 @@ def test_inspect_and_plan_on_jax_without_tensorflow(processes, tmp_path):
     assert out.strip().splitlines()[-1] == "LOADED [] False"  # import autodist: neither; inspect: no TensorFlow
     data = json.loads(out[: out.rindex("LOADED")])
     assert data["snapshot"]["keras_backend"] == "jax" and len(data["snapshot"]["jax_devices"]) == 4
-    assert data["plan"]["strategy"] == "data_parallel" and data["plan"]["mesh_shape"] == [4]
+    assert data["plan"]["strategy"] == "data_parallel" and data["plan"]["mesh"]["shape"] == [4]
     report = render_inspect(data)  # the text `python -m autodist inspect` prints
     assert "keras backend: jax" in report and "JAX devices of this process: 4" in report and "mesh: batch 4" in report
     for device in data["snapshot"]["jax_devices"]:

@@ -8,7 +8,7 @@ import autodist
 from autodist.planning.memory_model import estimate
 from autodist.detection.model_info import ModelInfo
 from autodist.planning.planner import plan
-from autodist.planning.plans import StrategyKind
+from autodist.planning.plans import Plan, StrategyKind
 import dataclasses
 
 from tests.conftest import make_snapshot
@@ -372,3 +372,22 @@ def test_each_strategy_is_one_type_that_answers_what_autodist_asks_of_it():
         assert the_plan.drop_remainder is strategy_type(kind).drops_remainder is False
         assert the_plan.global_batch_size % the_plan.num_replicas == 0
     assert strategy_type(StrategyKind.MIRRORED) is strategy_type("mirrored") is TYPES[StrategyKind.MIRRORED]
+    assert all(Plan(kind, 1).type is TYPES[kind] for kind in StrategyKind)  # the plan holds its strategy's type
+
+
+def test_a_jax_plans_mesh_is_its_own_spec_owned_by_its_strategy_and_round_trips():
+    """The mesh (shape, axis names, layout map) is one object, made by the JAX strategy's type;
+    TensorFlow's strategies and JAX's default have none. A plan's JSON keeps it, and a plan
+    written before (the mesh's three fields side by side) reads the same."""
+    from autodist.planning.strategy_types import Mesh, strategy_type
+
+    layout = (("net/d/kernel", (None, "model")),)
+    assert strategy_type("model_parallel").mesh(2, 4, layout) == Mesh((2, 4), ("batch", "model"), layout)
+    assert strategy_type("data_parallel").mesh(8, 1) == Mesh((8,), ("batch",))
+    assert all(strategy_type(kind).mesh(2, 1) is None for kind in StrategyKind if strategy_type(kind).backend != "jax")
+    assert strategy_type("default").mesh(1, 1) is None
+    made = Plan(StrategyKind.MODEL_PARALLEL, 2, keras_backend="jax", mesh=strategy_type("model_parallel").mesh(2, 4, layout))
+    assert Plan.from_dict(made.to_dict()) == made and (made.mesh_shape, made.mesh.devices) == ((2, 4), 8)
+    before = {**made.to_dict(), "mesh": None, "mesh_shape": [2, 4], "mesh_axes": ["batch", "model"], "layout_map": [["net/d/kernel", [None, "model"]]]}
+    assert Plan.from_dict(before) == made
+    assert "  mesh: batch 2 x model 4" in made.summary()

@@ -28,7 +28,6 @@ from autodist.log import get_logger
 from autodist.planning.global_batch import every_replica_fed, shares_of
 from autodist.planning.keras_compat import kept_strategy_order
 from autodist.planning.plans import Plan
-from autodist.planning.strategy_types import strategy_type
 from autodist.core.batching import (
     arrays_to_dataset,
     dropped_samples,
@@ -120,7 +119,7 @@ def prepare_input(
     drop = the_plan.drop_remainder
     if isinstance(data, Dataset):
         return _dataset_ready(data, the_plan, fit_kwargs, batch_given)
-    multi_worker = strategy_type(the_plan.strategy).collective_workers
+    multi_worker = the_plan.type.collective_workers
     per_worker_shuffle = (_PER_WORKER_SHUFFLE_NOTE,) if multi_worker and fit_kwargs.get("shuffle", True) else ()
     if isinstance(data, NoInput) or data.batches_itself:  # ready-made batches: Keras reads them as they are
         return TrainingInput(data, dict(fit_kwargs), () if isinstance(data, Stream) else per_worker_shuffle)
@@ -294,7 +293,7 @@ def one_iterator_per_run(dataset: Any, the_plan: Plan, fit_kwargs: Mapping[str, 
     """
     import tensorflow as tf
 
-    if not strategy_type(the_plan.strategy).collective_workers or fit_kwargs.get("steps_per_epoch") is not None:
+    if not the_plan.type.collective_workers or fit_kwargs.get("steps_per_epoch") is not None:
         return dataset, None
     if dataset.options().experimental_distribute.auto_shard_policy != tf.data.experimental.AutoShardPolicy.DATA:
         return dataset, None  # FILE sharding: this worker's share of a pass is not the global count
@@ -407,7 +406,7 @@ def last_batch(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> La
     samples of a smaller share weigh more than in ``model.fit`` (measured: 99 samples, batch 16,
     2 replicas, a last batch of 3 split 2/1: weights 0.03 apart after 2 epochs of SGD)."""
     replicas, batch = the_plan.num_replicas, the_plan.global_batch_size
-    if replicas < 2 or the_plan.drop_remainder or strategy_type(the_plan.strategy).asynchronous:
+    if replicas < 2 or the_plan.drop_remainder or the_plan.type.asynchronous:
         return LastBatch(0, 0, ())
     if not batch or fit_kwargs.get("steps_per_epoch") is not None:
         return None

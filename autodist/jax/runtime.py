@@ -43,7 +43,7 @@ from autodist.core.callbacks import ChiefDuties, final_callbacks
 from autodist.core.compile_settings import mixed_precision_while_building
 from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
 from autodist.process import STATE
-from autodist.planning.strategy_types import DataParallel, strategy_type
+from autodist.planning.strategy_types import DataParallel
 
 __all__ = [
     "build_distribution",
@@ -143,25 +143,27 @@ def init_on_jax(environ: Mapping[str, str], *, make_global: bool = True, **plan_
 
 def build_distribution(the_plan: Plan) -> Any:
     """The plan's ``keras.distribution`` object, or ``None`` (``default``: no distribution)."""
-    if not strategy_type(the_plan.strategy).distributes:
+    if not the_plan.type.distributes:
         return None
     from keras import distribution as kd
 
     devices = kd.list_devices()
-    expected = the_plan.num_replicas * (the_plan.mesh_shape[1] if len(the_plan.mesh_shape) > 1 else 1)
+    mesh = the_plan.mesh
+    assert mesh is not None  # every plan that distributes on JAX has its mesh
+    expected = mesh.devices
     if len(devices) != expected:
         raise AutodistError(
-            f"The plan's mesh {the_plan.mesh_shape} needs {expected} JAX devices, and JAX lists "
+            f"The plan's mesh {mesh.shape} needs {expected} JAX devices, and JAX lists "
             f"{len(devices)} ({', '.join(devices[:8])}). Expected the devices the plan was made "
             "for. Plan on this machine (autodist.fit, or autodist.plan() without a snapshot)."
         )
-    if isinstance(strategy_type(the_plan.strategy), DataParallel):
+    if isinstance(the_plan.type, DataParallel):
         return kd.DataParallel(devices=devices, auto_shard_dataset=False)
-    mesh = kd.DeviceMesh(shape=the_plan.mesh_shape, axis_names=list(the_plan.mesh_axes), devices=devices)
-    layout_map = kd.LayoutMap(mesh)
-    for path, spec in the_plan.layout_map:
+    device_mesh = kd.DeviceMesh(shape=mesh.shape, axis_names=list(mesh.axes), devices=devices)
+    layout_map = kd.LayoutMap(device_mesh)
+    for path, spec in mesh.layout_map:
         layout_map[_exact(path)] = spec
-    return kd.ModelParallel(layout_map=layout_map, batch_dim_name=the_plan.mesh_axes[0], auto_shard_dataset=False)
+    return kd.ModelParallel(layout_map=layout_map, batch_dim_name=mesh.axes[0], auto_shard_dataset=False)
 
 
 def _exact(path: str) -> str:
@@ -299,7 +301,7 @@ def _built(call: FitCall, plan_for: Any, precision: Any) -> tuple[Any, Plan, Any
     ):
         model = call.builder()
     sized = plan_for(model)
-    if first is None or (sized.strategy, sized.layout_map) != (first.strategy, first.layout_map):  # sharded now
+    if first is None or (sized.strategy, sized.mesh) != (first.strategy, first.mesh):  # sharded now
         return model, sized, build_distribution(sized), notes
     return model, first, distribution, notes
 

@@ -21,7 +21,7 @@ Example:
     >>> from autodist.detection.jax_devices import JaxDevice
     >>> snap = HardwareSnapshot.cpu_only(keras_backend="jax", jax_devices=(JaxDevice("cpu", "cpu"),) * 4)
     >>> p = plan_jax(snap, ModelInfo(num_params=10), batch_size=30)
-    >>> (p.strategy.value, p.mesh_shape, p.global_batch_size)
+    >>> (p.strategy.value, p.mesh.shape, p.global_batch_size)
     ('data_parallel', (4,), 32)
 """
 
@@ -39,6 +39,7 @@ from autodist.planning.choosers import choose_batch
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.plans import DEFAULT_GPU_MEMORY_FRACTION, Plan
 from autodist.planning.plans import StrategyKind as K
+from autodist.planning.strategy_types import MODEL_AXIS, strategy_type
 
 __all__ = ["JAX_EQUIVALENT", "JAX_KINDS", "plan_jax", "shard_layout"]
 
@@ -48,8 +49,6 @@ JAX_EQUIVALENT = {
     K.ONE_DEVICE: K.DEFAULT, K.MIRRORED: K.DATA_PARALLEL, K.MULTI_WORKER_MIRRORED: K.DATA_PARALLEL,
     K.CENTRAL_STORAGE: K.MODEL_PARALLEL, K.PARAMETER_SERVER: K.DATA_PARALLEL, K.TPU: K.DATA_PARALLEL,
 }  # fmt: skip
-MODEL_AXIS = "model"
-BATCH_AXIS = "batch"
 
 
 def plan_jax(
@@ -83,7 +82,6 @@ def plan_jax(
     kind = forced or (K.DEFAULT if total == 1 else K.MODEL_PARALLEL if model_axis > 1 else K.DATA_PARALLEL)
     replicas = total // model_axis if kind != K.DEFAULT else 1
     batch = choose_batch(snapshot, kind, replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
-    shape, axes = _mesh(kind, replicas, model_axis)
     platform = snapshot.jax_devices[0].platform if snapshot.jax_devices else "cpu"
     estimate = _estimate(info, layout, model_axis, batch.value.per_replica_batch_size)
     return Plan(
@@ -98,9 +96,7 @@ def plan_jax(
         global_batch_size=batch.value.global_batch_size,
         per_replica_batch_size=batch.value.per_replica_batch_size,
         requested_batch_size=batch.value.requested_batch_size,
-        mesh_shape=shape,
-        mesh_axes=axes,
-        layout_map=layout,
+        mesh=strategy_type(kind).mesh(replicas, model_axis, layout),
         memory=(estimate,) if estimate else (),
         footprint_bytes=estimate.device_bytes if estimate else None,
         reasons=(_why_devices(snapshot, processes, total, kind),) + reasons + batch.reasons,
@@ -249,14 +245,6 @@ def _estimate(
         allowance = memory_model.estimate(name, info, max(1, per_replica)).device["activations"]
         base = dataclasses.replace(base, device={**base.device, "activations": allowance})
     return base
-
-
-def _mesh(kind: K, replicas: int, model_axis: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    if kind == K.MODEL_PARALLEL:
-        return (replicas, model_axis), (BATCH_AXIS, MODEL_AXIS)
-    if kind == K.DATA_PARALLEL:
-        return (replicas,), (BATCH_AXIS,)
-    return (), ()
 
 
 def _why_devices(snapshot: HardwareSnapshot, processes: int, total: int, kind: K) -> str:

@@ -18,33 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from autodist.detection.cluster import ClusterInfo
 from autodist.detection.snapshot import TpuInfo
 from autodist.planning.memory_model import MemoryEstimate
+from autodist.planning.strategy_types import Mesh, StrategyKind, StrategyType, strategy_type
 
-__all__ = ["Plan", "ScriptStrategy", "StrategyKind", "format_gib"]
-
-
-class StrategyKind(str, Enum):
-    """The seven TensorFlow strategies, then the two Keras-on-JAX distributions
-    (``keras.distribution.DataParallel`` and ``ModelParallel``; ``default`` is no distribution on
-    both backends). Values are plain strings, so a user may pass ``"mirrored"``."""
-
-    DEFAULT = "default"
-    ONE_DEVICE = "one_device"
-    MIRRORED = "mirrored"
-    CENTRAL_STORAGE = "central_storage"
-    MULTI_WORKER_MIRRORED = "multi_worker_mirrored"
-    PARAMETER_SERVER = "parameter_server"
-    TPU = "tpu"
-    DATA_PARALLEL = "data_parallel"
-    MODEL_PARALLEL = "model_parallel"
-
-    def __str__(self) -> str:
-        return self.value
+__all__ = ["Mesh", "Plan", "ScriptStrategy", "StrategyKind", "format_gib"]
 
 
 @dataclass(frozen=True)
@@ -119,10 +100,8 @@ class Plan:
         reasons: one sentence per choice, with the numbers that drove it.
         warnings: things autodist changed or could not check.
         keras_backend: the Keras 3 backend the plan is for (``tensorflow`` or ``jax``).
-        mesh_shape: JAX: the device mesh, for example ``(2, 2)`` (``()`` without one).
-        mesh_axes: JAX: the mesh's axis names, ``("batch",)`` or ``("batch", "model")``.
-        layout_map: JAX ``model_parallel``: ``(variable path, sharding spec)`` pairs, for
-            example ``("net/dense/kernel", (None, "model"))``; other variables are replicated.
+        mesh: Keras on JAX: the device mesh (:class:`~autodist.planning.strategy_types.Mesh`: its
+            shape, axis names and ``model_parallel``'s layout map); ``None`` without one.
     """
 
     strategy: StrategyKind
@@ -150,9 +129,28 @@ class Plan:
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     keras_backend: str = "tensorflow"
-    mesh_shape: tuple[int, ...] = ()
-    mesh_axes: tuple[str, ...] = ()
-    layout_map: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
+    mesh: Mesh | None = None
+
+    @property
+    def type(self) -> StrategyType:
+        """The planned strategy's type (:mod:`autodist.planning.strategy_types`): what it is, its
+        devices and batch rule, asked instead of comparing kinds."""
+        return strategy_type(self.strategy)
+
+    @property
+    def mesh_shape(self) -> tuple[int, ...]:
+        """``mesh.shape``, ``()`` without a mesh (the name plans had before the mesh was its own)."""
+        return self.mesh.shape if self.mesh is not None else ()
+
+    @property
+    def mesh_axes(self) -> tuple[str, ...]:
+        """``mesh.axes``, ``()`` without a mesh."""
+        return self.mesh.axes if self.mesh is not None else ()
+
+    @property
+    def layout_map(self) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
+        """``mesh.layout_map``, ``()`` without a mesh."""
+        return self.mesh.layout_map if self.mesh is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,9 +181,7 @@ class Plan:
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
             "keras_backend": self.keras_backend,
-            "mesh_shape": list(self.mesh_shape),
-            "mesh_axes": list(self.mesh_axes),
-            "layout_map": [[path, list(spec)] for path, spec in self.layout_map],
+            "mesh": self.mesh.to_dict() if self.mesh is not None else None,
         }
 
     @classmethod
@@ -211,9 +207,7 @@ class Plan:
                 "memory": tuple(MemoryEstimate.from_dict(item) for item in data.get("memory") or ()),
                 "reasons": tuple(data.get("reasons") or ()),
                 "warnings": tuple(data.get("warnings") or ()),
-                "mesh_shape": tuple(data.get("mesh_shape") or ()),
-                "mesh_axes": tuple(data.get("mesh_axes") or ()),
-                "layout_map": tuple((path, tuple(spec)) for path, spec in data.get("layout_map") or ()),
+                "mesh": _mesh_from(data),
             }
         )
 
@@ -223,16 +217,14 @@ class Plan:
         lines = [f"{prefix}: {self.strategy.value} with {self.num_replicas} replica(s)"]
         if self.devices:
             lines[0] += f" on {', '.join(self.devices)}"
-        if self.strategy == StrategyKind.PARAMETER_SERVER:
+        if self.type.asynchronous:
             lines[0] += f" of each of {self.num_workers} workers, one step per worker at a time, asynchronously"
         elif self.num_workers > 1:
             lines[0] += f" of each of {self.num_workers} workers, in sync"
         if self.cross_device_ops:
             lines.append(f"  all-reduce: {self.cross_device_ops}")
-        if self.mesh_shape:
-            lines.append(
-                "  mesh: " + " x ".join(f"{name} {size}" for name, size in zip(self.mesh_axes, self.mesh_shape))
-            )
+        if self.mesh is not None:
+            lines.append(f"  mesh: {self.mesh.describe()}")
         if self.global_batch_size is not None:
             lines.append(
                 f"  batch: global {self.global_batch_size} = {self.per_replica_batch_size} per "
@@ -246,6 +238,21 @@ class Plan:
         if include_warnings:
             lines += [f"  warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
+
+
+def _mesh_from(data: Mapping[str, Any]) -> Mesh | None:
+    """The mesh of a plan's JSON form; also from a plan written before the mesh was its own
+    (``mesh_shape``, ``mesh_axes`` and ``layout_map`` side by side).
+
+    Example:
+        >>> _mesh_from({"mesh_shape": [2], "mesh_axes": ["batch"]}) == Mesh((2,), ("batch",))
+        True
+    """
+    if data.get("mesh"):
+        return Mesh.from_dict(data["mesh"])
+    if data.get("mesh_shape"):
+        return Mesh.from_dict({"shape": data["mesh_shape"], "axes": data.get("mesh_axes") or (), **data})
+    return None
 
 
 def format_gib(num_bytes: int | None, unknown: str = "unknown") -> str:

@@ -1,7 +1,7 @@
 """The strategies autodist plans, as types: one class per strategy, each owning what only it
 decides (pure: no TensorFlow, no JAX).
 
-A plan names its strategy by :class:`~autodist.planning.plans.StrategyKind` (a string, as users
+A plan names its strategy by :class:`StrategyKind` (a string, as users
 write it and JSON keeps it); :func:`strategy_type` (and ``Plan.type``) gives the strategy's type,
 which answers what the rest of autodist asks of a strategy, instead of comparing kinds:
 
@@ -29,12 +29,13 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from types import MappingProxyType
-from typing import ClassVar, Generic, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, TypeVar
 
 from autodist.detection.snapshot import HardwareSnapshot
 from autodist.planning.global_batch import validate_batch_size
-from autodist.planning.plans import StrategyKind
 
 __all__ = [
     "TYPES",
@@ -43,17 +44,38 @@ __all__ = [
     "DataParallel",
     "Default",
     "Layout",
+    "Mesh",
     "Mirrored",
     "ModelParallel",
     "MultiWorkerMirrored",
     "OneDevice",
     "ParameterServer",
+    "StrategyKind",
     "StrategyType",
     "Tpu",
     "strategy_type",
 ]
 
 T = TypeVar("T")
+
+
+class StrategyKind(str, Enum):
+    """The seven TensorFlow strategies, then the two Keras-on-JAX distributions
+    (``keras.distribution.DataParallel`` and ``ModelParallel``; ``default`` is no distribution on
+    both backends). Values are plain strings, so a user may pass ``"mirrored"``."""
+
+    DEFAULT = "default"
+    ONE_DEVICE = "one_device"
+    MIRRORED = "mirrored"
+    CENTRAL_STORAGE = "central_storage"
+    MULTI_WORKER_MIRRORED = "multi_worker_mirrored"
+    PARAMETER_SERVER = "parameter_server"
+    TPU = "tpu"
+    DATA_PARALLEL = "data_parallel"
+    MODEL_PARALLEL = "model_parallel"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,53 @@ class Layout:
     cross_device_ops: str | None = None
     num_workers: int = 1
     num_replicas: int = 1
+
+
+#: The names of a JAX mesh's axes: every plan's batch axis, and ``model_parallel``'s model axis.
+BATCH_AXIS, MODEL_AXIS = "batch", "model"
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """Keras on JAX: the device mesh a ``keras.distribution`` plan trains on: its ``shape`` and
+    axis names (``axes``: the batch axis first), and, for ``model_parallel``, the ``layout_map``:
+    ``(variable path, sharding spec)`` pairs, for example ``("net/dense/kernel", (None, "model"))``
+    (other variables are replicated).
+
+    Example:
+        >>> mesh = Mesh((2, 2), ("batch", "model"), (("net/d/kernel", (None, "model")),))
+        >>> mesh.describe(), mesh.model_axis, Mesh.from_dict(mesh.to_dict()) == mesh
+        ('batch 2 x model 2', 2, True)
+    """
+
+    shape: tuple[int, ...]
+    axes: tuple[str, ...]
+    layout_map: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
+
+    @property
+    def model_axis(self) -> int:
+        """The devices each replica's weights are split over (1: none)."""
+        return self.shape[1] if len(self.shape) > 1 else 1
+
+    @property
+    def devices(self) -> int:
+        """The devices the mesh spans."""
+        return self.shape[0] * self.model_axis
+
+    def describe(self) -> str:
+        return " x ".join(f"{name} {size}" for name, size in zip(self.axes, self.shape))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shape": list(self.shape),
+            "axes": list(self.axes),
+            "layout_map": [[path, list(spec)] for path, spec in self.layout_map],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Mesh:
+        layout = tuple((path, tuple(spec)) for path, spec in data.get("layout_map") or ())
+        return cls(tuple(data["shape"]), tuple(data["axes"]), layout)
 
 
 def _local(snapshot: HardwareSnapshot) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -103,6 +172,11 @@ class StrategyType:
     def batch_rule(self, snapshot: HardwareSnapshot, num_replicas: int, requested: int) -> tuple[int, list[str]]:
         """The multiple each replica's batch is rounded to, and why (1: any size)."""
         return 1, []
+
+    def mesh(self, replicas: int, model_axis: int, layout_map: tuple[Any, ...] = ()) -> Mesh | None:
+        """Keras on JAX: the device mesh it trains on (``None``: no mesh, TensorFlow's strategies
+        and JAX's ``default``)."""
+        return None
 
     def __repr__(self) -> str:
         return f"<strategy type {self.kind.value}>"
@@ -208,6 +282,9 @@ class DataParallel(StrategyType):
     backend = "jax"
     shares_batches = True
 
+    def mesh(self, replicas: int, model_axis: int, layout_map: tuple[Any, ...] = ()) -> Mesh | None:
+        return Mesh((replicas,), (BATCH_AXIS,))
+
 
 class ModelParallel(StrategyType):
     """Keras on JAX: ``keras.distribution.ModelParallel``, the weights split over a model axis."""
@@ -215,6 +292,9 @@ class ModelParallel(StrategyType):
     kind = StrategyKind.MODEL_PARALLEL
     backend = "jax"
     shares_batches = True
+
+    def mesh(self, replicas: int, model_axis: int, layout_map: tuple[Any, ...] = ()) -> Mesh | None:
+        return Mesh((replicas, model_axis), (BATCH_AXIS, MODEL_AXIS), layout_map)
 
 
 def _gpu_cross_ops(snapshot: HardwareSnapshot) -> Choice[str]:

@@ -28,7 +28,6 @@ from autodist.jobs.private import backup_folder, command_line, default_backup_ro
 from autodist.ray.reports import RAY_SAVES_FOLDER, RaySaves, report_saves, saves_from_checkpoint
 from autodist.settings import backup_dir_setting
 from autodist.upstream.surface import available
-from autodist.planning.strategy_types import strategy_type
 
 __all__ = ["Armed", "guard_for", "ray_owns_backups"]
 
@@ -86,11 +85,9 @@ def guard_for(
 
     fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
     cluster = the_plan.cluster
-    multi_worker = (
-        strategy_type(the_plan.strategy).collective_workers and cluster is not None and cluster.num_workers >= 2
-    )
+    multi_worker = the_plan.type.collective_workers and cluster is not None and cluster.num_workers >= 2
     own_backup = any(type(cb).__name__ == "BackupAndRestore" for cb in callbacks or [])
-    if backup_dir is False or own_backup or strategy_type(the_plan.strategy).asynchronous:
+    if backup_dir is False or own_backup or the_plan.type.asynchronous:
         return None
     if multi_worker and not available("tf.coordination_key_value"):
         return None  # the workers could not agree on a save: none is made (warned once)

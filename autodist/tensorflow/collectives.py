@@ -22,7 +22,6 @@ import sys
 
 from autodist.errors import CollectiveMismatchError
 from autodist.tensorflow.activation_record import current
-from autodist.planning.strategy_types import strategy_type
 
 __all__ = ["MARKERS", "collective_mismatch"]
 
@@ -66,5 +65,5 @@ def _multi_worker(message: str) -> bool:
     """Whether the collective ops were a cluster's: autodist's plan here is multi-worker, or the
     op's device names a cluster's task."""
     done = current()
-    planned = done is not None and done.plan is not None and strategy_type(done.plan.strategy).collective_workers
+    planned = done is not None and done.plan is not None and done.plan.type.collective_workers
     return planned or _CLUSTER_DEVICE.search(message) is not None

@@ -20,7 +20,6 @@ from typing import Any
 from autodist.log import get_logger, warn_all
 from autodist.planning.plans import Plan
 from autodist.planning.tune_rules import communication_note
-from autodist.planning.strategy_types import strategy_type
 
 __all__ = ["check_communication"]
 
@@ -31,7 +30,7 @@ def check_communication(model: Any, strategy: Any, the_plan: Plan) -> Plan:
     """``the_plan`` with the communication check's reason; warns when the projection is low.
     Only for ``multi_worker_mirrored``; a model whose inputs are unknown (subclassed, unbuilt
     inputs) is not checked, and the plan says so."""
-    if not strategy_type(the_plan.strategy).collective_workers:
+    if not the_plan.type.collective_workers:
         return the_plan
     local = max(1, the_plan.num_replicas // max(1, the_plan.num_workers))
     per_replica = int(the_plan.per_replica_batch_size or 1)

@@ -74,7 +74,6 @@ from autodist.upstream.tf_hooks import (
 )
 from autodist.upstream.versions import check_versions, installed
 from autodist.process import STATE, once
-from autodist.planning.strategy_types import strategy_type
 
 __all__ = [
     "ASSUMED_FITS",
@@ -109,10 +108,9 @@ def _makes_current(the_plan: Any) -> bool:
     """Whether this process trains under a strategy to make current (not default, not serving)."""
     cluster = the_plan.cluster
     serving = cluster is not None and (
-        cluster.task_type == "evaluator"
-        or (strategy_type(the_plan.strategy).asynchronous and cluster.task_type in ("worker", "ps"))
+        cluster.task_type == "evaluator" or (the_plan.type.asynchronous and cluster.task_type in ("worker", "ps"))
     )
-    return strategy_type(the_plan.strategy).distributes and not serving
+    return the_plan.type.distributes and not serving
 
 
 def activate(environ: Mapping[str, str]) -> Activation:
@@ -193,7 +191,7 @@ def complete() -> None:
                 _triggers().remove()
                 raise
             done = record(strategy=strategy)
-            if strategy_type(done.plan.strategy).collective_workers:
+            if done.plan.type.collective_workers:
                 translate_creation_errors(strategy, _mismatch_at_creation)
         if STATE.main_thread is None:  # activated outside the main thread: created, never made current
             record(pending=False)
@@ -349,7 +347,7 @@ def shared_multi_worker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any
         Exception: the strategy's own error (``PeerError``: a peer never connected).
     """
     done = current()
-    if done is None or done.plan is None or not strategy_type(done.plan.strategy).collective_workers:
+    if done is None or done.plan is None or not done.plan.type.collective_workers:
         return None
     check_same_cluster(done.plan, args, kwargs)
     complete()  # creates it (once; an error is recorded for fit) when pending

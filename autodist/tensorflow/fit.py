@@ -60,7 +60,7 @@ from autodist.tensorflow.strategies import describe_strategy, start
 from autodist.tensorflow.tuning import tuned_plan
 from autodist.settings import strategy_setting
 from autodist.upstream.tf_runtime import global_seed
-from autodist.planning.strategy_types import Tpu, strategy_type
+from autodist.planning.strategy_types import Tpu
 
 __all__ = ["fit_on_tensorflow"]
 
@@ -85,7 +85,7 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
     the_plan = _final_plan(strategy_plan, call, placed, distribution, environ, facts)  # frozen from here
     data = (
         data
-        if not strategy_type(the_plan.strategy).distributes or strategy_type(the_plan.strategy).asynchronous
+        if not the_plan.type.distributes or the_plan.type.asynchronous
         else build_from_generator(placed.trained, data, distribution, the_plan)
     )
     steps_as_one_device(placed.trained, the_plan)
@@ -149,11 +149,7 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
     distribution = start(chosen, workarounds=False)
     done = current_activation()
     shared = done is not None and done.shared and distribution is done.strategy
-    cores = (
-        int(distribution.num_replicas_in_sync)
-        if isinstance(strategy_type(chosen.strategy), Tpu)
-        else chosen.num_replicas
-    )
+    cores = int(distribution.num_replicas_in_sync) if isinstance(chosen.type, Tpu) else chosen.num_replicas
     built = _plan_for(call, facts, tpu_cores=cores) if cores != chosen.num_replicas else chosen
     final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
     _refuse_evaluator(final)
@@ -231,7 +227,7 @@ def _copy_back_on_interrupt(model: Any, placed: Placed) -> Iterator[None]:
 
 
 def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingInput:
-    multi_worker = strategy_type(the_plan.strategy).collective_workers
+    multi_worker = the_plan.type.collective_workers
     ready = prepare_input(
         call.data,
         the_plan,
@@ -251,7 +247,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
 
     trained = placed.trained
     keras = keras_module(the_plan.keras_flavor)
-    parameter_servers = strategy_type(the_plan.strategy).asynchronous
+    parameter_servers = the_plan.type.asynchronous
     if parameter_servers:
         kwargs = {
             **call.fit_kwargs,
@@ -265,7 +261,7 @@ def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> 
         }
         return parameter_server.train(trained, distribution, call.data, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
-    cluster = the_plan.cluster if strategy_type(the_plan.strategy).collective_workers else None
+    cluster = the_plan.cluster if the_plan.type.collective_workers else None
     given = ready.fit_kwargs.get("callbacks")
     ray_checkpoints = (
         call.ray_report and call.ray_checkpoint and not ray_reports_itself(given)

@@ -23,7 +23,6 @@ from autodist.upstream.keras_models import symbolic_build
 from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, share_weights, unshare_weights
 from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
 from autodist.upstream.workaround import Act
-from autodist.planning.strategy_types import strategy_type
 
 __all__ = [
     "apply_workarounds",
@@ -114,7 +113,7 @@ def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:
     (each worker's own input may end otherwise, and the weighting adds a collective to every
     step). ``True`` when it does; otherwise a weighting an earlier ``fit`` put on the model is
     taken off."""
-    kind = strategy_type(the_plan.strategy)
+    kind = the_plan.type
     wanted = (
         "uneven_shares_weighted" in the_plan.keras_workarounds
         and the_plan.num_replicas > 1

@@ -40,7 +40,6 @@ from autodist.upstream.keras_models import (
     model_strategy as strategy_of_model,
 )  # this module's model_strategy reads the flavor
 from autodist.process import once
-from autodist.planning.strategy_types import strategy_type
 
 __all__ = [
     "build_from_first_batch",
@@ -81,7 +80,7 @@ def script_strategy(model: Any) -> Any:
 def needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
     """Whether the model's variables live under another strategy than ``distribution``."""
     current_strategy = model_strategy(model)
-    if not strategy_type(the_plan.strategy).distributes:
+    if not the_plan.type.distributes:
         return current_strategy is not None and current_strategy is not distribution
     return current_strategy is not distribution
 

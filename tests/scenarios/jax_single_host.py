@@ -56,7 +56,7 @@ def case(optimizer, *, builder=False, x=X, num_params=None, **fit_kwargs):
     return {
         **differences(reference, ref_history, model, history),
         "strategy": history.plan.strategy.value,
-        "mesh": list(history.plan.mesh_shape),
+        "mesh": list(history.plan.mesh.shape) if history.plan.mesh else [],
         "reasons": list(history.plan.reasons),
         "specs": {v.path: str(v.value.sharding.spec) for v in model.weights},
         "slot_specs": {v.path: str(v.value.sharding.spec) for v in model.optimizer.variables if len(v.shape) == 2},

@@ -212,7 +212,7 @@ def jax_loop(config: dict) -> None:
     history = autodist.fit(lambda: build(keras), x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
     rank = ray.train.get_context().get_world_rank()
     record = {"weights": [w.tolist() for w in history.model.get_weights()], "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
-              "strategy": history.plan.strategy.value, "backend": keras.backend.backend(), "mesh": list(history.plan.mesh_shape),
+              "strategy": history.plan.strategy.value, "backend": keras.backend.backend(), "mesh": list(history.plan.mesh.shape) if history.plan.mesh else [],
               "workers": history.plan.num_workers, "reasons": list(history.plan.reasons)}
     if rank == 0:  # the reference: plain model.fit on JAX, in this one process (its own device only)
         model = build(keras)
