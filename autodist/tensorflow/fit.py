@@ -1,18 +1,27 @@
 """``autodist.fit`` on TensorFlow: ``model.fit`` under the strategy autodist chose, from plan to History.
 
-One flow, each step in its own module: the frozen :class:`~autodist.core.fit_call.FitCall` → the
-strategy's plan (:func:`autodist.core.detect_and_plan.plan_here`; a TPU's with its real core count)
-and the strategy built (:func:`autodist.tensorflow.strategies.start`, before anything else touches
-the runtime) → the plan's Keras workarounds, applied once, before the model is built → the model
-that trains (:mod:`autodist.tensorflow.placement`) → the final plan, frozen: the one step where
-the model changes it (a model built from a function: its flavor and compile settings; a
-multi-worker job: the communication check), each change with its reason → the input, ready for the plan
-(:mod:`autodist.core.inputs`) → ``fit`` inside the scope with the plan's compile settings
-(:mod:`autodist.core.compile_settings`) and the chief's duties (:mod:`autodist.core.callbacks`), or the
-parameter-server loop (:mod:`autodist.tensorflow.parameter_server`) → the trained state copied back into the
-caller's model. Each step returns new values: the caller's ``fit`` keywords are never changed;
-what ``model.fit`` itself would change (the model's weights, a generator it reads, a compile
-setting the strategy cannot run with) changes as it would.
+Typed stages, each a value the next one reads, each step's work in its own module:
+
+1. the call (:class:`~autodist.core.fit_call.FitCall`, its input classified once), read as
+   TensorFlow reads it: a Ray Data shard becomes this worker's dataset (:func:`_read`);
+2. :class:`Started`: the strategy's plan (:func:`autodist.core.detect_and_plan.plan_here`; a TPU's
+   with its real core count) and the strategy built before anything else touches the runtime
+   (:func:`autodist.tensorflow.strategies.start`); a parameter-server worker or ps task serves
+   here and ends, and ``strategy="tune"`` picks here (:mod:`autodist.tensorflow.tuning`);
+3. :class:`Built`: the plan's Keras workarounds, applied once, before the model is built; the
+   model that trains (:mod:`autodist.tensorflow.placement`); the final plan, frozen: the one step
+   where the model changes it (a model built from a function: its flavor and compile settings; a
+   multi-worker job: the communication check), each change with its reason; the notes;
+4. the History: the plan's type picks the loop: parameter servers'
+   (:mod:`autodist.tensorflow.parameter_server`), or ``fit`` in the scope on the input made ready
+   for the plan (:mod:`autodist.core.inputs`) with the plan's compile settings
+   (:mod:`autodist.core.compile_settings`), the chief's duties (:mod:`autodist.core.callbacks`) and,
+   with a backup folder, resume (:mod:`autodist.resume`);
+5. the trained state copied back into the caller's model.
+
+Each stage returns new values: the caller's ``fit`` keywords are never changed; what
+``model.fit`` itself would change (the model's weights, a generator it reads, a compile setting
+the strategy cannot run with) changes as it would.
 
 The public entry, with its example, is :func:`autodist.entry.fit.fit`.
 """
@@ -23,7 +32,7 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from autodist.detection.hardware import detect, package_version
 from autodist.detection.model_info import describe_model, keras_module, overrides
@@ -65,28 +74,76 @@ from autodist.planning.strategy_types import Tpu
 __all__ = ["fit_on_tensorflow"]
 
 
+class Started(NamedTuple):
+    """Stage 1, the strategy: its plan (the model's part not known yet), the strategy, built, and
+    whether it is the script's own; what the call tells the planner (``facts``)."""
+
+    plan: Plan
+    distribution: Any
+    kept: bool
+    facts: FitFacts
+
+
+class Built(NamedTuple):
+    """Stage 2, the model: the final plan (frozen from here), the strategy, the model that trains,
+    the call with its input as it trains, and what is said before training."""
+
+    plan: Plan
+    distribution: Any
+    placed: Placed
+    call: FitCall
+    notes: tuple[str, ...]
+
+
 def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
-    """``autodist.fit`` on TensorFlow, for the frozen call: plan, build the strategy and apply
-    the plan's Keras workarounds, place the model, make the input ready, train, copy back."""
-    if isinstance(call.data, RayShard):  # this worker's tf.data.Dataset, with the global batch
-        dataset, batch = from_ray_data(call.data.raw, call.data.y, call.requested_batch)
-        call = dataclasses.replace(call, data=Dataset(dataset), batch_size=batch, requested_batch=batch)
-    model, data = call.model, call.data
+    """``autodist.fit`` on TensorFlow, for the frozen call, in stages, each a value of its own:
+    the input read (:func:`_read`: Ray Data joins here) → :class:`Started` (:func:`_start`:
+    parameter-server tasks serve here, ``tune`` picks here) → :class:`Built` (:func:`_build`: the
+    workarounds applied, the model placed, the final plan) → the History (:func:`_train`:
+    parameter servers, resume and Ray's reports join here) → the trained state copied back."""
+    call = _read(call)
     complete_activation()  # the strategy made current at import, if it is still pending
+    started = _start(call)
+    built = _build(call, started, environ)
+    warn_all(list(built.notes))
+    with _copy_back_on_interrupt(call.model, built.placed):
+        history = _train(built)
+    return _finish(history, call.model, built)
+
+
+def _read(call: FitCall) -> FitCall:
+    """The call with its input as TensorFlow reads it: a Ray Data shard as this worker's
+    ``tf.data.Dataset``, with the global batch; any other input as it is."""
+    if not isinstance(call.data, RayShard):
+        return call
+    dataset, batch = from_ray_data(call.data.raw, call.data.y, call.requested_batch)
+    return dataclasses.replace(call, data=Dataset(dataset), batch_size=batch, requested_batch=batch)
+
+
+def _start(call: FitCall) -> Started:
+    """The strategy's plan and the strategy (:func:`_plan_and_build`), made the one autodist trains under."""
     facts = _fit_facts(call)
     strategy_plan, distribution, kept = _plan_and_build(call, facts)
     trains_under(distribution)
+    return Started(strategy_plan, distribution, kept, facts)
+
+
+def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built:
+    """The plan's Keras workarounds applied (once, before the model is built), the model placed,
+    the final plan, the input as it trains (a generator's first batch put back where the model
+    was built from it), the model's own steps and the replicas' shares set, and the notes."""
+    distribution = started.distribution
     apply_workarounds(
-        workarounds_before_building(strategy_plan, call.builder is not None, package_version("keras"), environ)
+        workarounds_before_building(started.plan, call.builder is not None, package_version("keras"), environ)
     )
-    with mixed_precision_while_building(call.mixed_precision, call.builder, strategy_plan) as precision_warnings:
+    with mixed_precision_while_building(call.mixed_precision, call.builder, started.plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name
-        placed = place_model(model, call.builder, data, strategy_plan, distribution, move=move_into_scope)
-    the_plan = _final_plan(strategy_plan, call, placed, distribution, environ, facts)  # frozen from here
+        placed = place_model(call.model, call.builder, call.data, started.plan, distribution, move=move_into_scope)
+    the_plan = _final_plan(started.plan, call, placed, distribution, environ, started.facts)  # frozen from here
     data = (
-        data
-        if not the_plan.type.distributes or the_plan.type.asynchronous
-        else build_from_generator(placed.trained, data, distribution, the_plan)
+        build_from_generator(placed.trained, call.data, distribution, the_plan)
+        if the_plan.type.distributes and not the_plan.type.asynchronous
+        else call.data
     )
     steps_as_one_device(placed.trained, the_plan)
     split = last_batch(data, the_plan, call.fit_kwargs)
@@ -96,12 +153,16 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
         get_logger().info(_WEIGHTED.format(split=_said_split(split)))
     own_train_step = overrides(placed.trained, "train_step")
     notes = input_notes(
-        data, the_plan, call.fit_kwargs, kept=kept, split=split, weighted=weighted, own_train_step=own_train_step
+        data,
+        the_plan,
+        call.fit_kwargs,
+        kept=started.kept,
+        split=split,
+        weighted=weighted,
+        own_train_step=own_train_step,
     )
-    warn_all(list(the_plan.warnings) + precision_warnings + notes)
-    with _copy_back_on_interrupt(model, placed):
-        history = _train(dataclasses.replace(call, data=data), the_plan, distribution, placed)
-    return _finish(history, model, placed, the_plan)
+    said = tuple(the_plan.warnings) + tuple(precision_warnings) + tuple(notes)
+    return Built(the_plan, distribution, placed, dataclasses.replace(call, data=data), said)
 
 
 _WEIGHTED = (
@@ -239,27 +300,36 @@ def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingIn
     return ready
 
 
-def _train(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
-    """The History of ``fit`` in the scope, with the chief's duties, the plan's compile
-    settings (``steps_per_execution`` given back after, whatever happens) and, with a backup
-    folder, preemption saves and a resume at the saved step (:mod:`autodist.resume.preemption`)."""
+def _train(built: Built) -> Any:
+    """The History: the plan's type picks the loop, the seam where parameter servers join
+    (:func:`_train_asynchronously`); every other strategy trains in sync (:func:`_train_in_sync`)."""
+    trainer = _train_asynchronously if built.plan.type.asynchronous else _train_in_sync
+    return trainer(built.call, built.plan, built.distribution, built.placed)
+
+
+def _train_asynchronously(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
+    """Parameter-server training (:mod:`autodist.tensorflow.parameter_server`): the chief's loop,
+    with the final callbacks, no batch-level hooks (the workers step asynchronously)."""
+    callbacks = final_callbacks(
+        keras_module(the_plan.keras_flavor),
+        call.fit_kwargs.get("callbacks"),
+        per_batch=False,
+        ray_report=call.ray_report,
+        ray_checkpoint=call.ray_checkpoint,
+    )
+    kwargs = {**call.fit_kwargs, "callbacks": callbacks}
+    return parameter_server.train(placed.trained, distribution, call.data, the_plan, call.epochs, kwargs)
+
+
+def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
+    """``model.fit`` in the scope, with the chief's duties, the plan's compile settings
+    (``steps_per_execution`` given back after, whatever happens) and, with a backup folder,
+    preemption saves and a resume at the saved step (the seam where resume joins:
+    :mod:`autodist.resume.preemption`); a lost peer named (:class:`PeerError`)."""
     import tensorflow as tf
 
     trained = placed.trained
     keras = keras_module(the_plan.keras_flavor)
-    parameter_servers = the_plan.type.asynchronous
-    if parameter_servers:
-        kwargs = {
-            **call.fit_kwargs,
-            "callbacks": final_callbacks(
-                keras,
-                call.fit_kwargs.get("callbacks"),
-                per_batch=False,
-                ray_report=call.ray_report,
-                ray_checkpoint=call.ray_checkpoint,
-            ),
-        }
-        return parameter_server.train(trained, distribution, call.data, the_plan, call.epochs, kwargs)
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.type.collective_workers else None
     given = ready.fit_kwargs.get("callbacks")
@@ -335,12 +405,13 @@ def _order_note(call: FitCall, ready: TrainingInput) -> str:
     return ""
 
 
-def _finish(history: Any, model: Any, placed: Placed, the_plan: Plan) -> Any:
-    if placed.moved:
-        copy_training_state(placed.trained, model)
+def _finish(history: Any, model: Any, built: Built) -> Any:
+    """The History, with the plan; a model moved into the scope copied back into the caller's."""
+    if built.placed.moved:
+        copy_training_state(built.placed.trained, model)
         history.set_model(model)
         model.history = history
-    history.plan = the_plan
+    history.plan = built.plan
     return history
 
 
