@@ -7,6 +7,7 @@ CentralStorageStrategy run for real. Every figure is compared with a plain singl
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.conftest import scenario_result, start_scenario
@@ -196,6 +197,19 @@ def test_train_set_smaller_than_the_batch(cpu2):
     assert case["loss_gap"] <= METRIC_TOLERANCE
     assert case["weight_diff"] <= 1e-6, case
     assert not any("splits 13/12" in w for w in case["warnings"]), case["warnings"]
+
+
+def test_one_sample_as_pandas_on_two_replicas_trains_as_on_one_device(cpu2):
+    """A DataFrame of one sample on 2 replicas: read as the arrays Keras reads, so no replica is
+    left an empty share (a NaN loss where Keras alone runs it), and History and weights are one
+    device's."""
+    case = cpu2["fit_keywords"].get("one_sample_pandas")
+    if case is None:
+        pytest.skip("pandas is not installed in this environment")
+    got, expected = case["loss"]
+    assert case["replicas"] == 2 and all(np.isfinite(got)), case
+    assert max(abs(a - b) for a, b in zip(got, expected, strict=True)) <= METRIC_TOLERANCE, case
+    assert case["weight_diff"] <= 1e-6, case
 
 
 def test_interrupted_fit_keeps_the_training_done(cpu2):

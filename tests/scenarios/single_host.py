@@ -361,6 +361,25 @@ def case_fit_keywords() -> dict:
         "weight_diff": max_diff(small_model.get_weights(), reference_model.get_weights()),
         "warnings": autodist_warnings(caught),
     }
+    try:
+        import pandas as pd
+    except ImportError:  # an environment without pandas: the case is not run
+        return results
+    # One sample as a pandas DataFrame, on 2 replicas: no replica is left an empty share (the
+    # sample repeated in one batch, as for arrays), and the numbers are one device's.
+    frame, labels = pd.DataFrame(X[:1]), pd.DataFrame(Y[:1])
+    one_model = build()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        one = autodist.fit(one_model, frame, labels, batch_size=32, epochs=2, verbose=0)
+    with plain():
+        reference_model = build()
+        expected = reference_model.fit(frame, labels, batch_size=32, epochs=2, verbose=0)
+    results["one_sample_pandas"] = {
+        "loss": [one.history["loss"], expected.history["loss"]],
+        "weight_diff": max_diff(one_model.get_weights(), reference_model.get_weights()),
+        "replicas": one.plan.num_replicas,
+    }
     return results
 
 
