@@ -77,6 +77,18 @@ def test_pandas_is_read_as_keras_reads_it_and_the_callers_object_is_kept():
     assert classify(plain).arrays is plain and not classify(plain).from_pandas  # no copy where nothing is pandas
 
 
+def test_pandas_is_copied_only_where_autodist_reads_the_arrays_itself():
+    """Counting, batching and asking for the batch read the DataFrame as it is (Keras copies it
+    itself where it batches it); the first samples are converted alone."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": np.arange(100.0), "b": np.arange(100.0)})
+    data = classify(frame, pd.Series(np.arange(100)))
+    assert (data.samples(), data.batches_per_epoch(16, {}), data.requested_batch(None, {"steps_per_epoch": 3})) == (100, 7, 34)
+    assert data.numpy_only and data.from_pandas
+    assert "arrays" not in vars(data) and "targets" not in vars(data)  # nothing converted yet
+    assert np.array_equal(data.head(2), frame.to_numpy()[:2]) and "arrays" not in vars(data)
+
+
 arrays_of = st.integers(min_value=1, max_value=300).flatmap(
     lambda n: st.tuples(
         st.just(n),

@@ -265,7 +265,7 @@ def test_inspect_and_plan_on_jax_without_tensorflow(processes, tmp_path):
     assert out.strip().splitlines()[-1] == "LOADED [] False"  # import autodist: neither; inspect: no TensorFlow
     data = json.loads(out[: out.rindex("LOADED")])
     assert data["snapshot"]["keras_backend"] == "jax" and len(data["snapshot"]["jax_devices"]) == 4
-    assert data["plan"]["strategy"] == "data_parallel" and data["plan"]["mesh"]["shape"] == [4]
+    assert data["plan"]["strategy"] == "data_parallel" and data["plan"]["mesh_shape"] == [4]
     report = render_inspect(data)  # the text `python -m autodist inspect` prints
     assert "keras backend: jax" in report and "JAX devices of this process: 4" in report and "mesh: batch 4" in report
     for device in data["snapshot"]["jax_devices"]:

@@ -64,7 +64,7 @@ __all__ = [
 KERAS_DEFAULT_BATCH = 32
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Input:
     """The training input of one ``fit`` call, classified: ``raw`` is ``x`` as the caller gave it
     (what ``model.fit`` reads), ``y`` its targets as given. Each kind answers for itself; the
@@ -131,38 +131,44 @@ class NoInput(Input):
         return None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Arrays(Input):
     """Numpy arrays, tensors or pandas objects, also in a dict, list or tuple. ``arrays`` is
     ``raw`` with pandas as numpy (``raw`` itself where it holds no pandas), ``targets`` the same
-    of ``y``."""
+    of ``y``: converted when first asked for, so an input Keras reads itself (one device, say) is
+    never copied; :meth:`head` converts only the first samples."""
 
-    numpy: Any = None
-    targets: Any = None
-
-    @property
+    @functools.cached_property
     def arrays(self) -> Any:
-        return self.numpy
+        return numpy_view(self.raw)
+
+    @functools.cached_property
+    def targets(self) -> Any:
+        return numpy_view(self.y)
 
     @property
     def from_pandas(self) -> bool:
         """Whether ``raw`` holds pandas objects (``arrays`` is then a converted copy)."""
-        return self.numpy is not self.raw
+        return _holds_pandas(self.raw)
 
     @functools.cached_property
     def numpy_only(self) -> bool:
-        """Whether every array of ``x`` is a numpy array (tensors are left to Keras: a string
-        tensor cannot become a numpy array Keras takes)."""
-        return _numpy_only(self.numpy)
+        """Whether every array of ``x`` is a numpy array or pandas (tensors are left to Keras: a
+        string tensor cannot become a numpy array Keras takes)."""
+        return _numpy_only(self.raw)
+
+    def head(self, count: int) -> Any:
+        """The first ``count`` samples of ``x`` (fewer where it has fewer), pandas as numpy."""
+        return _head(self.raw, count)
 
     def samples(self) -> int:
         """The samples, as Keras counts them: the length of the first array."""
-        return num_samples(self.numpy)
+        return num_samples(self.raw)
 
     def training_samples(self, fit_kwargs: Mapping[str, Any]) -> int:
         """Samples ``fit`` trains on: all, less Keras's ``validation_split`` (unless
         ``validation_data`` is given, which wins)."""
-        return training_samples(self.numpy, fit_kwargs)
+        return training_samples(self.raw, fit_kwargs)
 
     def epoch_samples(self, fit_kwargs: Mapping[str, Any]) -> int | None:
         try:
@@ -189,12 +195,13 @@ class Arrays(Input):
         return math.ceil(samples / int(fit_kwargs["steps_per_epoch"])) if samples else None
 
     def first_inputs(self) -> Any:
-        import tensorflow as tf
+        try:
+            return self.head(1)
+        except (TypeError, ValueError):  # a tensor that cannot be sliced (a SparseTensor): not peeked
+            return None
 
-        return tf.nest.map_structure(lambda part: part[:1], self.numpy)
 
-
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Dataset(Input):
     """A ``tf.data.Dataset`` (not a distributed one)."""
 
@@ -229,7 +236,7 @@ class _BatchesItself(Input):
         return None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class IndexedBatches(_BatchesItself):
     """A Keras ``PyDataset`` or ``Sequence``: ready-made batches read by index (``x[i]``)."""
 
@@ -286,9 +293,8 @@ def classify(x: Any, y: Any = None) -> Input:
         return IndexedBatches(x, y)
     if any(cls.__name__ == "DatasetCreator" for cls in type(x).__mro__):
         return DatasetCreator(x, y)
-    numpy = numpy_view(x)
-    if _array_like(numpy):
-        return Arrays(x, y, numpy=numpy, targets=numpy_view(y))
+    if _array_like(x):
+        return Arrays(x, y)
     return Other(x, y)
 
 
@@ -305,9 +311,19 @@ def numpy_view(data: Any) -> Any:
     if isinstance(data, dict):
         values = {key: numpy_view(part) for key, part in data.items()}
         return data if all(values[key] is data[key] for key in data) else values
-    if type(data).__module__.startswith("pandas") and callable(getattr(data, "to_numpy", None)):
-        return data.to_numpy()
-    return data
+    return data.to_numpy() if _pandas(data) else data
+
+
+def _pandas(x: Any) -> bool:
+    return type(x).__module__.startswith("pandas") and callable(getattr(x, "to_numpy", None))
+
+
+def _holds_pandas(x: Any) -> bool:
+    if isinstance(x, Mapping):
+        return any(_holds_pandas(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return any(_holds_pandas(v) for v in x)
+    return _pandas(x)
 
 
 def _array_like(x: Any) -> bool:
@@ -315,7 +331,15 @@ def _array_like(x: Any) -> bool:
         return all(_array_like(v) for v in x.values())
     if isinstance(x, (list, tuple)):
         return all(_array_like(v) for v in x)
-    return hasattr(x, "shape") and hasattr(x, "dtype")
+    return _pandas(x) or (hasattr(x, "shape") and hasattr(x, "dtype"))
+
+
+def _head(x: Any, count: int) -> Any:
+    if isinstance(x, Mapping):
+        return {key: _head(value, count) for key, value in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_head(value, count) for value in x)
+    return x.iloc[:count].to_numpy() if _pandas(x) else x[:count]
 
 
 def _numpy_only(x: Any) -> bool:
@@ -327,12 +351,12 @@ def _numpy_only(x: Any) -> bool:
         return bool(x) and all(_numpy_only(value) for value in x)
     import numpy as np
 
-    return isinstance(x, np.ndarray)
+    return isinstance(x, np.ndarray) or _pandas(x)
 
 
 def numpy_only(x: Any) -> bool:
     """Whether ``x`` (a sample weight, say) is ``None`` or numpy arrays only, pandas read as numpy."""
-    return _numpy_only(numpy_view(x))
+    return _numpy_only(x)
 
 
 def num_samples(x: Any) -> int:
@@ -344,7 +368,7 @@ def num_samples(x: Any) -> int:
         >>> num_samples({"b": np.ones((3, 2)), "a": [np.ones(3), np.ones(3)]})
         3
     """
-    first = numpy_view(x)
+    first = x
     while isinstance(first, (collections.abc.Mapping, list, tuple)) and len(first) > 0:
         first = first[sorted(first)[0]] if isinstance(first, collections.abc.Mapping) else first[0]
     return int(len(first))

@@ -190,8 +190,7 @@ def _fewer_samples_than_replicas(data: Arrays, the_plan: Plan, fit_kwargs: Mappi
         the_plan.num_replicas,
         copies,
     )
-    x = repeated(data.arrays)
-    return TrainingInput(Arrays(x, repeated(data.targets), numpy=x, targets=repeated(data.targets)), kwargs)
+    return TrainingInput(Arrays(repeated(data.arrays), repeated(data.targets)), kwargs)
 
 
 def _arrays_as_dataset(

@@ -149,16 +149,20 @@ def build_distribution(the_plan: Plan) -> Any:
 
     devices = kd.list_devices()
     mesh = the_plan.mesh
-    assert mesh is not None  # every plan that distributes on JAX has its mesh
-    expected = mesh.devices
+    expected = the_plan.num_replicas * (mesh.model_axis if mesh is not None else 1)
     if len(devices) != expected:
         raise AutodistError(
-            f"The plan's mesh {mesh.shape} needs {expected} JAX devices, and JAX lists "
+            f"The plan's mesh {the_plan.mesh_shape} needs {expected} JAX devices, and JAX lists "
             f"{len(devices)} ({', '.join(devices[:8])}). Expected the devices the plan was made "
             "for. Plan on this machine (autodist.fit, or autodist.plan() without a snapshot)."
         )
     if isinstance(the_plan.type, DataParallel):
         return kd.DataParallel(devices=devices, auto_shard_dataset=False)
+    if mesh is None:
+        raise AutodistError(
+            f"The plan is {the_plan.strategy.value} with no device mesh. Expected a model_parallel plan with its mesh "
+            "(its shape, axis names and layout map). Plan it with autodist.plan(), or give Plan(mesh=Mesh(...))."
+        )
     device_mesh = kd.DeviceMesh(shape=mesh.shape, axis_names=list(mesh.axes), devices=devices)
     layout_map = kd.LayoutMap(device_mesh)
     for path, spec in mesh.layout_map:

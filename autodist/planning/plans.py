@@ -181,7 +181,9 @@ class Plan:
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
             "keras_backend": self.keras_backend,
-            "mesh": self.mesh.to_dict() if self.mesh is not None else None,
+            "mesh_shape": list(self.mesh_shape),
+            "mesh_axes": list(self.mesh_axes),
+            "layout_map": [[path, list(spec)] for path, spec in self.layout_map],
         }
 
     @classmethod
@@ -241,18 +243,16 @@ class Plan:
 
 
 def _mesh_from(data: Mapping[str, Any]) -> Mesh | None:
-    """The mesh of a plan's JSON form; also from a plan written before the mesh was its own
-    (``mesh_shape``, ``mesh_axes`` and ``layout_map`` side by side).
+    """The mesh of a plan's JSON form, whose keys are those plans always had (``mesh_shape``,
+    ``mesh_axes`` and ``layout_map`` side by side), so other readers of the JSON read it as before.
 
     Example:
         >>> _mesh_from({"mesh_shape": [2], "mesh_axes": ["batch"]}) == Mesh((2,), ("batch",))
         True
     """
-    if data.get("mesh"):
-        return Mesh.from_dict(data["mesh"])
-    if data.get("mesh_shape"):
-        return Mesh.from_dict({"shape": data["mesh_shape"], "axes": data.get("mesh_axes") or (), **data})
-    return None
+    if not data.get("mesh_shape"):
+        return None
+    return Mesh.from_dict({"shape": data["mesh_shape"], "axes": data.get("mesh_axes") or (), **data})
 
 
 def format_gib(num_bytes: int | None, unknown: str = "unknown") -> str:

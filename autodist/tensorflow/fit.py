@@ -48,6 +48,7 @@ from autodist.tensorflow.current_strategy import complete as complete_activation
 from autodist.core.fit_call import FitCall
 from autodist.core.batching import own_shard, shared_shuffle_seed
 from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
+from autodist.tensorflow.batch_probe import SAMPLES as PROBED
 from autodist.tensorflow.batch_probe import batch_mixing_check
 from autodist.tensorflow.comm_check import check_communication
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
@@ -351,7 +352,10 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
             ray_checkpoint=call.ray_checkpoint,
             ray_saves=saves,
         )
-        probe = batch_mixing_check(keras, call.data.arrays, the_plan.num_replicas, the_plan.per_replica_batch_size)
+        data = call.data  # its first samples probed: arrays autodist reads as Keras does (pandas: left alone)
+        probed = isinstance(data, Arrays) and not data.from_pandas and the_plan.num_replicas > 1
+        sample = data.head(PROBED) if isinstance(data, Arrays) and probed else None
+        probe = batch_mixing_check(keras, sample, the_plan.num_replicas, the_plan.per_replica_batch_size)
         callbacks += [probe] if probe is not None else []
         with distribution.scope():
             if guard is None:
