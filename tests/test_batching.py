@@ -250,7 +250,7 @@ def test_a_batched_dataset_with_another_batch_size_is_rebatched_and_says_what_mo
 
     data = tf.data.Dataset.from_tensor_slices((np.zeros((128, 3), "float32"), np.zeros((128, 1), "float32"))).batch(32)
     ready = prepare_input(classify(data), plan(make_snapshot(), batch_size=64), {}, batch_given=True)
-    assert [int(x.shape[0]) for x, _ in ready.x] == [64, 64]
+    assert [int(x.shape[0]) for x, _ in ready.data.raw] == [64, 64]
     assert len(ready.warnings) == 1 and "batched by 32, and batch_size=64" in ready.warnings[0]
     assert "model.fit ignores batch_size" in ready.warnings[0] and "pass no batch_size" in ready.warnings[0]
     assert not prepare_input(classify(data), plan(make_snapshot(), batch_size=32), {}, batch_given=True).warnings

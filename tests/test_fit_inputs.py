@@ -184,7 +184,7 @@ def test_multi_worker_input_is_one_endless_pass_per_epoch():
     data = np.arange(100, dtype=np.float32).reshape(50, 2)
     fit_kwargs = {"shuffle": False}
     ready = prepare_input(classify(data, data[:, :1]), the_plan, fit_kwargs)
-    x = ready.x
+    x = ready.data.raw
     assert ready.fit_kwargs["steps_per_epoch"] == 4  # 50 samples in global batches of 16
     assert int(x.cardinality()) == int(tf.data.INFINITE_CARDINALITY)
     firsts = [float(batch[0][0, 0]) for batch in x.take(8)]
@@ -193,7 +193,7 @@ def test_multi_worker_input_is_one_endless_pass_per_epoch():
     dataset = tf.data.Dataset.from_tensor_slices((data, data[:, :1])).batch(16)
     given = {"steps_per_epoch": 2}
     ready = prepare_input(classify(dataset), the_plan, given)
-    assert dict(ready.fit_kwargs) == {"steps_per_epoch": 2} and int(ready.x.cardinality()) == 4  # the caller's steps: left alone
+    assert dict(ready.fit_kwargs) == {"steps_per_epoch": 2} and int(ready.data.raw.cardinality()) == 4  # the caller's steps: left alone
 
 
 def test_steps_per_execution_is_given_back_even_when_fit_fails():

@@ -206,11 +206,7 @@ class Dataset(Input):
     """A ``tf.data.Dataset`` (not a distributed one)."""
 
     def own_batch(self) -> int | None:
-        return self._batch
-
-    @functools.cached_property
-    def _batch(self) -> int | None:
-        return dataset_batch_size(self.raw)
+        return dataset_batch_size(self.raw)  # read from the pipeline's graph: nothing is iterated
 
     def length_unknown(self) -> bool:
         return int(self.raw.cardinality()) == -2  # tf.data.UNKNOWN_CARDINALITY

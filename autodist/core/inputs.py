@@ -89,14 +89,6 @@ class TrainingInput(NamedTuple):
     fit_kwargs: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
 
-    @property
-    def x(self) -> Any:
-        return self.data.raw
-
-    @property
-    def y(self) -> Any:
-        return self.data.y
-
 
 def _updated(fit_kwargs: Mapping[str, Any], *, without: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
     """A new dict of ``fit_kwargs`` without ``without``, with ``changes``; the argument is left alone."""

@@ -382,7 +382,7 @@ def fit_resuming(
         ordered = order_seed is not None and ordered_by_autodist(ready.data, kwargs)
         state.order_seed = int(order_seed()) if ordered else None
         if not ordered:
-            return model.fit(ready.x, ready.y, epochs=epochs, callbacks=callbacks, **kwargs)
+            return model.fit(ready.data.raw, ready.data.y, epochs=epochs, callbacks=callbacks, **kwargs)
         warn_all([ORDERED_NOTE])
         plan = phases(
             ready.data,

@@ -360,7 +360,7 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
         with distribution.scope():
             if guard is None:
                 history = trained.fit(
-                    ready.x, ready.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks}
+                    ready.data.raw, ready.data.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks}
                 )
             else:
                 seed = lambda: shared_shuffle_seed(distribution if cluster is not None else None)  # noqa: E731
