@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from autodist.detection.ray_train import is_data_iterator
+from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.process import draws_kept
 from autodist.upstream.tf_data import (
     dataset_batch_size,
@@ -59,9 +60,6 @@ __all__ = [
     "numpy_view",
     "num_samples",
 ]
-
-#: The batch ``model.fit`` takes when it is given none.
-KERAS_DEFAULT_BATCH = 32
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -178,7 +176,7 @@ class Arrays(Input):
 
     def batches_per_epoch(self, batch: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
         samples = self.epoch_samples(fit_kwargs)
-        return None if samples is None else math.ceil(samples / (batch or KERAS_DEFAULT_BATCH))
+        return None if samples is None else math.ceil(samples / (batch or KERAS_DEFAULT_BATCH_SIZE))
 
     def requested_batch(self, batch_size: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
         """``batch_size``; else, with ``steps_per_epoch``, the batch Keras itself would take

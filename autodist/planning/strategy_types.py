@@ -111,8 +111,8 @@ class Mesh:
 
     Example:
         >>> mesh = Mesh((2, 2), ("batch", "model"), (("net/d/kernel", (None, "model")),))
-        >>> mesh.describe(), mesh.model_axis, Mesh.from_dict(mesh.to_dict()) == mesh
-        ('batch 2 x model 2', 2, True)
+        >>> mesh.describe(), mesh.model_axis
+        ('batch 2 x model 2', 2)
     """
 
     shape: tuple[int, ...]
@@ -124,20 +124,8 @@ class Mesh:
         """The devices each replica's weights are split over (1: none)."""
         return self.shape[1] if len(self.shape) > 1 else 1
 
-    @property
-    def devices(self) -> int:
-        """The devices the mesh spans."""
-        return self.shape[0] * self.model_axis
-
     def describe(self) -> str:
         return " x ".join(f"{name} {size}" for name, size in zip(self.axes, self.shape))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "shape": list(self.shape),
-            "axes": list(self.axes),
-            "layout_map": [[path, list(spec)] for path, spec in self.layout_map],
-        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Mesh:
