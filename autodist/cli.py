@@ -35,7 +35,7 @@ from autodist.planning.plans import Plan, format_gib
 from autodist.settings import check_settings
 from autodist.process import replaced
 from autodist.upstream.surface import status as upstream_status
-from autodist.upstream.versions import check_versions, installed
+from autodist.upstream.versions import check_versions, installed, is_prerelease, version_tuple
 
 __all__ = ["main"]
 
@@ -130,23 +130,49 @@ def inspect_command(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _versions() -> dict[str, Any]:
-    """The installed TensorFlow, Keras and tf_keras, and what autodist says of them."""
+    """The installed TensorFlow, Keras and tf_keras, and what autodist says of them; for a pair
+    newer than the support matrix's, what each Keras workaround does on it and the test that
+    decides it (the touches' tests are in ``upstream``'s rows)."""
     found = installed()
     try:
         notes, error = check_versions(found), None
     except AutodistError as err:
         notes, error = [], str(err)
-    return {"installed": found, "notes": notes, "error": error}
+    untested = None
+    if notes and found.get("keras"):
+        from autodist.upstream.keras_workarounds import WORKAROUNDS
+
+        untested = [
+            {
+                "workaround": w.name,
+                # on a Keras newer than it was tested on, it stays only where harmless once fixed
+                "applied": w.affects(found["keras"])
+                and (bool(w.if_fixed) or version_tuple(found["keras"])[:2] <= version_tuple(w.last_tested)[:2]),
+                "releases": w.releases(),
+                "still_needed": w.still_needed,
+            }
+            for w in WORKAROUNDS.values()
+        ]
+    return {"installed": found, "notes": notes, "error": error, "workarounds": untested}
 
 
 def _versions_text(data: dict[str, Any] | None) -> list[str]:
     if not data:
         return []
     named = ", ".join(f"{name} {version}" for name, version in data["installed"].items() if version) or "none installed"
+    measured_prerelease = any(is_prerelease(version) for version in data["installed"].values())
     verdict = (
         "unsupported"
         if data["error"]
-        else ("newer than tested" if data["notes"] else "supported (docs/support-matrix.md)")
+        else (
+            "newer than tested"
+            if data["notes"]
+            else (
+                "pre-releases the support matrix measured (its next sessions, docs/support-matrix.md)"
+                if measured_prerelease
+                else "supported (docs/support-matrix.md)"
+            )
+        )
     )
     return [
         f"versions: {named}: {verdict}",
@@ -171,6 +197,23 @@ def _upstream_text(rows: list[dict[str, str]] | None) -> list[str]:
     return lines
 
 
+def _untested_text(versions: dict[str, Any] | None, rows: list[dict[str, str]] | None) -> list[str]:
+    """For a pair newer than the support matrix's: every touch and Keras workaround, its state
+    here, and the still-needed test that decides it (docs/support-matrix.md says how to run them)."""
+    if not versions or not versions.get("notes"):
+        return []
+    lines = [
+        "untested pair: each piece's state here, and the still-needed test that decides it "
+        "(docs/support-matrix.md, 'Your own pair'):"
+    ]
+    for row in rows or []:
+        lines.append(f"  touch {row['touch']}: {row['state']}; {row['still_needed']}")
+    for w in versions.get("workarounds") or []:
+        state = "applied where a plan needs it" if w["applied"] else "not applied"
+        lines.append(f"  workaround {w['workaround']} (Keras {w['releases']}): {state}; {w['still_needed']}")
+    return lines
+
+
 def render_inspect(data: dict[str, Any]) -> str:
     """``inspect``'s data as the text report that bug reports quote."""
     snap = HardwareSnapshot.from_dict(data["snapshot"])
@@ -179,6 +222,7 @@ def render_inspect(data: dict[str, Any]) -> str:
     lines += _versions_text(data.get("versions"))
     if "upstream" in data:
         lines += _upstream_text(data["upstream"])
+    lines += _untested_text(data.get("versions"), data.get("upstream"))
     worker = data.get("ray_train")
     if worker:  # asked of this process's Ray context: inspect called inside train_loop_per_worker
         lines.append(

@@ -281,19 +281,19 @@ def test_the_page_shows_the_input_kinds_as_measured(all_cells):
 
 
 def test_an_untested_newer_keras_keeps_the_workarounds_and_says_so():
-    """Keras faked as 3.16.0: CentralStorage History and weights still equal model.fit's (the
+    """Keras faked as 3.17.0: CentralStorage History and weights still equal model.fit's (the
     metric workaround stays on), and one warning names the version."""
     result = run_scenario(
         "differential.py",
         timeout=600,
         AUTODIST_CPU_DEVICES="2",
         AUTODIST_STRATEGY="central_storage",
-        DIFFERENTIAL_FAKE_KERAS="3.16.0",
+        DIFFERENTIAL_FAKE_KERAS="3.17.0",
         DIFFERENTIAL_KINDS="numpy arrays|validation_data tuple",
     )
     assert result["strategy"] == "CentralStorageStrategy"
     for kind in ("numpy arrays", "validation_data tuple"):
         assert judge(result[kind]) in ("equal", "equal + warning"), (kind, judge(result[kind]))
     every = result["process_warnings"] + [w for kind in ("numpy arrays", "validation_data tuple") for w in result[kind]["autodist"]["warnings"]]
-    named = [w for w in every if "Keras 3.16.0 is newer" in w]
+    named = [w for w in every if "Keras 3.17.0 is newer" in w]
     assert len(named) == 1 and "AUTODIST_KERAS_COMPAT=off" in named[0], every

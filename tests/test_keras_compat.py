@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autodist.planning.keras_compat import WORKAROUNDS, compile_overrides, version_tuple
+from autodist.upstream.versions import NEWEST_TESTED
 from tests.conftest import ROOT, run_scenario
 
 
@@ -60,11 +61,29 @@ def test_every_workaround_has_a_still_needed_test():
 
     from tests.conftest import ROOT
 
-    tests = {name for name in globals() if name.startswith("test_still_needed_")}
-    tree = ast.parse((ROOT / "tests" / "test_multi_worker.py").read_text(encoding="utf-8"))
-    tests |= {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    missing = [name for name in WORKAROUNDS if f"test_still_needed_{name}" not in tests]
+    def defined(test_id: str) -> bool:
+        path, name = test_id.split("::")
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+        return any(isinstance(node, ast.FunctionDef) and node.name == name for node in tree.body)
+
+    missing = [w.still_needed for w in WORKAROUNDS.values() if not defined(w.still_needed)]
     assert not missing, missing
+
+
+def test_the_measured_table_of_releases_matches_every_gate():
+    """docs/keras-workarounds.md's measured table (``python -m tests.keras_releases``): every
+    workaround has a row, every cell is its gate's word for that release, and the releases the
+    issue names (3.3, 3.5, 3.8, 3.15) are among the columns."""
+    from tests.doc_tables import table
+
+    rows = table("keras-workarounds.md", "The releases measured to need each")
+    header = (ROOT / "docs" / "keras-workarounds.md").read_text(encoding="utf-8").split("## The releases measured to need each", 1)[1]
+    columns = re.findall(r"Keras (\S+) \(TF [^)]+\)", next(line for line in header.splitlines() if line.startswith("| workaround")))
+    assert {".".join(v.split(".")[:2]) for v in columns} >= {"3.3", "3.5", "3.8", "3.15"}, columns
+    assert sorted(rows) == sorted(f"`{name}`" for name in WORKAROUNDS), sorted(rows)
+    for name, w in WORKAROUNDS.items():
+        expected = ["needed" if w.affects(version) else "not needed" for version in columns]
+        assert rows[f"`{name}`"] == expected, (name, dict(zip(columns, rows[f"`{name}`"])))
 
 
 def test_still_needed_variable_aggregation(upstream):
@@ -248,6 +267,22 @@ def test_still_needed_optimizer_built_in_step(upstream):
     assert error(patched) == "" and patched["weights_gap"] <= 1e-5 and abs(patched["own_loss_ratio"] - 1) <= 1e-4, patched
 
 
+def test_still_needed_metric_results_as_numbers(upstream):
+    """A metric whose result() returns its own variable (issue 58's sample counter), under a
+    hand-built MirroredStrategy: on Keras 3.3-3.11 History keeps the variable (float() refuses it);
+    with autodist's patch it holds floats, and the count one device gives."""
+    unpatched, patched = upstream["metric_result_unpatched"], upstream["metric_result_patched"]
+    assert "raised" not in unpatched and "raised" not in patched, (unpatched, patched)
+    if affects("metric_results_as_numbers", upstream):
+        assert unpatched["types"] != ["float"], (
+            f"Keras {upstream['keras_version']} logs a metric's own variable as a float under Mirrored now "
+            f"({unpatched}): end 'metric_results_as_numbers' before it"
+        )
+    else:
+        assert unpatched["types"] == ["float"], f"extend 'metric_results_as_numbers' to Keras {upstream['keras_version']}: {unpatched}"
+    assert patched == {"types": ["float"], "counts": [990.0, 990.0]}, patched
+
+
 def test_still_needed_every_replica_fed(upstream, report):
     """Under Mirrored on 2 replicas, Keras hands a replica an empty share of a batch with fewer
     samples than replicas (predict on 1 sample, evaluate on 3 in batches of 2). A layer that fails
@@ -286,7 +321,12 @@ def test_still_needed_batches_copied(upstream, report):
     without, patched = upstream["py_dataset_targets_without_copies"], upstream["py_dataset_targets_patched"]
     assert "raised" not in without and "raised" not in patched, (without, patched)
     tensorflow = ".".join(upstream["tensorflow_version"].split(".")[:2])
-    if tensorflow in COPIES_GENERATOR_BATCHES:
+    if not affects("batches_copied", upstream):  # Keras 3.16: the arrays stay as they were
+        assert without["targets_written"] == 0 and without["history_gap"] <= 1e-5, (
+            f"Keras {upstream['keras_version']} was measured to leave a PyDataset's arrays unchanged, and now writes "
+            f"into them ({without}): extend 'batches_copied' to it"
+        )
+    elif tensorflow in COPIES_GENERATOR_BATCHES:
         assert without["targets_written"] == 0 and without["history_gap"] <= 1e-5, (
             f"TensorFlow {tensorflow} was measured to copy a generator's batches, and now writes into them ({without})"
         )
@@ -366,7 +406,7 @@ def test_still_needed_short_epoch_steps_per_execution(upstream):
 
 
 def test_newer_keras_keeps_every_workaround_and_warns_once_naming_it(fresh_state):
-    """The fail-safe path (the harness's faked-3.16 run shows its numbers): applied, one warning."""
+    """The fail-safe path (the harness's faked-3.17 run shows its numbers): applied, one warning."""
     import warnings
 
     from autodist.errors import AutodistWarning
@@ -376,11 +416,11 @@ def test_newer_keras_keeps_every_workaround_and_warns_once_naming_it(fresh_state
     assert open_ended and fixed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert all(w.is_active("3.16.0", {}) for w in open_ended)
-        assert all(w.is_active("3.16.0", {}) for w in open_ended)
-        assert not any(w.is_active("3.16.0", {}) for w in fixed)  # fixed in a release before: nothing to warn about
+        assert all(w.is_active("3.17.0", {}) for w in open_ended)
+        assert all(w.is_active("3.17.0", {}) for w in open_ended)
+        assert not any(w.is_active("3.17.0", {}) for w in fixed)  # fixed in a release before: nothing to warn about
     named = [str(w.message) for w in caught if issubclass(w.category, AutodistWarning)]
-    assert len(named) == 1 and "Keras 3.16.0 is newer" in named[0] and "up to 3.15.1" in named[0]
+    assert len(named) == 1 and "Keras 3.17.0 is newer" in named[0] and f"up to {NEWEST_TESTED['keras']}" in named[0]
     assert all(w.if_fixed for w in WORKAROUNDS.values()), "each workaround says why it is harmless once fixed"
 
 

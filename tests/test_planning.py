@@ -311,9 +311,9 @@ def test_batchnorm_and_dropout_are_said_once_per_plan_with_the_per_replica_batch
 
 @pytest.mark.parametrize("kind", list(StrategyKind))
 @pytest.mark.parametrize("plan_flavor", ["keras3", "tf_keras"])
-@pytest.mark.parametrize("keras_version", ["3.3.3", "3.6.0", "3.8.0", "3.15.1", "3.16.0"])
+@pytest.mark.parametrize("keras_version", ["3.3.3", "3.6.0", "3.8.0", "3.15.1", "3.17.0"])
 @pytest.mark.parametrize("compat", [None, "off"])
-@pytest.mark.filterwarnings("ignore:Keras 3.16.0 is newer:autodist.errors.AutodistWarning")  # said once a process, tested in test_keras_compat.py
+@pytest.mark.filterwarnings("ignore:Keras 3.17.0 is newer:autodist.errors.AutodistWarning")  # said once a process, tested in test_keras_compat.py
 def test_fit_applies_before_building_every_workaround_the_built_model_then_needs(kind, plan_flavor, keras_version, compat, fresh_state):
     """``fit`` applies the Keras workarounds once, before its model is built; the final plan for
     the built model (either flavor) names none that were not applied. Without a builder, the

@@ -64,8 +64,11 @@ def test_a_table_is_written_between_its_header_and_the_prose_after_it(tmp_path):
 
     page = tmp_path / "docs" / "keras-workarounds.md"
     page.parent.mkdir()
-    (tmp_path / "docs" / "upstream.md").write_text("\n".join(["# touches", "", *surface.table(), "", "after"]), encoding="utf-8")
-    header = pages.PAGES["docs/keras-workarounds.md"]()[:2]
+    from autodist.upstream import roles
+
+    upstream_page = ["# touches", "", *roles.table(), "", *surface.table(), "", "after"]
+    (tmp_path / "docs" / "upstream.md").write_text("\n".join(upstream_page), encoding="utf-8")
+    header = pages.PAGES["docs/keras-workarounds.md"][0]()[:2]
     page.write_text("\n".join(["# workarounds", "", *header, "| `gone` | a row no workaround has |", "", "prose"]), encoding="utf-8")
     assert pages.stale(tmp_path) == ["docs/keras-workarounds.md"]
     assert pages.main(["--root", str(tmp_path)]) == 0 and pages.stale(tmp_path) == []
@@ -198,6 +201,71 @@ def test_an_expected_absence_is_silent(tensorflow_imported, monkeypatch, fresh_s
     assert surface.absence("keras.example").expected
 
 
+# --- Keras's classes found by the part they play (autodist/upstream/roles.py) ---------------------------
+
+
+def test_each_role_is_played_by_what_keras_trains_with_on_this_pair(tensorflow_imported):
+    """On every pair: the TensorFlow trainer is a base of keras.Model and derives from the base
+    trainer, the variable class is the one keras.Variable makes, and its module is the ops core."""
+    import keras
+
+    from autodist.upstream import roles
+
+    trainer, base, variable = roles.find("tf_trainer"), roles.find("base_trainer"), roles.find("tf_variable")
+    assert issubclass(keras.Model, trainer) and issubclass(trainer, base) and trainer is not base
+    assert roles.find("tf_trainer_module").reduce_per_replica.__module__ == trainer.__module__
+    assert isinstance(keras.Variable(1.0), variable)
+    assert roles.find("tf_ops_core").__name__ == variable.__module__
+    assert set(roles.ROLES) == {role for touch in surface.TOUCHES.values() for name in touch.touches
+                                if (role := roles.split(name)[0])} | {"tf_ops_core", "tf_trainer_module"} - {None}
+
+
+def test_a_renamed_trainer_is_found_and_its_touches_stay_on(tensorflow_imported, monkeypatch, fresh_state):
+    """Keras 3.16's rename (TensorFlowTrainer → Trainer, Trainer → BaseTrainer), made here on this
+    pair's classes: the roles follow the classes, and the touches that use them stay on."""
+    from autodist.upstream import roles
+
+    trainer, base = roles.find("tf_trainer"), roles.find("base_trainer")
+    trainer_module, base_module = roles.find("tf_trainer_module"), __import__(base.__module__, fromlist=["_"])
+    monkeypatch.delattr(trainer_module, trainer.__name__)
+    monkeypatch.setattr(trainer_module, "RenamedTrainer", trainer, raising=False)
+    monkeypatch.delattr(base_module, base.__name__)
+    monkeypatch.setattr(base_module, "RenamedBaseTrainer", base, raising=False)
+    assert roles.find("tf_trainer") is trainer and roles.find("base_trainer") is base
+    for name in ("keras.symbolic_build", "keras.trainer_loops", "keras.reduce_per_replica", "keras.model_internals"):
+        assert surface.absence(name) is None or surface.absence(name).expected, (name, surface.absence(name))
+
+
+def test_a_role_nothing_plays_turns_its_touches_off_with_a_warning(tensorflow_imported, monkeypatch, fresh_state):
+    """On main before roles, Keras 3.16's renamed trainer read as 'no symbolic build here' (not
+    needed, silent) and its first-batch bug came back: a role that nothing plays is never an
+    expected absence."""
+    from autodist.upstream import roles
+
+    trainer = roles.find("tf_trainer")
+    monkeypatch.delattr(roles.find("tf_trainer_module"), trainer.__name__)
+    with pytest.raises(roles.RoleMissing, match="trainer class"):
+        roles.find("tf_trainer")
+    missing = surface.absence("keras.symbolic_build")
+    assert missing is not None and not missing.expected, missing
+    with pytest.warns(AutodistWarning, match=r"keras\.trainer_loops is off: TensorFlow [\d.\w-]+ / Keras [\d.\w]+"):
+        assert surface.available("keras.trainer_loops") is False
+
+
+def test_a_changed_signature_turns_its_touch_off(tensorflow_imported, monkeypatch, fresh_state):
+    """A patch calls the original with the parameters it names: a release that changes them turns
+    the touch off, naming the signature found."""
+    from autodist.upstream import roles
+
+    def reduce_per_replica(values, reduction, strategy):  # the order changed
+        return values
+
+    monkeypatch.setattr(roles.find("tf_trainer_module"), "reduce_per_replica", reduce_per_replica)
+    missing = surface.absence("keras.reduce_per_replica")
+    assert missing is not None and not missing.expected
+    assert "reduce_per_replica(values, reduction, strategy), not (values, strategy, reduction)" in missing.what
+
+
 @pytest.fixture(scope="module")
 def probes_off(processes):
     procs = {
@@ -235,6 +303,11 @@ def older_pairs(processes):
         "short_epochs": start_scenario("support_matrix.py", "short_epochs"),
         "import_warning": start_scenario("support_matrix.py", "import_warning", AUTODIST_STRATEGY="mirored"),
         "models": start_scenario("support_matrix.py", "models", AUTODIST_CPU_DEVICES="2"),
+        "uneven_batches": start_scenario("support_matrix.py", "uneven_batches", AUTODIST_CPU_DEVICES="4"),
+        "metric_variable": start_scenario("support_matrix.py", "metric_variable", AUTODIST_CPU_DEVICES="2"),
+        "central_storage": start_scenario(
+            "support_matrix.py", "central_storage", AUTODIST_CPU_DEVICES="2", AUTODIST_STRATEGY="central_storage"
+        ),
     }
     return {case: scenario_result(proc, timeout=240) for case, proc in procs.items()}
 
@@ -249,6 +322,45 @@ def test_replicated_fit_gives_one_devices_numbers_on_this_pair(older_pairs, repo
     report(f"support matrix, TF {result['tensorflow']} + Keras {result['keras']}: mirrored on 2 replicas counts "
            f"{result['counted'][-1]:.0f} of 990 samples; History, weights, evaluate within "
            f"{max(result['history_gap'], result['weights_gap'], result['evaluate_gap']):.1e} of one device")
+
+
+def test_uneven_first_batches_on_4_replicas_give_one_devices_numbers_on_this_pair(older_pairs, report):
+    """Keras 3.16 (keras-nightly 3.16.0.dev2026102704) renamed the trainer autodist patches: on main
+    of 2026-12-06 its touches were off there, and validation data whose first batch splits unevenly
+    over 4 replicas (or evaluate on 30 samples) raised 'AddN must have the same size and shape'."""
+    result = older_pairs["uneven_batches"]
+    assert result["replicas"] == 4, result
+    assert result["history_gap"] <= 1e-5 and result["evaluate_gap"] <= 1e-5, result
+    report(f"support matrix, TF {result['tensorflow']} + Keras {result['keras']}: 4 replicas, uneven first batches: History "
+           f"and evaluate within {max(result['history_gap'], result['evaluate_gap']):.1e} of one device")
+
+
+def test_every_history_value_is_a_number_on_this_pair(older_pairs, report):
+    """Issue 58, on TF 2.17.1 + Keras 3.5.0 on main of 2026-12-06: a metric whose result() returns
+    its own variable left a SyncOnReadVariable in History (a Keras variable over a MirroredVariable
+    on 3.8.0), and float() of it raised TypeError; one device gives floats."""
+    result = older_pairs["metric_variable"]
+    assert result["replicas"] == 2 and result["types"] == ["float"], result
+    assert result["seen"] == [990.0, 990.0], result
+    report(f"support matrix, TF {result['tensorflow']} + Keras {result['keras']}: a metric returning its own variable, "
+           f"2 replicas: History holds {result['types']}, {result['seen'][-1]:.0f} of 990 samples counted")
+
+
+def test_central_storage_reports_one_devices_numbers_on_this_pair(older_pairs, report):
+    """Keras 3.16 nightly on main of 2026-12-06: the variable touches were off (the backend's core
+    moved), and CentralStorage's History read 0.042 from one device's (Keras's own
+    assign(old + delta) on SUM-aggregated variables)."""
+    from autodist.planning.keras_compat import refused_strategy
+
+    result = older_pairs["central_storage"]
+    if refused_strategy("central_storage", "keras3", result["keras"], {}) is not None:  # Keras 3.3-3.6
+        assert "refused" in result and "pip install" in result["refused"], result
+        return
+    assert (result["plan"], result["replicas"]) == ("central_storage", 2), result
+    assert result["counted"] == [990.0, 990.0], result
+    assert result["history_gap"] <= 1e-5 and result["weights_gap"] <= 1e-5 and result["evaluate_gap"] <= 1e-5, result
+    report(f"support matrix, TF {result['tensorflow']} + Keras {result['keras']}: central_storage on 2 replicas: History, "
+           f"weights, evaluate within {max(result['history_gap'], result['weights_gap'], result['evaluate_gap']):.1e} of one device")
 
 
 def test_short_epochs_train_with_autodists_defaults_on_this_pair(older_pairs):
@@ -302,8 +414,8 @@ def test_older_releases_are_refused_with_the_fix():
 
 
 def test_newer_releases_get_a_note_naming_what_is_unverified():
-    notes = check_versions({"tensorflow": "2.22.0", "keras": "3.16.0", "tf_keras": None})
-    assert len(notes) == 2 and "TensorFlow 2.22.0 is newer" in notes[0] and "Keras 3.16.0" in notes[1]
+    notes = check_versions({"tensorflow": "2.23.0", "keras": "3.17.0", "tf_keras": None})
+    assert len(notes) == 2 and "TensorFlow 2.23.0 is newer" in notes[0] and "Keras 3.17.0" in notes[1]
     assert all("inspect" in note and "private code" in note for note in notes)
 
 
@@ -319,7 +431,11 @@ def test_pyproject_declares_the_oldest_releases():
 
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     assert f"tensorflow>={OLDEST['tensorflow'][:-2]}" in dependencies
-    assert f"keras>={OLDEST['keras'][:-2]}" in dependencies
+    # Keras comes with TensorFlow (keras-nightly with a pre-release): a requirement of autodist's own
+    # would put a released Keras over the nightly; an older Keras is refused at run time instead.
+    assert not [d for d in dependencies if re.match(r"keras\b|keras-nightly", d)], dependencies
+    with pytest.raises(UnsupportedVersionError, match=rf"Keras 3\.2\.1 \(the oldest supported is {re.escape(OLDEST['keras'])}\)"):
+        check_versions({"tensorflow": "2.16.2", "keras": "3.2.1"})
 
 
 def test_the_support_matrix_page_has_a_row_per_measured_pair():

@@ -30,6 +30,7 @@ from autodist.detection.jax_devices import jax_local_devices, keras_flavor, trai
 from autodist.detection.snapshot import GpuInfo, HardwareSnapshot, TpuInfo
 from autodist import fields
 from autodist.settings import cpu_devices_setting
+from autodist.upstream.versions import module_version, tensorflow_version
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
 
@@ -43,15 +44,6 @@ def package_version(name: str) -> str | None:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def tensorflow_version() -> str | None:
-    """TensorFlow's version from package metadata (any of its wheels), without importing it."""
-    for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"):
-        version = package_version(dist)
-        if version:
-            return version
-    return None
 
 
 def num_cpus() -> int:
@@ -249,7 +241,7 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
     )
     return HardwareSnapshot(
         tensorflow_version=tensorflow_version(),
-        keras_version=package_version("tf_keras" if flavor == "tf_keras" else "keras"),
+        keras_version=module_version("tf_keras" if flavor == "tf_keras" else "keras"),
         keras_flavor=flavor,
         platform=sys.platform,
         num_cpus=num_cpus(),

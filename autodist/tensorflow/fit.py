@@ -34,7 +34,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
-from autodist.detection.hardware import detect, package_version
+from autodist.detection.hardware import detect
 from autodist.detection.model_info import describe_model, keras_module, overrides
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, warn_all
@@ -70,6 +70,7 @@ from autodist.tensorflow.strategies import describe_strategy, start
 from autodist.tensorflow.tuning import tuned_plan
 from autodist.settings import strategy_setting
 from autodist.upstream.tf_runtime import global_seed
+from autodist.upstream.versions import module_version
 from autodist.planning.strategy_types import Tpu
 
 __all__ = ["fit_on_tensorflow"]
@@ -135,7 +136,7 @@ def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built
     was built from it), the model's own steps and the replicas' shares set, and the notes."""
     distribution = started.distribution
     apply_workarounds(
-        workarounds_before_building(started.plan, call.builder is not None, package_version("keras"), environ)
+        workarounds_before_building(started.plan, call.builder is not None, module_version("keras"), environ)
     )
     with mixed_precision_while_building(call.mixed_precision, call.builder, started.plan) as precision_warnings:
         # move_into_scope is looked up here, so a test or profiler may wrap this module's name

@@ -28,7 +28,7 @@ from typing import Any
 
 from autodist.process import STATE, replace
 from autodist.upstream.surface import available
-from autodist.upstream.workaround import EVERY_RELEASE, Workaround
+from autodist.upstream.workaround import Workaround
 
 __all__ = [
     "patch_batches_copied",
@@ -91,9 +91,11 @@ BATCHES_COPIED = Workaround(
         " PyDataset that returns slices of arrays it keeps has its targets overwritten by the loss's residuals in"
         " the first epoch and trains later epochs on them (History [2.29, 3.68, 2.46] where one device gives"
         " [2.29, 0.002, 0.0]), in the runs whose arrays happen to be so aligned (measured on TensorFlow 2.16.2 and"
-        " 2.21.0; 2.18.1 copies the batch itself). autodist hands TensorFlow a copy of every NumPy array in a batch."
+        " 2.21.0; 2.18.1 copies the batch itself; Keras 3.16, keras-nightly 3.16.0.dev2026102704 with TensorFlow"
+        " 2.22.0rc0, leaves them unchanged, where 3.15.1 with 2.22.0rc0 does not). autodist hands TensorFlow a copy"
+        " of every NumPy array in a batch."
     ),
-    affected=EVERY_RELEASE,
+    affected=(("3.3.0", "3.16.0.dev2026102704"),),
     touches=("keras.python_batches",),
     if_fixed="a PyDataset's arrays stay unchanged after fit under a replicated strategy without the copy",
     install=lambda act: patch_batches_copied(),

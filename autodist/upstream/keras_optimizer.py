@@ -336,9 +336,10 @@ OPTIMIZER_BUILT_IN_STEP = Workaround(
         " MirroredStrategy an optimizer with slots (Adam) then fails at the first step ('You must feed a value"
         " for placeholder tensor') in the gradients' all-reduce, where one device trains (Keras 3.3 and 3.4"
         " reduce no gradient, hence no failure). autodist builds it once for all replicas, in the"
-        " cross-replica context, before its first update."
+        " cross-replica context, before its first update. Keras 3.16 (keras-nightly 3.16.0.dev2026102704,"
+        " measured with TensorFlow 2.22.0rc0; 3.15.1 still fails there) trains it as one device."
     ),
-    affected=((GRADIENTS_REDUCED, None),),
+    affected=((GRADIENTS_REDUCED, "3.16.0.dev2026102704"),),
     touches=("keras.optimizer_build",),
     if_fixed="an optimizer built before its first update updates as one built by it",
     install=lambda act: patch_optimizer_build(),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from autodist.upstream import roles
 from autodist.upstream.keras_models import all_layers
 from autodist.upstream.surface import available
 from autodist.upstream.workaround import EVERY_RELEASE, NO_SYMBOLIC_BUILD, Workaround
@@ -30,7 +31,9 @@ __all__ = [
     "SYMBOLIC_BUILD_READS_INPUT",
     "NO_CALL_SYMBOLIC_BUILD",
     "EVERY_REPLICA_FED",
+    "METRIC_RESULTS_AS_NUMBERS",
     "MULTI_WORKER_SCALAR_REDUCE",
+    "patch_metric_results_as_numbers",
 ]
 
 #: The workarounds applied by replacing parts of Keras 3's TensorFlow trainer.
@@ -45,9 +48,7 @@ SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:3]
 
 
 def _multi_worker(strategy: Any) -> bool:
-    from keras.src.backend.tensorflow import trainer
-
-    return bool(trainer._collective_all_reduce_multi_worker(strategy))
+    return bool(roles.find("tf_trainer_module")._collective_all_reduce_multi_worker(strategy))
 
 
 def _mirrored(strategy: Any) -> bool:
@@ -140,11 +141,11 @@ def _dataset_batch(epoch_iterator: Any) -> Any:
 def _install_symbolic_build() -> None:
     """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``STATE.symbolic_build``."""
     from keras.src import tree
-    from keras.src.backend.tensorflow import trainer
 
     if "symbolic_build" in STATE.originals(__name__):
         return
-    original_build = trainer.TensorFlowTrainer._maybe_symbolic_build
+    trainer = roles.find("tf_trainer")
+    original_build = trainer._maybe_symbolic_build
 
     def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
         if iterator is None or getattr(self, "_distribute_strategy", None) is None:
@@ -175,7 +176,7 @@ def _install_symbolic_build() -> None:
         with strategy.scope():
             self._symbolic_build(data_batch=data_batch)
 
-    replace(trainer.TensorFlowTrainer, "_maybe_symbolic_build", _maybe_symbolic_build)
+    replace(trainer, "_maybe_symbolic_build", _maybe_symbolic_build)
     STATE.originals(__name__)["symbolic_build"] = original_build
 
 
@@ -197,8 +198,8 @@ def patch_trainer(names: Any) -> list[str]:
         applied = []
     if "multi_worker_scalar_reduce" in names and available("keras.reduce_per_replica"):
         from keras.src import tree
-        from keras.src.backend.tensorflow import trainer
 
+        trainer = roles.find("tf_trainer_module")
         if "reduce_per_replica" not in STATE.originals(__name__):
             original_reduce = trainer.reduce_per_replica
 
@@ -222,6 +223,42 @@ def patch_trainer(names: Any) -> list[str]:
             STATE.originals(__name__)["reduce_per_replica"] = original_reduce
         applied.append("multi_worker_scalar_reduce")
     return applied
+
+
+def _as_one_device_logs(value: Any) -> Any:
+    """A metric's result as one device's logs hold it: a scalar as a Python float (under a
+    strategy it may still be the metric's own variable, distributed); anything else as it is."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    import numpy as np
+    from keras import ops
+
+    try:
+        array = np.asarray(ops.convert_to_numpy(value))
+    except Exception:  # not a tensor or a variable: Keras's own value
+        return value
+    return float(array) if array.size == 1 and array.dtype.kind in "biuf" else value
+
+
+def patch_metric_results_as_numbers() -> bool:
+    """A model's ``get_metrics_result`` under a strategy: every scalar a Python float, as one
+    device's are. Idempotent; ``False`` where the touch is off."""
+    if "get_metrics_result" in STATE.originals(__name__):
+        return True
+    if not available("keras.metrics_result"):
+        return False
+    base = roles.find("base_trainer")
+    original = base.get_metrics_result
+
+    def get_metrics_result(self: Any) -> Any:
+        logs = original(self)
+        if getattr(self, "_distribute_strategy", None) is None or not isinstance(logs, dict):
+            return logs
+        return {key: _as_one_device_logs(value) for key, value in logs.items()}
+
+    replace(base, "get_metrics_result", get_metrics_result)
+    STATE.originals(__name__)["get_metrics_result"] = original
+    return True
 
 
 def _samples(x: Any) -> int | None:
@@ -273,9 +310,9 @@ def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
     if not available("keras.trainer_loops"):
         return False
     from keras.src import tree
-    from keras.src.backend.tensorflow import trainer
 
-    original_evaluate, original_predict = trainer.TensorFlowTrainer.evaluate, trainer.TensorFlowTrainer.predict
+    trainer = roles.find("tf_trainer")
+    original_evaluate, original_predict = trainer.evaluate, trainer.predict
 
     def plan(self: Any, x: Any, batch_size: Any, steps: Any) -> tuple[int, int] | None:
         strategy = getattr(self, "_distribute_strategy", None)
@@ -292,7 +329,7 @@ def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
         if prepare is not None:
             prepare(self)
         fed = None if args or "_use_cached_eval_dataset" in kwargs else plan(self, x, batch_size, kwargs.get("steps"))
-        if fed is not None and fed[1] == 1 and type(self).test_step is not trainer.TensorFlowTrainer.test_step:
+        if fed is not None and fed[1] == 1 and type(self).test_step is not trainer.test_step:
             fed = None  # a test_step of the model's own may average its batches' means: keep its batches
         if fed is None:
             return original_evaluate(self, x, y, batch_size, *args, **kwargs)
@@ -310,8 +347,8 @@ def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
         samples = _samples(x)
         return tree.map_structure(lambda value: value[:samples], outputs) if copies > 1 else outputs
 
-    replace(trainer.TensorFlowTrainer, "evaluate", evaluate)
-    replace(trainer.TensorFlowTrainer, "predict", predict)
+    replace(trainer, "evaluate", evaluate)
+    replace(trainer, "predict", predict)
     STATE.originals(__name__)["every_replica_fed"] = (original_evaluate, original_predict)
     return True
 
@@ -406,6 +443,25 @@ EVERY_REPLICA_FED = Workaround(
 )
 
 
+METRIC_RESULTS_AS_NUMBERS = Workaround(
+    name="metric_results_as_numbers",
+    upstream="Keras 3 logs under tf.distribute (keras/src/utils/python_utils.py pythonify_logs; converts tensors "
+    "first from 3.12.0)",
+    summary=(
+        "Keras turns each metric's result into a Python number with float(value) and keeps what float() refuses. "
+        "A metric whose result() returns its own variable (a counter: self.n.assign_add(...); return self.n) is, "
+        "under a replicated strategy, a variable over a MirroredVariable or SyncOnReadVariable, which float() "
+        "refuses: History keeps the variable, and float(history.history['seen'][-1]) raises TypeError, where "
+        "one device gives a float. autodist reads every scalar result as a float, in the cross-replica context "
+        "(a SyncOnReadVariable's sum over the replicas)."
+    ),
+    affected=(("3.3.0", "3.12.0"),),
+    touches=("keras.metrics_result",),
+    if_fixed="a float read from a float is the same float",
+    install=lambda act: patch_metric_results_as_numbers(),
+)
+
+
 MULTI_WORKER_SCALAR_REDUCE = Workaround(
     name="multi_worker_scalar_reduce",
     upstream="tensorflow/tensorflow#72388",
@@ -417,6 +473,7 @@ MULTI_WORKER_SCALAR_REDUCE = Workaround(
     ),
     affected=EVERY_RELEASE,
     touches=("keras.reduce_per_replica",),
+    tested_in="tests/test_multi_worker.py",
     if_fixed="a scalar's mean over workers with axis=None is the mean Keras means to take",
     install=lambda act: "multi_worker_scalar_reduce" in patch_trainer(["multi_worker_scalar_reduce"]),
 )

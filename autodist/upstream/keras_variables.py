@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from autodist.upstream import roles
 from autodist.upstream.surface import available
 from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
 from autodist.process import STATE, replace
@@ -48,10 +49,9 @@ def maps_aggregation() -> bool:
     """Whether this Keras passes a variable's aggregation to ``tf.Variable`` (3.7 and later);
     3.3-3.6 pass none, and every variable is ``NONE`` under a strategy there."""
     try:
-        from keras.src.backend.tensorflow import core
-    except ImportError:
+        return hasattr(roles.find("tf_variable"), "_map_aggregation")
+    except LookupError:
         return False
-    return hasattr(core.Variable, "_map_aggregation")
 
 
 def patch_aggregating_variable_updates() -> bool:
@@ -63,11 +63,11 @@ def patch_aggregating_variable_updates() -> bool:
     if not available("keras.variable_updates"):
         return False
     import tensorflow as tf
-    from keras.src.backend.tensorflow import core
     from tensorflow.python.distribute import ps_values, values
 
-    original_add = core.Variable.assign_add
-    original_sub = core.Variable.assign_sub
+    variable_class = roles.find("tf_variable")
+    original_add = variable_class.assign_add
+    original_sub = variable_class.assign_sub
 
     def _delta(self: Any, value: Any) -> Any:
         value = self._convert_to_tensor(value, dtype=self._dtype)
@@ -94,8 +94,8 @@ def patch_aggregating_variable_updates() -> bool:
             return self._value.assign_sub(_delta(self, value))
         return original_sub(self, value)
 
-    replace(core.Variable, "assign_add", assign_add)
-    replace(core.Variable, "assign_sub", assign_sub)
+    replace(variable_class, "assign_add", assign_add)
+    replace(variable_class, "assign_sub", assign_sub)
     STATE.originals(__name__).update(assign_add=original_add, assign_sub=original_sub)
     return True
 
@@ -142,16 +142,15 @@ def patch_seed_state_aggregation() -> bool:
         return True
     if not maps_aggregation():
         return patch_variable_aggregation()
-    from keras.src.backend.tensorflow import core
-
-    original = core.Variable._map_aggregation
+    variable_class = roles.find("tf_variable")
+    original = variable_class._map_aggregation
 
     def _map_aggregation(self: Any, aggregation: Any) -> Any:
         if self.name == _SEED_STATE and aggregation in ("none", "mean"):
             aggregation = "only_first_replica" if _aggregating_strategy() else "none"
         return original(self, aggregation)
 
-    replace(core.Variable, "_map_aggregation", _map_aggregation)
+    replace(variable_class, "_map_aggregation", _map_aggregation)
     STATE.originals(__name__)["seed_state"] = original
     return True
 
@@ -184,8 +183,8 @@ def patch_variable_aggregation() -> bool:
     if maps_aggregation() or not available("keras.variable_aggregation"):
         return False
     import tensorflow as tf
-    from keras.src.backend.tensorflow import core
 
+    variable_class = roles.find("tf_variable")
     synchronizations = {"auto": tf.VariableSynchronization.AUTO, "on_read": tf.VariableSynchronization.ON_READ}
     aggregations = {
         "none": tf.VariableAggregation.NONE,
@@ -205,17 +204,16 @@ def patch_variable_aggregation() -> bool:
             synchronization=synchronizations[synchronization],
         )
 
-    original = core.Variable._initialize
+    original = variable_class._initialize
 
     def _initialize(self: Any, value: Any) -> None:
         if not tf.distribute.has_strategy() or isinstance(value, tf.Variable):
             return original(self, value)
         return create(self, value)
 
-    replace(core.Variable, "_initialize", _initialize)
-    with_initializer = getattr(
-        core.Variable, "_initialize_with_initializer", None
-    )  # Keras 3.5-3.6 create through it too
+    replace(variable_class, "_initialize", _initialize)
+    # Keras 3.5-3.6 create through it too
+    with_initializer = getattr(variable_class, "_initialize_with_initializer", None)
     if with_initializer is not None:
 
         def _initialize_with_initializer(self: Any, initializer: Any) -> None:
@@ -223,7 +221,7 @@ def patch_variable_aggregation() -> bool:
                 return with_initializer(self, initializer)
             return create(self, lambda: initializer(self._shape, dtype=self._dtype))
 
-        replace(core.Variable, "_initialize_with_initializer", _initialize_with_initializer)
+        replace(variable_class, "_initialize_with_initializer", _initialize_with_initializer)
         STATE.originals(__name__)["initialize_with_initializer"] = with_initializer
     STATE.originals(__name__)["initialize"] = original
     STATE.originals(__name__)["seed_state"] = original  # the seeds' aggregation is part of it here

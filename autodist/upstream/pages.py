@@ -1,7 +1,8 @@
-"""The docs pages' tables, written from the registries: ``docs/upstream.md`` from the upstream
-surface's touches (:func:`autodist.upstream.surface.table`), ``docs/keras-workarounds.md`` from the
+"""The docs pages' tables, written from the registries: ``docs/upstream.md`` from the roles Keras's
+private classes are found by (:func:`autodist.upstream.roles.table`) and the upstream surface's
+touches (:func:`autodist.upstream.surface.table`), ``docs/keras-workarounds.md`` from the
 workarounds (:func:`autodist.upstream.keras_workarounds.table`). A page's prose is its own; only
-the table, from its header row to the first line that is not a row, is written.
+each table, from its header row to the first line that is not a row, is written.
 
 ``python -m autodist.upstream.pages`` rewrites both tables (``--check``: exit 1, naming the page,
 where a table differs from its registry; ``tests/test_upstream.py`` checks it).
@@ -19,14 +20,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from autodist.errors import AutodistError
-from autodist.upstream import keras_workarounds, surface
+from autodist.upstream import keras_workarounds, roles, surface
 
 __all__ = ["PAGES", "main", "replace_table", "stale"]
 
-#: Each page, relative to the repository's root, and what writes its table.
-PAGES: dict[str, Callable[[], list[str]]] = {
-    "docs/upstream.md": surface.table,
-    "docs/keras-workarounds.md": keras_workarounds.table,
+#: Each page, relative to the repository's root, and what writes each of its tables.
+PAGES: dict[str, tuple[Callable[[], list[str]], ...]] = {
+    "docs/upstream.md": (roles.table, surface.table),
+    "docs/keras-workarounds.md": (keras_workarounds.table,),
 }
 
 
@@ -52,11 +53,13 @@ def stale(root: Path, write: bool = False) -> list[str]:
     """The pages under ``root`` whose table differs from its registry (each rewritten, with
     ``write``)."""
     found = []
-    for page, table in PAGES.items():
+    for page, tables in PAGES.items():
         path = root / page
         text = path.read_text(encoding="utf-8")
         lines = text.split("\n")
-        new = replace_table(lines, table())
+        new = lines
+        for table in tables:
+            new = replace_table(new, table())
         if new != lines:
             found.append(page)
             if write:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from autodist.upstream import roles
+
 __all__ = ["Absence", "Probe", "Touch", "describe", "resolve"]
 
 _CONTEXT = "tensorflow.python.eager.context"
@@ -49,7 +51,18 @@ class Touch:
 
 def resolve(dotted: str) -> Any:
     """The object a dotted name names (``package.module.Class.attribute``), importing the longest
-    module prefix. Raises :class:`LookupError` naming the part that is missing."""
+    module prefix, or, for ``<role>.attribute``, the attribute of what plays that role
+    (:mod:`autodist.upstream.roles`: Keras's classes found by the part they play, whatever a
+    release names them). Raises :class:`LookupError` naming the part that is missing."""
+    role, rest = roles.split(dotted)
+    if role is not None:
+        target: Any = roles.find(role)
+        for index, part in enumerate(rest.split(".") if rest else ()):
+            try:
+                target = getattr(target, part)
+            except AttributeError:
+                raise LookupError(f"<{role}>." + ".".join(rest.split(".")[: index + 1])) from None
+        return target
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         module_name = ".".join(parts[:cut])
@@ -66,16 +79,50 @@ def resolve(dotted: str) -> Any:
     raise LookupError(parts[0])
 
 
+def _signature_lacks(name: str) -> str | None:
+    """For ``dotted(a, b, c)``: what the callable ``dotted`` lacks of those leading positional
+    parameters, by name and order (``None``: it has them, or the name states none). A patch
+    that calls the original with those arguments relies on them.
+
+    Example:
+        >>> _signature_lacks("os.path.basename(p)"), _signature_lacks("os.path.basename(path)")
+        (None, 'os.path.basename(p), not (path)')
+    """
+    import inspect
+
+    if not name.endswith(")") or "(" not in name:
+        return None
+    dotted, wanted = name[:-1].split("(", 1)
+    expected = [part.strip() for part in wanted.split(",") if part.strip()]
+    try:
+        parameters = list(inspect.signature(resolve(dotted)).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: nothing can be said
+        return None
+    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if positional[: len(expected)] == expected:
+        return None
+    shown = ", ".join(
+        ("*" if p.kind == p.VAR_POSITIONAL else "**" if p.kind == p.VAR_KEYWORD else "") + p.name for p in parameters
+    )
+    return f"{dotted}({shown}), not ({', '.join(expected)})"
+
+
 def _present(*names: str, when_absent_expected: str | None = None) -> Probe:
-    """A probe that every dotted name resolves. With ``when_absent_expected``, the absence of the
-    first name is expected (the release has no such code and no bug for it)."""
+    """A probe that every dotted name resolves (a name written ``dotted(a, b)`` must also take
+    ``a`` and ``b`` as its first positional parameters). With ``when_absent_expected``, the
+    absence of the first name is expected (the release has no such code and no bug for it)."""
 
     def probe() -> Absence | None:
         for index, name in enumerate(names):
             try:
-                resolve(name)
-            except LookupError as missing:
-                expected = index == 0 and when_absent_expected is not None
+                resolve(name.split("(", 1)[0])
+                lacks = _signature_lacks(name)
+                if lacks is not None:
+                    return Absence(lacks)
+            except LookupError as missing:  # a role nothing plays is never an expected absence
+                expected = (
+                    index == 0 and when_absent_expected is not None and not isinstance(missing, roles.RoleMissing)
+                )
                 return Absence(f"{missing.args[0]}" + (f" ({when_absent_expected})" if expected else ""), expected)
             except Exception as err:  # a module that fails to import: the touch is off
                 return Absence(f"{name} ({type(err).__name__}: {err})")
@@ -96,7 +143,8 @@ def _mentions(dotted: str, *names: str, when_absent_expected: str | None = None)
         try:
             source = inspect.getsource(resolve(dotted))
         except LookupError as missing:
-            return Absence(str(missing.args[0]), expected=when_absent_expected is not None)
+            expected = when_absent_expected is not None and not isinstance(missing, roles.RoleMissing)
+            return Absence(str(missing.args[0]), expected=expected)
         except (OSError, TypeError) as err:  # no source shipped: nothing can be said
             return Absence(f"the source of {dotted} ({type(err).__name__})")
         lacking = [name for name in names if name not in source]
@@ -111,10 +159,11 @@ def _one_of(*alternatives: str) -> Probe:
     def probe() -> Absence | None:
         for name in alternatives:
             try:
-                resolve(name)
-                return None
+                resolve(name.split("(", 1)[0])
             except Exception:
                 continue
+            lacks = _signature_lacks(name)
+            return None if lacks is None else Absence(lacks)
         return Absence(" and ".join(alternatives))
 
     probe.describes = "finds one of " + ", ".join(f"`{name}`" for name in alternatives)  # type: ignore[attr-defined]

@@ -39,18 +39,20 @@ from autodist.upstream.probes import (
     resolve,
 )
 from autodist.process import STATE, once
+from autodist.upstream.versions import named
 
 __all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "resolve", "status"]
 
 
-_K3 = "Keras 3.3.3, 3.4.1, 3.6.0, 3.7.0, 3.8.0, 3.10.0, 3.12.0, 3.15.1 (read in every 3.3-3.15 release)"
-_TF = "TensorFlow 2.16.2, 2.17.1, 2.18.1, 2.19.1, 2.20.0, 2.21.0"
+_K3 = (
+    "Keras 3.3.3, 3.4.1, 3.6.0, 3.7.0, 3.8.0, 3.10.0, 3.12.0, 3.15.1 (read in every 3.3-3.15 release), "
+    "3.16.0.dev2026102704 (keras-nightly; names found by their role there)"
+)
+_TF = "TensorFlow 2.16.2, 2.17.1, 2.18.1, 2.19.1, 2.20.0, 2.21.0, 2.22.0rc0"
 _TEST = "tests/test_upstream.py::"
 _KC = "tests/test_keras_compat.py::"
-_TRAINER = "keras.src.backend.tensorflow.trainer"
 _OPTIMIZERS = "keras.src.optimizers"
 _LOSS_SCALE = "keras.src.optimizers.loss_scale_optimizer"
-_CORE = "keras.src.backend.tensorflow.core"
 _CONTEXT = "tensorflow.python.eager.context"
 _DISTRIBUTE = "tensorflow.python.distribute"
 #: What the activation's wrappers replace (tf_hooks), each probed.
@@ -271,8 +273,8 @@ TOUCHES: dict[str, Touch] = {
             "keras.symbolic_build",
             "keras",
             (
-                f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build",
-                "keras.src.trainers.trainer.Trainer._symbolic_build",
+                "<tf_trainer>._maybe_symbolic_build(self, iterator, data_batch)",
+                "<base_trainer>._symbolic_build(self, iterator, data_batch)",
                 "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
                 "keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch (read where "
                 "present)",
@@ -285,8 +287,8 @@ TOUCHES: dict[str, Touch] = {
             "('unsupported type PerReplica'), and an uneven first batch fails under Mirrored",
             _KC + "test_still_needed_first_batch_symbolic_build",
             _present(
-                f"{_TRAINER}.TensorFlowTrainer._maybe_symbolic_build",
-                "keras.src.trainers.trainer.Trainer._symbolic_build",
+                "<tf_trainer>._maybe_symbolic_build(self, iterator, data_batch)",
+                "<base_trainer>._symbolic_build(self, iterator, data_batch)",
                 "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
                 "keras.src.layers.layer.Layer._flatten_layers",
                 when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug",
@@ -295,21 +297,27 @@ TOUCHES: dict[str, Touch] = {
         Touch(
             "keras.reduce_per_replica",
             "keras",
-            (f"{_TRAINER}.reduce_per_replica", f"{_TRAINER}._collective_all_reduce_multi_worker"),
+            (
+                "<tf_trainer_module>.reduce_per_replica(values, strategy, reduction)",
+                "<tf_trainer_module>._collective_all_reduce_multi_worker(strategy)",
+            ),
             "the workaround multi_worker_scalar_reduce (tensorflow#72388: 'Invalid reduction "
             "dimension 0' on every step's logs under MultiWorkerMirrored)",
             _K3,
             "Keras 3 fit under MultiWorkerMirroredStrategy fails as it does upstream; tf_keras trains",
             "tests/test_multi_worker.py::test_still_needed_multi_worker_scalar_reduce",
-            _present(f"{_TRAINER}.reduce_per_replica", f"{_TRAINER}._collective_all_reduce_multi_worker"),
+            _present(
+                "<tf_trainer_module>.reduce_per_replica(values, strategy, reduction)",
+                "<tf_trainer_module>._collective_all_reduce_multi_worker(strategy)",
+            ),
         ),
         Touch(
             "keras.variable_updates",
             "keras",
             (
-                f"{_CORE}.Variable.assign_add",
-                f"{_CORE}.Variable.assign_sub",
-                f"{_CORE}.Variable._convert_to_tensor",
+                "<tf_variable>.assign_add(self, value)",
+                "<tf_variable>.assign_sub(self, value)",
+                "<tf_variable>._convert_to_tensor(self, value, dtype)",
                 "Variable._value",
                 f"{_DISTRIBUTE}.ps_values.AggregatingVariable",
                 f"{_DISTRIBUTE}.ps_values.CachingVariable",
@@ -321,9 +329,9 @@ TOUCHES: dict[str, Touch] = {
             "CentralStorage reports wrong loss and metrics, as Keras does; parameter-server metrics race",
             _KC + "test_still_needed_aggregating_variable_updates",
             _present(
-                f"{_CORE}.Variable.assign_add",
-                f"{_CORE}.Variable.assign_sub",
-                f"{_CORE}.Variable._convert_to_tensor",
+                "<tf_variable>.assign_add(self, value)",
+                "<tf_variable>.assign_sub(self, value)",
+                "<tf_variable>._convert_to_tensor(self, value, dtype)",
                 f"{_DISTRIBUTE}.ps_values.AggregatingVariable",
                 f"{_DISTRIBUTE}.ps_values.CachingVariable",
                 f"{_DISTRIBUTE}.values.MirroredVariable",
@@ -333,8 +341,8 @@ TOUCHES: dict[str, Touch] = {
             "keras.variable_aggregation",
             "keras",
             (
-                f"{_CORE}.Variable._map_aggregation (Keras 3.7 and later)",
-                f"{_CORE}.Variable._initialize (Keras 3.3-3.6)",
+                "<tf_variable>._map_aggregation(self, aggregation) (Keras 3.7 and later)",
+                "<tf_variable>._initialize(self, value) (Keras 3.3-3.6)",
             ),
             "Keras 3.3-3.6 pass no aggregation to tf.Variable, so every variable is NONE under a "
             "strategy (a metric counts 495 of 990 samples on 2 replicas, CentralStorage metrics fail): "
@@ -344,7 +352,7 @@ TOUCHES: dict[str, Touch] = {
             "on Keras 3.3-3.6 metrics under a replicated strategy count one replica's share, and "
             "random layers fail under CentralStorage",
             _KC + "test_still_needed_variable_aggregation",
-            _one_of(f"{_CORE}.Variable._map_aggregation", f"{_CORE}.Variable._initialize"),
+            _one_of("<tf_variable>._map_aggregation(self, aggregation)", "<tf_variable>._initialize(self, value)"),
         ),
         Touch(
             "keras.seed_generators",
@@ -473,9 +481,9 @@ TOUCHES: dict[str, Touch] = {
             "keras.trainer_loops",
             "keras",
             (
-                f"{_TRAINER}.TensorFlowTrainer.evaluate",
-                f"{_TRAINER}.TensorFlowTrainer.predict",
-                f"{_TRAINER}.TensorFlowTrainer.test_step",
+                "<tf_trainer>.evaluate(self, x, y, batch_size)",
+                "<tf_trainer>.predict(self, x, batch_size)",
+                "<tf_trainer>.test_step",
             ),
             "the workaround every_replica_fed: evaluate and predict re-batch array inputs so that no replica gets an "
             "empty share",
@@ -484,10 +492,22 @@ TOUCHES: dict[str, Touch] = {
             "some models fail on the empty share, or give NaN (by machine and run)",
             _KC + "test_still_needed_every_replica_fed",
             _present(
-                f"{_TRAINER}.TensorFlowTrainer.evaluate",
-                f"{_TRAINER}.TensorFlowTrainer.predict",
-                f"{_TRAINER}.TensorFlowTrainer.test_step",
+                "<tf_trainer>.evaluate(self, x, y, batch_size)",
+                "<tf_trainer>.predict(self, x, batch_size)",
+                "<tf_trainer>.test_step",
             ),
+        ),
+        Touch(
+            "keras.metrics_result",
+            "keras",
+            ("<base_trainer>.get_metrics_result(self)",),
+            "the workaround metric_results_as_numbers: Keras 3.3-3.11 keep a metric's result in the logs as it is "
+            "where float() refuses it, as a distributed variable under a strategy",
+            _K3,
+            "a metric whose result() returns its own variable leaves that variable in History under a replicated "
+            "strategy on Keras 3.3-3.11, as with plain Keras (return self.n.value, or a tensor, from result())",
+            _KC + "test_still_needed_metric_results_as_numbers",
+            _present("<base_trainer>.get_metrics_result(self)"),
         ),
         Touch(
             "keras.python_batches",
@@ -545,11 +565,11 @@ TOUCHES: dict[str, Touch] = {
             "keras",
             (
                 "keras.src.layers.layer.Layer._flatten_layers",
-                "keras.src.trainers.trainer.Trainer._symbolic_build",
-                "Trainer._jit_compile",
-                "Trainer._compile_metrics",
-                "Trainer._compile_loss",
-                "TensorFlowTrainer._distribute_strategy",
+                "<base_trainer>._symbolic_build(self, iterator, data_batch)",
+                "<base_trainer>._jit_compile",
+                "<base_trainer>._compile_metrics",
+                "<base_trainer>._compile_loss",
+                "<tf_trainer>._distribute_strategy",
             ),
             "what a model tells that Keras does not publish: every nested layer (model.layers lists "
             "the top ones), jit_compile as compiled (the public property resolves 'auto'), the "
@@ -561,7 +581,7 @@ TOUCHES: dict[str, Touch] = {
             _TEST + "test_still_needed_model_internals",
             _present(
                 "keras.src.layers.layer.Layer._flatten_layers",
-                "keras.src.trainers.trainer.Trainer._symbolic_build",
+                "<base_trainer>._symbolic_build(self, iterator, data_batch)",
                 "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
             ),
         ),
@@ -619,12 +639,12 @@ TOUCHES: dict[str, Touch] = {
         Touch(
             "keras.jax_variable_layout",
             "jax",
-            ("keras.src.backend.jax.core.JaxVariable._layout",),
+            ("<jax_variable>._layout",),
             "places a model built before the distribution existed on its mesh (sets each variable's layout)",
             "Keras 3.15.1 with JAX 0.10.2",
             "a model built before keras.distribution is refused with the fix (build it in the scope)",
             _TEST + "test_still_needed_jax_variable_layout",
-            _mentions("keras.src.backend.jax.core.JaxVariable", "self._layout"),
+            _mentions("<jax_variable>", "self._layout"),
         ),
     )
 }
@@ -654,31 +674,13 @@ def available(name: str) -> bool:
     if not missing.expected and once(f"touch off: {name}"):
         touch = TOUCHES[name]
         warnings.warn(
-            f"autodist: {touch.name} is off: {_versions()} has no {missing.what}, which autodist "
+            f"autodist: {touch.name} is off: {named()} has no {missing.what}, which autodist "
             f"uses for this: {touch.why}. What changes: {touch.off}. Everything else works as "
             "before; `python -m autodist inspect` lists every piece and its state.",
             AutodistWarning,
             stacklevel=3,
         )
     return False
-
-
-def _versions() -> str:
-    import importlib.metadata
-
-    found = []
-    for label, dists in (
-        ("TensorFlow", ("tensorflow", "tensorflow-cpu")),
-        ("Keras", ("keras",)),
-        ("tf_keras", ("tf-keras",)),
-    ):
-        for dist in dists:
-            try:
-                found.append(f"{label} {importlib.metadata.version(dist)}")
-                break
-            except importlib.metadata.PackageNotFoundError:
-                continue
-    return " / ".join(found) or "this installation"
 
 
 def status() -> list[dict[str, str]]:
@@ -689,7 +691,13 @@ def status() -> list[dict[str, str]]:
         missing = absence(name)
         state = "on" if missing is None else ("not needed" if missing.expected else "off")
         rows.append(
-            {"touch": name, "state": state, "missing": "" if missing is None else missing.what, "off": touch.off}
+            {
+                "touch": name,
+                "state": state,
+                "missing": "" if missing is None else missing.what,
+                "off": touch.off,
+                "still_needed": touch.still_needed,
+            }
         )
     return rows
 

@@ -1,36 +1,55 @@
 """The TensorFlow, Keras and tf_keras releases autodist supports, and what it says about others.
 
-The support matrix (``docs/support-matrix.md``) was measured on the pairs in :data:`MEASURED`.
-Older releases than :data:`OLDEST` are refused with an :class:`UnsupportedVersionError` that
-names the fix; releases newer than :data:`NEWEST_TESTED` get one warning that names what is
-unverified there (every touch of :mod:`autodist.upstream.surface` still checks, at first use,
-that what it needs exists).
+The support matrix (``docs/support-matrix.md``) was measured on the pairs in :data:`MEASURED`,
+the next releases among them (a TensorFlow release candidate, a dated ``keras-nightly``: the
+matrix's "next" sessions, which CI runs). Older releases than :data:`OLDEST` are refused with an
+:class:`UnsupportedVersionError` that names the fix; releases newer than :data:`NEWEST_TESTED`
+get one warning that names what is unverified there (every touch of
+:mod:`autodist.upstream.surface` still checks, at first use, that what it needs exists).
 
-Pure: the versions come in as arguments (:func:`installed` reads them from package metadata,
-without importing anything).
+Pure: the versions come in as arguments (:func:`installed` reads them without importing
+anything: Keras's and tf_keras's from their own code, TensorFlow's from its package metadata).
 
 Example:
     >>> check_versions({"tensorflow": "2.18.1", "keras": "3.8.0"})
     []
-    >>> check_versions({"tensorflow": "2.22.0", "keras": "3.15.1"})[0][:40]
-    'TensorFlow 2.22.0 is newer than the rele'
+    >>> check_versions({"tensorflow": "2.23.0", "keras": "3.15.1"})[0][:40]
+    'TensorFlow 2.23.0 is newer than the rele'
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import re
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 from autodist.errors import UnsupportedVersionError
 
-__all__ = ["MEASURED", "NEWEST_TESTED", "OLDEST", "check_versions", "installed", "version_tuple"]
+__all__ = [
+    "MEASURED",
+    "NEWEST_RELEASED",
+    "NEWEST_TESTED",
+    "is_prerelease",
+    "OLDEST",
+    "check_versions",
+    "installed",
+    "module_version",
+    "named",
+    "tensorflow_version",
+    "version_tuple",
+]
 
 #: The oldest release of each package autodist supports (pyproject.toml says the same).
 OLDEST = {"tensorflow": "2.16.0", "keras": "3.3.0", "tf_keras": "2.16.0"}
-#: The newest release of each that the support matrix ran on.
-NEWEST_TESTED = {"tensorflow": "2.21.0", "keras": "3.15.1", "tf_keras": "2.21.0"}
+#: The newest release of each that the support matrix ran on, pre-releases included (its next
+#: sessions): a release of the same minor version is not newer than tested.
+NEWEST_TESTED = {"tensorflow": "2.22.0rc0", "keras": "3.16.0.dev2026102704", "tf_keras": "2.21.0"}
+#: The newest final release of each that the support matrix ran on.
+NEWEST_RELEASED = {"tensorflow": "2.21.0", "keras": "3.15.1", "tf_keras": "2.21.0"}
 #: The pairs the support matrix ran on (docs/support-matrix.md), oldest first.
 MEASURED = (
     ("2.16.2", "3.3.3", "2.16.0"),
@@ -41,6 +60,8 @@ MEASURED = (
     ("2.19.1", "3.10.0", None),
     ("2.20.0", "3.12.0", None),
     ("2.21.0", "3.15.1", "2.21.0"),
+    ("2.22.0rc0", "3.15.1", None),  # the next releases: a release candidate with the released Keras
+    ("2.22.0rc0", "3.16.0.dev2026102704", None),  # and with a dated keras-nightly
 )
 
 _LABELS = MappingProxyType({"tensorflow": "TensorFlow", "keras": "Keras", "tf_keras": "tf_keras"})
@@ -59,6 +80,16 @@ def version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(
         int(part) for part in re.findall(r"\d+", re.split(r"[a-z+]", version.split("+")[0], maxsplit=1)[0])[:3]
     )
+
+
+def is_prerelease(version: str | None) -> bool:
+    """Whether a version names a pre-release: a release candidate, a nightly or a dev build.
+
+    Example:
+        >>> is_prerelease("2.22.0rc0"), is_prerelease("3.16.0.dev2026102704"), is_prerelease("3.15.1")
+        (True, True, False)
+    """
+    return bool(version) and re.search(r"(a|b|rc|dev)\d*", str(version).split("+")[0]) is not None
 
 
 def check_versions(
@@ -97,20 +128,70 @@ def check_versions(
     return notes
 
 
-def installed() -> dict[str, str | None]:
-    """The installed TensorFlow, Keras and tf_keras versions, from package metadata (nothing is
-    imported); ``None`` for a package that is not installed."""
-    found: dict[str, str | None] = {}
-    for name, dists in (
-        ("tensorflow", ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly")),
-        ("keras", ("keras",)),
-        ("tf_keras", ("tf-keras", "tf_keras")),
-    ):
-        found[name] = None
-        for dist in dists:
+#: Where Keras and tf_keras write their own ``__version__``, under each package's folder, first
+#: found first: a nightly (``keras-nightly``) or a source install has no ``keras`` distribution
+#: metadata, but its code names its version all the same.
+_VERSION_FILES = MappingProxyType(
+    {"keras": ("src/version.py", "__init__.py"), "tf_keras": ("__init__.py", "src/__init__.py")}
+)
+_ASSIGNED = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
+
+
+def module_version(name: str) -> str | None:
+    """``keras.__version__`` (or ``tf_keras``'s), without importing it: the imported module's
+    own where it is imported, else what its version file assigns; ``None`` where it is not
+    installed. Never the distribution's metadata, which a nightly or a source install lacks or
+    names otherwise.
+
+    Example:
+        >>> module_version("no_such_package_here") is None
+        True
+    """
+    version = getattr(sys.modules.get(name), "__version__", None)
+    if isinstance(version, str):
+        return version
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for relative in _VERSION_FILES.get(name, ("__init__.py",)):
             try:
-                found[name] = importlib.metadata.version(dist)
-                break
-            except importlib.metadata.PackageNotFoundError:
+                found = _ASSIGNED.search(Path(folder, relative).read_text(encoding="utf-8"))
+            except OSError:
                 continue
-    return found
+            if found:
+                return found.group(1)
+    return None
+
+
+def tensorflow_version() -> str | None:
+    """TensorFlow's version from package metadata (any of its wheels), without importing it: its
+    ``__version__`` lives in its compiled library."""
+    for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def installed() -> dict[str, str | None]:
+    """The installed TensorFlow, Keras and tf_keras versions (Keras and tf_keras as their code
+    names them: :func:`module_version`), nothing imported; ``None`` for one that is not installed."""
+    return {
+        "tensorflow": tensorflow_version(),
+        "keras": module_version("keras"),
+        "tf_keras": module_version("tf_keras"),
+    }
+
+
+def named(found: Mapping[str, str | None] | None = None) -> str:
+    """The installed releases, as a warning names them: ``"TensorFlow 2.21.0 / Keras 3.15.1"``.
+
+    Example:
+        >>> named({"tensorflow": "2.22.0rc0", "keras": "3.16.0.dev2026102704", "tf_keras": None})
+        'TensorFlow 2.22.0rc0 / Keras 3.16.0.dev2026102704'
+    """
+    found = installed() if found is None else found
+    return " / ".join(f"{_LABELS[name]} {version}" for name, version in found.items() if version) or "this installation"

@@ -11,7 +11,8 @@ patches nothing. The object carries everything about it:
 - the touches of private code it needs (``touches``, each a row of :mod:`autodist.upstream.surface`);
 - ``install``: the patch, applied once per process (``None`` for a compile setting or a default);
   what it replaces goes through :func:`autodist.process.replace`, so the tests' reset undoes it;
-- its still-needed test, ``tests/test_keras_compat.py::test_still_needed_<name>``, by name;
+- its still-needed test, ``tests/test_keras_compat.py::test_still_needed_<name>`` (``tested_in``
+  names another file), :attr:`Workaround.still_needed`;
 - its row of ``docs/keras-workarounds.md`` (:meth:`Workaround.row`), which
   ``python -m autodist.upstream.pages`` writes from the registry.
 
@@ -87,6 +88,8 @@ class Workaround:
     if_fixed: str = ""
     install: Callable[[Act], bool] | None = field(default=None, compare=False, repr=False)
     how: str = "a patch"  # without install: "compile settings" or "a default autodist picks"
+    #: The file of its still-needed test (tests/test_multi_worker.py for a bug a 2-worker job shows).
+    tested_in: str = "tests/test_keras_compat.py"
     #: Every workaround, by name: set once, by the registry that declares them all
     #: (:mod:`autodist.upstream.keras_workarounds`), for the setting's names and the untested warning.
     registry: ClassVar[Mapping[str, Workaround]] = MappingProxyType({})
@@ -108,6 +111,11 @@ class Workaround:
                 major, minor = fixed.split(".")[:2]
                 parts.append(f"{start} to {major}.{int(minor) - 1} (fixed in {fixed})")
         return "; ".join(parts)
+
+    @property
+    def still_needed(self) -> str:
+        """Its still-needed test, as pytest names it: it fails the day Keras fixes the bug."""
+        return f"{self.tested_in}::test_still_needed_{self.name}"
 
     def affects(self, keras_version: str | None) -> bool:
         """Whether this Keras release has the bug, by the measured table (no setting read)."""

@@ -15,7 +15,7 @@ also seeds its own randomness differently, as a script seeded with its task inde
 autodist accepts an input that ``model.fit`` does not take as it is (an unbatched dataset with
 ``batch_size``), the reference arm runs what the user writes for ``model.fit``: the same
 pipeline with ``.batch(16)`` (or ``.padded_batch(16)``) at the end.
-``DIFFERENTIAL_KINDS="a|b"`` runs only the kinds named; ``DIFFERENTIAL_FAKE_KERAS=3.16.0``
+``DIFFERENTIAL_KINDS="a|b"`` runs only the kinds named; ``DIFFERENTIAL_FAKE_KERAS=3.17.0``
 makes autodist see that Keras version (the untested-newer-Keras path). Each arm reports:
 
 - the samples seen in each epoch, counted by the model itself: column 0 of the first input is the
@@ -37,11 +37,11 @@ import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 FAKE_KERAS = os.environ.get("DIFFERENTIAL_FAKE_KERAS")  # a Keras version to pretend is installed
-if FAKE_KERAS:
-    import importlib.metadata
+if FAKE_KERAS:  # autodist reads Keras's version from Keras's code: that reader answers the fake
+    import autodist.upstream.versions as _versions  # loads only the import hook, nothing that reads it yet
 
-    _version = importlib.metadata.version
-    importlib.metadata.version = lambda name: FAKE_KERAS if name == "keras" else _version(name)
+    _version = _versions.module_version
+    _versions.module_version = lambda name: FAKE_KERAS if name == "keras" else _version(name)
 
 with warnings.catch_warnings(record=True) as IMPORT_WARNINGS:  # autodist plans when Keras loads
     warnings.simplefilter("always")

@@ -220,6 +220,34 @@ def mirrored_sample_count() -> float:
     return float(history.history["count"][-1])
 
 
+class Seen(keras.metrics.Metric):
+    """Counts the samples it saw; its result() returns its own variable (issue 58's metric)."""
+
+    def __init__(self, name="seen", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.n = self.add_variable(shape=(), initializer="zeros", name="n", aggregation="sum")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        self.n.assign_add(keras.ops.cast(keras.ops.shape(y_true)[0], "float32"))
+
+    def result(self):
+        return self.n
+
+
+def metric_result_in_history() -> dict:
+    """Under Mirrored model.fit, History's values of a metric whose result() is its own variable:
+    their types (one device gives floats), and the count each holds (990 samples an epoch)."""
+    strategy = tf.distribute.MirroredStrategy(DEVICES)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse", metrics=[Seen()])
+    history = model.fit(np.ones((990, 4), "float32"), np.ones((990, 1), "float32"), batch_size=66, epochs=2, verbose=0)
+    seen = history.history["seen"]
+    with strategy.scope():
+        counts = [float(np.asarray(keras.ops.convert_to_numpy(value))) for value in seen]
+    return {"types": sorted({type(value).__name__ for value in seen}), "counts": counts}
+
+
 def mirrored_gradient_gaps() -> dict:
     """A small MLP, SGD, 2 epochs under Mirrored and on one device from the same weights: how far
     the replicas end apart, and how far the first replica ends from one device."""
@@ -790,6 +818,7 @@ def main() -> None:
         "generator_steps_mirrored": case(generator_steps_trained, tf.distribute.MirroredStrategy(DEVICES)),
         "short_epoch_steps_per_execution": case(short_epoch_steps_per_execution),
         "mirrored_sample_count_unpatched": case(mirrored_sample_count),
+        "metric_result_unpatched": case(metric_result_in_history),
         "batchnorm_unpatched": case(batchnorm_moving_gap),
         "dropout_masks_equal_across_replicas": case(dropout_masks_equal_across_replicas),
         "central_storage_dropout_unpatched": case(central_storage_dropout_error),
@@ -816,6 +845,7 @@ def main() -> None:
     results["central_storage_mean_patched"] = case(central_storage_mean)
     results["mirrored_sum_counter_patched"] = case(mirrored_sum_counter)
     results["mirrored_sample_count_patched"] = case(mirrored_sample_count)
+    results["metric_result_patched"] = case(metric_result_in_history)
     results["dropout_masks_plain_strategy_patched"] = case(dropout_masks_equal_across_replicas)
     results["dropout_masks_patched"] = case(dropout_masks_equal_across_replicas, adopted=True)
     results["dropout_masks_patched_again"] = case(dropout_masks_equal_across_replicas, adopted=True)

@@ -16,7 +16,17 @@ Usage: python support_matrix.py CASE, with CASE one of:
 - ``import_warning``: ``AUTODIST_STRATEGY=mirored`` (set by the parent) and plain ``model.fit``;
 - ``models``: a model with BatchNormalization, one with Dropout and one with a ``train_step`` of
   its own (as Keras's "customizing fit" guide writes it), each under ``autodist.fit`` on 2 replicas
-  against single-device ``model.fit`` from the same weights: the gaps, and the warnings given.
+  against single-device ``model.fit`` from the same weights: the gaps, and the warnings given;
+- ``uneven_batches``: on 4 logical CPUs (``AUTODIST_CPU_DEVICES=4``), a model built by its first
+  batch, with validation data of 50 samples (a first batch that splits 13/13/12/12), then
+  ``evaluate`` on 30 samples, against one device: what Keras 3.16 broke where autodist's trainer
+  patches could not find the renamed trainer ("AddN must have the same size and shape");
+- ``metric_variable``: issue 58's case, ``autodist.fit`` on 2 logical CPUs (``AUTODIST_CPU_DEVICES=2``)
+  with a metric whose ``result()`` returns its own variable, 990 samples in batches of 33: every
+  History value's type, and the samples it counted;
+- ``central_storage``: ``autodist.fit`` under CentralStorage (``AUTODIST_STRATEGY``) on 2 logical
+  CPUs, the sample-counting metric and History against one device (or the named refusal where
+  this Keras cannot train there).
 
 Prints ``RESULT <json>``; the warnings autodist gave are in it.
 """
@@ -149,6 +159,52 @@ def main() -> dict:
                       states={row["touch"]: row["state"] for row in status()})  # fmt: skip
     elif CASE == "models":
         result["models"] = models()
+    elif CASE == "uneven_batches":
+        def lazy():  # built by its first batch: the symbolic build reads it
+            keras.utils.set_random_seed(0)
+            model = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+            model.compile(optimizer="adam", loss="mse")
+            return model
+
+        model = lazy()
+        history = autodist.fit(model, X, Y, batch_size=64, epochs=2, shuffle=False, verbose=0, validation_data=(X[:50], Y[:50]))
+        with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
+            reference = lazy()
+            plain = reference.fit(X, Y, batch_size=64, epochs=2, shuffle=False, verbose=0, validation_data=(X[:50], Y[:50]))
+        result.update(
+            replicas=history.plan.num_replicas,
+            history_gap=max(abs(a - b) for key in plain.history for a, b in zip(history.history[key], plain.history[key], strict=True)),
+            evaluate_gap=abs(model.evaluate(X[:30], Y[:30], verbose=0) - reference.evaluate(X[:30], Y[:30], verbose=0)),
+        )
+    elif CASE == "metric_variable":
+        class Seen(keras.metrics.Metric):
+            def __init__(self, name="seen", **kwargs):
+                super().__init__(name=name, **kwargs)
+                self.n = self.add_variable(shape=(), initializer="zeros", name="n", aggregation="sum")
+
+            def update_state(self, y_true, y_pred, sample_weight=None):
+                self.n.assign_add(keras.ops.cast(keras.ops.shape(y_true)[0], "float32"))
+
+            def result(self):
+                return self.n
+
+        model = build(metrics=False)
+        model.compile(optimizer="adam", loss="mse", metrics=[Seen()])
+        history = autodist.fit(model, X, Y, batch_size=33, epochs=2, verbose=0)
+        result.update(replicas=history.plan.num_replicas,
+                      types=sorted({type(value).__name__ for values in history.history.values() for value in values}),
+                      seen=[value if isinstance(value, float) else None for value in history.history["seen"]])  # fmt: skip
+    elif CASE == "central_storage":
+        model = build()
+        try:
+            history = autodist.fit(model, X, Y, batch_size=66, epochs=2, shuffle=False, verbose=0)
+        except autodist.StrategyUnavailableError as err:
+            result.update(refused=str(err))
+        else:
+            with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
+                reference = build()
+                plain = reference.fit(X, Y, batch_size=66, epochs=2, shuffle=False, verbose=0)
+            result.update(compare(model, reference, history, plain), plan=history.plan.strategy.value, replicas=history.plan.num_replicas)
     elif CASE == "import_warning":
         model = build(metrics=False)
         history = model.fit(X, Y, batch_size=66, epochs=1, verbose=0)
