@@ -46,7 +46,7 @@ PAIRS = {
 CI_PAIRS = ("oldest", "middle", "next-tf", "next")
 #: What a pair's environment gets besides its pins and the test tools: JAX, where the pair is one the
 #: JAX touches (the variable layout, the backends' state) must be probed on.
-EXTRAS = {"next": ("jax",)}
+EXTRAS = {"next": ("jax==0.10.2",)}
 #: The Keras distributions one ``keras`` package can come from: a TensorFlow pre-release requires
 #: keras-nightly, which writes the same ``keras/`` folder as keras. A pair that pins one of them has
 #: the other taken out after its pins are installed, so the Keras it names is the one imported.
@@ -83,8 +83,8 @@ def matrix(session: nox.Session, pair: str) -> None:
     session.install(*pins)
     session.install(".")
     session.install("pytest>=7", "hypothesis", *EXTRAS.get(pair, ()))
-    # One Keras in the keras/ folder, the pinned one: a TensorFlow pre-release requires keras-nightly, which
-    # pip brings back with every install after the pins, so this comes last.
+    # One Keras in the keras/ folder, the pinned one: a TensorFlow pre-release requires keras-nightly, which pip
+    # installs with the pins and again with autodist (TensorFlow's requirement, re-resolved), so this comes last.
     keras_pins = [pin for pin in pins if pin.split("==")[0] in KERAS_DISTRIBUTIONS]
     others = [name for name in KERAS_DISTRIBUTIONS if keras_pins and not keras_pins[0].startswith(f"{name}==")]
     shown = session.run("python", "-m", "pip", "show", *others, silent=True, success_codes=[0, 1]) if others else ""

@@ -17,6 +17,7 @@ import os
 import shlex
 import sys
 import time
+import warnings
 from typing import Any, NoReturn
 
 from autodist.detection.hardware import HardwareSnapshot, detect
@@ -35,7 +36,7 @@ from autodist.planning.plans import Plan, format_gib
 from autodist.settings import check_settings
 from autodist.process import replaced
 from autodist.upstream.surface import status as upstream_status
-from autodist.upstream.versions import check_versions, installed, is_prerelease, version_tuple
+from autodist.upstream.versions import MEASURED, check_versions, installed, is_prerelease
 
 __all__ = ["main"]
 
@@ -142,25 +143,26 @@ def _versions() -> dict[str, Any]:
     if notes and found.get("keras"):
         from autodist.upstream.keras_workarounds import WORKAROUNDS
 
-        untested = [
-            {
-                "workaround": w.name,
-                # on a Keras newer than it was tested on, it stays only where harmless once fixed
-                "applied": w.affects(found["keras"])
-                and (bool(w.if_fixed) or version_tuple(found["keras"])[:2] <= version_tuple(w.last_tested)[:2]),
-                "releases": w.releases(),
-                "still_needed": w.still_needed,
-            }
-            for w in WORKAROUNDS.values()
-        ]
-    return {"installed": found, "notes": notes, "error": error, "workarounds": untested}
+        untested = []
+        for w in WORKAROUNDS.values():
+            with warnings.catch_warnings():  # the untested-release warning: this report says as much
+                warnings.simplefilter("ignore")
+                try:  # the workaround's own decision, AUTODIST_KERAS_COMPAT read
+                    applied: bool | str = w.is_active(found["keras"])
+                except AutodistError as err:
+                    applied = str(err)
+            untested.append(
+                {"workaround": w.name, "applied": applied, "releases": w.releases(), "still_needed": w.still_needed}
+            )
+    measured = any(found.get("tensorflow") == tf and found.get("keras") == keras for tf, keras, _ in MEASURED)
+    return {"installed": found, "notes": notes, "error": error, "workarounds": untested, "measured": measured}
 
 
 def _versions_text(data: dict[str, Any] | None) -> list[str]:
     if not data:
         return []
     named = ", ".join(f"{name} {version}" for name, version in data["installed"].items() if version) or "none installed"
-    measured_prerelease = any(is_prerelease(version) for version in data["installed"].values())
+    measured_prerelease = data.get("measured") and any(is_prerelease(v) for v in data["installed"].values())
     verdict = (
         "unsupported"
         if data["error"]
@@ -209,7 +211,7 @@ def _untested_text(versions: dict[str, Any] | None, rows: list[dict[str, str]] |
     for row in rows or []:
         lines.append(f"  touch {row['touch']}: {row['state']}; {row['still_needed']}")
     for w in versions.get("workarounds") or []:
-        state = "applied where a plan needs it" if w["applied"] else "not applied"
+        state = {True: "applied where a plan needs it", False: "not applied"}.get(w["applied"], w["applied"])
         lines.append(f"  workaround {w['workaround']} (Keras {w['releases']}): {state}; {w['still_needed']}")
     return lines
 

@@ -24,6 +24,7 @@ from autodist.files import folder_problem
 
 __all__ = [
     "ACTIVATE_ENV",
+    "VERBOSE_ENV",
     "BACKUP_DIR_ENV",
     "CPU_DEVICES_ENV",
     "GRACE_ENV",
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 ACTIVATE_ENV = "AUTODIST_ACTIVATE"
+VERBOSE_ENV = "AUTODIST_VERBOSE"
 STRATEGY_ENV = "AUTODIST_STRATEGY"
 PEER_TIMEOUT_ENV = "AUTODIST_PEER_TIMEOUT"
 CPU_DEVICES_ENV = "AUTODIST_CPU_DEVICES"
@@ -80,6 +82,9 @@ _OFF = ("0", "off", "false", "no")
 #: Every setting and what it does; docs/settings.md lists the same names.
 SETTINGS: dict[str, str] = {
     ACTIVATE_ENV: "0 (or off, false, no) turns off making the strategy current when TensorFlow is imported",
+    VERBOSE_ENV: "1 (or on, true, yes) logs the whole plan, its reasons included, at every fit; by default a fit "
+    "logs it in one line, once per process for the same plan (history.plan and python -m autodist inspect have it "
+    "whole)",
     STRATEGY_ENV: 'what strategy="auto" means (a strategy name)',
     PEER_TIMEOUT_ENV: "seconds a worker waits for its peers (default 300)",
     CPU_DEVICES_ENV: "split the CPU into N logical devices (mirrored over them)",
@@ -325,6 +330,20 @@ def activation_enabled(environ: Mapping[str, str]) -> bool:
         f"{ACTIVATE_ENV} must be on or off (Received: {ACTIVATE_ENV}={raw!r}). Expected 1, on, true "
         "or yes (the default: the strategy made current when TensorFlow is imported), or 0, off, "
         "false or no. Set one of these, or unset it."
+    )
+
+
+def verbose_setting(environ: Mapping[str, str]) -> bool:
+    """Whether ``AUTODIST_VERBOSE`` asks for the whole plan at every fit (off by default)."""
+    raw = environ.get(VERBOSE_ENV, "")
+    value = raw.strip().lower()
+    if value in ("", *_OFF):
+        return False
+    if value in ("1", "on", "true", "yes"):
+        return True
+    raise AutodistError(
+        f"{VERBOSE_ENV} must be on or off (Received: {VERBOSE_ENV}={raw!r}). Expected 1, on, true or yes (the whole "
+        "plan at every fit), or 0, off, false or no (the default: one line). Set one of these, or unset it."
     )
 
 

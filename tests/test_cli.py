@@ -87,3 +87,33 @@ def test_plan_with_unreadable_snapshot(tmp_path, capsys):
     bad.write_text("not json")
     assert main(["plan", "--snapshot", str(bad)]) == 2
     assert "inspect --json" in capsys.readouterr().err
+
+
+def test_inspect_names_a_nightly_keras_and_on_an_untested_pair_each_piece_and_its_test(monkeypatch, fresh_state):
+    """Issue 57: a keras-nightly has no ``keras`` distribution metadata; inspect names the version
+    Keras's code gives. On a pair newer than the matrix's, every touch and workaround is listed
+    with its state and the still-needed test that decides it; a measured pre-release is said so."""
+    from autodist import cli
+    from autodist.upstream.keras_workarounds import WORKAROUNDS
+
+    nightly = {"tensorflow": "2.22.0rc0", "keras": "3.16.0.dev2026102704", "tf_keras": None}
+    monkeypatch.setattr(cli, "installed", lambda: dict(nightly))
+    measured = cli._versions()
+    assert measured["notes"] == [] and measured["workarounds"] is None and measured["measured"]
+    text = cli._versions_text(measured)[0]
+    assert "keras 3.16.0.dev2026102704" in text and "pre-releases the support matrix measured" in text, text
+
+    monkeypatch.setenv("AUTODIST_KERAS_COMPAT", "auto,-batches_copied")
+    monkeypatch.setattr(cli, "installed", lambda: {"tensorflow": "2.23.0", "keras": "3.17.0", "tf_keras": None})
+    newer = cli._versions()
+    assert "newer than tested" in cli._versions_text(newer)[0]
+    rows = [{"touch": "keras.trainer_loops", "state": "on", "still_needed": "tests/x.py::test_still_needed_y"}]
+    lines = cli._untested_text(newer, rows)
+    assert lines[1] == "  touch keras.trainer_loops: on; tests/x.py::test_still_needed_y"
+    said = {line.split()[1]: line for line in lines[2:]}
+    assert set(said) == set(WORKAROUNDS)
+    for name, w in WORKAROUNDS.items():
+        assert said[name].endswith(w.still_needed), said[name]
+    assert "not applied" in said["batches_copied"] and "not applied" in said["optimizer_built_in_step"]  # left out; fixed
+    assert "applied where a plan needs it" in said["every_replica_fed"]
+    assert cli._untested_text(measured, rows) == []

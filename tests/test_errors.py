@@ -114,3 +114,21 @@ def test_runtime_started_before_cpu_split(processes):
     assert "TensorFlow ran ops before `import autodist`" in proc.stdout
     assert "move `import autodist` to the top of the script" in proc.stdout
     assert issubclass(RuntimeAlreadyStartedError, AutodistError)
+
+
+def test_a_warning_points_at_the_users_line_not_at_autodist_or_keras():
+    """Issue 59: every warning of a fit pointed at autodist/tensorflow/backend.py:68. Now it points
+    at the first frame outside autodist, Keras and TensorFlow: the user's own line."""
+    import warnings
+
+    from autodist.errors import AutodistWarning
+
+    inner = {"__name__": "autodist.tensorflow.fake"}  # a function of autodist's, called by one of Keras's
+    exec("from autodist.log import warn_all\ndef warn():\n    warn_all(['said'])", inner)
+    outer = {"__name__": "keras.src.fake", "warn": inner["warn"]}
+    exec("def fit():\n    warn()", outer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outer["fit"]()  # the user's line
+        line = __import__("inspect").currentframe().f_lineno - 1
+    assert [(w.category, w.filename, w.lineno) for w in caught] == [(AutodistWarning, __file__, line)]

@@ -39,6 +39,14 @@ def test_random_layers_are_read_by_kind_and_by_their_seed_generators(tensorflow_
     noisy(keras.ops.ones((1, 3)))
     info = describe_model(compiled(noisy))
     assert info.random_layers == (noisy.name,) and info.own_steps == ("test_step",)
+    # issue 59: every RNN cell owns a SeedGenerator, but one with both dropouts 0 draws nothing (nor a noise of 0)
+    sequences = keras.Input((5, 3))
+    x = keras.layers.LSTM(4, return_sequences=True, name="lstm")(sequences)
+    x = keras.layers.GRU(4, return_sequences=True, recurrent_dropout=0.1, name="gru")(x)
+    x = keras.layers.SimpleRNN(2, dropout=0.2, name="rnn")(x)
+    x = keras.layers.GaussianNoise(0.0, name="no_noise")(x)
+    info = describe_model(compiled(keras.Model(sequences, keras.layers.GaussianNoise(0.1, name="noise")(x))))
+    assert [name.split("_cell")[0] for name in info.random_layers] == ["gru", "simple_rnn", "noise"], info.random_layers
 
 
 def test_tensorflow_draws_in_a_users_layer_or_step_are_read_and_warned(tensorflow_imported):

@@ -237,13 +237,26 @@ _RANDOM = (
 _AUGMENTATION = ("RandAugment", "AugMix", "MixUp", "CutMix", "Solarization")
 
 
+#: The parameters that size a layer's draws: a layer whose every one of them is 0 draws nothing
+#: (``Dropout(0.0)``, ``GaussianNoise(0.0)``, an LSTM, GRU or SimpleRNN cell with ``dropout`` and
+#: ``recurrent_dropout`` both 0, which owns a SeedGenerator all the same).
+_DRAW_SIZES = ("rate", "stddev", "dropout", "recurrent_dropout")
+
+
+def _draws_nothing(layer: Any) -> bool:
+    sizes = [getattr(layer, name, None) for name in _DRAW_SIZES]
+    sizes = [size for size in sizes if isinstance(size, (int, float)) and not isinstance(size, bool)]
+    return bool(sizes) and all(size == 0 for size in sizes)
+
+
 def _draws_random_numbers(kind: str, layer: Any) -> bool:
     """A layer (or model) that draws random numbers in training, by its kind or by the
-    ``SeedGenerator`` it owns (a VAE's sampling layer, a GAN's noise); not a Dropout of rate 0."""
+    ``SeedGenerator`` it owns (a VAE's sampling layer, a GAN's noise); not one whose draws are
+    all sized 0 (:data:`_DRAW_SIZES`)."""
     known = (
         kind in _RANDOM or kind in _AUGMENTATION or (kind.startswith("Random") and len(kind) > 6 and kind[6].isupper())
     )
-    return (known or owns_seed_generators(layer)) and getattr(layer, "rate", None) != 0
+    return (known or owns_seed_generators(layer)) and not _draws_nothing(layer)
 
 
 #: A draw named in a method's source: one of TensorFlow's stateful random ops (each replica's op

@@ -20,11 +20,12 @@ from typing import Any, TypeVar
 
 from autodist.entry.backends import backend_for
 from autodist.errors import AutodistError
-from autodist.log import get_logger, warn_all
+from autodist.log import log_plan, warn_all
 from autodist.planning.arguments import check_distributed_arguments, check_init_arguments
 from autodist.planning.global_batch import validate_batch_size
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.process import STATE
+from autodist.settings import verbose_setting
 
 __all__ = ["compute_average_loss", "current_plan", "distributed", "init"]
 
@@ -114,7 +115,7 @@ def distributed(fn: F | None = None, **options: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             backend = backend_for(os.environ)  # on JAX, the distribution is set while the function runs only
             the_plan, distribution = backend.init(os.environ, make_global=False, **options)
-            get_logger().info(the_plan.summary(include_warnings=False))
+            log_plan(the_plan, verbose_setting(os.environ))
             warn_all(the_plan.warnings)
             if "plan" in parameters and "plan" not in kwargs:
                 kwargs["plan"] = the_plan

@@ -71,7 +71,6 @@ def launcher_heartbeat(environ: Mapping[str, str]) -> str | None:
                 f"autodist never touches nor removes it. Unset {HEARTBEAT_FILE_ENV}: `python -m autodist launch` sets "
                 "it for its tasks."
             ],
-            stacklevel=4,
         )
     return None
 

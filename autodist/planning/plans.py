@@ -213,6 +213,19 @@ class Plan:
             }
         )
 
+    def headline(self, prefix: str = "autodist plan") -> str:
+        """The plan in one line, as a ``fit`` logs it by default: the strategy, its replicas, the
+        global batch (:meth:`summary` has the reasons).
+
+        Example:
+            >>> print(Plan(StrategyKind.MIRRORED, 2, global_batch_size=64, per_replica_batch_size=32).headline())
+            autodist plan: mirrored with 2 replica(s), global batch 64 (32 per replica)
+        """
+        line = self.summary(include_warnings=False, prefix=prefix).split("\n", 1)[0]
+        if self.global_batch_size is not None:
+            line += f", global batch {self.global_batch_size} ({self.per_replica_batch_size} per replica)"
+        return line
+
     def summary(self, *, include_warnings: bool = True, prefix: str = "autodist plan") -> str:
         """The one rendering of a plan: for the log, ``inspect``/``plan`` and bug reports
         (warnings too, unless told otherwise)."""

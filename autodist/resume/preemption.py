@@ -194,7 +194,6 @@ class Guard:
                 "with room "
                 "for two saves."
             ],
-            stacklevel=4,
         )
 
     def run_record(self) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 from autodist.detection.hardware import detect
 from autodist.detection.model_info import describe_model, keras_module, overrides
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
-from autodist.log import get_logger, warn_all
+from autodist.log import get_logger, log_plan, warn_all
 from autodist.planning.steps_per_execution import FitFacts
 from autodist.core.detect_and_plan import plan_here
 from autodist.planning.planner import plan_for_built_model, workarounds_before_building
@@ -68,7 +68,7 @@ from autodist.resume.guard import guard_for, ray_owns_backups
 from autodist.resume.resumed_fit import fit_resuming
 from autodist.tensorflow.strategies import describe_strategy, start
 from autodist.tensorflow.tuning import tuned_plan
-from autodist.settings import strategy_setting
+from autodist.settings import strategy_setting, verbose_setting
 from autodist.upstream.tf_runtime import global_seed
 from autodist.upstream.versions import module_version
 from autodist.planning.strategy_types import Tpu
@@ -150,7 +150,7 @@ def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built
     steps_as_one_device(placed.trained, the_plan)
     split = last_batch(data, the_plan, call.fit_kwargs)
     weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.last)
-    get_logger().info(the_plan.summary(include_warnings=False))
+    log_plan(the_plan, verbose_setting(environ))
     if weighted:
         get_logger().info(_WEIGHTED.format(split=_said_split(split)))
     own_train_step = overrides(placed.trained, "train_step")

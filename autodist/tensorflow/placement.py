@@ -274,7 +274,6 @@ def warn_moved(the_plan: Plan, own: str | None = None) -> None:
             f"after fit; callbacks that read your `model` variable during fit see the old state. "
             f"Cause: {cause}."
         ],
-        stacklevel=4,
     )
 
 

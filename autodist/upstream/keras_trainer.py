@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from autodist.upstream import roles
@@ -226,9 +227,17 @@ def patch_trainer(names: Any) -> list[str]:
 
 
 def _as_one_device_logs(value: Any) -> Any:
-    """A metric's result as one device's logs hold it: a scalar as a Python float (under a
-    strategy it may still be the metric's own variable, distributed); anything else as it is."""
+    """A metric's result as one device's logs hold it: a value of one number as a Python float
+    (under a strategy it may still be the metric's own variable, distributed, which float()
+    refuses); anything else as it is, unread."""
     if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    shape = getattr(value, "shape", None)
+    try:
+        size = 1 if shape is None else math.prod(int(dimension) for dimension in shape)
+    except (TypeError, ValueError):  # a dimension not known: not one number
+        return value
+    if size != 1:
         return value
     import numpy as np
     from keras import ops
@@ -237,7 +246,16 @@ def _as_one_device_logs(value: Any) -> Any:
         array = np.asarray(ops.convert_to_numpy(value))
     except Exception:  # not a tensor or a variable: Keras's own value
         return value
-    return float(array) if array.size == 1 and array.dtype.kind in "biuf" else value
+    return float(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind in "biuf" else value
+
+
+def _read_whole() -> bool:
+    """Whether a variable read here is its whole value: eagerly, outside any replica's step (where
+    a SyncOnReadVariable reads the sum over the replicas; inside a step, or a traced function, it
+    reads one replica's share, and Keras's step converts nothing)."""
+    import tensorflow as tf
+
+    return tf.executing_eagerly() and tf.distribute.in_cross_replica_context()
 
 
 def patch_metric_results_as_numbers() -> bool:
@@ -252,7 +270,7 @@ def patch_metric_results_as_numbers() -> bool:
 
     def get_metrics_result(self: Any) -> Any:
         logs = original(self)
-        if getattr(self, "_distribute_strategy", None) is None or not isinstance(logs, dict):
+        if getattr(self, "_distribute_strategy", None) is None or not isinstance(logs, dict) or not _read_whole():
             return logs
         return {key: _as_one_device_logs(value) for key, value in logs.items()}
 

@@ -107,10 +107,12 @@ def _signature_lacks(name: str) -> str | None:
     return f"{dotted}({shown}), not ({', '.join(expected)})"
 
 
-def _present(*names: str, when_absent_expected: str | None = None) -> Probe:
+def _present(*names: str, when_absent_expected: str | None = None, keras_before: str | None = None) -> Probe:
     """A probe that every dotted name resolves (a name written ``dotted(a, b)`` must also take
     ``a`` and ``b`` as its first positional parameters). With ``when_absent_expected``, the
-    absence of the first name is expected (the release has no such code and no bug for it)."""
+    absence of the first name is expected (the release has no such code and no bug for it): on a
+    Keras older than ``keras_before`` only, where that is given (a later release that lacks it
+    renamed it, and is warned)."""
 
     def probe() -> Absence | None:
         for index, name in enumerate(names):
@@ -121,7 +123,10 @@ def _present(*names: str, when_absent_expected: str | None = None) -> Probe:
                     return Absence(lacks)
             except LookupError as missing:  # a role nothing plays is never an expected absence
                 expected = (
-                    index == 0 and when_absent_expected is not None and not isinstance(missing, roles.RoleMissing)
+                    index == 0
+                    and when_absent_expected is not None
+                    and not isinstance(missing, roles.RoleMissing)
+                    and (keras_before is None or _keras_older_than(keras_before))
                 )
                 return Absence(f"{missing.args[0]}" + (f" ({when_absent_expected})" if expected else ""), expected)
             except Exception as err:  # a module that fails to import: the touch is off
@@ -130,6 +135,14 @@ def _present(*names: str, when_absent_expected: str | None = None) -> Probe:
 
     probe.describes = "finds " + ", ".join(f"`{name}`" for name in names)  # type: ignore[attr-defined]
     return probe
+
+
+def _keras_older_than(release: str) -> bool:
+    """Whether the installed Keras (as its own code names it) is older than ``release``."""
+    from autodist.upstream.versions import module_version, version_tuple
+
+    installed = version_tuple(module_version("keras"))
+    return bool(installed) and installed < version_tuple(release)
 
 
 def _mentions(dotted: str, *names: str, when_absent_expected: str | None = None) -> Probe:

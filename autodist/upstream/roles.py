@@ -54,29 +54,41 @@ def _module(name: str) -> ModuleType:
 
 
 def _defined_in(module: ModuleType) -> list[type]:
-    return [value for value in vars(module).values() if inspect.isclass(value) and value.__module__ == module.__name__]
+    """The classes ``module`` defines, each once (an alias kept for an old name is the same class)."""
+    found: dict[int, type] = {}
+    for value in vars(module).values():
+        if inspect.isclass(value) and value.__module__ == module.__name__:
+            found.setdefault(id(value), value)
+    return list(found.values())
+
+
+def _root(classes: list[type]) -> type | None:
+    """The one class of ``classes`` that every other derives from (``None``: none, or several)."""
+    roots = [c for c in classes if not any(other is not c and issubclass(c, other) for other in classes)]
+    return roots[0] if len(roots) == 1 else None
 
 
 def _base_trainer() -> type:
-    """The class of ``keras.src.trainers.trainer`` that compiles, fits and builds a model
-    symbolically, and that no other such class there derives from."""
+    """The class of ``keras.src.trainers.trainer`` that compiles, fits, evaluates and predicts, and
+    that every other such class there derives from."""
     module = _module("keras.src.trainers.trainer")
-    trainers = [c for c in _defined_in(module) if all(hasattr(c, a) for a in ("compile", "fit", "_symbolic_build"))]
-    roots = [c for c in trainers if not any(other is not c and issubclass(c, other) for other in trainers)]
-    if len(roots) != 1:
-        raise RoleMissing(f"{module.__name__}'s trainer class (one class with compile, fit and _symbolic_build)")
-    return roots[0]
+    trainers = [c for c in _defined_in(module) if all(hasattr(c, a) for a in ("compile", "fit", "evaluate", "predict"))]
+    found = _root(trainers)
+    if found is None:
+        raise RoleMissing(f"{module.__name__}'s trainer class (one class with compile, fit, evaluate and predict)")
+    return found
 
 
 def _tf_trainer() -> type:
-    """The class of ``keras.src.backend.tensorflow.trainer`` that derives from the base trainer:
-    what a Keras model trains with on TensorFlow."""
+    """The class of ``keras.src.backend.tensorflow.trainer`` that derives from the base trainer
+    (the most basic one, should Keras add a specialised one there): what a Keras model trains with
+    on TensorFlow."""
     base = _base_trainer()
     module = _module("keras.src.backend.tensorflow.trainer")
-    found = [c for c in _defined_in(module) if issubclass(c, base) and c is not base]
-    if len(found) != 1:
-        raise RoleMissing(f"{module.__name__}'s trainer class (one subclass of {base.__module__}.{base.__name__})")
-    return found[0]
+    found = _root([c for c in _defined_in(module) if issubclass(c, base) and c is not base])
+    if found is None:
+        raise RoleMissing(f"{module.__name__}'s trainer class (a subclass of {base.__module__}.{base.__name__})")
+    return found
 
 
 def _tf_trainer_module() -> ModuleType:
@@ -104,15 +116,15 @@ ROLES: dict[str, Role] = {
         Role(
             "base_trainer",
             "Keras 3's backend-neutral trainer: compile, fit, the symbolic build",
-            "the one class of `keras.src.trainers.trainer` with `compile`, `fit` and `_symbolic_build` that no other "
-            "there derives from",
+            "the class of `keras.src.trainers.trainer` with `compile`, `fit`, `evaluate` and `predict` that every "
+            "other such class there derives from",
             ("keras.src.trainers.trainer.Trainer (3.3-3.15)", "keras.src.trainers.trainer.BaseTrainer (3.16)"),
             _base_trainer,
         ),
         Role(
             "tf_trainer",
             "Keras 3's TensorFlow trainer: what a model trains, evaluates and predicts with on TensorFlow",
-            "the one class of `keras.src.backend.tensorflow.trainer` that derives from `<base_trainer>`",
+            "the most basic class of `keras.src.backend.tensorflow.trainer` that derives from `<base_trainer>`",
             (
                 "keras.src.backend.tensorflow.trainer.TensorFlowTrainer (3.3-3.15)",
                 "keras.src.backend.tensorflow.trainer.Trainer (3.16)",
@@ -147,7 +159,10 @@ ROLES: dict[str, Role] = {
             "jax_variable",
             "Keras 3's variable on JAX",
             "`keras.src.backend.jax.Variable`, a subclass of the class of `keras.src.backend.common.variables`",
-            ("keras.src.backend.jax.core.JaxVariable (3.3-3.15)", "keras.src.backend.jax.ops.core.Variable (3.16)"),
+            (
+                "keras.src.backend.jax.core.Variable or JaxVariable (3.3-3.15)",
+                "keras.src.backend.jax.ops.core.Variable (3.16)",
+            ),
             lambda: _backend_variable("jax"),
         ),
     )
@@ -167,7 +182,10 @@ def find(name: str) -> Any:
 
     Raises:
         RoleMissing: nothing plays it here (the message names what was looked for).
+        ValueError: no role has that name (a mistake in autodist's table, never an expected absence).
     """
+    if name not in ROLES:
+        raise ValueError(f"no role named {name!r}: the roles are {', '.join(sorted(ROLES))}")
     return ROLES[name].finder()
 
 

@@ -38,8 +38,10 @@ from autodist.upstream.probes import (
     describe,
     resolve,
 )
+from autodist.log import user_stacklevel
 from autodist.process import STATE, once
 from autodist.upstream.versions import named
+from autodist.upstream.workaround import NO_SYMBOLIC_BUILD
 
 __all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "resolve", "status"]
 
@@ -292,6 +294,7 @@ TOUCHES: dict[str, Touch] = {
                 "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
                 "keras.src.layers.layer.Layer._flatten_layers",
                 when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug",
+                keras_before=NO_SYMBOLIC_BUILD,
             ),
         ),
         Touch(
@@ -407,8 +410,8 @@ TOUCHES: dict[str, Touch] = {
             "keras.optimizer_build",
             "keras",
             (
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.build",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.build(self, variables)",
             ),
             "the workaround optimizer_built_in_step: an optimizer first applied inside a step (a GAN's two optimizers) "
             "builds its slots in each replica's thread while the step is traced, and fails under MirroredStrategy",
@@ -418,19 +421,19 @@ TOUCHES: dict[str, Touch] = {
             "with plain Keras ('You must feed a value for placeholder tensor'); build it before fit to avoid it",
             _KC + "test_still_needed_optimizer_built_in_step",
             _present(
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.build",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.build(self, variables)",
             ),
         ),
         Touch(
             "keras.own_steps",
             "keras",
             (
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
-                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply(self, grads, trainable_variables)",
                 "keras.src.losses.loss.scale_loss_for_distribution",
                 "keras.src.losses.loss.unscale_loss_for_distribution",
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss(self, loss)",
             ),
             "the workaround own_step_replica_mean: in a train_step or test_step of the model's own, Keras divides a "
             "keras.losses loss by the replicas (3.8 and later: scale_loss_for_distribution; 3.3-3.7: fit's loss in "
@@ -442,9 +445,9 @@ TOUCHES: dict[str, Touch] = {
             "History, with gradients 1/N (not warned: the plan lists the workaround)",
             _KC + "test_still_needed_own_step_replica_mean",
             _present(
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply",
-                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply",
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.apply(self, grads, trainable_variables)",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss(self, loss)",
                 "keras.src.losses.loss.reduce_values",
                 "keras.src.backend.common.global_state.get_global_attribute",
             ),
@@ -452,7 +455,10 @@ TOUCHES: dict[str, Touch] = {
         Touch(
             "keras.share_weights",
             "keras",
-            (f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply", f"{_LOSS_SCALE}.LossScaleOptimizer.apply"),
+            (
+                f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
+                f"{_LOSS_SCALE}.LossScaleOptimizer.apply(self, grads, trainable_variables)",
+            ),
             "the workaround uneven_shares_weighted: Keras sums the replicas' gradients of their shares' means, each "
             "counting 1/N, so where a batch splits unevenly (an epoch's last batch) the smaller share's samples weigh "
             "more",
@@ -460,12 +466,15 @@ TOUCHES: dict[str, Touch] = {
             "a batch that splits unevenly over the replicas trains as plain Keras under the strategy: its smaller "
             "share's samples weigh more than on one device, and autodist warns with the split",
             _KC + "test_still_needed_uneven_shares_weighted",
-            _present(f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply", f"{_LOSS_SCALE}.LossScaleOptimizer.apply"),
+            _present(
+                f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
+                f"{_LOSS_SCALE}.LossScaleOptimizer.apply(self, grads, trainable_variables)",
+            ),
         ),
         Touch(
             "keras.replica_slices",
             "keras",
-            ("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",),
+            ("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients(self, grads_and_vars)",),
             "the workaround replica_slices_summed: a sparse gradient all-reduced over the replicas holds each "
             "replica's slice of a row apart, and Keras's sparse update squares each slice apart (Adam's second "
             "moment): an embedding every replica looks up alike (a position embedding) is updated otherwise than on "
@@ -475,7 +484,9 @@ TOUCHES: dict[str, Touch] = {
             "strategy: Adam's second moment takes the sum of the replicas' squared slices, where one device squares "
             "their sum",
             _KC + "test_still_needed_replica_slices_summed",
-            _present("keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients"),
+            _present(
+                "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients(self, grads_and_vars)"
+            ),
         ),
         Touch(
             "keras.trainer_loops",
@@ -532,9 +543,9 @@ TOUCHES: dict[str, Touch] = {
             "keras.distributed_gradients",
             "keras",
             (
-                "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
-                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss",
+                "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients(self, grads_and_vars)",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss(self, loss)",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss(self, loss)",
             ),
             "the workaround distributed_gradients: Keras 3.3-3.4 reduce no gradient over the replicas "
             "(they drift apart), and 3.5-3.7 sum them with each replica's loss a mean over its share "
@@ -544,9 +555,9 @@ TOUCHES: dict[str, Touch] = {
             "steps N times one device's (3.5-3.7)",
             _KC + "test_still_needed_distributed_gradients",
             _present(
-                "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients",
-                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss",
-                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss",
+                "keras.src.backend.tensorflow.optimizer.TFOptimizer._all_reduce_sum_gradients(self, grads_and_vars)",
+                "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss(self, loss)",
+                "keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.scale_loss(self, loss)",
             ),
         ),
         Touch(
@@ -678,7 +689,7 @@ def available(name: str) -> bool:
             f"uses for this: {touch.why}. What changes: {touch.off}. Everything else works as "
             "before; `python -m autodist inspect` lists every piece and its state.",
             AutodistWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return False
 

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import re
@@ -39,6 +40,7 @@ __all__ = [
     "installed",
     "module_version",
     "named",
+    "release_order",
     "tensorflow_version",
     "version_tuple",
 ]
@@ -80,6 +82,26 @@ def version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(
         int(part) for part in re.findall(r"\d+", re.split(r"[a-z+]", version.split("+")[0], maxsplit=1)[0])[:3]
     )
+
+
+#: How far a pre-release of a version comes before the release itself.
+_STAGES = MappingProxyType({"dev": 0, "a": 1, "b": 2, "rc": 3})
+
+
+def release_order(version: str | None) -> tuple[int, ...]:
+    """A key that orders releases and their pre-releases: a nightly (``.devN``) before an alpha,
+    a beta, a release candidate, and all before the release itself; nightlies by their number.
+
+    Example:
+        >>> sorted(["3.16.0", "3.16.0.dev2026102704", "3.16.0rc1", "3.16.0.dev2026100101"], key=release_order)
+        ['3.16.0.dev2026100101', '3.16.0.dev2026102704', '3.16.0rc1', '3.16.0']
+    """
+    base = version_tuple(version)
+    if not base:
+        return ()
+    found = re.search(r"(dev|a|b|rc)\.?(\d*)", str(version).split("+")[0].replace("-", ""))
+    stage, number = (_STAGES[found.group(1)], int(found.group(2) or 0)) if found else (len(_STAGES), 0)
+    return (*base, *(0,) * (3 - len(base)), stage, number)
 
 
 def is_prerelease(version: str | None) -> bool:
@@ -150,8 +172,8 @@ def module_version(name: str) -> str | None:
     version = getattr(sys.modules.get(name), "__version__", None)
     if isinstance(version, str):
         return version
-    try:
-        spec = importlib.util.find_spec(name)
+    try:  # the path finder reads the folders on sys.path; the import system's finders (an editable install's) after
+        spec = importlib.machinery.PathFinder.find_spec(name) or importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:

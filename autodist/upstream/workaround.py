@@ -35,9 +35,10 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from autodist.errors import AutodistError, AutodistWarning
+from autodist.log import user_stacklevel
 from autodist.process import once
 from autodist.settings import KERAS_COMPAT_ENV, keras_compat_setting
-from autodist.upstream.versions import NEWEST_TESTED, version_tuple
+from autodist.upstream.versions import NEWEST_TESTED, release_order, version_tuple
 
 __all__ = [
     "AGGREGATION_PASSED",
@@ -118,10 +119,11 @@ class Workaround:
         return f"{self.tested_in}::test_still_needed_{self.name}"
 
     def affects(self, keras_version: str | None) -> bool:
-        """Whether this Keras release has the bug, by the measured table (no setting read)."""
-        version = version_tuple(keras_version)
+        """Whether this Keras release has the bug, by the measured table (no setting read). A fix
+        measured in a nightly holds from that nightly on, not for the nightlies before it."""
+        version = release_order(keras_version)
         return bool(version) and any(
-            version_tuple(first) <= version and (fixed is None or version < version_tuple(fixed))
+            release_order(first) <= version and (fixed is None or version < release_order(fixed))
             for first, fixed in self.affected
         )
 
@@ -177,5 +179,5 @@ def warn_untested(keras_version: str, workarounds: Iterable[Workaround] | None =
         f"{keras_version} still needs them, run with {KERAS_COMPAT_ENV}=off and compare History and "
         "weights with a single-device model.fit; set it to force to silence this warning.",
         AutodistWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )

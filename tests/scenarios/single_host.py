@@ -424,6 +424,7 @@ def main() -> None:
         results["interrupted"] = case_interrupted()
     results["plan_log_count"] = log_stream.getvalue().count("autodist plan:")
     results["num_plans_made"] = len(PLANS_MADE)
+    results["plan_lines"] = [line for line in log_stream.getvalue().splitlines() if line.startswith("autodist plan:")]
     print("RESULT " + json.dumps(results))
 
 

@@ -22,8 +22,8 @@ Usage: python support_matrix.py CASE, with CASE one of:
   ``evaluate`` on 30 samples, against one device: what Keras 3.16 broke where autodist's trainer
   patches could not find the renamed trainer ("AddN must have the same size and shape");
 - ``metric_variable``: issue 58's case, ``autodist.fit`` on 2 logical CPUs (``AUTODIST_CPU_DEVICES=2``)
-  with a metric whose ``result()`` returns its own variable, 990 samples in batches of 33: every
-  History value's type, and the samples it counted;
+  with a metric whose ``result()`` returns its own variable, 990 samples in batches of 33 and 99
+  to validate on: every History value's type, and the samples it counted;
 - ``central_storage``: ``autodist.fit`` under CentralStorage (``AUTODIST_STRATEGY``) on 2 logical
   CPUs, the sample-counting metric and History against one device (or the named refusal where
   this Keras cannot train there).
@@ -190,10 +190,11 @@ def main() -> dict:
 
         model = build(metrics=False)
         model.compile(optimizer="adam", loss="mse", metrics=[Seen()])
-        history = autodist.fit(model, X, Y, batch_size=33, epochs=2, verbose=0)
+        history = autodist.fit(model, X, Y, batch_size=33, epochs=2, verbose=0, validation_data=(X[:99], Y[:99]))
         result.update(replicas=history.plan.num_replicas,
                       types=sorted({type(value).__name__ for values in history.history.values() for value in values}),
-                      seen=[value if isinstance(value, float) else None for value in history.history["seen"]])  # fmt: skip
+                      seen=[value if isinstance(value, float) else None for value in history.history["seen"]],
+                      val_seen=[value if isinstance(value, float) else None for value in history.history["val_seen"]])  # fmt: skip
     elif CASE == "central_storage":
         model = build()
         try:
