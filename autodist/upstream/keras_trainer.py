@@ -250,12 +250,13 @@ def _as_one_device_logs(value: Any) -> Any:
 
 
 def _read_whole() -> bool:
-    """Whether a variable read here is its whole value: eagerly, outside any replica's step (where
-    a SyncOnReadVariable reads the sum over the replicas; inside a step, or a traced function, it
-    reads one replica's share, and Keras's step converts nothing)."""
+    """Whether a variable read here is its whole value: eagerly, outside any replica's step, in a
+    strategy's scope or in none (a SyncOnReadVariable then reads the sum over the replicas; inside
+    a step, or a traced function, it reads one replica's share, and Keras's step converts nothing)."""
     import tensorflow as tf
 
-    return tf.executing_eagerly() and tf.distribute.in_cross_replica_context()
+    outside_a_step = tf.distribute.in_cross_replica_context() or not tf.distribute.has_strategy()
+    return tf.executing_eagerly() and outside_a_step
 
 
 def patch_metric_results_as_numbers() -> bool:

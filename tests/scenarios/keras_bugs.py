@@ -23,6 +23,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from reference import sample_counter  # noqa: E402
+
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 DEVICES = ["/cpu:0", "/cpu:1"]
@@ -220,20 +222,6 @@ def mirrored_sample_count() -> float:
     return float(history.history["count"][-1])
 
 
-class Seen(keras.metrics.Metric):
-    """Counts the samples it saw; its result() returns its own variable (issue 58's metric)."""
-
-    def __init__(self, name="seen", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.n = self.add_variable(shape=(), initializer="zeros", name="n", aggregation="sum")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        self.n.assign_add(keras.ops.cast(keras.ops.shape(y_true)[0], "float32"))
-
-    def result(self):
-        return self.n
-
-
 def metric_result_in_history(patched: bool = False) -> dict:
     """Under Mirrored model.fit, History's values of a metric whose result() is its own variable:
     their types (one device gives floats), and the count each holds (990 samples an epoch). Run in
@@ -242,7 +230,7 @@ def metric_result_in_history(patched: bool = False) -> dict:
     strategy = tf.distribute.MirroredStrategy(DEVICES)
     with strategy.scope():
         model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-        model.compile(optimizer="sgd", loss="mse", metrics=[Seen()])
+        model.compile(optimizer="sgd", loss="mse", metrics=[sample_counter()])
     history = model.fit(np.ones((990, 4), "float32"), np.ones((990, 1), "float32"), batch_size=66, epochs=2, verbose=0)
     seen = history.history["seen"]
     with strategy.scope():

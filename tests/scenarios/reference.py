@@ -83,3 +83,22 @@ def guide_train_step(model, data) -> None:
             metric.update_state(loss)
         else:
             metric.update_state(y, y_pred)
+
+
+def sample_counter(name: str = "seen"):
+    """Issue 58's metric: it counts the samples it saw, and its ``result()`` returns its own
+    variable (Keras is imported here, after the caller's own imports)."""
+    import keras
+
+    class Seen(keras.metrics.Metric):
+        def __init__(self, **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.n = self.add_variable(shape=(), initializer="zeros", name="n", aggregation="sum")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.n.assign_add(keras.ops.cast(keras.ops.shape(y_true)[0], "float32"))
+
+        def result(self):
+            return self.n
+
+    return Seen()

@@ -63,7 +63,7 @@ import autodist  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from reference import guide_train_step  # noqa: E402
+from reference import guide_train_step, sample_counter  # noqa: E402
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(990, 4)).astype("float32")
@@ -177,19 +177,8 @@ def main() -> dict:
             evaluate_gap=abs(model.evaluate(X[:30], Y[:30], verbose=0) - reference.evaluate(X[:30], Y[:30], verbose=0)),
         )
     elif CASE == "metric_variable":
-        class Seen(keras.metrics.Metric):
-            def __init__(self, name="seen", **kwargs):
-                super().__init__(name=name, **kwargs)
-                self.n = self.add_variable(shape=(), initializer="zeros", name="n", aggregation="sum")
-
-            def update_state(self, y_true, y_pred, sample_weight=None):
-                self.n.assign_add(keras.ops.cast(keras.ops.shape(y_true)[0], "float32"))
-
-            def result(self):
-                return self.n
-
         model = build(metrics=False)
-        model.compile(optimizer="adam", loss="mse", metrics=[Seen()])
+        model.compile(optimizer="adam", loss="mse", metrics=[sample_counter()])
         history = autodist.fit(model, X, Y, batch_size=33, epochs=2, verbose=0, validation_data=(X[:99], Y[:99]))
         result.update(replicas=history.plan.num_replicas,
                       types=sorted({type(value).__name__ for values in history.history.values() for value in values}),
