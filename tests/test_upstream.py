@@ -341,9 +341,10 @@ def test_every_history_value_is_a_number_on_this_pair(older_pairs, report):
     on 3.8.0), and float() of it raised TypeError; one device gives floats."""
     result = older_pairs["metric_variable"]
     assert result["replicas"] == 2 and result["types"] == ["float"], result
-    assert result["seen"] == [990.0, 990.0] and result["val_seen"] == [99.0, 99.0], result
+    # one device's numbers: 990 and 99 samples (Keras 3.15 reads the training count after validation: 99 and 99)
+    assert {"seen": result["seen"], "val_seen": result["val_seen"]} == result["reference"], result
     report(f"support matrix, TF {result['tensorflow']} + Keras {result['keras']}: a metric returning its own variable, "
-           f"2 replicas: History holds {result['types']}, {result['seen'][-1]:.0f} of 990 samples counted")
+           f"2 replicas: History holds {result['types']}, {result['seen'][-1]:.0f} samples counted as on one device")
 
 
 def test_central_storage_reports_one_devices_numbers_on_this_pair(older_pairs, report):

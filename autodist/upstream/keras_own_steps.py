@@ -148,7 +148,23 @@ def share_weights(model: Any, applies: Callable[[Any], bool]) -> bool:
         model.train_step = share_weights_wrap(model.train_step, applies)
         if getattr(model, "train_function", None) is not None:
             model.train_function = None  # traced again, with the wrapper
+        _optimizer_built_before_the_step(model)
     return True
+
+
+def _optimizer_built_before_the_step(model: Any) -> None:
+    """Build a built model's optimizer now, under its strategy, as Keras 3.5 and later do in their
+    symbolic build. Keras 3.3 and 3.4 build it inside the first step, in each replica's thread;
+    with the weighted step's all-reduce there, that step fails under MirroredStrategy ("You must
+    feed a value for placeholder tensor", an Adam on an epoch with a partial last batch, measured
+    on 3.3.3), where one device trains. The same slots, built earlier: the same numbers."""
+    optimizer, strategy = getattr(model, "optimizer", None), getattr(model, "_distribute_strategy", None)
+    if optimizer is None or strategy is None or getattr(optimizer, "built", True) or not model.built:
+        return
+    if not all(getattr(variable, "_value", variable) is not None for variable in model.trainable_variables):
+        return
+    with strategy.scope():
+        optimizer.build(model.trainable_variables)
 
 
 def unshare_weights(model: Any) -> bool:
@@ -363,7 +379,9 @@ UNEVEN_SHARES_WEIGHTED = Workaround(
         " samples, batch 16: 0.03). For an input that may hold a partial batch, autodist weights each"
         " replica's gradients by its share of the step's samples (one scalar all-reduce per step): the whole"
         " batch's mean gradient, as one device takes it. An input whose every batch is whole is left as it is"
-        " (under MultiWorkerMirrored every worker weights: they must issue the same collectives)."
+        " (under MultiWorkerMirrored every worker weights: they must issue the same collectives). A built"
+        " model's optimizer is built before the weighted step, as Keras 3.5 and later build it: Keras 3.3 and"
+        " 3.4 would build it inside that step, in each replica's thread, which fails beside the all-reduce."
     ),
     affected=EVERY_RELEASE,
     touches=("keras.share_weights",),

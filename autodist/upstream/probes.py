@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autodist.upstream import roles
+from autodist.upstream.versions import module_version, version_tuple
 
 __all__ = ["Absence", "Probe", "Touch", "describe", "resolve"]
 
@@ -139,8 +140,6 @@ def _present(*names: str, when_absent_expected: str | None = None, keras_before:
 
 def _keras_older_than(release: str) -> bool:
     """Whether the installed Keras (as its own code names it) is older than ``release``."""
-    from autodist.upstream.versions import module_version, version_tuple
-
     installed = version_tuple(module_version("keras"))
     return bool(installed) and installed < version_tuple(release)
 
