@@ -4,8 +4,8 @@
 Usage: python benchmarks/_memory.py BATCH [BATCH ...]
 
 Measured: TensorFlow's CPU allocator statistics, ``tf.config.experimental.get_memory_info("CPU:0")``
-(TF 2.21 counts CPU allocations once any tensor exists; on builds where it reads zeros, set
-``TF_CPU_ALLOCATOR_USE_BFC=true``). For each model and batch, after the input dataset exists:
+(with ``TF_CPU_ALLOCATOR_USE_BFC=true``, set here: TensorFlow's default CPU allocator keeps no
+statistics on some machines and reads zeros on others). For each model and batch, after the input dataset exists:
 ``reset_memory_stats``, then build, compile and ``fit`` 3 steps; the figure is the peak minus
 what was allocated before the model existed, so it holds weights, gradients, optimizer state,
 activations and the input batches in flight. One process, models one after another.
@@ -20,6 +20,9 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["AUTODIST_ACTIVATE"] = "0"  # the default strategy, on the plain CPU device
+# The BFC allocator keeps statistics on every machine: without it, TF 2.21's CPU allocator has none on some
+# processors ("Allocator stats not available for device 'CPU:0'", measured 2026-12-06) and zeros on others.
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
