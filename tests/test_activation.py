@@ -199,3 +199,211 @@ def test_a_model_only_evaluated_under_the_strategy_made_current_keeps_its_own_te
         assert proc.returncode == 0 and lines, proc.stderr[-3000:]
         found[arm] = json.loads(lines[-1][len("RESULT "):])
     assert found["autodist"] == pytest.approx(found["plain"], rel=1e-5), found
+
+
+RAW_TENSORFLOW = """
+import json
+{imports}
+import keras
+import numpy as np
+import tensorflow as tf
+
+# The TensorFlow guide's basics, before any model: a variable, a tape, a function, a module.
+x = tf.Variable(1.0)
+with tf.GradientTape() as tape:
+    y = x**2 + 2 * x - 5
+gradient = tape.gradient(y, x)
+x.assign_add(1.0)
+
+
+@tf.function
+def doubled():
+    return x * 2
+
+
+class Linear(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(5.0)
+        self.b = tf.Variable(0.0)
+
+    def __call__(self, inputs):
+        return self.w * inputs + self.b
+
+
+module = Linear()
+for _ in range(3):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(module(tf.constant([1.0, 2.0])) - tf.constant([2.0, 4.0])))
+    for variable, grad in zip(module.trainable_variables, tape.gradient(loss, module.trainable_variables)):
+        variable.assign_sub(0.1 * grad)
+
+
+class WithCounter(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+        self.seen = tf.Variable(0.0, trainable=False)  # a raw variable of a Keras object: the model's
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+
+model = WithCounter()
+model.compile(optimizer="sgd", loss="mse")
+model.fit(np.ones((8, 3), "float32"), np.ones((8, 1), "float32"), batch_size=4, verbose=0)
+with tf.distribute.get_strategy().scope():
+    scoped = tf.Variable(1.0)  # a scope the script opened: the strategy's, as without autodist
+
+
+def kind(variable):
+    return type(variable.value if isinstance(variable, keras.Variable) else variable).__name__
+
+
+print("RESULT " + json.dumps({{
+    "numbers": [float(gradient), float(x.numpy()), float(doubled()), float(module.w.numpy()), float(module.b.numpy())],
+    "raw": [kind(x), kind(module.w)],
+    "keras": [kind(model.dense.kernel), kind(model.seen), kind(scoped)],
+}}))
+"""
+
+
+def test_raw_tensorflow_beside_keras_runs_as_without_autodist(processes):
+    """Issue 59: the TensorFlow guide's basics (a tf.Variable and a tape before any model) raised
+    'DistributedVariable.handle is not available outside the replica context' on 2 replicas.
+    The script's own variables are now plain, with one device's numbers; Keras's objects, and
+    what the script creates in a scope it opens, are still the strategy's."""
+    runs = {}
+    for name, imports in {"without": "", "autodist": "import autodist"}.items():
+        program = RAW_TENSORFLOW.format(imports=imports)
+        proc = run_python(["-c", program], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=120)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        runs[name] = json.loads(lines[-1][len("RESULT "):])
+    assert runs["autodist"]["numbers"] == runs["without"]["numbers"]
+    assert runs["autodist"]["raw"] == ["ResourceVariable", "ResourceVariable"]
+    assert runs["autodist"]["keras"] == ["MirroredVariable", "MirroredVariable", "MirroredVariable"]
+    assert "MirroredVariable" not in runs["without"]["keras"]
+
+
+DRAWING = """
+import json, warnings
+import autodist
+import keras
+import numpy as np
+
+augment = keras.Sequential([keras.layers.RandomFlip("horizontal")])  # outside the model (keras.io's Perceiver)
+
+
+class Classifier(keras.Model):
+    def build(self, input_shape):  # layers made in build(): not in the layer list before fit
+        self.head = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(8), keras.layers.Dropout(0.5)])
+        self.quiet = keras.layers.GRU(4, dropout=0.0, recurrent_dropout=0.0)
+        self.out = keras.layers.Dense(2)
+        super().build(input_shape)
+
+    def call(self, inputs, training=False):
+        images = augment(inputs, training=training)
+        steps = keras.ops.reshape(images, (-1, 4, 4))
+        return self.out(keras.ops.concatenate([self.head(images, training=training), self.quiet(steps)], axis=-1))
+
+
+model = Classifier()
+model.compile(optimizer="sgd", loss="mse")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    history = autodist.fit(model, np.ones((16, 4, 4, 1), "float32"), np.ones((16, 2), "float32"), batch_size=8, verbose=0)
+said = [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)]
+print("RESULT " + json.dumps({"warnings": said, "replicas": history.plan.num_replicas}))
+"""
+
+
+def test_the_layers_said_to_draw_are_those_a_traced_training_call_runs(processes):
+    """Issue 59: the layer list missed a Sequential defined outside the model and the layers made
+    in build(), and named RNN cells that draw nothing. The warning now names what the model's
+    training call draws with: the module-level RandomFlip and build()'s Dropout, not the GRU."""
+    proc = run_python(["-c", DRAWING], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=180)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    drawn = [w for w in result["warnings"] if "each replica from its own stream" in w]
+    assert result["replicas"] == 2 and len(drawn) == 1, result
+    named = drawn[0].split(" draw random masks")[0]
+    assert sorted(named.split(", ")) == ["dropout", "random_flip"], drawn[0]
+
+
+UNSPLIT = """
+import json, sys, warnings
+{imports}
+import keras
+import numpy as np
+
+keras.utils.set_random_seed(1)
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse")
+x, y = np.random.rand(10, 3).astype("float32"), np.random.rand(10, 1).astype("float32")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    history = {fit}(x, y, batch_size=1, epochs=2, verbose=0, shuffle=False)
+print("RESULT " + json.dumps({{
+    "history": history.history,
+    "weights": [w.tolist() for w in model.get_weights()],
+    "strategy": getattr(getattr(history, "plan", None), "strategy", None) and history.plan.strategy.value,
+    "warnings": [str(w.message) for w in caught if "Autodist" in type(w.message).__name__],
+}}))
+"""
+
+
+def test_a_batch_smaller_than_the_replicas_trains_the_program_as_written_on_one_device(processes):
+    """keras.io's attention MIL classifier trains with batch_size=1: on 2 replicas autodist made
+    it 2 (half the steps, other numbers). Now the fit trains on one device, with one device's
+    History and weights, and the warning names the batch as the cause."""
+    runs = {}
+    for name, imports, fit in (("plain", "", "model.fit"), ("autodist", "import autodist", "autodist.fit")):
+        program = UNSPLIT.format(imports=imports, fit=fit if name == "plain" else "(lambda *a, **k: autodist.fit(model, *a, **k))")
+        proc = run_python(["-c", program], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=180)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        runs[name] = json.loads(lines[-1][len("RESULT "):])
+    assert runs["autodist"]["strategy"] == "default"
+    assert runs["autodist"]["history"] == runs["plain"]["history"]
+    assert runs["autodist"]["weights"] == runs["plain"]["weights"]
+    assert any("batch_size=1 is smaller than the 2 replicas" in w for w in runs["autodist"]["warnings"]), runs["autodist"]
+
+
+COUNTER = """
+import json, warnings
+import autodist
+import keras
+import numpy as np
+import tensorflow as tf
+
+seen = tf.Variable(0.0, trainable=False)  # the script's own, outside any Keras object: plain
+
+
+class Counting(keras.Model):
+    def train_step(self, data):
+        seen.assign_add(1.0)  # written in each replica's step
+        return super().train_step(data)
+
+
+inputs = keras.Input((3,))
+model = Counting(inputs, keras.layers.Dense(1)(inputs))
+model.compile(optimizer="sgd", loss="mse")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    autodist.fit(model, np.ones((8, 3), "float32"), np.ones((8, 1), "float32"), batch_size=4, verbose=0)
+said = [str(w.message) for w in caught if issubclass(w.category, autodist.AutodistWarning)]
+print("RESULT " + json.dumps({"warnings": said, "seen": float(seen.numpy())}))
+"""
+
+
+def test_a_plain_variable_of_the_script_written_in_each_replicas_step_is_said(processes):
+    """The script's own variables are plain (as without autodist); one that a training step writes
+    is written by every replica (here 2 steps on 2 replicas: 4 where one device counts 2), and an
+    AutodistWarning says so, with the fix."""
+    proc = run_python(["-c", COUNTER], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=180)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    written = [w for w in result["warnings"] if "tf.Variable 'Variable'" in w and "writes it 2 times" in w]
+    assert len(written) == 1 and result["seen"] == 4.0, result

@@ -12,6 +12,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from tests.conftest import ROOT
 from tests.corpus import __main__ as corpus
 from tests.corpus import stand_ins
 from tests.corpus.text import program_text
@@ -217,14 +218,21 @@ def test_a_way_writes_to_a_tmp_of_its_own_and_its_records_reach_the_runs_folder(
     import os
     import subprocess
 
-    if not corpus.PRIVATE_TMP:
+    if not corpus.private_tmp():
         pytest.skip("no private mount namespace here (unshare -rm)")
-    out = tmp_path / "records"
-    out.mkdir()
-    script = "test ! -e /tmp/shared-name && touch /tmp/shared-name && echo $1 > $CORPUS_OUT/way-$1"
+    out, checkout, hidden = tmp_path / "records", tmp_path / "checkout", tmp_path / "hidden"
+    for folder in (out, checkout, hidden):
+        folder.mkdir()
+    (checkout / "run.py").write_text("")  # a checkout under /tmp (issue 59: every way exited 2 there)
+    (hidden / "else").write_text("")
+    script = (
+        "test ! -e /tmp/shared-name && touch /tmp/shared-name && test -e $2/run.py && test ! -e $3/else "
+        "&& echo $1 > $CORPUS_OUT/way-$1"
+    )
     for way in ("one", "two"):
-        env = {**os.environ, "CORPUS_OUT": str(out)}
-        proc = subprocess.run([*corpus.PRIVATE_TMP, "sh", "-c", script, "sh", way], env=env, capture_output=True)
+        env = {**os.environ, "CORPUS_OUT": str(out), "CORPUS_BIND": f"{out}:{checkout}"}
+        command = [*corpus.private_tmp(), "sh", "-c", script, "sh", way, str(checkout), str(hidden)]
+        proc = subprocess.run(command, env=env, capture_output=True)
         assert proc.returncode == 0, proc.stderr
     assert sorted(path.name for path in out.iterdir()) == ["way-one", "way-two"]
     assert not os.path.exists("/tmp/shared-name")
@@ -235,9 +243,26 @@ def test_a_program_autodist_changes_on_one_device_or_one_that_records_less_is_ou
         "autodist on one device differs"
     )
     assert corpus.gap(_way(), _way(fits=())) == float("inf")
+    # a way that kept no record is apart from every other, not a KeyError that ends the run (issue 59)
+    lost = {"outcome": "no record (exit -9): killed"}
+    assert corpus.gap(_way(), lost) == corpus.gap(lost, _way()) == float("inf")
+    assert corpus.verdict(_found(_way(), _way(), lost, _way())).startswith("crash: no record")
     assert corpus.verdict(_found(_way(outcome="OSError: no file"), _way(), _way(), _way())).startswith(
         "the program fails on one device"
     )
+
+
+def test_ways_run_side_by_side_as_far_as_the_programs_own_measured_memory_allows(monkeypatch):
+    monkeypatch.setattr(corpus, "PEAKS", {})
+    monkeypatch.setattr(corpus, "_available_memory", lambda: 20 * 2**30)
+    monkeypatch.setattr(corpus.os, "cpu_count", lambda: 8)
+    assert corpus.side_by_side("big", 4) == 2  # not measured yet: two, on any number of cores
+    corpus.PEAKS["big"] = 9 * 2**30  # issue 59: four ways at about 9 GB each, and the kernel killed one
+    assert corpus.side_by_side("big", 3) == 1
+    corpus.PEAKS["small"] = 2**30
+    assert corpus.side_by_side("small", 3) == 3  # never more than the ways waiting
+    corpus.PEAKS["huge"] = 40 * 2**30
+    assert corpus.side_by_side("huge", 3) == 1  # one at a time, whatever it needs
 
 
 def test_a_notebook_runs_its_code_cells_with_shell_and_magic_lines_doing_nothing(tmp_path):
@@ -274,6 +299,11 @@ def test_the_files_a_program_downloads_are_made_in_their_published_format(data_f
     assert ford.shape == (stand_ins.TEST, 501) and set(np.unique(ford[:, 0])) <= {-1.0, 1.0}
     with zipfile.ZipFile(stand_ins._get_file("ml-latest-small.zip", "http://files.grouplens.org/x.zip")) as archive:
         assert {"ml-latest-small/ratings.csv", "ml-latest-small/movies.csv"} <= set(archive.namelist())
+    jena = stand_ins._get_file(origin="https://x/jena_climate_2009_2016.csv.zip", fname="jena_climate_2009_2016.csv.zip")
+    with zipfile.ZipFile(jena) as archive:  # keras.io's weather forecasting: read by pandas, columns by name
+        rows = list(csv.reader(archive.read("jena_climate_2009_2016.csv").decode().splitlines()))
+    assert rows[0] == ["Date Time", *stand_ins.JENA_COLUMNS] and len(rows) - 1 > 792 / 0.285 + 720 / 0.285
+    assert rows[1][0] == "01.01.2009 00:10:00" and all(len(row) == len(rows[0]) for row in rows)
     assert stand_ins.local("/Users/fchollet/Downloads/creditcard.csv").endswith(
         "creditcard.csv"
     )  # the author's own path
@@ -318,3 +348,23 @@ def test_a_program_that_does_not_repeat_its_own_numbers_on_one_device_is_named_s
         corpus.WITHIN
     )
     assert corpus.verdict({**shaky, "plain again": _way()}).startswith("autodist on one device differs by 0.2")
+
+
+def test_the_census_counts_every_program_of_each_source_as_the_page_says():
+    """docs/corpus.md opens with the census (tests/corpus/census.py): each source's programs, in
+    the corpus, judged, within the contract, left out by reason, not triaged; every program the
+    corpus holds or leaves out and that a source lists is counted once."""
+    import json
+
+    from tests.corpus import census
+
+    page = ROOT / "docs" / "corpus.md"
+    assert census.written(page) == "\n".join(census.rows(page)), "python -m tests.corpus.census --write docs/corpus.md"
+    listed = json.loads(census.CENSUS.read_text())
+    taken = json.loads((census.HERE / "sources.json").read_text())
+    left = json.loads((census.HERE / "left_out.json").read_text())
+    assert not set(taken) & set(left)
+    for source in listed.values():
+        assert source["programs"] == sorted(set(source["programs"])) and source["programs"], source
+    assert census.kind_of("fails on one device with Keras 3.15: x") == "fails on one device"
+    assert census.kind_of("something new: y").startswith("other: something new")

@@ -568,3 +568,20 @@ def test_a_lookup_is_once_per_step_only_where_its_rows_come_from_constants(tenso
         return [lookup(rows) for rows in (once, tokens, tiled, drawn)]
 
     assert [bool(found) for found in read(tf.zeros((2, 6), tf.int32))] == [True, False, False, False]
+
+
+def test_still_needed_symbolic_build_training(upstream):
+    """keras.io's Perceiver pattern: under a hand-built MirroredStrategy, the Sequentials built
+    inside Keras's symbolic build (training=False) stay in inference in every training step, so
+    RandomFlip and what follows it never train (3.5 and later); autodist's build gives one device's."""
+    unpatched, patched = upstream["training_in_step_unpatched"], upstream["training_in_step_patched"]
+    assert error(unpatched) == "" and error(patched) == "", (unpatched, patched)
+    if affects("symbolic_build_training", upstream):
+        assert "after=True" in unpatched["one_device"], unpatched  # RandomFlip's default: training on one device
+        assert unpatched["mirrored"] != unpatched["one_device"] and "after=True" not in unpatched["mirrored"], (
+            f"layers built in the symbolic build train under Mirrored upstream now ({unpatched}): "
+            "remove 'symbolic_build_training'"
+        )
+    else:  # 3.3-3.4 build in the first step; 3.5-3.8 and the 2026-10-27 nightly pass training on
+        assert unpatched["mirrored"] == unpatched["one_device"], unpatched
+    assert patched["mirrored"] == patched["one_device"], patched

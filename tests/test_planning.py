@@ -45,6 +45,14 @@ CASES = [
     ("tf-config-chief-worker-gpus", {"tf_config": CHIEF_WORKER, "num_gpus": 4}, {"batch_size": 64}, "multi_worker_mirrored", 8, 64, 8, "NCCL", tuple(f"/gpu:{i}" for i in range(4))),
     ("tf-config-ps", {"tf_config": WITH_PS}, {"batch_size": 64}, "parameter_server", 1, 64, 64, "1 ps task", ("/cpu:0",)),
     ("tf-config-evaluator", {"tf_config": EVALUATOR}, {"batch_size": 64}, "default", 1, 64, 64, "evaluator", ()),
+    # a batch smaller than the replicas: one device trains the program as written (issue 59)
+    ("cpu-logical-2-batch-1", {"num_cpu_devices": 2}, {"batch_size": 1}, "default", 1, 1, 1, "smaller than the 2 replicas", ()),
+    ("8-gpu-batch-5", {"num_gpus": 8}, {"num_params": SMALL, "batch_size": 5}, "default", 1, 5, 5, "one device's numbers", ()),
+    ("cpu-logical-2-batch-2", {"num_cpu_devices": 2}, {"batch_size": 2}, "mirrored", 2, 2, 1, "AUTODIST_CPU_DEVICES=2", ("/cpu:0", "/cpu:1")),
+    # ...but a forced strategy, central storage and a multi-worker job round the batch up, warned
+    ("forced-mirrored-batch-1", {"num_cpu_devices": 2}, {"batch_size": 1, "strategy": "mirrored"}, "mirrored", 2, 2, 1, "forced", ("/cpu:0", "/cpu:1")),
+    ("8-gpu-large-model-batch-1", {"num_gpus": 8, "gpu_memory_gib": 16}, {"num_params": MEDIUM, "batch_size": 1}, "central_storage", 8, 8, 1, "does not fit", tuple(f"/gpu:{i}" for i in range(8))),
+    ("tf-config-2-workers-batch-1", {"tf_config": WORKERS_2}, {"batch_size": 1}, "multi_worker_mirrored", 2, 2, 1, "2 workers", ("/cpu:0",)),
 ]
 
 
@@ -398,3 +406,30 @@ def test_a_jax_plans_mesh_is_its_own_spec_owned_by_its_strategy_and_round_trips(
     assert (written["mesh_shape"], written["mesh_axes"], written["layout_map"]) == ([2, 4], ["batch", "model"], [["net/d/kernel", [None, "model"]]])
     assert "mesh" not in written and Plan.from_dict({**written, "mesh_shape": []}).mesh is None
     assert "  mesh: batch 2 x model 4" in made.summary()
+
+
+def test_a_plain_function_initializer_is_warned_only_where_replicas_build_the_model_first():
+    """The TensorFlow guide's Dense(kernel_initializer=tf.random.normal) on a model built in fit:
+    one device draws it inside its first step, a strategy before, so the initial weights differ."""
+    info = ModelInfo(keras_flavor="keras3", keras_version="3.15.1", function_initializers=("dense.kernel_initializer",))
+    two = plan(make_snapshot(num_cpu_devices=2), model_info=info, batch_size=32)
+    one = plan(make_snapshot(), model_info=info, batch_size=32)
+    said = [w for w in two.warnings if "dense.kernel_initializer is a plain function" in w]
+    assert len(said) == 1 and "keras.initializers.RandomNormal(seed=1)" in said[0], two.warnings
+    assert not any("plain function" in w for w in one.warnings)
+
+
+def test_a_batch_smaller_than_the_replicas_trains_on_one_device_unless_the_model_cannot_move_there():
+    """keras.io's attention MIL classifier (batch_size=1) on 2 replicas: one device, with the
+    reason; a model built under the strategy that Keras cannot save stays there, its batch rounded
+    up, and the warning says why one device was not possible."""
+    from autodist.planning.steps_per_execution import FitFacts
+
+    snap = make_snapshot(num_cpu_devices=2)
+    moved = plan(snap, batch_size=1)
+    assert (moved.strategy, moved.global_batch_size) == (StrategyKind.DEFAULT, 1)
+    assert any("smaller than the 2 replicas" in reason for reason in moved.reasons), moved.reasons
+    stuck = plan(snap, batch_size=1, fit_facts=FitFacts(unmovable="Keras cannot save it: NotImplementedError: x"))
+    assert (stuck.strategy, stuck.global_batch_size) == (StrategyKind.MIRRORED, 2)
+    said = [w for w in stuck.warnings if "cannot be moved there (Keras cannot save it" in w]
+    assert len(said) == 1 and "batch_size=2 or more" in said[0], stuck.warnings

@@ -616,3 +616,22 @@ def test_still_needed_seed_generators(tensorflow_imported):
     dropout = keras.layers.Dropout(0.5)
     assert dropout._seed_generators, "Keras no longer keeps a layer's SeedGenerators in _seed_generators"
     assert not hasattr(dropout, "seed_generators"), "Keras lists a layer's SeedGenerators publicly now: read that"
+
+
+def test_still_needed_script_variables(tensorflow_imported):
+    """TensorFlow without autodist's creator: under a strategy made current, the script's own
+    tf.Variable is the strategy's, and a tape cannot take its gradient outside a replica."""
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    tf.distribute.experimental_set_strategy(strategy)
+    try:
+        variable = tf.Variable(1.0)
+        assert type(variable).__name__ == "MirroredVariable", "a strategy made current keeps raw variables plain now"
+        with tf.GradientTape() as tape:
+            y = variable * 2
+        with pytest.raises(ValueError, match="not available outside the replica context"):
+            tape.gradient(y, variable)
+    finally:
+        tf.distribute.experimental_set_strategy(None)
+    assert surface.available("tf.script_variables")

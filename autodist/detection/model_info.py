@@ -80,6 +80,7 @@ class ModelInfo:
     own_steps: tuple[str, ...] = ()  # which of train_step, test_step, compute_loss the model's class defines
     own_steps_read_replicas: bool = False  # one of them reads num_replicas_in_sync (scales by the replicas itself)
     mixed_precision: str | None = None  # the model's dtype policy when it computes in float16/bfloat16
+    function_initializers: tuple[str, ...] = ()  # unbuilt layers initialised by a plain function (tf.random.normal)
 
 
 def keras_flavor_of(model: Any) -> str:
@@ -149,8 +150,37 @@ def describe_model(model: Any) -> ModelInfo:
         own_steps=tuple(name for name in ("train_step", "test_step", "compute_loss") if overrides(model, name)),
         own_steps_read_replicas=_reads_replicas(model, ("train_step", "test_step", "compute_loss")),
         mixed_precision=_mixed_policy(model),
+        function_initializers=_function_initializers(model),
         **_layer_kinds(model),
     )
+
+
+#: The packages whose initializer objects draw from a seed of their own.
+_KERAS_PACKAGES = ("keras", "tf_keras")
+
+
+def _function_initializers(model: Any) -> tuple[str, ...]:
+    """The layers not built yet whose initializer is a plain function, not a Keras initializer
+    (the TensorFlow guide's ``Dense(kernel_initializer=tf.random.normal)``), as ``layer.attribute``.
+    Unseeded, such a function draws from TensorFlow's op seeds, which depend on where the draw
+    happens: one device builds the model inside its first step, a strategy before it.
+
+    Example:
+        >>> import keras, math
+        >>> _function_initializers(keras.Sequential([keras.layers.Dense(2, kernel_initializer=math.sin, name="d")]))
+        ('d.kernel_initializer',)
+    """
+    found = []
+    for layer in all_layers(model):
+        if getattr(layer, "built", True):
+            continue
+        for attribute, value in sorted(vars(layer).items()):
+            if not attribute.endswith("initializer") or value is None or isinstance(value, (str, type)):
+                continue
+            kerass = any(cls.__module__.partition(".")[0] in _KERAS_PACKAGES for cls in type(value).__mro__[:-1])
+            if callable(value) and not kerass:  # a Keras initializer, or a subclass of one, has a seed of its own
+                found.append(f"{layer.name}.{attribute}")
+    return tuple(found)
 
 
 def overrides_train_step(model: Any) -> bool:

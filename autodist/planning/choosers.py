@@ -49,6 +49,7 @@ __all__ = [
     "Choice",
     "Layout",
     "choose_batch",
+    "choose_unsplit",
     "choose_compile_overrides",
     "choose_coordinator_threads",
     "choose_kind",
@@ -259,6 +260,48 @@ def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layo
     return strategy_type(kind).layout(snapshot)
 
 
+def choose_unsplit(
+    snapshot: HardwareSnapshot,
+    kind: Choice[StrategyKind],
+    layout: Choice[Layout],
+    batch_size: int | None,
+    unmovable: str | None = None,
+) -> tuple[Choice[StrategyKind], Choice[Layout]]:
+    """One device where a batch is smaller than the replicas that would share it: a single-host
+    ``mirrored`` plan for ``batch_size=1`` (keras.io's attention MIL classifier) on 2 replicas would
+    round the batch up to 2, which halves the steps and trains another program. One device trains
+    the author's. Any other plan as it is: a forced or kept strategy, ``central_storage`` (chosen
+    because the model fits no GPU), a multi-worker job, whose every worker must take a share, and
+    a model already built under the strategy that cannot be moved (``unmovable``: why Keras cannot
+    save it); their batch is rounded up, with a warning, and the last says why.
+
+    Example:
+        >>> snap = HardwareSnapshot.cpu_only(num_cpu_devices=2)
+        >>> kind, layout = choose_unsplit(snap, Choice(K.MIRRORED), choose_layout(snap, K.MIRRORED), 1)
+        >>> kind.value.value, layout.value.num_replicas
+        ('default', 1)
+    """
+    replicas = layout.value.num_replicas
+    if kind.value != K.MIRRORED or batch_size is None or not 1 <= batch_size < replicas:
+        return kind, layout
+    if unmovable is not None:
+        kept = (
+            f"batch_size={batch_size} is smaller than the {replicas} replicas, and one device would train the "
+            f"program as written, but the model, built under {kind.value.value}, cannot be moved there "
+            f"({unmovable}): the batch is rounded up to {replicas}. Fix: pass batch_size={replicas} or more, "
+            "set AUTODIST_STRATEGY=default before the script starts, or make the model's layers serialisable "
+            "(get_config)"
+        )
+        return Choice(kind.value, kind.reasons, kind.warnings + (kept,)), layout
+    reason = (
+        f"batch_size={batch_size} is smaller than the {replicas} replicas {kind.value.value} would split "
+        f"it over: rounding it up to {replicas} would train fewer, larger steps than the program's, so it "
+        "trains on one device, with one device's numbers (pass a batch of at least "
+        f"{replicas} to train on {replicas} replicas)"
+    )
+    return Choice(K.DEFAULT, kind.reasons + (reason,), kind.warnings), choose_layout(snapshot, K.DEFAULT)
+
+
 def choose_batch(
     snapshot: HardwareSnapshot, kind: StrategyKind, num_replicas: int, batch_size: int | None, default: int
 ) -> Choice[BatchDecision]:
@@ -372,6 +415,7 @@ def choose_data_parallel_notes(
         independent_draws="replica_random_streams" in workarounds,
         own_draw_layers=info.own_draw_layers,
         averaged_statistics="batchnorm_moving_statistics" in workarounds,
+        function_initializers=info.function_initializers,
     )
     if corrected and info.own_steps_read_replicas and num_replicas > 1:
         warnings += (OWN_STEPS_READ_REPLICAS.format(methods="/".join(info.own_steps), num_replicas=num_replicas),)

@@ -153,7 +153,7 @@ def plan(
     kind, layout = (
         _keep(snapshot, kept, memory, gpu_memory_fraction)
         if kept
-        else _choose(snapshot, forced, memory, gpu_memory_fraction, forced_by)
+        else _choose(snapshot, forced, memory, gpu_memory_fraction, forced_by, batch_size, fit_facts)
     )
     _refuse_for_keras(kind.value, flavor, version, env, kept, info.mixed_precision)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
@@ -213,9 +213,15 @@ def _choose(
     memory: choosers.MemoryFacts | None,
     fraction: float,
     forced_by: str = "the caller",
+    batch_size: int | None = None,
+    fit_facts: FitFacts | None = None,
 ) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
     kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=fraction, forced_by=forced_by)
-    return kind, choosers.choose_layout(snapshot, kind.value)
+    layout = choosers.choose_layout(snapshot, kind.value)
+    if forced is not None:
+        return kind, layout
+    unmovable = fit_facts.unmovable if fit_facts is not None else None
+    return choosers.choose_unsplit(snapshot, kind, layout, batch_size, unmovable)
 
 
 def _keep(

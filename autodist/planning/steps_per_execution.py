@@ -46,6 +46,7 @@ class FitFacts:
     steps_given: bool = False  # steps_per_epoch or validation_steps is given
     length_unknown: bool = False  # a generator, or a dataset of unknown cardinality
     total_steps: int | None = None  # training steps in the whole fit, where the input tells
+    unmovable: str | None = None  # why the model, built under a strategy, cannot be moved to another
 
 
 def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:

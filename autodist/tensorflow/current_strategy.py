@@ -47,7 +47,7 @@ from typing import Any
 
 from autodist.detection.hardware import num_cpus
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError
-from autodist.log import get_logger
+from autodist.log import get_logger, warn_all
 from autodist.core.detect_and_plan import plan_here
 from autodist.tensorflow.collectives import collective_mismatch
 from autodist.tensorflow.activation_record import Activation, current, record, set_record
@@ -68,7 +68,8 @@ from autodist.upstream.tf_hooks import (
     Hooks,
     hook_triggers,
     hook_variable_creation,
-    made_by_tf_distribute,
+    keep_script_variables_plain,
+    origin_of_new_variable,
     translate_creation_errors,
     watch_strategy_construction,
 )
@@ -206,6 +207,7 @@ def complete() -> None:
         ):  # type: ignore[union-attr]
             return  # made current at a later trigger: not inside a scope, nor while a function is traced
         tf_scopes.install(done.strategy)
+        keep_script_variables_plain(done.strategy, scripts_own, on_write=_written_in_replicas)
         tf.distribute.experimental_set_strategy(done.strategy)
         record(pending=False)
         _triggers().remove()
@@ -291,14 +293,51 @@ def _count_variable() -> None:
     import tensorflow as tf
 
     done = current()
-    if (
-        done is not None
-        and done.strategy is not None
-        and tf.distribute.get_strategy() is done.strategy
-        and not made_by_tf_distribute()
-    ):
+    if done is None or done.strategy is None or tf.distribute.get_strategy() is not done.strategy:
+        return
+    origin = origin_of_new_variable()
+    if origin != "tf.distribute" and not scripts_own(origin):
         STATE.first_variable_ours = True
         _variable_watch().remove()
+
+
+def scripts_own(origin: str) -> bool:
+    """Whether a variable of ``origin`` (``"script"``, ``"keras"``, ``"tf.distribute"``: who runs
+    the code that creates it) is created as without autodist: a ``tf.Variable`` the script makes
+    itself, outside any Keras object, where autodist's strategy is current through the activation
+    alone (not in a ``with strategy.scope():`` the script or Keras entered, not in a replica's
+    step). It is then a plain variable, so ``tape.gradient``, ``assign`` and reads behave as on
+    one device (the TensorFlow guide's basics); a Keras object's variables are the strategy's."""
+    import tensorflow as tf
+
+    return (
+        origin == "script"
+        and available("tf.script_variables")
+        and tf.distribute.in_cross_replica_context()
+        and tf_scopes.stepping_aside() is not None
+    )
+
+
+#: Said once per variable: a plain variable of the script's written in a step on several replicas.
+WRITTEN_IN_REPLICAS = (
+    "tf.Variable {name!r}, which your script made outside any Keras object, is a plain variable, as "
+    "without autodist (so that raw TensorFlow beside Keras runs as on one device); a training step "
+    "writes it on each of the {replicas} replicas, so each step writes it {replicas} times where model.fit "
+    "on one device writes it once. Fix: make it inside the model (in __init__ or build), or inside "
+    "`with tf.distribute.get_strategy().scope():`, where it is the strategy's variable with the "
+    "aggregation you give it; or train on one replica (strategy='default')"
+)
+
+
+def _written_in_replicas(variable: Any) -> None:
+    """Before a plain variable of the script's is written: warn (once for it) where the write is
+    in a replica's step of a strategy with several replicas."""
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    replicas = int(context.num_replicas_in_sync) if context is not None else 1
+    if replicas > 1 and once(f"script variable written in replicas: {id(variable)}"):
+        warn_all([WRITTEN_IN_REPLICAS.format(name=variable.name.split(":")[0], replicas=replicas)])
 
 
 def _complete_then_count() -> None:

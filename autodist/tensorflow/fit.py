@@ -51,6 +51,7 @@ from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_ste
 from autodist.tensorflow.batch_probe import SAMPLES as PROBED
 from autodist.tensorflow.batch_probe import batch_mixing_check
 from autodist.tensorflow.comm_check import check_communication
+from autodist.tensorflow.draws import traced_model_info
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.core.input_kinds import Arrays, Dataset, RayShard
 from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input
@@ -61,7 +62,14 @@ from autodist.tensorflow.keras_patches import (
     steps_as_one_device,
     trains_under,
 )
-from autodist.tensorflow.placement import Placed, copy_training_state, move_into_scope, place_model, script_strategy
+from autodist.tensorflow.placement import (
+    Placed,
+    copy_training_state,
+    move_into_scope,
+    place_model,
+    script_strategy,
+    unmovable,
+)
 from autodist.ray.data import from_ray_data
 from autodist.tensorflow.activation_record import current as current_activation
 from autodist.resume.guard import guard_for, ray_owns_backups
@@ -192,7 +200,17 @@ def _fit_facts(call: FitCall) -> FitFacts:
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
         length_unknown=call.data.length_unknown(),
         total_steps=fit_steps(call.data, call.requested_batch, call.epochs, kwargs),
+        # a batch too small to split trains on one device, which a model built under the strategy reaches by a move
+        unmovable=(
+            unmovable(call.model)
+            if call.builder is None and call.requested_batch is not None and call.requested_batch < _SMALL_BATCH
+            else None
+        ),
     )
+
+
+#: Batches below this may be smaller than a host's replicas (no host has more GPUs).
+_SMALL_BATCH = 64
 
 
 def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
@@ -203,10 +221,10 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
     here (the caller applies them once)."""
     own = _scripts_own_strategy(call)
     if own is not None:
-        kept = _plan_for(call, facts, kept=describe_strategy(own))
+        kept = _planned(call, facts, kept=describe_strategy(own))
         _refuse_evaluator(kept)
         return kept, own, True
-    auto = _plan_for(call, facts)
+    auto = _planned(call, facts)
     parameter_server.serve_if_this_task_serves(auto)
     chosen = _tuned(call, facts, auto) if strategy_setting(os.environ, call.strategy) == TUNE else auto
     distribution = start(chosen, workarounds=False)
@@ -420,8 +438,28 @@ def _finish(history: Any, model: Any, built: Built) -> Any:
     return history
 
 
+def _planned(call: FitCall, facts: FitFacts, kept: Any = None) -> Plan:
+    """The plan for the call (the script's own strategy ``kept``), made again with the layers that
+    draw random numbers read from a traced training call of the model
+    (:mod:`autodist.tensorflow.draws`) where it splits batches over replicas and they differ from
+    the layer list's: what each replica draws is said of the layers the model runs."""
+    the_plan = _plan_for(call, facts, kept=kept)
+    if call.builder is not None:
+        return the_plan
+    info = describe_model(call.model)
+    traced = traced_model_info(call.model, call.data, the_plan, info)
+    if traced is None or (traced.random_layers, traced.own_draw_layers) == (info.random_layers, info.own_draw_layers):
+        return the_plan
+    return _plan_for(call, facts, kept=kept, model_info=traced)
+
+
 def _plan_for(
-    call: FitCall, facts: FitFacts, tpu_cores: int | None = None, snapshot: Any = None, kept: Any = None
+    call: FitCall,
+    facts: FitFacts,
+    tpu_cores: int | None = None,
+    snapshot: Any = None,
+    kept: Any = None,
+    model_info: Any = None,
 ) -> Plan:
 
     requested = call.requested_batch
@@ -441,6 +479,7 @@ def _plan_for(
         peer_timeout_seconds=call.peer_timeout_seconds,
         fit_facts=facts,
         kept=kept,
+        **({"model_info": model_info} if model_info is not None else {}),
         **options,
     )
     data = call.data

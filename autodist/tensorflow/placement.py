@@ -48,6 +48,7 @@ __all__ = [
     "is_built",
     "move_into_scope",
     "needs_move",
+    "unmovable",
     "place_model",
     "Placed",
     "script_strategy",
@@ -83,6 +84,29 @@ def needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
     if not the_plan.type.distributes:
         return current_strategy is not None and current_strategy is not distribution
     return current_strategy is not distribution
+
+
+def unmovable(model: Any) -> str | None:
+    """Why ``model``, built under a MirroredStrategy, could not be moved to another
+    (:func:`move_into_scope` saves it to ``.keras`` and loads it): its config cannot be written (a
+    custom layer without ``get_config`` whose ``__init__`` takes other values) or read back (a
+    ``Lambda`` of Python code, which Keras's safe mode refuses). ``None`` where it can, or where it
+    lives under no such strategy."""
+    import tensorflow as tf
+
+    strategy = model_strategy(model)
+    if not isinstance(strategy, tf.distribute.MirroredStrategy) or int(strategy.num_replicas_in_sync) < 2:
+        return None
+    saving = keras_module(keras_flavor_of(model)).saving
+    try:  # the config written and read back, as the move's save and load do (Lambda layers: safe mode)
+        config = saving.serialize_keras_object(model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            saving.deserialize_keras_object(config, custom_objects=_custom_objects(model), safe_mode=True)
+    except Exception as err:
+        first = str(err).strip().splitlines()
+        return f"Keras cannot save and load it: {type(err).__name__}: {first[0] if first else ''}".strip()
+    return None
 
 
 def _custom_objects(model: Any) -> dict[str, Any]:
@@ -254,6 +278,14 @@ def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
             f"{made} was current from import on, but the model was created while it was not "
             "(inside another strategy's scope, or with the strategy set aside). Fix: build the "
             "model at the script's top level, after `import autodist`"
+        )
+    batch, replicas = the_plan.requested_batch_size, done.plan.num_replicas if done.plan is not None else 1
+    if the_plan.num_replicas == 1 and batch is not None and batch < replicas:
+        return f"batch:{made}", (
+            f"batch_size={batch} is smaller than the {replicas} replicas of the {made} strategy made "
+            "current at import, so this fit trains on one device, as the program does (rounding the "
+            f"batch up to {replicas} would train fewer, larger steps). Fix: pass a batch_size of at least "
+            f"{replicas} to train on {replicas} replicas, or set {STRATEGY_ENV}=default before the script starts"
         )
     return f"other:{made}:{chosen}", (
         f"the strategy made current at import was {made}, and this fit chose {chosen} (a forced "

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from autodist.upstream.surface import available
+from autodist.process import STATE
 
 __all__ = [
     "SupportsTensorLogs",
@@ -90,7 +91,14 @@ def symbolic_build(model: Any, data_batch: Any) -> bool:
 
     if not (isinstance(data_batch, tuple) and len(data_batch) == 3):
         data_batch = data_adapter_utils.unpack_x_y_sample_weight(data_batch)
-    model._symbolic_build(data_batch=data_batch)
+    before = STATE.per_thread("building_for_fit", False)
+    STATE.thread.building_for_fit = (
+        True  # built for fit: as its first training step builds it (symbolic_build_training)
+    )
+    try:
+        model._symbolic_build(data_batch=data_batch)
+    finally:
+        STATE.thread.building_for_fit = before
     return True
 
 

@@ -1,6 +1,7 @@
 """Keras 3's TensorFlow trainer under ``tf.distribute`` (touches ``keras.symbolic_build`` and
 ``keras.reduce_per_replica``): the patches behind the workarounds ``first_batch_symbolic_build``,
-``symbolic_build_reads_input``, ``no_call_symbolic_build`` and ``multi_worker_scalar_reduce`` of
+``symbolic_build_reads_input``, ``no_call_symbolic_build``, ``symbolic_build_training`` and
+``multi_worker_scalar_reduce`` of
 :mod:`autodist.planning.keras_compat`, which decides when each is needed.
 
 Keras 3.3 and 3.4 have no symbolic build: a model builds while its first step is traced, so the
@@ -14,7 +15,10 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import math
+import sys
+import threading
 from typing import Any
 
 from autodist.upstream import roles
@@ -31,6 +35,9 @@ __all__ = [
     "FIRST_BATCH_SYMBOLIC_BUILD",
     "SYMBOLIC_BUILD_READS_INPUT",
     "NO_CALL_SYMBOLIC_BUILD",
+    "SYMBOLIC_BUILD_TRAINING",
+    "build_as_training_step",
+    "traced_draws",
     "EVERY_REPLICA_FED",
     "METRIC_RESULTS_AS_NUMBERS",
     "MULTI_WORKER_SCALAR_REDUCE",
@@ -42,10 +49,11 @@ TRAINER_PATCHES = (
     "first_batch_symbolic_build",
     "symbolic_build_reads_input",
     "no_call_symbolic_build",
+    "symbolic_build_training",
     "multi_worker_scalar_reduce",
 )
-#: Those of them that live in the replaced ``_maybe_symbolic_build``.
-SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:3]
+#: Those of them that live in the replaced ``_maybe_symbolic_build`` (and ``_symbolic_build``).
+SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:4]
 
 
 def _multi_worker(strategy: Any) -> bool:
@@ -139,16 +147,146 @@ def _dataset_batch(epoch_iterator: Any) -> Any:
     return spec
 
 
+def _symbolic_input(value: Any) -> Any:
+    """A ``KerasTensor`` of ``value``'s shape and dtype (NumPy's strings and objects: Keras's ``string``)."""
+    import keras
+    from keras.src import backend
+
+    if value is None:
+        return None
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    dtype = "string" if kind in ("U", "S", "O") else keras.backend.standardize_dtype(value.dtype)
+    return backend.KerasTensor(value.shape, dtype)
+
+
+def build_as_training_step(model: Any, data_batch: Any) -> bool:
+    """Build ``model`` from ``data_batch``'s shapes as one device's first training step builds it:
+    called symbolically with ``training=True`` where its ``call`` takes ``training``, else with no
+    ``training`` at all (``train_step`` passes none then). A ``Sequential`` or functional model
+    that is built lazily inside the call records the ``training`` it was called with in its
+    nodes, so Keras's symbolic build (``training=False``) would keep every later call of it in
+    inference, in each training step too. ``False`` where nothing needed building or the call
+    failed (Keras's own build then runs and says why)."""
+    from keras.src import backend, tree
+    from keras.src.trainers import data_adapters
+
+    if model.built and all(layer.built for layer in all_layers(model)):
+        return False
+
+    try:
+        x = data_adapters.data_adapter_utils.unpack_x_y_sample_weight(tree.map_structure(_symbolic_input, data_batch))[
+            0
+        ]
+        takes_training = "training" in inspect.signature(model.call).parameters
+        backend.compute_output_spec(model, x, **({"training": True} if takes_training else {}))
+    except Exception:  # the same call Keras's build makes next, which raises it with its own message
+        return False
+    return True
+
+
+#: TensorFlow's random ops whose type does not say "Random" (a call of a function, StatefulPartitionedCall, is not one).
+_RANDOM_OPS = frozenset(
+    {
+        "TruncatedNormal",
+        "ParameterizedTruncatedNormal",
+        "Multinomial",
+        "StatelessMultinomial",
+        "StatelessTruncatedNormal",
+        "StatelessTruncatedNormalV2",
+        "StatelessParameterizedTruncatedNormal",
+        "StatelessShuffle",
+        "StatefulUniform",
+        "StatefulUniformInt",
+        "StatefulUniformFullInt",
+        "StatefulStandardNormal",
+        "StatefulStandardNormalV2",
+        "StatefulTruncatedNormal",
+        "RngReadAndSkip",
+        "RngSkip",
+    }
+)
+
+
+def _random_op(kind: str) -> bool:
+    """Whether a TensorFlow op of type ``kind`` draws random numbers (stateful, stateless, shuffles)."""
+    return "Random" in kind or kind in _RANDOM_OPS
+
+
+def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``(Keras's layers, the caller's layers)`` that draw random numbers when ``model`` is called
+    as its training step calls it (:func:`build_as_training_step`'s call, which builds a model not
+    built yet), read from the random ops each layer's call adds to the traced graph: an op belongs
+    to the innermost layer whose call made it. So a layer made in ``build()``, a nested model and
+    a ``Sequential`` defined outside the model count, and a layer that draws nothing (a Dropout of
+    rate 0 or left in inference, an RNN cell without dropout) does not. A layer of the caller's
+    own is one whose class is not Keras's (a subclass of Dropout included). ``None`` where the call
+    fails (the layer list decides then)."""
+    import tensorflow as tf
+    from keras.src import backend, tree
+    from keras.src.layers.layer import Layer
+    from keras.src.trainers import data_adapters
+
+    owners: dict[Any, Any] = {}  # each random op, by the op, and the layer whose call made it
+    original, tracer = Layer.__call__, threading.get_ident()
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != tracer:  # another thread's call: not this trace's
+            return original(self, *args, **kwargs)
+        graph = tf.compat.v1.get_default_graph()
+        start = len(graph.get_operations())
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            for op in graph.get_operations()[start:]:
+                if op not in owners and _random_op(op.type):
+                    owners[op] = self
+
+    try:
+        x = data_adapters.data_adapter_utils.unpack_x_y_sample_weight(tree.map_structure(_symbolic_input, data_batch))[
+            0
+        ]
+        takes_training = "training" in inspect.signature(model.call).parameters
+        build_as_training_step(model, data_batch)  # built by a call of its own first: initializers draw too
+        Layer.__call__ = __call__  # for this one call only; put back below
+        backend.compute_output_spec(model, x, **({"training": True} if takes_training else {}))
+    except Exception:
+        return None
+    finally:
+        Layer.__call__ = original
+    drawing = list(dict.fromkeys(owners.values()))
+    ours = tuple(layer.name for layer in drawing if type(layer).__module__.startswith(("keras.", "tf_keras.")))
+    theirs = tuple(layer.name for layer in drawing if not type(layer).__module__.startswith(("keras.", "tf_keras.")))
+    return ours, theirs
+
+
 def _install_symbolic_build() -> None:
-    """Replace Keras 3's ``_maybe_symbolic_build`` once; what it does follows ``STATE.symbolic_build``."""
+    """Replace Keras 3's ``_maybe_symbolic_build`` and ``_symbolic_build`` once; what they do
+    follows ``STATE.symbolic_build``."""
     from keras.src import tree
 
     if "symbolic_build" in STATE.originals(__name__):
         return
-    trainer = roles.find("tf_trainer")
-    original_build = trainer._maybe_symbolic_build
+    trainer, base = roles.find("tf_trainer"), roles.find("base_trainer")
+    original_build, original_symbolic = trainer._maybe_symbolic_build, base._symbolic_build
+
+    def _symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
+        if (
+            "symbolic_build_training" in STATE.symbolic_build
+            and STATE.per_thread("building_for_fit", False)
+            and data_batch is not None
+        ):
+            build_as_training_step(self, data_batch)
+        return original_symbolic(self, iterator=iterator, data_batch=data_batch)
 
     def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
+        before = STATE.per_thread("building_for_fit", False)
+        STATE.thread.building_for_fit = sys._getframe(1).f_code.co_name == "fit"  # Keras's fit, not evaluate
+        try:
+            return _build(self, iterator, data_batch)
+        finally:
+            STATE.thread.building_for_fit = before
+
+    def _build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
         if iterator is None or getattr(self, "_distribute_strategy", None) is None:
             return original_build(self, iterator=iterator, data_batch=data_batch)
         if "no_call_symbolic_build" in STATE.symbolic_build and has_no_call(self):
@@ -178,6 +316,7 @@ def _install_symbolic_build() -> None:
             self._symbolic_build(data_batch=data_batch)
 
     replace(trainer, "_maybe_symbolic_build", _maybe_symbolic_build)
+    replace(base, "_symbolic_build", _symbolic_build)
     STATE.originals(__name__)["symbolic_build"] = original_build
 
 
@@ -439,6 +578,30 @@ NO_CALL_SYMBOLIC_BUILD = Workaround(
     touches=("keras.symbolic_build",),
     if_fixed="a model without call() has nothing a symbolic call could build",
     install=lambda act: "no_call_symbolic_build" in patch_trainer(["no_call_symbolic_build"]),
+)
+
+
+SYMBOLIC_BUILD_TRAINING = Workaround(
+    name="symbolic_build_training",
+    upstream="Keras 3 Trainer._symbolic_build (training=False) with Functional nodes recording training",
+    summary=(
+        "Under any tf.distribute strategy, fit builds the model by calling it symbolically with "
+        "training=False. A Sequential or functional model built lazily inside that call (an "
+        "augmentation Sequential defined at module level, a feed-forward Sequential made in build(): "
+        "keras.io's Perceiver) keeps training=False, so every later call of it, each "
+        "training step's too, runs in inference: Dropout, RandomFlip and RandomZoom do nothing, "
+        "silently, where one device trains with them. autodist first builds the model as one "
+        "device's first training step does (training=True where its call takes training, else none). "
+        "One difference remains, Keras's own: on one device a Sequential built inside the step hands "
+        "the training=True that RandomFlip's default sets during its build to the layers before "
+        "RandomFlip too, for that step's trace; built before the step, those layers keep their default."
+    ),
+    # measured: 3.5 and 3.8 keep training in such a Sequential, 3.12 and 3.15 do not, the 2026-10-27 nightly
+    # does again; 3.10.0 rewrote how a call passes training on (keras-team/keras#21204), 3.10-3.11 not measured
+    affected=(("3.10.0", "3.16.0.dev2026102704"),),
+    touches=("keras.symbolic_build",),
+    if_fixed="the model is built by the call one device's first step makes; Keras's own build then finds it built",
+    install=lambda act: "symbolic_build_training" in patch_trainer(["symbolic_build_training"]),
 )
 
 

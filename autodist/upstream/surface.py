@@ -158,6 +158,27 @@ TOUCHES: dict[str, Touch] = {
             _present(*_ACTIVATION_HOOKS),
         ),
         Touch(
+            "tf.script_variables",
+            "tensorflow",
+            (
+                f"{_DISTRIBUTE}.distribute_lib.StrategyExtendedV2._create_variable",
+                "tensorflow.python.ops.variables.VariableMetaclass.__call__",
+            ),
+            "a tf.Variable the script makes itself, outside any Keras object (the TensorFlow guide's "
+            "basics: a variable and a tape before any model), is created as without autodist while "
+            "autodist's strategy is current: its strategy's variable creator passes it on to the next "
+            "one. Who creates a variable is read from the frames that call tf.Variable",
+            _TF,
+            "such a variable is the strategy's (a MirroredVariable on several replicas): tape.gradient "
+            "on it raises 'DistributedVariable.handle is not available outside the replica context'; "
+            "create it in `with autodist.local():`",
+            _TEST + "test_still_needed_script_variables",
+            _present(
+                f"{_DISTRIBUTE}.distribute_lib.StrategyExtendedV2._create_variable",
+                "tensorflow.python.ops.variables.VariableMetaclass.__call__",
+            ),
+        ),
+        Touch(
             "tf.strategy_scopes",
             "tensorflow",
             (
@@ -282,7 +303,9 @@ TOUCHES: dict[str, Touch] = {
                 "present)",
             ),
             "the workarounds first_batch_symbolic_build and symbolic_build_reads_input (keras#20585: "
-            "the first batch averaged over replicas)",
+            "the first batch averaged over replicas), no_call_symbolic_build, and symbolic_build_training "
+            "(the model built for fit as one device's first training step builds it, with "
+            "keras.src.backend.compute_output_spec)",
             _K3 + "; Keras 3.3 and 3.4 have no symbolic build (a model builds while its first step "
             "is traced), hence neither bug",
             "the first batch is averaged over replicas as Keras does: MultiWorkerMirrored fit fails "
@@ -293,6 +316,7 @@ TOUCHES: dict[str, Touch] = {
                 "<base_trainer>._symbolic_build(self, iterator, data_batch)",
                 "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
                 "keras.src.layers.layer.Layer._flatten_layers",
+                "keras.src.backend.compute_output_spec",
                 when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug",
                 keras_before=NO_SYMBOLIC_BUILD,
             ),

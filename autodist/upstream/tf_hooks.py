@@ -42,8 +42,10 @@ __all__ = [
     "hook_graph_reset",
     "hook_triggers",
     "hook_variable_creation",
-    "made_by_tf_distribute",
+    "keep_script_variables_plain",
+    "origin_of_new_variable",
     "translate_creation_errors",
+    "variable_origin",
     "watch_strategy_construction",
 ]
 
@@ -192,13 +194,127 @@ def translate_creation_errors(strategy: Any, translate: Callable[[BaseException]
     return True
 
 
-def made_by_tf_distribute() -> bool:
-    """Whether the variable being created is tf.distribute's own (a strategy's constructor makes
-    an ordering token): read from the calling frames' files."""
+def origin_of_new_variable() -> str:
+    """:func:`variable_origin` of the variable about to be created, called from a hook on
+    ``tf.Variable`` (:func:`hook_variable_creation`): its caller is the first frame outside autodist."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame = frame.f_back
-    return frame is not None and "tensorflow/python/distribute/" in frame.f_code.co_filename.replace("\\", "/")
+    return variable_origin(frame)
+
+
+def variable_origin(caller: Any) -> str:
+    """Who creates a variable, read from the frames from ``caller`` (the frame that called
+    ``tf.Variable``) outward:
+
+    - ``"tf.distribute"``: a strategy's own (the ordering token its constructor makes);
+    - ``"keras"``: Keras's code is running (a layer, model, optimizer, metric or ``keras.Variable``
+      of Keras or of a library built on it), or a method of a Keras layer, optimizer or metric
+      (the script's subclasses: a ``tf.Variable`` made in a model's ``__init__`` or ``build``);
+    - ``"script"``: none of those: a ``tf.Variable`` the script makes itself, a ``tf.Module``'s.
+    """
+    frame = caller
+    while frame is not None and _file(frame).find("/tensorflow/python/util/") >= 0:
+        frame = frame.f_back  # TensorFlow's decorators around tf.Variable
+    if frame is not None and "/tensorflow/python/distribute/" in _file(frame):
+        return "tf.distribute"
+    keras_types = _keras_object_types()
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module.partition(".")[0] in _KERAS_PACKAGES:
+            return "keras"
+        if keras_types and frame.f_code.co_argcount and frame.f_code.co_varnames[0] == "self":
+            if isinstance(frame.f_locals.get("self"), keras_types):
+                return "keras"
+        frame = frame.f_back
+    return "script"
+
+
+def _file(frame: Any) -> str:
+    return frame.f_code.co_filename.replace("\\", "/")
+
+
+def _variable_call_site(frame: Any) -> Any:
+    """The frame that called ``tf.Variable``, seen from inside the creator chain it started: the
+    caller of the nearest ``VariableMetaclass.__call__``; ``None`` when there is none."""
+    while frame is not None:
+        if frame.f_code.co_name == "__call__" and _file(frame).endswith("/tensorflow/python/ops/variables.py"):
+            caller = frame.f_back  # past autodist's own wrapper of tf.Variable, where one is in place
+            while caller is not None and caller.f_code.co_filename.startswith(_PACKAGE):
+                caller = caller.f_back
+            return caller
+        frame = frame.f_back
+    return None
+
+
+def _write_watched(variable: Any, name: str, on_write: Callable[[Any], None]) -> None:
+    """``variable.<name>`` (one object's method) calling ``on_write(variable)`` first."""
+    write = getattr(variable, name)
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        try:
+            on_write(variable)
+        except _UNEXPECTED as err:
+            _fell_through(name, err)
+        return write(*args, **kwargs)
+
+    setattr(variable, name, watched)
+
+
+#: The packages whose code makes Keras's objects: variables made while their code runs are Keras's.
+_KERAS_PACKAGES = frozenset({"keras", "tf_keras", "keras_hub", "keras_nlp", "keras_cv", "tensorflow_hub"})
+
+
+def _keras_object_types() -> tuple[type, ...]:
+    """Keras's layer, optimizer and metric base classes, of each Keras imported."""
+    found: list[type] = []
+    for package in ("keras", "tf_keras"):
+        module = sys.modules.get(package)
+        if module is None:
+            continue
+        for path in ("layers.Layer", "optimizers.Optimizer", "optimizers.legacy.Optimizer", "metrics.Metric"):
+            owner: Any = module
+            for part in path.split("."):
+                owner = getattr(owner, part, None)
+            if isinstance(owner, type):
+                found.append(owner)
+    return tuple(found)
+
+
+def keep_script_variables_plain(
+    strategy: Any, plain: Callable[[str], bool], on_write: Callable[[Any], None] = lambda variable: None
+) -> bool:
+    """Each variable created while ``strategy`` is current for which ``plain(origin)`` (origin as
+    :func:`variable_origin` reads it) is true is created by the next creator, as without the
+    strategy: a plain ``tf.Variable``, whose ``assign``, ``assign_add`` and ``assign_sub`` call
+    ``on_write(variable)`` first. Wraps this one strategy object's ``extended._create_variable``,
+    which TensorFlow's creator for the strategy's scope calls at each creation. Idempotent; ``False``
+    where the touch is off or the method is missing."""
+    extended = getattr(strategy, "extended", None)
+    original = getattr(extended, "_create_variable", None)
+    if getattr(original, "autodist_plain", False):
+        return True
+    if original is None or not available("tf.script_variables"):
+        return False
+
+    def _create_variable(next_creator: Any, **kwargs: Any) -> Any:
+        try:
+            site = _variable_call_site(sys._getframe(1))
+            own = site is not None and plain(variable_origin(site))
+        except _UNEXPECTED as err:
+            _fell_through("_create_variable", err)
+            own = False
+        if not own:
+            return original(next_creator, **kwargs)
+        kwargs.pop("distribute_strategy", None)
+        variable = next_creator(**kwargs)
+        for name in ("assign", "assign_add", "assign_sub"):
+            _write_watched(variable, name, on_write)
+        return variable
+
+    _create_variable.autodist_plain = True  # type: ignore[attr-defined]
+    replace(extended, "_create_variable", _create_variable)
+    return True
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # autodist's own frames

@@ -16,6 +16,7 @@ already there again instead of running them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import json
@@ -24,7 +25,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from tests.corpus.text import program_text
 
@@ -129,18 +132,20 @@ SPENT_ORDER = "spends one of its shuffled orders"
 
 
 #: Run as ``sh -c SCRIPT python ...`` in a private mount namespace: /tmp becomes a tmpfs of the way's
-#: own, and the run's folder of records ($CORPUS_OUT), where it lies under /tmp, is bound back at its
-#: own path (through the old /tmp, held at /mnt while the tmpfs goes on).
+#: own, and what the way needs that lies under /tmp ($CORPUS_BIND: the run's folder of records, this
+#: checkout, the Python environment) is bound back at its own path (through the old /tmp, held at
+#: /mnt while the tmpfs goes on).
 _PRIVATE_TMP_SCRIPT = (
-    'case "$CORPUS_OUT" in /tmp/*) mount --bind /tmp /mnt || exit 97;; esac; '
+    "mount --bind /tmp /mnt || exit 97; "
     "mount -t tmpfs tmpfs /tmp || exit 97; "
-    'case "$CORPUS_OUT" in /tmp/*) mkdir -p "$CORPUS_OUT" && '
-    'mount --bind "/mnt${CORPUS_OUT#/tmp}" "$CORPUS_OUT" || exit 97;; esac; '
+    'IFS=:; for p in $CORPUS_BIND; do case "$p" in /tmp/*) mkdir -p "$p" && '
+    'mount --bind "/mnt${p#/tmp}" "$p" || exit 97;; esac; done; '
     'exec "$0" "$@"'
 )
 
 
-def _private_tmp() -> list[str]:
+@functools.cache
+def private_tmp() -> list[str]:
     """The command prefix that gives a way a /tmp of its own (a tmpfs in a private mount
     namespace): a program that writes to a fixed path there (``/tmp/checkpoint.weights.h5``) runs
     its ways side by side as it runs alone. None where this machine cannot make one."""
@@ -148,14 +153,13 @@ def _private_tmp() -> list[str]:
     with tempfile.TemporaryDirectory() as out:
         try:
             made = subprocess.run(
-                [*prefix, "test", "-d", out], env={**os.environ, "CORPUS_OUT": out}, capture_output=True, timeout=30
+                [*prefix, "test", "-d", out], env={**os.environ, "CORPUS_BIND": out}, capture_output=True, timeout=30
             ).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             made = False
     return prefix if made else []
 
 
-PRIVATE_TMP = _private_tmp()
 
 
 def program(name: str) -> Path:
@@ -163,55 +167,108 @@ def program(name: str) -> Path:
     return HERE / "programs" / f"{name}{Path(SOURCES[name]['path']).suffix}"
 
 
+def _bound_back(out: Path) -> str:
+    """What a way's private /tmp must show as it is: the records' folder, this checkout, Python's."""
+    return ":".join(dict.fromkeys(str(Path(p).resolve()) for p in (out, ROOT, sys.prefix, sys.base_prefix)))
+
+
+#: Each program's largest peak resident memory of one way, measured by its runs so far.
+PEAKS: dict[str, int] = {}
+#: Of the memory free when ways start, the share they may take together.
+MEMORY_SHARE = 0.8
+
+
+def _available_memory() -> int:
+    with open("/proc/meminfo") as meminfo:
+        fields = dict(line.split(":", 1) for line in meminfo)
+    return int(fields["MemAvailable"].split()[0]) * 1024
+
+
+def side_by_side(name: str, waiting: int) -> int:
+    """How many of a program's ways run at once: two (or one core's one) while its memory is unknown
+    (its first ways), then as many as fit in the memory free now, measured by its own runs."""
+    peak = PEAKS.get(name)
+    if peak is None:
+        return max(1, min(waiting, os.cpu_count() or 1, 2))
+    return max(1, min(waiting, int(_available_memory() * MEMORY_SHARE // max(peak, 1))))
+
+
 def run(name: str, out: Path, ways: dict = WAYS) -> dict:
-    """Each of ``ways`` of one program, all at once, each bounded at 600 s (killed past it)."""
-    procs = {}
-    for way, (kind, devices) in ways.items():
-        env = {key: value for key, value in os.environ.items() if not key.startswith("AUTODIST_")}
-        env.update(
-            PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {})
+    """Each of ``ways`` of one program, side by side as far as memory allows (:func:`side_by_side`),
+    each bounded at 600 s (killed past it)."""
+    if name not in SOURCES:
+        raise SystemExit(f"tests.corpus: no program {name!r} in sources.json (names: python -m tests.corpus --list)")
+    out.mkdir(parents=True, exist_ok=True)
+    started, found = {}, {}
+    pending = list(ways.items())
+    while pending or started:
+        while pending and len(started) < side_by_side(name, len(pending) + len(started)):
+            way, how = pending.pop(0)
+            started[way] = _start_way(name, out, ways, how)
+        way = _first_done(started)
+        found[way] = _finish_way(*started.pop(way))
+        peak = found[way].get("peak_rss_bytes")
+        if peak:
+            PEAKS[name] = max(PEAKS.get(name, 0), peak)
+    return {way: found[way] for way in ways}
+
+
+#: How long one way may run before it is killed.
+WAY_LIMIT_SECONDS = 600
+
+
+def _first_done(started: dict) -> str:
+    """The first of the started ways to end (or to run past its limit)."""
+    while True:
+        for way, (proc, _target, began) in started.items():
+            if proc is None or proc.poll() is not None or time.monotonic() - began > WAY_LIMIT_SECONDS:
+                return way
+        time.sleep(0.5)
+
+
+def _start_way(name: str, out: Path, ways: dict, how: tuple[str, str | None]) -> tuple[Any, Path, float]:
+    """One way's process started (``None`` where its record is kept already), its record's path, and when."""
+    kind, devices = how
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AUTODIST_")}
+    env.update(
+        PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {})
+    )
+    suffix, settings = EXTRA.get(id(ways), ("", {}))
+    env.update(settings)
+    env.update(CORPUS_OUT=str(out.resolve()), CORPUS_BIND=_bound_back(out))
+    env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(SOURCES[name].get("samples", env.get("CORPUS_SAMPLES", 256))))
+    label = f"{name}-{kind}-{devices}{suffix}"
+    target, folder = out / f"{label}.json", out / label
+    if target.exists() or os.environ.get("CORPUS_JUDGE_ONLY"):  # kept (CORPUS_KEEP): judged again, not run again
+        return None, target, time.monotonic()
+    shutil.rmtree(folder, ignore_errors=True)  # a run that kept no record (killed): run again
+    folder.mkdir()
+    with open(folder / "stderr.txt", "w") as stderr:  # a file, not a pipe: nothing blocks while ways are polled
+        proc = subprocess.Popen(
+            [*private_tmp(), sys.executable, str(HERE / "run.py"), str(program(name)), kind, str(target)],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
         )
-        suffix, settings = EXTRA.get(id(ways), ("", {}))
-        env.update(settings)
-        env.update(CORPUS_OUT=str(out.resolve()))
-        env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(SOURCES[name].get("samples", env.get("CORPUS_SAMPLES", 256))))
-        label = f"{name}-{kind}-{devices}{suffix}"
-        target, folder = out / f"{label}.json", out / label
-        if target.exists() or os.environ.get("CORPUS_JUDGE_ONLY"):  # kept (CORPUS_KEEP): judged again, not run again
-            procs[way] = (None, target)
-            continue
-        shutil.rmtree(folder, ignore_errors=True)  # a run that kept no record (killed): run again
-        folder.mkdir()
-        procs[way] = (
-            subprocess.Popen(
-                [*PRIVATE_TMP, sys.executable, str(HERE / "run.py"), str(program(name)), kind, str(target)],
-                cwd=folder,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            ),
-            target,
-        )
-    found = {}
-    for way, (proc, target) in procs.items():
-        if proc is None:
-            found[way] = (
-                json.loads(target.read_text()) if target.exists() else {"outcome": "not measured: no record kept"}
-            )
-            continue
-        try:
-            _, err = proc.communicate(timeout=600)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-            err = f"timed out: over 600 s. {err}"
-        found[way] = (
-            json.loads(target.read_text())
-            if target.exists()
-            else {"outcome": f"no record (exit {proc.returncode}): {err[-300:]}"}
-        )
-    return found
+    return proc, target, time.monotonic()
+
+
+def _finish_way(proc: Any, target: Path, began: float) -> dict:
+    """The way's record, once its process ends (killed past its limit); what went wrong where it kept none."""
+    if proc is None:
+        return json.loads(target.read_text()) if target.exists() else {"outcome": "not measured: no record kept"}
+    late = ""
+    try:
+        proc.wait(timeout=max(1.0, WAY_LIMIT_SECONDS - (time.monotonic() - began)))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        late = f"timed out: over {WAY_LIMIT_SECONDS} s. "
+    err = late + (target.with_suffix("") / "stderr.txt").read_text(errors="replace")[-2000:]
+    if target.exists():
+        return json.loads(target.read_text())
+    return {"outcome": f"no record (exit {proc.returncode}): {err[-300:]}"}
 
 
 def gap(a: dict, b: dict) -> float:
@@ -219,6 +276,8 @@ def gap(a: dict, b: dict) -> float:
     relative to the numbers' size where they are above 1; ``inf`` where they recorded different
     things."""
     pairs = []
+    if a["outcome"] != "ran" or b["outcome"] != "ran":
+        return float("inf")  # a way that failed or kept no record is apart from any other
     if (
         len(a["fits"]) != len(b["fits"])
         or len(a["evaluates"]) != len(b["evaluates"])
@@ -477,6 +536,9 @@ def main(argv: list[str]) -> int:
     """``[--check DOC | --write DOC] [NAME ...]``: run the programs (all by default; ``ci``: the
     CI slice) and print their table; ``--check`` fails when a verdict's kind is not the one DOC's
     table gives; ``--write`` puts the table into DOC."""
+    if argv == ["--list"]:
+        print(*sorted(SOURCES), sep="\n")
+        return 0
     mode, doc = (argv[0], Path(argv[1])) if argv[:1] in (["--check"], ["--write"]) else (None, None)
     names = argv[2:] if mode else argv
     names = CI_SLICE if names == ["ci"] else names or sorted(SOURCES)

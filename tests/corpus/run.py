@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import linecache
 import os
+import resource
 import sys
 import traceback
 import warnings
@@ -252,7 +254,10 @@ def main() -> None:
         from tests.adoption import adopt
 
         text, _ = adopt(text)
-    code = compile(text, str(PROGRAM), "exec")
+    # A notebook runs as its code cells: its tracebacks show those lines, under a name of their own.
+    filename = str(PROGRAM) if PROGRAM.suffix == ".py" else f"{PROGRAM} (its code cells)"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    code = compile(text, filename, "exec")
     own_strategy = "Strategy(" in text  # the program's own strategy is its hand-built one
     scope = (
         tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope()
@@ -272,6 +277,7 @@ def main() -> None:
             RECORD["autodist_error"] = any(cls.__name__ == "AutodistError" for cls in type(err).__mro__)
             RECORD["traceback"] = traceback.format_exc()[-3000:]
     RECORD["warnings"] = sorted({str(w.message) for w in caught if type(w.message).__name__ == "AutodistWarning"})
+    RECORD["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     OUT.write_text(json.dumps(RECORD))
 
 

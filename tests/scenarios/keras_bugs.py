@@ -300,6 +300,42 @@ class NoCall(OwnStep):
     call = keras.Model.call
 
 
+def training_in_step() -> dict:
+    """keras.io's Perceiver pattern: a model whose call() takes no training, calling an augmentation
+    Sequential defined outside it and a Sequential made in its build() (both built lazily, in the
+    model's first call), trained on one device and under Mirrored. What ``training`` its layers get
+    inside the train step (in a replica's context), per layer: RandomFlip sets it True where the
+    call passes none."""
+
+    def run(strategy) -> list[str]:
+        seen: set[str] = set()
+
+        class Spy(keras.layers.Layer):
+            def call(self, x, training=None):
+                if not tf.distribute.in_cross_replica_context():
+                    seen.add(f"{self.name.split('_')[0]}={training}")
+                return x
+
+        augment = keras.Sequential([keras.layers.RandomFlip("horizontal"), Spy(name="after")])
+
+        class Perceiver(keras.Model):
+            def build(self, input_shape):
+                self.head = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(2), Spy(name="head")])
+                super().build(input_shape)
+
+            def call(self, inputs):
+                return self.head(augment(inputs))
+
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            model = Perceiver()
+            model.compile(optimizer="sgd", loss="mse")
+        model.fit(np.ones((8, 4, 4, 1), "float32"), np.ones((8, 2), "float32"), batch_size=4, epochs=1, verbose=0)
+        return sorted(seen)
+
+    mirrored = tf.distribute.MirroredStrategy(DEVICES, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    return {"one_device": run(None), "mirrored": run(mirrored)}
+
+
 def own_step_against_one_device(kind, patched: bool = False, policy: str = "float32") -> dict:
     """``kind`` (OwnStep or NoCall) trained 2 epochs under Mirrored and on one device from the
     same weights: the largest weight gap, and each recorded loss's ratio to one device's. With
@@ -826,6 +862,7 @@ def main() -> None:
         "empty_shares_unpatched": case(empty_shares),
         "one_image_unpatched": case(one_image_against_one_device),
         "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
+        "training_in_step_unpatched": case(training_in_step),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
     from autodist.tensorflow.keras_patches import apply_workarounds
@@ -856,6 +893,7 @@ def main() -> None:
     results["empty_shares_patched"] = case(empty_shares)
     results["one_image_patched"] = case(one_image_against_one_device)
     results["structured_patched"] = case(structured_against_one_device)
+    results["training_in_step_patched"] = case(training_in_step)
     results.update({key: fresh_result(proc) for key, proc in fresh.items()})
     print("RESULT " + json.dumps(results))
 
