@@ -262,7 +262,7 @@ def test_guide_custom_loop_matches_the_loop_computed_by_hand(guide):
 def test_guide_variables_are_created_under_autodists_strategy(guide):
     guide.assert_ok()
     result = guide.result()
-    assert result["variable"] == "MirroredVariable"  # print(tf.Variable(1.)), "with strategy.scope()" removed
+    assert result["variable"] == "MirroredVariable"  # print(tf.Variable(1.)) in the scope of get_strategy()
     assert result["default_strategy"] == "MirroredStrategy"  # get_strategy() outside any scope: autodist's
 
 

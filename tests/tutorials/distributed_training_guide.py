@@ -11,8 +11,9 @@ Changed from the guide, as a user adopting autodist would:
 - The strategy-construction cells (MirroredStrategy with GPU lists or HierarchicalCopyAllReduce,
   MultiWorkerMirroredStrategy with NCCL, CentralStorageStrategy) are left out: choosing and
   configuring the strategy is what autodist does. So is the ``if GPUs: MirroredStrategy() else:
-  get_strategy()`` choice; its ``with strategy.scope():`` is removed and
-  ``print(tf.Variable(1.))`` is kept.
+  get_strategy()`` choice: its ``else`` branch (``get_strategy()``, autodist's strategy) is kept,
+  with its ``with strategy.scope(): print(tf.Variable(1.))``. (A ``tf.Variable`` made outside any
+  scope and any Keras object is plain, as without autodist: docs/using.md.)
 - The "Default Strategy" cells are kept as they are (``tf.distribute.get_strategy()`` and
   ``strategy.reduce("SUM", 1., axis=None)`` "in library code"); with autodist they run under the
   strategy autodist set globally. What they returned, or raised, is reported.
@@ -51,9 +52,12 @@ try:
 except Exception as err:  # reported: the guide shows this line working
   result["reduce_sum_1"] = f"{type(err).__name__}: {err}"
 
-# Do something interesting (the scope of the strategy autodist chose)
-variable = tf.Variable(1.)
-print(variable)
+# The guide's `else:  # Use the Default Strategy` branch: get_strategy(), here autodist's
+strategy = tf.distribute.get_strategy()
+with strategy.scope():
+  # Do something interesting
+  variable = tf.Variable(1.)
+  print(variable)
 result["variable"] = variable_kind(variable)
 report(OUTDIR, result)
 
