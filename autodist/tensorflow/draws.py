@@ -65,6 +65,8 @@ def traced_model_info(model: Any, data: Input, the_plan: Plan, info: ModelInfo) 
     built model is traced."""
     if the_plan.num_replicas < 2 or the_plan.keras_flavor != "keras3" or the_plan.type.asynchronous:
         return None
+    if not available("keras.symbolic_build"):  # Keras 3.3 and 3.4 (no symbolic build), or off: the list decides
+        return None
     strategy = model_strategy(model)
     if not is_built(model) and not _builds_here(strategy, the_plan):
         return None
@@ -92,7 +94,6 @@ def _builds_here(strategy: Any, the_plan: Plan) -> bool:
 
     return (
         "symbolic_build_training" in the_plan.keras_workarounds
-        and available("keras.symbolic_build")
         and strategy is not None
         and strategy is tf.distribute.get_strategy()
         and int(strategy.num_replicas_in_sync) == the_plan.num_replicas

@@ -301,15 +301,19 @@ TOUCHES: dict[str, Touch] = {
                 "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
                 "keras.src.trainers.data_adapters.py_dataset_adapter.PyDatasetAdapter._standardize_batch (read where "
                 "present)",
+                "keras.src.backend.compute_output_spec",
+                "keras.src.layers.layer.Layer.__call__",
             ),
             "the workarounds first_batch_symbolic_build and symbolic_build_reads_input (keras#20585: "
             "the first batch averaged over replicas), no_call_symbolic_build, and symbolic_build_training "
             "(the model built for fit as one device's first training step builds it, with "
-            "keras.src.backend.compute_output_spec)",
+            "keras.src.backend.compute_output_spec), and the layers that draw random numbers read from "
+            "that call (Layer.__call__ wrapped for its length)",
             _K3 + "; Keras 3.3 and 3.4 have no symbolic build (a model builds while its first step "
             "is traced), hence neither bug",
             "the first batch is averaged over replicas as Keras does: MultiWorkerMirrored fit fails "
-            "('unsupported type PerReplica'), and an uneven first batch fails under Mirrored",
+            "('unsupported type PerReplica'), and an uneven first batch fails under Mirrored; the layers "
+            "said to draw random numbers are read from the model's layer list",
             _KC + "test_still_needed_first_batch_symbolic_build",
             _present(
                 "<tf_trainer>._maybe_symbolic_build(self, iterator, data_batch)",
@@ -317,6 +321,7 @@ TOUCHES: dict[str, Touch] = {
                 "keras.src.trainers.data_adapters.data_adapter_utils.unpack_x_y_sample_weight",
                 "keras.src.layers.layer.Layer._flatten_layers",
                 "keras.src.backend.compute_output_spec",
+                "keras.src.layers.layer.Layer.__call__",
                 when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug",
                 keras_before=NO_SYMBOLIC_BUILD,
             ),
