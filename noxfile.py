@@ -43,7 +43,7 @@ PAIRS = {
     "next": ("tensorflow==2.22.0rc0", "keras-nightly==3.16.0.dev2026102704"),
 }
 #: The pairs CI runs after the README's test command (.ci/run), one session each.
-CI_PAIRS = ("oldest", "middle", "next-tf", "next")
+CI_PAIRS = ("oldest", "middle", "next")
 #: What a pair's environment gets besides its pins and the test tools: JAX, where the pair is one the
 #: JAX touches (the variable layout, the backends' state) must be probed on.
 EXTRAS = {"next": ("jax==0.10.2",)}

@@ -24,6 +24,7 @@ __all__ = [
     "CollectiveMismatchError",
     "ModelPlacementError",
     "PeerError",
+    "ReplicaContextError",
     "RuntimeAlreadyStartedError",
     "StrategyUnavailableError",
     "UnsupportedVersionError",
@@ -54,6 +55,17 @@ class BatchSizeError(ArgumentError):
 
 class ModelPlacementError(AutodistError):
     """The model cannot be moved into, or built inside, the strategy's scope."""
+
+
+class ReplicaContextError(AutodistError, ValueError):
+    """A Keras object made under the strategy autodist made current (a model's, an optimizer's or a
+    metric's variable) is read outside the replica context: a custom training step written for one
+    device (``tape.gradient``, an optimizer's ``apply``) run as it is on several replicas. The
+    message names the variable and the fix; TensorFlow's ``ValueError`` is its cause."""
+
+    # Exception's own constructor: TensorFlow's AutoGraph then raises this class again, with the
+    # user's line added to the message, where it raises a StagingError for any other constructor.
+    __init__ = Exception.__init__
 
 
 class RuntimeAlreadyStartedError(AutodistError, RuntimeError):

@@ -12,6 +12,7 @@ ones before it, never one after.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -88,9 +89,15 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> Iterator[Import
     yield from walk(tree, False)
 
 
-def all_imports() -> list[Import]:
-    known = modules()
-    return [imp for name, path in known.items() for imp in imports_of(name, path, known)]
+def all_imports() -> tuple[Import, ...]:
+    """Every import of the package, read once per process (each test of the layers asks for it)."""
+    return _all_imports(tuple(sorted((name, str(path), path.stat().st_mtime_ns) for name, path in modules().items())))
+
+
+@functools.cache
+def _all_imports(files: tuple) -> tuple[Import, ...]:
+    known = {name: Path(path) for name, path, _ in files}
+    return tuple(imp for name, path in known.items() for imp in imports_of(name, path, known))
 
 
 def circles(edges: set[tuple[str, str]]) -> list[list[str]]:

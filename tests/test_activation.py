@@ -338,8 +338,23 @@ import keras
 import numpy as np
 
 keras.utils.set_random_seed(1)
-model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
-model.compile(optimizer="adam", loss="mse")
+
+
+class Scaled(keras.layers.Layer):  # no get_config, and its __init__ takes a value: Keras cannot save it
+    def __init__(self, units):
+        super().__init__()
+        self.units = units
+
+    def build(self, shape):
+        self.w = self.add_weight(shape=(shape[-1], self.units))
+
+    def call(self, x):
+        return x @ self.w
+
+
+hidden = {{"saved": lambda: keras.layers.Dense(4, activation="relu"), "unsaveable": lambda: Scaled(4)}}[{kind!r}]
+model = keras.Sequential([keras.Input((3,)), hidden(), keras.layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse", metrics=["mae"])
 x, y = np.random.rand(10, 3).astype("float32"), np.random.rand(10, 1).astype("float32")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -353,13 +368,18 @@ print("RESULT " + json.dumps({{
 """
 
 
-def test_a_batch_smaller_than_the_replicas_trains_the_program_as_written_on_one_device(processes):
+@pytest.mark.parametrize("kind", ["saved", "unsaveable"])
+def test_a_batch_smaller_than_the_replicas_trains_the_program_as_written_on_one_device(processes, kind):
     """keras.io's attention MIL classifier trains with batch_size=1: on 2 replicas autodist made
     it 2 (half the steps, other numbers). Now the fit trains on one device, with one device's
-    History and weights, and the warning names the batch as the cause."""
+    History and weights, and the warning names the batch as the cause. A model Keras cannot save
+    (the classifier's attention layer has no get_config) is moved there in place: the caller's
+    own model trains, its weights, metrics and optimizer on one device."""
     runs = {}
     for name, imports, fit in (("plain", "", "model.fit"), ("autodist", "import autodist", "autodist.fit")):
-        program = UNSPLIT.format(imports=imports, fit=fit if name == "plain" else "(lambda *a, **k: autodist.fit(model, *a, **k))")
+        program = UNSPLIT.format(
+            imports=imports, kind=kind, fit=fit if name == "plain" else "(lambda *a, **k: autodist.fit(model, *a, **k))"
+        )
         proc = run_python(["-c", program], env=subprocess_env(AUTODIST_CPU_DEVICES="2"), timeout=180)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         assert proc.returncode == 0 and lines, proc.stderr[-3000:]
@@ -368,6 +388,8 @@ def test_a_batch_smaller_than_the_replicas_trains_the_program_as_written_on_one_
     assert runs["autodist"]["history"] == runs["plain"]["history"]
     assert runs["autodist"]["weights"] == runs["plain"]["weights"]
     assert any("batch_size=1 is smaller than the 2 replicas" in w for w in runs["autodist"]["warnings"]), runs["autodist"]
+    in_place = [w for w in runs["autodist"]["warnings"] if "moved its variables into that scope, in place" in w]
+    assert in_place, runs["autodist"]["warnings"]  # the caller's model, moved in place: nothing saved or loaded
 
 
 COUNTER = """
@@ -407,3 +429,46 @@ def test_a_plain_variable_of_the_script_written_in_each_replicas_step_is_said(pr
     result = json.loads(lines[-1][len("RESULT "):])
     written = [w for w in result["warnings"] if "tf.Variable 'Variable'" in w and "writes it 2 times" in w]
     assert len(written) == 1 and result["seen"] == 4.0, result
+
+
+OWN_LOOP = """
+import autodist, keras, numpy as np, tensorflow as tf
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+optimizer = keras.optimizers.Adam()
+
+
+@tf.function
+def step(x, y):
+    with tf.GradientTape() as tape:
+        loss = keras.losses.mean_squared_error(y, model(x))
+    grads = tape.gradient(loss, model.trainable_weights)
+    optimizer.apply(grads, model.trainable_weights)
+    return loss
+
+
+try:
+    step(np.ones((4, 3), "float32"), np.ones((4, 1), "float32"))
+    print("RESULT ran", float(model.trainable_weights[1].numpy()[0]))
+except autodist.ReplicaContextError as err:
+    print("RESULT named", isinstance(err, ValueError), " ".join(str(err).split()))
+"""
+
+
+def test_a_custom_step_written_for_one_device_gets_a_named_error_on_replicas_and_runs_on_one(processes, tmp_path):
+    """The Keras guide's own training loop (tape.gradient and apply on a Keras model, outside
+    strategy.run) cannot run on 2 replicas as written: TensorFlow said only that a
+    DistributedVariable's handle is not available outside the replica context. autodist names the
+    variable, the line and the fix (a ReplicaContextError, still a ValueError); on one device the
+    same script runs."""
+    said = {}
+    script = tmp_path / "own_loop.py"  # a file: TensorFlow's error shows its lines
+    script.write_text(OWN_LOOP)
+    for devices in ("2", "1"):
+        proc = run_python([str(script)], env=subprocess_env(AUTODIST_CPU_DEVICES=devices), timeout=180)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        said[devices] = lines[-1]
+    assert said["2"].startswith("RESULT named True"), said
+    assert 'own_loop.py", line 11, in step' in said["2"] and "grads = tape.gradient" in said["2"], said  # the line
+    assert "sequential/dense/kernel" in said["2"] and "strategy.run(train_step" in said["2"], said
+    assert said["1"].startswith("RESULT ran"), said

@@ -581,6 +581,48 @@ def test_still_needed_model_internals(tensorflow_imported):
     assert any(isinstance(layer, keras.layers.BatchNormalization) for layer in all_layers(outer))
 
 
+def test_still_needed_variable_relocation(tensorflow_imported, tmp_path):
+    """Keras has no public way to move a built model's variables to another strategy, and its
+    save/load (the other way to move one) cannot load a layer whose ``__init__`` takes a value
+    without a ``get_config`` (keras.io's attention MIL classifier): relocation moves it in place."""
+    import keras
+
+    class Scaled(keras.layers.Layer):
+        def __init__(self, units):
+            super().__init__()
+            self.units = units
+
+        def build(self, shape):
+            self.w = self.add_weight(shape=(shape[-1], self.units))
+
+        def call(self, x):
+            return x @ self.w
+
+    model = keras.Sequential([keras.Input((3,)), Scaled(2)])
+    model.save(tmp_path / "m.keras")
+    with pytest.raises(Exception, match="deserializ|Scaled"):
+        keras.models.load_model(tmp_path / "m.keras", custom_objects={"Scaled": Scaled})
+    assert not any(hasattr(model, name) for name in ("move_to_strategy", "relocate")), "Keras moves models now"
+
+
+def test_still_needed_variable_handle(tensorflow_imported):
+    """TensorFlow still refuses a mirrored variable's handle outside the replica context with a
+    ValueError that names neither the variable's owner nor the fix (what autodist names)."""
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    tf.distribute.experimental_set_strategy(strategy)
+    try:
+        with strategy.scope():
+            variable = tf.Variable(1.0)
+        with pytest.raises(ValueError, match="not available outside the replica context") as caught:
+            variable.handle
+        assert "strategy.run(" not in str(caught.value), "TensorFlow names the fix now"
+    finally:
+        tf.distribute.experimental_set_strategy(None)
+    assert surface.available("keras.variable_handle")
+
+
 def test_still_needed_callback_internals(tensorflow_imported):
     import keras
 

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from autodist.detection.hardware import num_cpus
-from autodist.errors import AutodistError, RuntimeAlreadyStartedError
+from autodist.errors import AutodistError, ReplicaContextError, RuntimeAlreadyStartedError
 from autodist.log import get_logger, warn_all
 from autodist.core.detect_and_plan import plan_here
 from autodist.tensorflow.collectives import collective_mismatch
@@ -62,6 +62,7 @@ from autodist.tensorflow.strategies import (
 )
 from autodist.settings import activation_enabled, cpu_devices_setting
 from autodist.upstream import tf_scopes
+from autodist.upstream.keras_variables import name_reads_outside_replicas
 from autodist.upstream.surface import available
 from autodist.upstream.tf_hooks import (
     hook_graph_reset,
@@ -208,6 +209,7 @@ def complete() -> None:
             return  # made current at a later trigger: not inside a scope, nor while a function is traced
         tf_scopes.install(done.strategy)
         keep_script_variables_plain(done.strategy, scripts_own, on_write=_written_in_replicas)
+        name_reads_outside_replicas(done.strategy, _read_outside_replicas)
         tf.distribute.experimental_set_strategy(done.strategy)
         record(pending=False)
         _triggers().remove()
@@ -338,6 +340,29 @@ def _written_in_replicas(variable: Any) -> None:
     replicas = int(context.num_replicas_in_sync) if context is not None else 1
     if replicas > 1 and once(f"script variable written in replicas: {id(variable)}"):
         warn_all([WRITTEN_IN_REPLICAS.format(name=variable.name.split(":")[0], replicas=replicas)])
+
+
+READ_OUTSIDE_REPLICAS = (
+    "{name} is a variable of a Keras object (a model's, an optimizer's or a metric's) made under the "
+    "{strategy} strategy with {replicas} replicas that autodist made current at import, and this code "
+    "reads it outside the replica context: a custom training step written for one device "
+    "(tape.gradient, or an optimizer's apply, outside strategy.run), which cannot run on {replicas} "
+    "replicas as it is written (the traceback, or TensorFlow's 'in user code' frames, name the line). "
+    "Fix: run the step in each replica, strategy = tf.distribute.get_strategy(); "
+    "strategy.run(train_step, args=(batch,)) over strategy.experimental_distribute_dataset(dataset), "
+    "with the loss divided by the global batch (the TensorFlow guide 'Custom training with "
+    "tf.distribute.Strategy'); or train this script on one device: AUTODIST_STRATEGY=default before it "
+    "starts (AUTODIST_ACTIVATE=0 leaves TensorFlow as it is)"
+)
+
+
+def _read_outside_replicas(variable: Any, error: BaseException) -> ReplicaContextError:
+    """The named error for a Keras variable of autodist's strategy read outside the replica context."""
+    done = current()
+    replicas = done.plan.num_replicas if done is not None and done.plan is not None else "several"
+    strategy = done.plan.strategy.value if done is not None and done.plan is not None else "current"
+    name = getattr(variable, "path", None) or getattr(variable, "name", "a variable")
+    return ReplicaContextError(READ_OUTSIDE_REPLICAS.format(name=name, strategy=strategy, replicas=replicas))
 
 
 def _complete_then_count() -> None:

@@ -68,7 +68,7 @@ from autodist.tensorflow.placement import (
     move_into_scope,
     place_model,
     script_strategy,
-    unmovable,
+    stuck,
 )
 from autodist.ray.data import from_ray_data
 from autodist.tensorflow.activation_record import current as current_activation
@@ -202,7 +202,7 @@ def _fit_facts(call: FitCall) -> FitFacts:
         total_steps=fit_steps(call.data, call.requested_batch, call.epochs, kwargs),
         # a batch too small to split trains on one device, which a model built under the strategy reaches by a move
         unmovable=(
-            unmovable(call.model)
+            stuck(call.model)
             if call.builder is None and call.requested_batch is not None and call.requested_batch < _SMALL_BATCH
             else None
         ),

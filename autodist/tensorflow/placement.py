@@ -35,7 +35,8 @@ from autodist.planning.plans import Plan
 from autodist.tensorflow.activation_record import current
 from autodist.tensorflow.strategies import is_autodists
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
-from autodist.upstream.keras_models import all_layers
+from autodist.upstream.keras_models import all_layers, relocate
+from autodist.upstream.surface import available
 from autodist.upstream.keras_models import (
     model_strategy as strategy_of_model,
 )  # this module's model_strategy reads the flavor
@@ -48,6 +49,7 @@ __all__ = [
     "is_built",
     "move_into_scope",
     "needs_move",
+    "stuck",
     "unmovable",
     "place_model",
     "Placed",
@@ -106,6 +108,15 @@ def unmovable(model: Any) -> str | None:
         first = str(err).strip().splitlines()
         return f"Keras cannot save it: {type(err).__name__}: {first[0] if first else ''}".strip()
     return None
+
+
+def stuck(model: Any) -> str | None:
+    """Why ``model`` cannot leave the strategy made current at import for one device: Keras cannot
+    save it (:func:`unmovable`) and its variables cannot be moved in place either (the touch
+    ``keras.variable_relocation`` is off, or it is a tf_keras model). ``None`` where it can move."""
+    if available("keras.variable_relocation") and keras_flavor_of(model) == "keras3":
+        return None
+    return unmovable(model)
 
 
 def _custom_objects(model: Any) -> dict[str, Any]:
@@ -234,8 +245,14 @@ def place_model(
         return Placed(model, False)
     own = script_strategy(model)
     build_from_first_batch(model, data)
+    owner = type(own).__name__ if own is not None else None
+    if _move_cause(the_plan, owner)[0].startswith("batch:") and relocate(model, distribution):
+        # a batch smaller than the replicas of the strategy made current at import: the caller's
+        # model moves onto one device in place, whatever Keras can save
+        warn_moved(the_plan, own=owner, in_place=True)
+        return Placed(model, False)
     copy = (move or move_into_scope)(model, distribution)
-    warn_moved(the_plan, own=type(own).__name__ if own is not None else None)
+    warn_moved(the_plan, own=owner)
     return Placed(copy, True)
 
 
@@ -293,18 +310,20 @@ def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
     )
 
 
-def warn_moved(the_plan: Plan, own: str | None = None) -> None:
-    """Warn, once per cause in a process, that the save/load fallback ran."""
+def warn_moved(the_plan: Plan, own: str | None = None, in_place: bool = False) -> None:
+    """Warn, once per cause in a process, that the model was moved: a copy saved and loaded into
+    the scope (the fallback), or, for a model Keras cannot save, its variables moved in place."""
     key, cause = _move_cause(the_plan, own)
-    if not once(f"model moved: {key}"):
+    if not once(f"model moved: {key}{':in place' if in_place else ''}"):
         return
+    how = (
+        "autodist moved its variables into that scope, in place: your `model` trains there and stays there after fit"
+        if in_place
+        else "autodist trained a copy (saved and loaded into the scope) and copied its state back after fit; "
+        "callbacks that read your `model` variable during fit see the old state"
+    )
     warn_all(
-        [
-            f"Your model was built outside the {the_plan.strategy.value} strategy's scope, so "
-            "autodist trained a copy (saved and loaded into the scope) and copied its state back "
-            f"after fit; callbacks that read your `model` variable during fit see the old state. "
-            f"Cause: {cause}."
-        ],
+        [f"Your model was built outside the {the_plan.strategy.value} strategy's scope, so {how}. Cause: {cause}."]
     )
 
 

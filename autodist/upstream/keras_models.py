@@ -1,6 +1,8 @@
 """What autodist reads of a Keras model, its callbacks and its optimizer that Keras does not
 publish (touches ``keras.model_internals``, ``keras.callback_internals`` and
-``tf_keras.internals``). Each read has a default for a model that lacks the attribute.
+``tf_keras.internals``). Each read has a default for a model that lacks the attribute. And one
+move Keras has no public way for (touch ``keras.variable_relocation``): a model's variables
+re-created, in place, under another strategy (:func:`relocate`).
 
 Example:
     >>> class Bare:  # no Keras internals at all
@@ -28,6 +30,7 @@ __all__ = [
     "model_strategy",
     "optimizer_slots_ready",
     "profiles_batches",
+    "relocate",
     "remote_value_finished",
     "set_jit_compile",
     "symbolic_build",
@@ -80,6 +83,31 @@ def model_strategy(model: Any, flavor: str) -> Any:
     """The strategy a model's variables were created under (``None``: no scope); ``flavor`` is
     ``"keras3"`` or ``"tf_keras"``."""
     return getattr(model, "_distribution_strategy" if flavor == "tf_keras" else "_distribute_strategy", None)
+
+
+def relocate(model: Any, strategy: Any) -> bool:
+    """Move a Keras 3 model's variables into ``strategy``'s scope, in place: each of its weights',
+    its compiled metrics' and its optimizer's variables gets a new TensorFlow variable holding its
+    value, created in that scope, and the model and its optimizer then belong to that strategy (as
+    if made there). The caller's object trains: nothing is saved, copied or rebuilt, so a layer
+    Keras cannot save (no ``get_config``) moves too. Its traced functions are dropped (they hold the
+    old variables). ``False`` where the touch is off (or for tf_keras): nothing changed."""
+    if not available("keras.variable_relocation") or not hasattr(model, "metrics_variables"):
+        return False
+    import tensorflow as tf
+
+    optimizer = getattr(model, "optimizer", None)
+    optimizer_variables = list(optimizer.variables) if optimizer is not None else []
+    everything = {id(v): v for v in [*model.variables, *model.metrics_variables, *optimizer_variables]}
+    with strategy.scope():
+        for variable in everything.values():
+            variable._initialize(variable.numpy())  # a tf.Variable made here, from the value read across replicas
+        owner = tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+    model._distribute_strategy = owner
+    if optimizer is not None and hasattr(optimizer, "_distribution_strategy"):
+        optimizer._distribution_strategy = strategy  # as an optimizer made in that scope holds it
+    model.train_function = model.test_function = model.predict_function = None
+    return True
 
 
 def symbolic_build(model: Any, data_batch: Any) -> bool:

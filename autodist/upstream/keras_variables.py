@@ -24,6 +24,7 @@ from autodist.process import STATE, replace
 
 __all__ = [
     "MOVING_STATISTICS",
+    "name_reads_outside_replicas",
     "maps_aggregation",
     "patch_aggregating_variable_updates",
     "patch_batchnorm_moving_statistics",
@@ -52,6 +53,35 @@ def maps_aggregation() -> bool:
         return hasattr(roles.find("tf_variable"), "_map_aggregation")
     except LookupError:
         return False
+
+
+def name_reads_outside_replicas(strategy: Any, error_for: Callable[[Any, BaseException], BaseException]) -> bool:
+    """Where a Keras variable of ``strategy`` is read by its handle outside the replica context (a
+    custom step written for one device: its ``tape.gradient`` or ``apply`` outside
+    ``strategy.run``), raise ``error_for(variable, error)`` from TensorFlow's ``ValueError`` instead
+    of that error alone (touch ``keras.variable_handle``). Every other read, and every other error,
+    is Keras's own. Idempotent; ``False`` where the touch is off."""
+    variable_class = roles.find("tf_variable") if available("keras.variable_handle") else None
+    if variable_class is None:
+        return False
+    original = vars(variable_class).get("handle")
+    if getattr(getattr(original, "fget", None), "autodist_named", False):
+        return True
+
+    def handle(self: Any) -> Any:
+        try:
+            return original.fget(self)
+        except ValueError as err:
+            if (
+                "outside the replica context" in str(err)
+                and getattr(self._value, "_distribute_strategy", None) is strategy
+            ):
+                raise error_for(self, err) from err
+            raise
+
+    handle.autodist_named = True  # type: ignore[attr-defined]
+    replace(variable_class, "handle", property(handle))
+    return True
 
 
 def patch_aggregating_variable_updates() -> bool:

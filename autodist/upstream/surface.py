@@ -626,6 +626,38 @@ TOUCHES: dict[str, Touch] = {
             ),
         ),
         Touch(
+            "keras.variable_handle",
+            "keras",
+            ("<tf_variable>.handle",),
+            "names the cause and the fix where a custom step written for one device reads a Keras "
+            "variable of the strategy made current at import outside strategy.run (the Keras guide's "
+            "own training loop, on 2 replicas): TensorFlow says only that a DistributedVariable's "
+            "handle is not available outside the replica context",
+            _K3,
+            "such a step fails with TensorFlow's ValueError alone, not a ReplicaContextError naming the fix",
+            _TEST + "test_still_needed_variable_handle",
+            _present("<tf_variable>.handle"),
+        ),
+        Touch(
+            "keras.variable_relocation",
+            "keras",
+            (
+                "<tf_variable>._initialize(self, value)",
+                "<tf_trainer>._distribute_strategy",
+                "<tf_trainer>.train_function",
+                "keras.src.backend.tensorflow.optimizer.TFOptimizer._distribution_strategy",
+            ),
+            "moves a model built under the strategy made current at import onto one device in place "
+            "(its variables made again there), where a batch is smaller than the replicas: the caller's "
+            "model trains, and one Keras cannot save and load moves too (a custom layer without "
+            "get_config: keras.io's attention MIL classifier)",
+            _K3,
+            "such a model moves as a copy saved and loaded (one Keras cannot save trains on the replicas "
+            "with its batch rounded up, warned)",
+            _TEST + "test_still_needed_variable_relocation",
+            _present("<tf_variable>._initialize(self, value)", "<tf_trainer>.distribute_strategy"),
+        ),
+        Touch(
             "keras.callback_internals",
             "keras",
             (

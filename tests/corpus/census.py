@@ -27,14 +27,16 @@ from tests.corpus.__main__ import WITHIN, table_rows
 HERE = Path(__file__).resolve().parent
 CENSUS = HERE / "census.json"
 START, END = "<!-- corpus census: python -m tests.corpus.census --write docs/corpus.md -->", "<!-- end of corpus census -->"
-#: A left-out reason's kind, from words it holds: the census groups reasons by it.
-KINDS = (
-    ("fails on one device", "fails on one device"),
-    ("imports", "needs a package the tests lack"),
-    ("downloads", "downloads pretrained weights"),
-    ("600 s", "runs over the runner's 600 s"),
-    ("calls no fit", "trains nothing"),
-)
+LEFT_START, LEFT_END = "<!-- left out: python -m tests.corpus.census --write docs/corpus.md -->", "<!-- end of left out -->"
+#: A left-out reason's kind (its check's, tests/corpus/left_out.py), as the census names it.
+KINDS = {
+    "fails": "fails on one device",
+    "imports": "needs a package the tests lack",
+    "downloads": "fetches data or a model no stand-in gives",
+    "backend": "written for another backend",
+    "trains": "trains nothing",
+    "over_seconds": "runs over the runner's 600 s",
+}
 
 
 def record(name: str, clone: str, commit: str, folder: str, suffix: str, text: str | None = None) -> dict:
@@ -59,8 +61,9 @@ def record(name: str, clone: str, commit: str, folder: str, suffix: str, text: s
     return entry
 
 
-def kind_of(why: str) -> str:
-    return next((kind for start, kind in KINDS if start in why), "other: " + why.split(":")[0][:60])
+def kind_of(entry: dict) -> str:
+    (check,) = entry["check"]
+    return KINDS[check]
 
 
 def verdicts(doc: Path) -> dict[str, str]:
@@ -89,7 +92,7 @@ def rows(doc: Path) -> list[str]:
         taken, left = mine(sources), mine(left_out)
         judged = [said[key] for key in taken if key in said]
         within = sum(verdict.startswith(WITHIN) for verdict in judged)
-        reasons = Counter(kind_of(entry["why"]) for entry in left.values())
+        reasons = Counter(kind_of(entry) for entry in left.values())
         untriaged = len(source["programs"]) - len(taken) - len(left)
         where = f"`{source['repository']}` `{source['folder']}` @ `{source['commit'][:8]}`"
         lines.append(
@@ -100,6 +103,22 @@ def rows(doc: Path) -> list[str]:
     return lines
 
 
+def left_out_rows() -> list[str]:
+    """The left-out programs' table: each with its source, its reason and what the runner checks."""
+    left_out = json.loads((HERE / "left_out.json").read_text())
+    lines = ["| name | program and source | why | checked |", "|---|---|---|---|"]
+    for name, entry in sorted(left_out.items(), key=lambda item: (kind_of(item[1]), item[0])):
+        (check, value), = entry["check"].items()
+        where = f"`{entry['repository']}` `{entry['path']}` @ `{entry['commit'][:8]}`"
+        lines.append(f"| `{name}` | {entry['title']}: {where} | {entry['why']} | {check}: `{value}` |")
+    return lines
+
+
+def _put(text: str, start: str, end: str, lines: list[str]) -> str:
+    head, tail = text.split(start, 1)[0], text.split(end, 1)[1]
+    return f"{head}{start}\n" + "\n".join(lines) + f"\n{end}{tail}"
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["record"]:
         print(json.dumps(record(*argv[1:7]), indent=2)[:2000])
@@ -108,15 +127,14 @@ def main(argv: list[str]) -> int:
     table = "\n".join(rows(doc))
     print(table)
     if argv[:1] == ["--write"]:
-        text = doc.read_text()
-        head, tail = text.split(START, 1)[0], text.split(END, 1)[1]
-        doc.write_text(f"{head}{START}\n{table}\n{END}{tail}")
+        text = _put(doc.read_text(), START, END, rows(doc))
+        doc.write_text(_put(text, LEFT_START, LEFT_END, left_out_rows()))
     return 0
 
 
-def written(doc: Path) -> str:
-    """The census table as ``doc`` has it."""
-    return re.sub(r"\s+$", "", doc.read_text().split(START, 1)[1].split(END, 1)[0].strip())
+def written(doc: Path, start: str = START, end: str = END) -> str:
+    """The census table (or another of the page's written tables) as ``doc`` has it."""
+    return re.sub(r"\s+$", "", doc.read_text().split(start, 1)[1].split(end, 1)[0].strip())
 
 
 if __name__ == "__main__":

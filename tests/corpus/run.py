@@ -36,6 +36,7 @@ import os
 import resource
 import sys
 import traceback
+import types
 import warnings
 from pathlib import Path
 
@@ -113,6 +114,25 @@ def _fit_record(model, history):
 
 
 _recorded("fit", _fit_record)
+
+#: Every Keras model the program makes, in the order it makes them, held to its end (a weak
+#: reference would lose the ones the collector frees first, at no fixed moment): a program that
+#: calls no ``fit`` (its own loop, or none) is compared by their weights at its end (``finals``).
+MADE: list = []
+_MODEL_INIT = keras.Model.__init__
+
+
+def _made(self, *args, **kwargs):
+    _MODEL_INIT(self, *args, **kwargs)
+    MADE.append(self)
+
+
+keras.Model.__init__ = _made
+
+
+def _finals() -> list:
+    """The first 256 numbers of each weight of each model the program made."""
+    return [np.asarray(weight, dtype="float64").ravel()[:256].tolist() for model in MADE for weight in model.get_weights()]
 _recorded(
     "evaluate",
     lambda model, result: RECORD["evaluates"].append(
@@ -249,7 +269,9 @@ def main() -> None:
     if os.environ.get("CORPUS_FLOATX"):
         keras.config.set_floatx(os.environ["CORPUS_FLOATX"])  # float64: the rounding of float32 sums out of the way
     keras.utils.set_random_seed(0)
-    text = program_text(PROGRAM)
+    text = program_text(PROGRAM, shell=True)
+    for command in stand_ins.shell_blocks(text):  # a keras.io example's setup for its data, run first
+        stand_ins.shell(command)
     if WAY == "autodist":
         from tests.adoption import adopt
 
@@ -257,7 +279,8 @@ def main() -> None:
     # A notebook runs as its code cells: its tracebacks show those lines, under a name of their own.
     filename = str(PROGRAM) if PROGRAM.suffix == ".py" else f"{PROGRAM} (its code cells)"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-    code = compile(text, filename, "exec")
+    code = compile(text, filename, "exec", dont_inherit=True)  # not run.py's own `from __future__ import annotations`
+    sys.path.insert(0, os.getcwd())  # as Jupyter, or `python program.py` in its folder: what it writes there imports
     own_strategy = "Strategy(" in text  # the program's own strategy is its hand-built one
     scope = (
         tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope()
@@ -269,13 +292,23 @@ def main() -> None:
         try:
             if scope is not None:
                 scope.__enter__()
-            exec(code, {"__name__": "__main__", "__file__": str(PROGRAM)})
+            # the program's own __main__ module, as `python program.py` makes it (runpy does the same):
+            # what looks itself up there (a forward reference, a pickled class) finds the program's names
+            main_module = types.ModuleType("__main__")
+            main_module.__dict__.update(__file__=str(PROGRAM), __corpus_shell__=stand_ins.shell)
+            sys.modules["__main__"] = main_module
+            exec(code, main_module.__dict__)
             RECORD["outcome"] = "ran"
         except Exception as err:  # the program's failure is what this way recorded
             name = type(err).__name__
             RECORD["outcome"] = f"{name}: {' '.join(str(err).split())[:300]}"
             RECORD["autodist_error"] = any(cls.__name__ == "AutodistError" for cls in type(err).__mro__)
             RECORD["traceback"] = traceback.format_exc()[-3000:]
+    if not RECORD["fits"]:  # its own loop, or none: what its models hold at its end
+        try:
+            RECORD["finals"] = _finals()
+        except Exception as err:  # a model that cannot give its weights: not compared
+            RECORD["finals_error"] = f"{type(err).__name__}: {err}"[:300]
     RECORD["warnings"] = sorted({str(w.message) for w in caught if type(w.message).__name__ == "AutodistWarning"})
     RECORD["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     OUT.write_text(json.dumps(RECORD))
