@@ -312,7 +312,7 @@ def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
 
 def warn_moved(the_plan: Plan, own: str | None = None, in_place: bool = False) -> None:
     """Warn, once per cause in a process, that the model was moved: a copy saved and loaded into
-    the scope (the fallback), or, for a model Keras cannot save, its variables moved in place."""
+    the scope (the fallback), or, for a batch smaller than the replicas, its variables moved in place."""
     key, cause = _move_cause(the_plan, own)
     if not once(f"model moved: {key}{':in place' if in_place else ''}"):
         return
