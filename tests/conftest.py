@@ -339,12 +339,31 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
 
 
+#: Scenario runs that start when the session's tests are collected, each for the module fixture that
+#: would otherwise wait on it alone (``keras_bugs.py``: about 150 s of the suite's wall time, measured
+#: with ``--durations``; the suite keeps the 2 cores about 60% busy, and these fill the rest): the
+#: script, the test module, and the fixture of that module that reads it (:func:`early_scenario`).
+EARLY_SCENARIOS = (("keras_bugs.py", "test_keras_compat.py", "upstream"),)
+_EARLY: dict[str, subprocess.Popen] = {}
+
+
+def early_scenario(script: str, timeout: float) -> dict[str, Any]:
+    """The ``RESULT`` of ``script`` (:data:`EARLY_SCENARIOS`): the run started at collection, or one
+    started now where the session started none (a test run alone)."""
+    proc = _EARLY.pop(script, None) or start_scenario(script)
+    return scenario_result(proc, timeout)
+
+
 def pytest_collection_finish(session):
-    """The background runs start for the tests selected that use them: the Ray scenario now (its
-    tests use the fixture ``ray_run``), the Kubernetes pods at the first test that mostly waits
-    (:func:`mostly_waits`; their test uses :func:`kubernetes_pods`)."""
+    """The background runs start for the tests selected that use them: the Ray scenario and the
+    :data:`EARLY_SCENARIOS` now (their tests use the fixture ``ray_run``, or the module's fixture),
+    the Kubernetes pods at the first test that mostly waits (:func:`mostly_waits`; their test uses
+    :func:`kubernetes_pods`)."""
     if any("ray_run" in item.fixturenames for item in session.items):
         start_ray_scenario()
+    for script, module, fixture in EARLY_SCENARIOS:
+        if any(item.path.name == module and fixture in item.fixturenames for item in session.items):
+            _EARLY[script] = start_scenario(script)
     _PODS_WANTED.extend(item for item in session.items if "kubernetes_pods" in item.fixturenames)
 
 
@@ -386,7 +405,12 @@ def start_kubernetes_pods() -> dict[str, Any]:
 
 
 def pytest_sessionfinish(session):
-    """The Ray scenario never outlives the session (a run stopped before its tests waited for it)."""
+    """The Ray scenario, the early scenarios and the pods never outlive the session (a run stopped
+    before its tests waited for them)."""
+    for proc in _EARLY.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     proc = _RAY.get("proc")
     if proc is not None and proc.poll() is None:
         os.killpg(proc.pid, 9)

@@ -62,6 +62,23 @@ def test_unbatched_dataset_has_no_batch_size(tensorflow_imported):
     assert dataset_batch_size(tf.data.Dataset.range(8)) is None
 
 
+def test_only_a_repeated_reshuffling_shuffle_left_after_steps_per_epoch_leaves_later_readers_other_orders(
+    tensorflow_imported,
+):
+    """What READ_AHEAD_NOTE is said for (tests/test_reshuffled_dataset.py shows it on 2 replicas)."""
+    import tensorflow as tf
+
+    from autodist.core.input_kinds import classify
+
+    steps = {"steps_per_epoch": 3}
+    repeated = tf.data.Dataset.range(8).shuffle(8).repeat().batch(2).map(lambda x: x)
+    assert classify(repeated).orders_read_ahead(steps) and not classify(repeated).orders_read_ahead({})
+    kept = tf.data.Dataset.range(8).shuffle(8, reshuffle_each_iteration=False).repeat().batch(2)
+    outside = tf.data.Dataset.range(8).repeat().shuffle(8).batch(2)  # one shuffle over every pass: drawn once
+    assert not classify(kept).orders_read_ahead(steps) and not classify(outside).orders_read_ahead(steps)
+    assert not classify(np.ones((8, 2))).orders_read_ahead(steps)
+
+
 @pytest.fixture
 def record_files(tensorflow_imported, tmp_path):
     import tensorflow as tf

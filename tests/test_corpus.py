@@ -86,6 +86,8 @@ def test_independent_draws_are_within_only_where_fixing_the_draws_leaves_one_dev
     )
     uneven = dict(zip(corpus.DRAWS_OFF, (_way(), _way(fits=((1.0, 0.52),)), _way(fits=((1.0, 0.52),)))))
     assert corpus.verdict({**drew, **uneven}).startswith("differs by 0.1 (warned)")  # only the draws' warning
+    drew["autodist, 2 replicas"]["warnings"].append(RANDOM.replace("Dropout", "Dropout_1"))  # draws, once more
+    assert corpus.verdict({**drew, **uneven}).startswith("differs by 0.1 (warned)")  # nothing else is warned
     drew["autodist, 2 replicas"]["warnings"].append("AutodistWarning: the last batch splits 45/44")
     assert corpus.verdict({**drew, **uneven}).startswith(
         "warned: independent random draws (0.1 from one device; with the draws fixed 0.02"
@@ -360,6 +362,48 @@ def test_a_program_that_does_not_repeat_its_own_numbers_on_one_device_is_named_s
         corpus.WITHIN
     )
     assert corpus.verdict({**shaky, "plain again": _way()}).startswith("autodist on one device differs by 0.2")
+
+
+def test_a_program_judged_with_op_determinism_says_so_and_keeps_the_verdict_it_has_there(monkeypatch, tmp_path):
+    """Plain model.fit apart from itself: the whole judgement again with op determinism in every way
+    (records named ``-deterministic``), its verdict kept where plain then repeats itself, and named."""
+    shaky = {**_found(_way(), _way(fits=((1.0, 0.7),)), _way(), _way()), "plain again": _way(fits=((1.0, 0.6),))}
+    assert corpus.not_repeatable(shaky) == pytest.approx(0.1) and corpus.not_repeatable(_found(*[_way()] * 4)) is None
+    overlay, settings = corpus.REPEATABLE_WITH[0]
+    steady = {**_found(*[_way()] * 4), "judged with": settings, "apart without": 0.1}
+    said = corpus.verdict(steady)
+    assert said.startswith("equal (judged with TensorFlow's op determinism") and "0.1 from itself" in said
+    assert corpus.kind(said) == "equal" and said.startswith(corpus.WITHIN)
+    started = []
+    monkeypatch.setattr(corpus, "private_tmp", lambda: [])
+    monkeypatch.setattr(corpus.subprocess, "Popen", lambda *args, env, **kwargs: started.append(env) or None)
+    monkeypatch.setattr(corpus, "_first_done", lambda running: next(iter(running)))
+    monkeypatch.setattr(corpus, "_finish_way", lambda proc, target, began: {"outcome": target.name})
+    with corpus.with_settings(overlay):
+        found = corpus.run("mnist_convnet", tmp_path, corpus.AGAIN)
+    assert found["plain again"]["outcome"] == "mnist_convnet-plain-None-deterministic-again.json"
+    assert started[0]["CORPUS_DETERMINISM"] == "on"
+    assert "CORPUS_DETERMINISM" not in corpus._OVERLAY[-1][1]  # only inside
+
+
+@pytest.mark.parametrize("cause", corpus.CAUSES_REMOVED, ids=lambda cause: cause.verdict)
+def test_a_warned_cause_is_within_only_where_its_ways_without_it_give_one_device(cause):
+    """A shuffle read ahead (fixed order and draws), a plain-function initializer (seeded draws)."""
+    warned = f"AutodistWarning: ... {cause.said} ..."
+    apart = _found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=[warned]), _way(outcome="ValueError: handle"))
+    assert corpus.warned_apart(apart, cause.said) and corpus.verdict(apart).startswith("differs by 0.1 (warned)")
+    removed = dict(zip(cause.ways, (_way(), _way())))
+    said = corpus.verdict({**apart, **removed})
+    assert said.startswith(f"{cause.verdict} (0.1 from one device; {cause.removed}") and said.startswith(corpus.WITHIN)
+    still = dict(zip(cause.ways, (_way(), _way(fits=((1.0, 0.55),)))))
+    assert corpus.verdict({**apart, **still}).startswith("differs by 0.1 (warned)")
+    rounding = dict(zip(cause.spread, [_way(fits=((1.0, 0.53),))]))  # one device reversed: 0.03 from itself
+    said = corpus.verdict({**apart, **still, **rounding})
+    assert said.startswith(f"{cause.verdict} (0.1 from one device; {cause.removed}, 0.05 from it, float32's rounding")
+    beyond = dict(zip(cause.spread, [_way(fits=((1.0, 0.51),))]))  # 0.01: the 0.05 left is more than rounding
+    assert corpus.verdict({**apart, **still, **beyond}).startswith("differs by 0.1 (warned)")
+    silent = _found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way())
+    assert not corpus.warned_apart(silent, cause.said) and not corpus.verdict({**silent, **removed}).startswith(corpus.WITHIN)
 
 
 def test_the_census_counts_every_program_of_each_source_as_the_page_says():

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from autodist.planning.keras_compat import WORKAROUNDS, compile_overrides, version_tuple
 from autodist.upstream.versions import NEWEST_TESTED
-from tests.conftest import ROOT, run_scenario
+from tests.conftest import ROOT, early_scenario
 
 
 @pytest.fixture(scope="module")
 def upstream(processes):
     # a bound against a hang, not a duration: about a minute alone, it ran past 300 s beside two
     # busy loops, the whole suite and the model axis (issue 44); the model axis has 900 s too
-    return run_scenario("keras_bugs.py", timeout=900)
+    return early_scenario("keras_bugs.py", timeout=900)  # started when the session's tests were collected
 
 
 def affects(name: str, result: dict) -> bool:
@@ -198,6 +198,13 @@ def test_still_needed_uneven_shares_weighted(upstream):
     assert error(patched) == "" and patched["weights_gap"] <= 1e-5 and abs(patched["loss_ratio"] - 1) <= 1e-4, patched
     own = upstream["uneven_shares_own_step_patched"]
     assert error(own) == "" and own["weights_gap"] <= 1e-5, own
+    # keras.io's masked language model: the gradient of a sum over the samples (a loss with reduction=None, or
+    # its ops.sum) is the replicas' sum of theirs, evenly split or not: neither divided nor weighted
+    regularized = upstream["uneven_shares_regularized_patched"]  # Keras's sum of the loss and a penalty: still a mean
+    assert error(regularized) == "" and regularized["weights_gap"] <= 1e-5, regularized
+    for summed in ("uneven_shares_own_sum_patched", "uneven_shares_own_scalar_sum_patched"):
+        found = upstream[summed]
+        assert error(found) == "" and found["weights_gap"] <= 1e-5, (summed, found)
 
 
 def test_still_needed_replica_slices_summed(upstream):

@@ -42,6 +42,7 @@ __all__ = [
     "last_batch",
     "LastBatch",
     "one_iterator_per_run",
+    "READ_AHEAD_NOTE",
     "prepare_input",
     "slice_samples",
     "take_samples",
@@ -55,8 +56,25 @@ _MOVABLE_INPUT_NOTE = (
 )
 
 
+#: Said where a replicated fit leaves a repeated, reshuffling shuffle after steps_per_epoch steps
+#: (:meth:`autodist.core.input_kinds.Input.orders_read_ahead`). Measured: the TensorFlow tutorial
+#: "Overfit and underfit" trains 7 models from one ``shuffle().repeat().batch()``; its first is
+#: model.fit's, the next six 0.07 apart, under autodist and a hand-built MirroredStrategy alike.
+READ_AHEAD_NOTE = (
+    "This tf.data pipeline repeats a shuffle that draws a new order on each pass, and fit leaves it after "
+    "steps_per_epoch={steps} steps. On {replicas} replicas TensorFlow's distributed iterator reads ahead of "
+    "the step it trains, into passes model.fit never starts, and each pass takes the shuffle's next order "
+    "from a generator every reader of that shuffle shares: this fit trains as model.fit does, but a later "
+    "fit, evaluate or loop over the same shuffle starts at other orders than model.fit's (the TensorFlow "
+    "tutorial 'Overfit and underfit': its later models 0.07 apart). Any tf.distribute strategy does the "
+    "same. To train every fit as model.fit, call shuffle() anew for each fit, or pass "
+    "shuffle(..., reshuffle_each_iteration=False)"
+)
+
+
 _OWN_STEP_UNEVEN_NOTE = (
-    "On {replicas} replicas {where}. autodist weights each replica's gradients by its share, so the "
+    "On {replicas} replicas {where}. autodist weights each replica's gradients by its share (a gradient of "
+    "a sum over the samples, such as a loss with reduction=None, it leaves as the replicas' sum), so the "
     "weights are model.fit's; but a mean your train_step records itself (a metric's "
     "update_state(loss)) is updated once per replica, and on such a step it averages the replicas' "
     "means, counting the smaller share's samples more: that History entry differs slightly from "
@@ -345,6 +363,8 @@ def input_notes(
     records itself averages the replicas' means."""
     order = kept_strategy_order(the_plan.keras_workarounds, kept, data.reshuffled(fit_kwargs))
     notes = [order] if order else []
+    if the_plan.num_replicas > 1 and not the_plan.type.asynchronous and data.orders_read_ahead(fit_kwargs):
+        notes.append(READ_AHEAD_NOTE.format(replicas=the_plan.num_replicas, steps=fit_kwargs["steps_per_epoch"]))
     if weighted:
         if own_train_step and (split is None or split.last):
             if split is None:

@@ -28,6 +28,14 @@ each replica's share of the step's samples (``n_k`` of ``n``, one scalar all-red
 optimizer's gradients weighted by ``N * n_k / n``: the sum is then the whole batch's mean
 gradient, as one device takes it (the workaround ``uneven_shares_weighted``).
 
+Both are right for a gradient of each share's mean. A step that takes the gradient of a sum over
+its samples (keras.io's masked language model: ``tape.gradient`` of a loss with
+``reduction=None``, whose gradient is that of its sum; ``tf.reduce_sum``; a ``keras.losses``
+loss with ``reduction="sum"``) has, on one device, the sum of every sample's gradient, which is
+what Keras's sum of the replicas' gradients already is, evenly split or not. ``tape.gradient``
+tells which (:func:`summed_over_samples`), and the optimizer applying those gradients leaves them
+as they are.
+
 Keras's own ``train_step`` gets the endpoint-layer pattern wrong the same way (keras.io's
 "Endpoint layer pattern"): a ``keras.losses`` loss a layer computes in ``call`` and passes to
 ``add_loss`` is divided by the replicas, and divided again when Keras sums the model's losses
@@ -63,6 +71,7 @@ __all__ = [
     "patch_share_weights",
     "share_weights",
     "share_weights_wrap",
+    "summed_over_samples",
     "unshare_weights",
     "OWN_STEP_REPLICA_MEAN",
     "UNEVEN_SHARES_WEIGHTED",
@@ -87,6 +96,7 @@ def own_steps_wrap(step: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         STATE.thread.own_step_depth = STATE.per_thread("own_step_depth") + 1
         STATE.thread.own_step_divided = False
+        STATE.thread.own_step_summed = False
         try:
             return step(*args, **kwargs)
         finally:
@@ -129,6 +139,7 @@ def share_weights_wrap(step: Callable[..., Any], applies: Callable[[Any], bool])
         total = context.all_reduce(tf.distribute.ReduceOp.SUM, rows)  # every replica, every step, in one order
         STATE.thread.share_weight = tf.math.divide_no_nan(rows * float(context.num_replicas_in_sync), total)
         STATE.thread.own_step_divided = False
+        STATE.thread.own_step_summed = False
         try:
             return step(data, *args, **kwargs)
         finally:
@@ -221,10 +232,12 @@ def _gradient_factor() -> Any:
     in a step of the model's own, its share's weight ``N * n_k / n`` where :func:`share_weights`
     runs the step, both where both do. A step that divides by the global batch it names
     (``tf.nn.compute_average_loss(..., global_batch_size=)``) keeps its gradients; one that lets
-    TensorFlow divide by ``N`` times its share takes the weight only."""
+    TensorFlow divide by ``N`` times its share takes the weight only. The gradient of a sum over
+    the samples (:func:`summed_over_samples`, the step's latest ``tape.gradient``) takes neither:
+    the replicas' sum of their sums is one device's."""
     divided = STATE.per_thread("own_step_divided", False)
-    if divided == "global":
-        return None
+    if divided == "global" or STATE.per_thread("own_step_summed", False):
+        return None  # the global batch's mean, or the sum of every sample's gradient: as the replicas' sum has it
     factor = 1.0 / _replicas() if in_own_step() and not divided and _replicas() > 1 else None
     weight = STATE.per_thread("share_weight", None)
     if weight is not None:
@@ -283,6 +296,56 @@ def patch_share_weights() -> bool:
     return True
 
 
+def summed_over_samples(target: Any) -> bool:
+    """Whether a ``tape.gradient`` target sums its samples, where a mean would divide them: a
+    target of more than one number (its gradient is that of its sum: a loss with
+    ``reduction=None``), or a number a ``Sum`` op makes of a tensor (``tf.reduce_sum``, a
+    ``keras.losses`` loss with ``reduction="sum"``), read through ``Identity`` and ``Cast``. A sum of
+    losses stacked from numbers (``ops.sum([loss, regularization])``: Keras's ``compute_loss`` with
+    more than one loss) is not one over the samples. Traced steps only: an eager tensor keeps no
+    op, and a number then counts as a mean.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> summed_over_samples(tf.ones([3])), summed_over_samples(tf.constant(1.0))
+        (True, False)
+    """
+    import tensorflow as tf
+
+    def one(value: Any) -> bool:
+        shape = getattr(value, "shape", None)
+        if shape is None or shape.rank is None:
+            return False
+        if shape.rank > 0 and shape.num_elements() != 1:
+            return True
+        op = getattr(value, "op", None)  # an eager tensor raises AttributeError: no op
+        for _ in range(8):
+            if op is None or op.type not in ("Identity", "Cast") or not op.inputs:
+                break
+            op = op.inputs[0].op
+        return op is not None and op.type == "Sum" and op.inputs[0].op.type != "Pack"  # Pack: losses stacked
+
+    return any(one(value) for value in tf.nest.flatten(target))
+
+
+def _patch_gradient() -> None:
+    """``GradientTape.gradient`` that, in a step whose gradients the optimizer would scale (a step
+    of the model's own, or one :func:`share_weights` runs), notes whether its target is a sum over
+    the samples (:func:`summed_over_samples`): the optimizer's ``apply`` after it reads the note."""
+    import tensorflow as tf
+
+    original = tf.GradientTape.gradient
+    STATE.originals(__name__)["GradientTape.gradient"] = original
+
+    @functools.wraps(original)
+    def gradient(self: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
+        if in_own_step() or STATE.per_thread("share_weight", None) is not None:
+            STATE.thread.own_step_summed = summed_over_samples(target)
+        return original(self, target, sources, *args, **kwargs)
+
+    replace(tf.GradientTape, "gradient", gradient)
+
+
 def _patch_apply() -> None:
     """``BaseOptimizer.apply`` and ``LossScaleOptimizer.apply`` that scale the gradients by
     :func:`_gradient_factor`, once per step. A LossScaleOptimizer applies through its inner
@@ -295,6 +358,7 @@ def _patch_apply() -> None:
     for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
         STATE.originals(__name__)[f"{owner.__name__}.apply"] = owner.apply
         replace(owner, "apply", _scaling(owner.apply))
+    _patch_gradient()
 
 
 def _scaling(original_apply: Callable[..., Any]) -> Callable[..., Any]:
@@ -378,7 +442,10 @@ UNEVEN_SHARES_WEIGHTED = Workaround(
         " samples of the smaller share weigh more than in model.fit, and History and weights end apart (99"
         " samples, batch 16: 0.03). For an input that may hold a partial batch, autodist weights each"
         " replica's gradients by its share of the step's samples (one scalar all-reduce per step): the whole"
-        " batch's mean gradient, as one device takes it. An input whose every batch is whole is left as it is"
+        " batch's mean gradient, as one device takes it. A step of the model's own whose tape.gradient takes a"
+        " sum over its samples (keras.io's masked language model: a loss with reduction=None) is left as it is,"
+        " neither weighted nor divided: the replicas' sum of their sums is one device's gradient. An input whose"
+        " every batch is whole is left as it is"
         " (under MultiWorkerMirrored every worker weights: they must issue the same collectives). A built"
         " model's optimizer is built before the weighted step, as Keras 3.5 and later build it: Keras 3.3 and"
         " 3.4 would build it inside that step, in each replica's thread, which fails beside the all-reduce."

@@ -237,11 +237,11 @@ TOUCHES: dict[str, Touch] = {
                 "DatasetV2._input_dataset",
                 "._datasets",
                 "._input_datasets",
-                "the dataset classes' names (_BatchDataset, _RebatchDataset, ...)",
+                "the dataset classes' names (_BatchDataset, _RebatchDataset, _RepeatDataset, ...)",
                 "_ShuffleDataset._reshuffle_each_iteration",
             ),
             "reads how a tf.data pipeline is batched (its batch size, its samples) without iterating "
-            "it, to bring it to the global batch",
+            "it, to bring it to the global batch, and whether it reshuffles (in a repeat)",
             _TF,
             "a dataset's batching is unknown: pass batch_size= (the global batch) and autodist re-batches it",
             _TEST + "test_still_needed_dataset_graph",
@@ -463,6 +463,7 @@ TOUCHES: dict[str, Touch] = {
                 "keras.src.losses.loss.scale_loss_for_distribution",
                 "keras.src.losses.loss.unscale_loss_for_distribution",
                 "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss(self, loss)",
+                "tensorflow.python.eager.backprop.GradientTape.gradient(self, target, sources)",
             ),
             "the workaround own_step_replica_mean: in a train_step or test_step of the model's own, Keras divides a "
             "keras.losses loss by the replicas (3.8 and later: scale_loss_for_distribution; 3.3-3.7: fit's loss in "
@@ -479,6 +480,7 @@ TOUCHES: dict[str, Touch] = {
                 "keras.src.optimizers.base_optimizer.BaseOptimizer.scale_loss(self, loss)",
                 "keras.src.losses.loss.reduce_values",
                 "keras.src.backend.common.global_state.get_global_attribute",
+                "tensorflow.python.eager.backprop.GradientTape.gradient(self, target, sources)",
             ),
         ),
         Touch(
@@ -487,10 +489,11 @@ TOUCHES: dict[str, Touch] = {
             (
                 f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
                 f"{_LOSS_SCALE}.LossScaleOptimizer.apply(self, grads, trainable_variables)",
+                "tensorflow.python.eager.backprop.GradientTape.gradient(self, target, sources)",
             ),
             "the workaround uneven_shares_weighted: Keras sums the replicas' gradients of their shares' means, each "
             "counting 1/N, so where a batch splits unevenly (an epoch's last batch) the smaller share's samples weigh "
-            "more",
+            "more; a step's tape.gradient of a sum over its samples (a loss with reduction=None) is left as it is",
             _K3,
             "a batch that splits unevenly over the replicas trains as plain Keras under the strategy: its smaller "
             "share's samples weigh more than on one device, and autodist warns with the split",
@@ -498,6 +501,7 @@ TOUCHES: dict[str, Touch] = {
             _present(
                 f"{_OPTIMIZERS}.base_optimizer.BaseOptimizer.apply(self, grads, trainable_variables)",
                 f"{_LOSS_SCALE}.LossScaleOptimizer.apply(self, grads, trainable_variables)",
+                "tensorflow.python.eager.backprop.GradientTape.gradient(self, target, sources)",
             ),
         ),
         Touch(

@@ -35,6 +35,7 @@ __all__ = [
     "is_dataset",
     "samples_per_pass",
     "reshuffles",
+    "reshuffles_in_repeat",
     "serialize",
     "shuffles",
     "variable_length_parts",
@@ -317,6 +318,27 @@ def reshuffles(dataset: Any) -> bool:
     while stack and seen < 256:
         node, seen = stack.pop(), seen + 1
         if "Shuffle" in type(node).__name__ and getattr(node, "_reshuffle_each_iteration", True) is not False:
+            return True
+        stack.extend(_children(node))
+    return False
+
+
+def reshuffles_in_repeat(dataset: Any) -> bool:
+    """Whether the pipeline repeats a shuffle that draws a new order each pass
+    (``shuffle().repeat()``, tf.data's default reshuffling): each pass an iterator starts takes
+    the shuffle's next order, from a generator every iterator of that shuffle shares.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> reshuffles_in_repeat(tf.data.Dataset.range(8).shuffle(8).repeat().batch(2))
+        True
+        >>> reshuffles_in_repeat(tf.data.Dataset.range(8).repeat().shuffle(8).batch(2))
+        False
+    """
+    stack, seen = [dataset], 0
+    while stack and seen < 256:
+        node, seen = stack.pop(), seen + 1
+        if "Repeat" in type(node).__name__ and reshuffles(node):
             return True
         stack.extend(_children(node))
     return False

@@ -17,6 +17,13 @@ Around the program, never in it:
 - with ``CORPUS_DRAWS=off``, Keras's random ops in a step give fixed values (``fix_draws``).
 - with ``CORPUS_FLOATX=float64``, Keras's default float is float64 (its layers compute in it).
 - with ``CORPUS_ORDER=fixed``, every tf.data ``shuffle`` keeps its first order (``fix_order``).
+- with ``CORPUS_DETERMINISM=on``, TensorFlow's op determinism is on
+  (``tf.config.experimental.enable_op_determinism()``: random ops in a parallel tf.data map then
+  draw the same numbers on every run).
+- with ``CORPUS_INITIALIZERS=seeded``, an initializer that is a plain function
+  (``Dense(kernel_initializer=tf.random.normal)``) draws with a fixed seed (``seed_initializers``).
+- with ``CORPUS_BATCHNORM=synchronized``, every ``BatchNormalization`` takes its batch statistics
+  over all the replicas' samples (``synchronized=True``; on one device the same as without).
 - with ``CORPUS_BATCH_ORDER=reversed``, every training step takes its batch's samples in reverse
   order (``reverse_batches``): the same step, its sums taken in another order.
 - with ``CORPUS_GRADIENTS=dense``, every optimizer applies its sparse gradients as dense ones
@@ -255,6 +262,49 @@ def fix_order() -> None:
     tf.data.Dataset.shuffle = shuffle
 
 
+def seed_initializers() -> None:
+    """``CORPUS_INITIALIZERS=seeded``: an initializer that is a plain function taking a ``seed``
+    (the TensorFlow guide's ``Dense(kernel_initializer=tf.random.normal)``) draws with a fixed one,
+    so its numbers no longer depend on where Keras calls it (inside one device's first step, or
+    before it under a strategy): two ways that differ then differ by more than their initial weights."""
+    import functools
+
+    from keras.src import initializers
+
+    original = initializers.get
+
+    def get(identifier):
+        found = original(identifier)
+        if isinstance(found, initializers.Initializer) or not callable(found):
+            return found
+        try:
+            takes_seed = "seed" in inspect.signature(found).parameters
+        except (TypeError, ValueError):
+            return found
+        if not takes_seed:
+            return found
+
+        @functools.wraps(found)  # its name and module: a model that saves it serializes the function's name
+        def seeded(*args, **kwargs):
+            return found(*args, **{**kwargs, "seed": 1})
+
+        return seeded
+
+    initializers.get = get
+
+
+def synchronize_batchnorm() -> None:
+    """``CORPUS_BATCHNORM=synchronized``: every ``BatchNormalization`` made is ``synchronized=True``
+    (Keras's own argument: its batch statistics all-reduced over the replicas, the global batch's),
+    so two ways that differ then differ by more than each replica's own statistics."""
+    original = keras.layers.BatchNormalization.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **{**kwargs, "synchronized": True})
+
+    keras.layers.BatchNormalization.__init__ = __init__
+
+
 def main() -> None:
     from tests.corpus import stand_ins
     from tests.corpus.text import program_text
@@ -264,6 +314,12 @@ def main() -> None:
         fix_draws()
     if os.environ.get("CORPUS_ORDER") == "fixed":
         fix_order()
+    if os.environ.get("CORPUS_INITIALIZERS") == "seeded":
+        seed_initializers()
+    if os.environ.get("CORPUS_BATCHNORM") == "synchronized":
+        synchronize_batchnorm()
+    if os.environ.get("CORPUS_DETERMINISM") == "on":
+        tf.config.experimental.enable_op_determinism()
     if os.environ.get("CORPUS_GRADIENTS") == "dense":
         densify_gradients()
     if os.environ.get("CORPUS_FLOATX"):

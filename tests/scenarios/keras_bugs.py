@@ -300,6 +300,26 @@ class NoCall(OwnStep):
     call = keras.Model.call
 
 
+class OwnSumStep(OwnStep):
+    """keras.io's masked language model's step: the gradient of a loss with ``reduction=None``
+    (one number per sample: the gradient of their sum), or, with ``scalar``, of ``ops.sum`` of
+    them; one device's gradient is every sample's summed, not their mean."""
+
+    def __init__(self, scalar: bool = False):
+        super().__init__()
+        self.scalar = scalar
+        self.per_sample = keras.losses.MeanSquaredError(reduction=None)
+
+    def train_step(self, x):
+        with tf.GradientTape() as tape:
+            losses = self.per_sample(x, self(x))
+            loss = keras.ops.sum(losses) if self.scalar else losses
+        gradients = tape.gradient(loss, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        self.own_loss.update_state(keras.ops.mean(losses))
+        return {"own_loss": self.own_loss.result()}
+
+
 def training_in_step() -> dict:
     """keras.io's Perceiver pattern: a model whose call() takes no training, calling an augmentation
     Sequential defined outside it and a Sequential made in its build() (both built lazily, in the
@@ -373,12 +393,15 @@ def _against_one_device(model, one, x, patched: bool, losses: tuple[str, ...]) -
     }
 
 
-def uneven_shares_against_one_device(patched: bool = False, own: bool = False) -> dict:
+def uneven_shares_against_one_device(patched: bool = False, own: bool | str = False, regularized: bool = False) -> dict:
     """99 samples in batches of 16 (each epoch's last batch, 3 samples, splits 2/1) trained 2
     epochs with SGD under Mirrored and on one device from the same weights: the largest weight
     gap and the last loss's ratio to one device's. With ``patched``, under a strategy autodist
     trains under, each replica's gradients weighted by its share (``uneven_shares_weighted``);
-    with ``own``, a model whose train_step is its own (run as autodist.fit runs it)."""
+    with ``own``, a model whose train_step is its own (run as autodist.fit runs it): its mean loss's
+    gradient (``True``), or its per-sample losses' (``"sum"``, :class:`OwnSumStep`), or their
+    ``ops.sum``'s (``"scalar sum"``). With ``regularized``, Keras's train_step sums the loss and an L2
+    penalty (``ops.sum`` of the two numbers: still each share's mean, weighted)."""
     from autodist.tensorflow.keras_patches import autodist_trains_under, trains_under
     from autodist.upstream.keras_own_steps import own_steps, share_weights
 
@@ -390,10 +413,12 @@ def uneven_shares_against_one_device(patched: bool = False, own: bool = False) -
 
     def build():
         if own:
-            model = OwnStep()
-            model.compile(optimizer=keras.optimizers.SGD(0.05))
+            model = OwnStep() if own is True else OwnSumStep(scalar=own == "scalar sum")
+            model.compile(optimizer=keras.optimizers.SGD(0.05 if own is True else 0.005))
             return model
-        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="relu"), keras.layers.Dense(1)])
+        penalty = keras.regularizers.L2(0.01) if regularized else None
+        hidden = keras.layers.Dense(3, activation="relu", kernel_regularizer=penalty)
+        model = keras.Sequential([keras.Input((4,)), hidden, keras.layers.Dense(1)])
         model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
         return model
 
@@ -884,6 +909,11 @@ def main() -> None:
     results["endpoint_patched"] = case(endpoint_against_one_device, adopted=True)
     results["uneven_shares_patched"] = case(uneven_shares_against_one_device, patched=True)
     results["uneven_shares_own_step_patched"] = case(uneven_shares_against_one_device, patched=True, own=True)
+    results["uneven_shares_regularized_patched"] = case(uneven_shares_against_one_device, patched=True, regularized=True)
+    for summed in ("sum", "scalar sum"):
+        results[f"uneven_shares_own_{summed.replace(' ', '_')}_patched"] = case(
+            uneven_shares_against_one_device, patched=True, own=summed
+        )
     results["position_embedding_plain_strategy_patched"] = case(position_embedding_against_one_device)
     results["position_embedding_patched"] = case(position_embedding_against_one_device, patched=True)
     results["unseeded_draws_plain_strategy_patched"] = case(unseeded_draws_fit)
