@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import itertools
 import threading
+import weakref
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -56,6 +57,8 @@ class ProcessState:
         first_variable_ours: a first variable was created under autodist's strategy.
         join_error: the error joining the JAX processes hit (raised again at each try).
         custom_loops: the plans and strategies of the ``@distributed`` loops running, innermost last.
+        read_ahead: the repeated, reshuffling shuffles a replicated ``fit`` left after
+            ``steps_per_epoch`` steps, read ahead of its last step, with its replicas (weakly held).
     """
 
     probed: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -79,6 +82,7 @@ class ProcessState:
     first_variable_ours: bool = False
     join_error: BaseException | None = None
     custom_loops: list[tuple[Any, Any]] = dataclasses.field(default_factory=list)
+    read_ahead: Any = dataclasses.field(default_factory=weakref.WeakKeyDictionary)
 
     def originals(self, patcher: str) -> dict[str, Any]:
         """The originals one patching module replaced, by name (see ``patched``)."""

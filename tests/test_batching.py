@@ -62,21 +62,28 @@ def test_unbatched_dataset_has_no_batch_size(tensorflow_imported):
     assert dataset_batch_size(tf.data.Dataset.range(8)) is None
 
 
-def test_only_a_repeated_reshuffling_shuffle_left_after_steps_per_epoch_leaves_later_readers_other_orders(
-    tensorflow_imported,
-):
-    """What READ_AHEAD_NOTE is said for (tests/test_reshuffled_dataset.py shows it on 2 replicas)."""
+def test_only_a_repeated_reshuffling_shuffle_left_after_steps_per_epoch_is_read_ahead(tensorflow_imported):
+    """What a later fit is told of (READ_AHEAD_NOTE; tests/test_reshuffled_dataset.py shows it on 2
+    replicas): the pipeline's own shuffle objects, whatever steps come after them."""
     import tensorflow as tf
 
     from autodist.core.input_kinds import classify
+    from autodist.core.inputs import shuffles_read_ahead
+    from autodist.planning.plans import Plan
+    from autodist.planning.strategy_types import StrategyKind
 
-    steps = {"steps_per_epoch": 3}
-    repeated = tf.data.Dataset.range(8).shuffle(8).repeat().batch(2).map(lambda x: x)
-    assert classify(repeated).orders_read_ahead(steps) and not classify(repeated).orders_read_ahead({})
+    shuffled = tf.data.Dataset.range(8).shuffle(8)
+    repeated = classify(shuffled.repeat().batch(2).map(lambda x: x))
+    assert [type(s).__name__ for s in repeated.repeated_shuffles()] == [type(shuffled).__name__]
+    assert repeated.repeated_shuffles()[0] is shuffled  # the same object a later pipeline of it holds
     kept = tf.data.Dataset.range(8).shuffle(8, reshuffle_each_iteration=False).repeat().batch(2)
     outside = tf.data.Dataset.range(8).repeat().shuffle(8).batch(2)  # one shuffle over every pass: drawn once
-    assert not classify(kept).orders_read_ahead(steps) and not classify(outside).orders_read_ahead(steps)
-    assert not classify(np.ones((8, 2))).orders_read_ahead(steps)
+    assert classify(kept).repeated_shuffles() == classify(outside).repeated_shuffles() == ()
+    assert classify(np.ones((8, 2))).repeated_shuffles() == ()
+    two, one = Plan(StrategyKind.MIRRORED, 2), Plan(StrategyKind.MIRRORED, 1)
+    steps = {"steps_per_epoch": 3}
+    assert shuffles_read_ahead(repeated, two, steps) == repeated.repeated_shuffles()
+    assert shuffles_read_ahead(repeated, two, {}) == shuffles_read_ahead(repeated, one, steps) == ()
 
 
 @pytest.fixture

@@ -374,6 +374,9 @@ def test_a_program_judged_with_op_determinism_says_so_and_keeps_the_verdict_it_h
     said = corpus.verdict(steady)
     assert said.startswith("equal (judged with TensorFlow's op determinism") and "0.1 from itself" in said
     assert corpus.kind(said) == "equal" and said.startswith(corpus.WITHIN)
+    _overlay, ordered = corpus.REPEATABLE_WITH[1]  # every shuffle's order fixed: within only where orders were warned
+    hidden = corpus.verdict({**steady, "judged with": ordered, "orders hidden": True})
+    assert hidden.startswith("orders not judged: equal") and not hidden.startswith(corpus.WITHIN)
     started = []
     monkeypatch.setattr(corpus, "private_tmp", lambda: [])
     monkeypatch.setattr(corpus.subprocess, "Popen", lambda *args, env, **kwargs: started.append(env) or None)
@@ -386,24 +389,41 @@ def test_a_program_judged_with_op_determinism_says_so_and_keeps_the_verdict_it_h
     assert "CORPUS_DETERMINISM" not in corpus._OVERLAY[-1][1]  # only inside
 
 
-@pytest.mark.parametrize("cause", corpus.CAUSES_REMOVED, ids=lambda cause: cause.verdict)
-def test_a_warned_cause_is_within_only_where_its_ways_without_it_give_one_device(cause):
-    """A shuffle read ahead (fixed order and draws), a plain-function initializer (seeded draws)."""
-    warned = f"AutodistWarning: ... {cause.said} ..."
-    apart = _found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=[warned]), _way(outcome="ValueError: handle"))
+@pytest.mark.parametrize("drawn", [False, True], ids=["no draws warned", "draws warned"])
+@pytest.mark.parametrize("cause", corpus.CAUSES_REMOVED, ids=lambda cause: cause.name)
+def test_a_warned_cause_is_within_only_where_its_ways_without_it_give_one_device(cause, drawn):
+    """A shuffle read ahead (its order fixed), a plain-function initializer (its draws seeded), each
+    replica's batch statistics (synchronized); the draws fixed too only where they were warned."""
+    warned = [f"AutodistWarning: ... {cause.said} ...", *([RANDOM] if drawn else [])]
+    apart = _found(_way(), _way(), _way(fits=((1.0, 0.6),), warnings=warned), _way(outcome="ValueError: handle"))
     assert corpus.warned_apart(apart, cause.said) and corpus.verdict(apart).startswith("differs by 0.1 (warned)")
-    removed = dict(zip(cause.ways, (_way(), _way())))
+    removed = dict(zip(cause.ways(drawn), (_way(), _way())))
+    other = dict(zip(cause.ways(not drawn), (_way(), _way())))  # the ways of the other case say nothing here
+    assert not corpus.verdict({**apart, **other}).startswith(corpus.WITHIN)
     said = corpus.verdict({**apart, **removed})
     assert said.startswith(f"{cause.verdict} (0.1 from one device; {cause.removed}") and said.startswith(corpus.WITHIN)
-    still = dict(zip(cause.ways, (_way(), _way(fits=((1.0, 0.55),)))))
+    assert ("and the draws fixed" in said) == drawn
+    settings = corpus.EXTRA[id(cause.ways(drawn))][1]
+    assert (settings.get("CORPUS_DRAWS") == "off") == drawn and set(cause.settings[1].items()) <= set(settings.items())
+    still = dict(zip(cause.ways(drawn), (_way(), _way(fits=((1.0, 0.55),)))))
     assert corpus.verdict({**apart, **still}).startswith("differs by 0.1 (warned)")
-    rounding = dict(zip(cause.spread, [_way(fits=((1.0, 0.53),))]))  # one device reversed: 0.03 from itself
+    rounding = dict(zip(cause.spread(drawn), [_way(fits=((1.0, 0.53),))]))  # one device reversed: 0.03 from itself
     said = corpus.verdict({**apart, **still, **rounding})
-    assert said.startswith(f"{cause.verdict} (0.1 from one device; {cause.removed}, 0.05 from it, float32's rounding")
-    beyond = dict(zip(cause.spread, [_way(fits=((1.0, 0.51),))]))  # 0.01: the 0.05 left is more than rounding
+    assert f"0.05 from it, float32's rounding" in said and said.startswith(cause.verdict)
+    assert corpus.EXTRA[id(cause.spread(drawn))][1]["CORPUS_BATCH_ORDER"] == "reversed"
+    beyond = dict(zip(cause.spread(drawn), [_way(fits=((1.0, 0.51),))]))  # 0.01: the 0.05 left is more than rounding
     assert corpus.verdict({**apart, **still, **beyond}).startswith("differs by 0.1 (warned)")
     silent = _found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way())
     assert not corpus.warned_apart(silent, cause.said) and not corpus.verdict({**silent, **removed}).startswith(corpus.WITHIN)
+
+
+def test_every_extra_set_of_ways_keeps_its_records_under_a_name_of_its_own():
+    """A kept record is judged again by its name (CORPUS_KEEP): two sets of settings under one name
+    would judge one's records as the other's."""
+    suffixes = [suffix for suffix, _settings in corpus.EXTRA.values()]
+    assert len(suffixes) == len(set(suffixes)), sorted(suffixes)
+    overlays = [suffix for (suffix, _settings), _what in corpus.REPEATABLE_WITH]
+    assert not set(overlays) & set(suffixes) and len(overlays) == len(set(overlays))
 
 
 def test_the_census_counts_every_program_of_each_source_as_the_page_says():

@@ -202,7 +202,8 @@ def test_still_needed_uneven_shares_weighted(upstream):
     # its ops.sum) is the replicas' sum of theirs, evenly split or not: neither divided nor weighted
     regularized = upstream["uneven_shares_regularized_patched"]  # Keras's sum of the loss and a penalty: still a mean
     assert error(regularized) == "" and regularized["weights_gap"] <= 1e-5, regularized
-    for summed in ("uneven_shares_own_sum_patched", "uneven_shares_own_scalar_sum_patched"):
+    # ... and ops.sum of a mean (a number, as Keras sums an add_loss) is still a mean: divided and weighted
+    for summed in ("uneven_shares_own_sum_patched", "uneven_shares_own_scalar_sum_patched", "uneven_shares_own_sum_of_a_mean_patched"):
         found = upstream[summed]
         assert error(found) == "" and found["weights_gap"] <= 1e-5, (summed, found)
 

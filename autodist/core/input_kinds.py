@@ -42,7 +42,7 @@ from autodist.upstream.tf_data import (
     is_batched,
     is_dataset,
     reshuffles,
-    reshuffles_in_repeat,
+    repeated_shuffles,
     samples_per_pass,
 )
 
@@ -107,12 +107,11 @@ class Input:
         """What the input is when it draws a new order each time it is read; ``None`` when it does not."""
         return None
 
-    def orders_read_ahead(self, fit_kwargs: Mapping[str, Any]) -> bool:
-        """Whether a replicated ``fit`` leaves a later reader of the input other shuffled orders
-        than ``model.fit`` does: a repeated shuffle that draws a new order each pass, which ``fit``
-        leaves after ``steps_per_epoch`` steps (TensorFlow's distributed iterator reads ahead, into
-        passes one device never starts)."""
-        return False
+    def repeated_shuffles(self) -> tuple[Any, ...]:
+        """The shuffles the input repeats that draw a new order each pass (``shuffle().repeat()``),
+        each the pipeline's own object: what a replicated ``fit`` left after ``steps_per_epoch``
+        steps reads ahead (:func:`autodist.core.inputs.shuffles_read_ahead`)."""
+        return ()
 
     def requested_batch(self, batch_size: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
         """The global batch the call asks for: ``batch_size``; else the batch the input brings;
@@ -226,8 +225,8 @@ class Dataset(Input):
     def reshuffled(self, fit_kwargs: Mapping[str, Any]) -> str | None:
         return "a tf.data pipeline whose shuffle reshuffles each iteration" if reshuffles(self.raw) else None
 
-    def orders_read_ahead(self, fit_kwargs: Mapping[str, Any]) -> bool:
-        return fit_kwargs.get("steps_per_epoch") is not None and reshuffles_in_repeat(self.raw)
+    def repeated_shuffles(self) -> tuple[Any, ...]:
+        return repeated_shuffles(self.raw)
 
     def first_inputs(self) -> Any:
         element = next(iter((self.raw if is_batched(self.raw) else self.raw.batch(1)).take(1)))

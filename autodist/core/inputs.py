@@ -43,6 +43,7 @@ __all__ = [
     "LastBatch",
     "one_iterator_per_run",
     "READ_AHEAD_NOTE",
+    "shuffles_read_ahead",
     "prepare_input",
     "slice_samples",
     "take_samples",
@@ -56,20 +57,28 @@ _MOVABLE_INPUT_NOTE = (
 )
 
 
-#: Said where a replicated fit leaves a repeated, reshuffling shuffle after steps_per_epoch steps
-#: (:meth:`autodist.core.input_kinds.Input.orders_read_ahead`). Measured: the TensorFlow tutorial
-#: "Overfit and underfit" trains 7 models from one ``shuffle().repeat().batch()``; its first is
-#: model.fit's, the next six 0.07 apart, under autodist and a hand-built MirroredStrategy alike.
+#: Said where a fit reads a repeated, reshuffling shuffle that an earlier replicated fit left after
+#: steps_per_epoch steps (:func:`shuffles_read_ahead`). Measured: the TensorFlow tutorial "Overfit
+#: and underfit" trains 7 models from one ``shuffle().repeat().batch()``; its first is model.fit's,
+#: the next six 0.06 apart, under autodist and a hand-built MirroredStrategy alike.
 READ_AHEAD_NOTE = (
-    "This tf.data pipeline repeats a shuffle that draws a new order on each pass, and fit leaves it after "
-    "steps_per_epoch={steps} steps. On {replicas} replicas TensorFlow's distributed iterator reads ahead of "
-    "the step it trains, into passes model.fit never starts, and each pass takes the shuffle's next order "
-    "from a generator every reader of that shuffle shares: this fit trains as model.fit does, but a later "
-    "fit, evaluate or loop over the same shuffle starts at other orders than model.fit's (the TensorFlow "
-    "tutorial 'Overfit and underfit': its later models 0.07 apart). Any tf.distribute strategy does the "
-    "same. To train every fit as model.fit, call shuffle() anew for each fit, or pass "
-    "shuffle(..., reshuffle_each_iteration=False)"
+    "This fit reads a repeated tf.data shuffle that draws a new order on each pass, which an earlier fit on "
+    "{replicas} replicas left after steps_per_epoch steps. TensorFlow's distributed iterator reads ahead of "
+    "the step it trains: that fit read into passes model.fit never starts, and each pass took the shuffle's "
+    "next order from a generator every reader of that shuffle shares, so this fit starts at other orders "
+    "than after model.fit (the TensorFlow tutorial 'Overfit and underfit': its second to seventh models "
+    "0.06 apart). Any tf.distribute strategy does the same. To train every fit as model.fit, call shuffle() "
+    "anew for each fit, or pass shuffle(..., reshuffle_each_iteration=False)"
 )
+
+
+def shuffles_read_ahead(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The shuffles this fit leaves read ahead of its last step, for a later reader to be told of:
+    the input's repeated, reshuffling shuffles, on more than one replica in sync, left after
+    ``steps_per_epoch`` steps (a fit that reads its input to the end starts no pass beyond it)."""
+    if the_plan.num_replicas < 2 or the_plan.type.asynchronous or fit_kwargs.get("steps_per_epoch") is None:
+        return ()
+    return data.repeated_shuffles()
 
 
 _OWN_STEP_UNEVEN_NOTE = (
@@ -353,6 +362,7 @@ def input_notes(
     split: LastBatch | None = None,
     weighted: bool = False,
     own_train_step: bool = False,
+    read_ahead_before: int = 0,
 ) -> list[str]:
     """Warnings about the input under this plan: a batch size autodist cannot check, an uneven
     last batch (``split``, from :func:`last_batch`), and, under a script's own strategy (``kept``),
@@ -360,11 +370,12 @@ def input_notes(
     Where each replica's gradients are weighted by its share (``weighted``: the workaround
     ``uneven_shares_weighted``), a batch that splits unevenly trains as on one device, and only
     a ``train_step`` of the model's own (``own_train_step``) has something left to say: a mean it
-    records itself averages the replicas' means."""
+    records itself averages the replicas' means. ``read_ahead_before``: the replicas of an earlier
+    fit that left a repeated shuffle of this input read ahead (:func:`shuffles_read_ahead`), or 0."""
     order = kept_strategy_order(the_plan.keras_workarounds, kept, data.reshuffled(fit_kwargs))
     notes = [order] if order else []
-    if the_plan.num_replicas > 1 and not the_plan.type.asynchronous and data.orders_read_ahead(fit_kwargs):
-        notes.append(READ_AHEAD_NOTE.format(replicas=the_plan.num_replicas, steps=fit_kwargs["steps_per_epoch"]))
+    if read_ahead_before:
+        notes.append(READ_AHEAD_NOTE.format(replicas=read_ahead_before))
     if weighted:
         if own_train_step and (split is None or split.last):
             if split is None:

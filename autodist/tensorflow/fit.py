@@ -54,7 +54,8 @@ from autodist.tensorflow.comm_check import check_communication
 from autodist.tensorflow.draws import traced_model_info
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.core.input_kinds import Arrays, Dataset, RayShard
-from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input
+from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input, shuffles_read_ahead
+from autodist.process import STATE
 from autodist.tensorflow.keras_patches import (
     apply_workarounds,
     build_from_generator,
@@ -162,6 +163,9 @@ def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built
     if weighted:
         get_logger().info(_WEIGHTED.format(split=_said_split(split)))
     own_train_step = overrides(placed.trained, "train_step")
+    read_before = max(
+        (STATE.read_ahead[shuffle] for shuffle in data.repeated_shuffles() if shuffle in STATE.read_ahead), default=0
+    )
     notes = input_notes(
         data,
         the_plan,
@@ -170,7 +174,9 @@ def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built
         split=split,
         weighted=weighted,
         own_train_step=own_train_step,
+        read_ahead_before=read_before,
     )
+    STATE.read_ahead.update(dict.fromkeys(shuffles_read_ahead(data, the_plan, call.fit_kwargs), the_plan.num_replicas))
     said = tuple(the_plan.warnings) + tuple(precision_warnings) + tuple(notes)
     return Built(the_plan, distribution, placed, dataclasses.replace(call, data=data), said)
 

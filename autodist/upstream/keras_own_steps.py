@@ -96,7 +96,7 @@ def own_steps_wrap(step: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         STATE.thread.own_step_depth = STATE.per_thread("own_step_depth") + 1
         STATE.thread.own_step_divided = False
-        STATE.thread.own_step_summed = False
+        _note_step(args[0] if args else kwargs.get("data"))
         try:
             return step(*args, **kwargs)
         finally:
@@ -104,6 +104,14 @@ def own_steps_wrap(step: Callable[..., Any]) -> Callable[..., Any]:
 
     wrapped.autodist_own_step = step  # type: ignore[attr-defined]
     return wrapped
+
+
+def _note_step(data: Any) -> None:
+    """A step starts: nothing noted of its gradients yet, and its inputs' static leading dimension
+    (what :func:`summed_over_samples` reads a per-sample tensor by)."""
+    STATE.thread.own_step_summed = False
+    STATE.thread.own_step_noted = {}
+    STATE.thread.own_step_rows = _static_rows(data) if data is not None else None
 
 
 def own_steps(model: Any) -> bool:
@@ -139,7 +147,7 @@ def share_weights_wrap(step: Callable[..., Any], applies: Callable[[Any], bool])
         total = context.all_reduce(tf.distribute.ReduceOp.SUM, rows)  # every replica, every step, in one order
         STATE.thread.share_weight = tf.math.divide_no_nan(rows * float(context.num_replicas_in_sync), total)
         STATE.thread.own_step_divided = False
-        STATE.thread.own_step_summed = False
+        _note_step(data)
         try:
             return step(data, *args, **kwargs)
         finally:
@@ -227,7 +235,7 @@ def _scaled(grads: Any, factor: Any) -> list[Any]:
     return [one(grad) for grad in grads]
 
 
-def _gradient_factor() -> Any:
+def _gradient_factor(grads: list[Any]) -> Any:
     """What the optimizer multiplies this replica's gradients by (``None``: nothing): ``1 / N``
     in a step of the model's own, its share's weight ``N * n_k / n`` where :func:`share_weights`
     runs the step, both where both do. A step that divides by the global batch it names
@@ -236,7 +244,7 @@ def _gradient_factor() -> Any:
     the samples (:func:`summed_over_samples`, the step's latest ``tape.gradient``) takes neither:
     the replicas' sum of their sums is one device's."""
     divided = STATE.per_thread("own_step_divided", False)
-    if divided == "global" or STATE.per_thread("own_step_summed", False):
+    if divided == "global" or _summed(grads):
         return None  # the global batch's mean, or the sum of every sample's gradient: as the replicas' sum has it
     factor = 1.0 / _replicas() if in_own_step() and not divided and _replicas() > 1 else None
     weight = STATE.per_thread("share_weight", None)
@@ -296,42 +304,76 @@ def patch_share_weights() -> bool:
     return True
 
 
-def summed_over_samples(target: Any) -> bool:
+def summed_over_samples(target: Any, rows: int | None = None) -> bool:
     """Whether a ``tape.gradient`` target sums its samples, where a mean would divide them: a
-    target of more than one number (its gradient is that of its sum: a loss with
-    ``reduction=None``), or a number a ``Sum`` op makes of a tensor (``tf.reduce_sum``, a
-    ``keras.losses`` loss with ``reduction="sum"``), read through ``Identity`` and ``Cast``. A sum of
-    losses stacked from numbers (``ops.sum([loss, regularization])``: Keras's ``compute_loss`` with
-    more than one loss) is not one over the samples. Traced steps only: an eager tensor keeps no
-    op, and a number then counts as a mean.
+    tensor of one number per sample (its gradient is that of its sum: a loss with
+    ``reduction=None``), or a number a ``Sum`` op makes of such a tensor (``tf.reduce_sum``, a
+    ``keras.losses`` loss with ``reduction="sum"``), read through ``Identity``, ``Cast`` and a
+    product with a variable (a ``LossScaleOptimizer``'s loss scale). A tensor is one number per
+    sample where its leading dimension is the step's ``rows`` (its inputs' static leading
+    dimension), or unknown. A sum of numbers (``ops.sum([loss, regularization])``, ``ops.sum`` of a
+    scalar ``add_loss``) or over another leading dimension (a class's) is not one over the samples.
+    Traced steps only: an eager tensor keeps no op, and a number then counts as a mean.
 
     Example:
         >>> import tensorflow as tf
-        >>> summed_over_samples(tf.ones([3])), summed_over_samples(tf.constant(1.0))
+        >>> summed_over_samples(tf.ones([3]), rows=3), summed_over_samples(tf.ones([10]), rows=3)
         (True, False)
+        >>> summed_over_samples(tf.constant(1.0))
+        False
     """
     import tensorflow as tf
 
-    def one(value: Any) -> bool:
+    def per_sample(value: Any) -> bool:
         shape = getattr(value, "shape", None)
-        if shape is None or shape.rank is None:
+        if shape is None or shape.rank is None or shape.rank == 0 or shape.num_elements() == 1:
             return False
-        if shape.rank > 0 and shape.num_elements() != 1:
-            return True
-        op = getattr(value, "op", None)  # an eager tensor raises AttributeError: no op
+        return shape[0] is None or shape[0] == rows
+
+    def through(op: Any) -> Any:
+        """The op that made the number, past casts and a product with a variable (a loss scale)."""
         for _ in range(8):
-            if op is None or op.type not in ("Identity", "Cast") or not op.inputs:
-                break
-            op = op.inputs[0].op
-        return op is not None and op.type == "Sum" and op.inputs[0].op.type != "Pack"  # Pack: losses stacked
+            if op is None or not op.inputs:
+                return op
+            if op.type in ("Identity", "Cast"):
+                op = op.inputs[0].op
+            elif op.type == "Mul" and len(op.inputs) == 2:
+                scales = [x.op.type == "ReadVariableOp" for x in op.inputs]
+                if scales.count(True) != 1:
+                    return op
+                op = op.inputs[scales.index(False)].op
+            else:
+                return op
+        return op
+
+    def one(value: Any) -> bool:
+        if per_sample(value):
+            return True
+        shape = getattr(value, "shape", None)
+        if shape is None or shape.rank is None or shape.num_elements() != 1:
+            return False
+        op = through(getattr(value, "op", None))  # an eager tensor raises AttributeError: no op
+        return op is not None and op.type == "Sum" and per_sample(op.inputs[0])
 
     return any(one(value) for value in tf.nest.flatten(target))
+
+
+def _static_rows(data: Any) -> int | None:
+    """The static leading dimension of a step's first tensor (its inputs'), where it is known."""
+    import tensorflow as tf
+
+    flat = tf.nest.flatten(data)
+    shape = getattr(flat[0], "shape", None) if flat else None
+    return None if shape is None or shape.rank in (None, 0) else shape[0]
 
 
 def _patch_gradient() -> None:
     """``GradientTape.gradient`` that, in a step whose gradients the optimizer would scale (a step
     of the model's own, or one :func:`share_weights` runs), notes whether its target is a sum over
-    the samples (:func:`summed_over_samples`): the optimizer's ``apply`` after it reads the note."""
+    the samples (:func:`summed_over_samples`), for the gradients it returns and as the step's
+    latest: the optimizer's ``apply`` reads it for the gradients it gets, or, where it gets others
+    (clipped, say), the latest. Only the outermost call notes: a gradient taken inside one
+    (``tf.recompute_grad``, Keras's rematerialization, ``tape.jacobian``) is of something else."""
     import tensorflow as tf
 
     original = tf.GradientTape.gradient
@@ -339,11 +381,30 @@ def _patch_gradient() -> None:
 
     @functools.wraps(original)
     def gradient(self: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
-        if in_own_step() or STATE.per_thread("share_weight", None) is not None:
-            STATE.thread.own_step_summed = summed_over_samples(target)
-        return original(self, target, sources, *args, **kwargs)
+        depth = STATE.per_thread("own_step_gradient_depth", 0)
+        noting = depth == 0 and (in_own_step() or STATE.per_thread("share_weight", None) is not None)
+        summed = summed_over_samples(target, STATE.per_thread("own_step_rows", None)) if noting else False
+        STATE.thread.own_step_gradient_depth = depth + 1
+        try:
+            result = original(self, target, sources, *args, **kwargs)
+        finally:
+            STATE.thread.own_step_gradient_depth = depth
+        if noting:
+            STATE.thread.own_step_summed = summed
+            noted = STATE.per_thread("own_step_noted", None)
+            if noted is not None:
+                noted.update({id(grad): summed for grad in tf.nest.flatten(result) if grad is not None})
+        return result
 
     replace(tf.GradientTape, "gradient", gradient)
+
+
+def _summed(grads: list[Any]) -> bool:
+    """Whether the gradients an optimizer applies are of a sum over the samples: as noted for them
+    where ``tape.gradient`` returned them, else as noted for the step's latest gradient."""
+    noted = STATE.per_thread("own_step_noted", None) or {}
+    found = [noted[id(grad)] for grad in grads if grad is not None and id(grad) in noted]
+    return any(found) if found else STATE.per_thread("own_step_summed", False)
 
 
 def _patch_apply() -> None:
@@ -365,12 +426,13 @@ def _scaling(original_apply: Callable[..., Any]) -> Callable[..., Any]:
     """``apply`` that multiplies the gradients by :func:`_gradient_factor`, once."""
 
     def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
-        factor = None if STATE.per_thread("own_step_applying", False) else _gradient_factor()
+        grads = list(grads)
+        factor = None if STATE.per_thread("own_step_applying", False) else _gradient_factor(grads)
         if factor is None:
             return original_apply(self, grads, trainable_variables)
         STATE.thread.own_step_applying = True  # an optimizer applying through another one in this thread
         try:
-            return original_apply(self, _scaled(list(grads), factor), trainable_variables)
+            return original_apply(self, _scaled(grads, factor), trainable_variables)
         finally:
             STATE.thread.own_step_applying = False
 

@@ -35,7 +35,7 @@ __all__ = [
     "is_dataset",
     "samples_per_pass",
     "reshuffles",
-    "reshuffles_in_repeat",
+    "repeated_shuffles",
     "serialize",
     "shuffles",
     "variable_length_parts",
@@ -243,6 +243,15 @@ def _flatten_with_paths(structure: Any, path: str = "") -> list[tuple[str, Any]]
 _READER_OPS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 
 
+def _walk(dataset: Any, limit: int = 256) -> Any:
+    """The pipeline's datasets, ``dataset`` first, then its inputs' (at most ``limit``)."""
+    stack, seen = [dataset], 0
+    while stack and seen < limit:
+        node, seen = stack.pop(), seen + 1
+        yield node
+        stack.extend(_children(node))
+
+
 def _children(node: Any) -> list[Any]:
     found = [getattr(node, name, None) for name in ("_input_dataset", "_dataset")]
     found += list(getattr(node, "_input_datasets", None) or [])
@@ -294,13 +303,7 @@ def shuffles(dataset: Any) -> bool:
         >>> shuffles(tf.data.Dataset.range(8).shuffle(8).batch(2)), shuffles(tf.data.Dataset.range(8).batch(2))
         (True, False)
     """
-    stack, seen = [dataset], 0
-    while stack and seen < 256:
-        node, seen = stack.pop(), seen + 1
-        if "Shuffle" in type(node).__name__:
-            return True
-        stack.extend(_children(node))
-    return False
+    return any("Shuffle" in type(node).__name__ for node in _walk(dataset))
 
 
 def reshuffles(dataset: Any) -> bool:
@@ -314,34 +317,30 @@ def reshuffles(dataset: Any) -> bool:
         >>> reshuffles(tf.data.Dataset.range(8).shuffle(8, reshuffle_each_iteration=False).batch(2))
         False
     """
-    stack, seen = [dataset], 0
-    while stack and seen < 256:
-        node, seen = stack.pop(), seen + 1
-        if "Shuffle" in type(node).__name__ and getattr(node, "_reshuffle_each_iteration", True) is not False:
-            return True
-        stack.extend(_children(node))
-    return False
+    return any(_reshuffling(node) for node in _walk(dataset))
 
 
-def reshuffles_in_repeat(dataset: Any) -> bool:
-    """Whether the pipeline repeats a shuffle that draws a new order each pass
-    (``shuffle().repeat()``, tf.data's default reshuffling): each pass an iterator starts takes
-    the shuffle's next order, from a generator every iterator of that shuffle shares.
+def _reshuffling(node: Any) -> bool:
+    return "Shuffle" in type(node).__name__ and getattr(node, "_reshuffle_each_iteration", True) is not False
+
+
+def repeated_shuffles(dataset: Any) -> tuple[Any, ...]:
+    """The shuffles the pipeline repeats that draw a new order each pass (``shuffle().repeat()``,
+    tf.data's default reshuffling): each pass an iterator starts takes the shuffle's next order, from
+    a generator every iterator of that shuffle shares. Each is the pipeline's own dataset object.
 
     Example:
         >>> import tensorflow as tf
-        >>> reshuffles_in_repeat(tf.data.Dataset.range(8).shuffle(8).repeat().batch(2))
-        True
-        >>> reshuffles_in_repeat(tf.data.Dataset.range(8).repeat().shuffle(8).batch(2))
-        False
+        >>> len(repeated_shuffles(tf.data.Dataset.range(8).shuffle(8).repeat().batch(2)))
+        1
+        >>> repeated_shuffles(tf.data.Dataset.range(8).repeat().shuffle(8).batch(2))
+        ()
     """
-    stack, seen = [dataset], 0
-    while stack and seen < 256:
-        node, seen = stack.pop(), seen + 1
-        if "Repeat" in type(node).__name__ and reshuffles(node):
-            return True
-        stack.extend(_children(node))
-    return False
+    found: list[Any] = []
+    for node in _walk(dataset):
+        if "Repeat" in type(node).__name__:
+            found += [inner for inner in _walk(node) if _reshuffling(inner) and inner not in found]
+    return tuple(found)
 
 
 def is_batched(dataset: Any) -> bool:

@@ -112,73 +112,76 @@ KERAS_OWN_WAYS = (
 #: again with every tf.data shuffle keeping its first order (``CORPUS_ORDER=fixed``), where autodist
 #: must then be the program's numbers under its own strategy.
 ORDER_FIXED = {f"{way}, order fixed": how for way, how in WAYS.items()}
-#: Run when autodist on 2 replicas is apart from one device and said TensorFlow's distributed iterator
-#: reads ahead into passes of a repeated, reshuffling shuffle that one device never starts (so a later
-#: reader of that shuffle starts at other orders): plain and autodist on 2 replicas with every shuffle
-#: keeping its order and Keras's draws fixed, which then must be equal.
-ORDER_AND_DRAWS_FIXED = {
-    "plain, order and draws fixed": ("plain", None),
-    "autodist, 2 replicas, order and draws fixed": ("autodist", "2"),
-}
-#: What autodist's warning of that says (autodist.core.inputs.READ_AHEAD_NOTE).
+#: What autodist's warnings say of the causes below: TensorFlow's distributed iterator read a repeated,
+#: reshuffling shuffle ahead into passes one device never starts, so a later fit of it starts at other
+#: orders (autodist.core.inputs.READ_AHEAD_NOTE); an initializer is a plain function, whose unseeded
+#: draw depends on where Keras calls it (autodist.planning.global_batch.FUNCTION_INITIALIZERS);
+#: BatchNormalization normalises each replica's share of the batch (autodist.planning.global_batch).
 READ_AHEAD = "reads ahead of the step it trains"
-#: Run when autodist on 2 replicas is apart from one device and said an initializer is a plain
-#: function, whose unseeded draw depends on where Keras calls it (inside one device's first step,
-#: before it under a strategy): plain and autodist on 2 replicas with every such initializer drawing
-#: with a fixed seed (``CORPUS_INITIALIZERS=seeded``), which then must be equal.
-INITIALIZERS_SEEDED = {
-    "plain, initializers seeded": ("plain", None),
-    "autodist, 2 replicas, initializers seeded": ("autodist", "2"),
-}
-#: What autodist's warning of that says (autodist.planning.global_batch.FUNCTION_INITIALIZERS).
 FUNCTION_INITIALIZER = "is a plain function, not a Keras initializer"
-
-
-#: Run when autodist on 2 replicas is apart from one device and said BatchNormalization normalises each
-#: replica's share of the batch: plain and autodist on 2 replicas with every BatchNormalization
-#: synchronized (``CORPUS_BATCHNORM=synchronized``: Keras's ``synchronized=True``, the global batch's
-#: statistics) and Keras's draws fixed, which then must be equal.
-BATCHNORM_SYNCHRONIZED = {
-    "plain, batchnorm synchronized, draws fixed": ("plain", None),
-    "autodist, 2 replicas, batchnorm synchronized, draws fixed": ("autodist", "2"),
-}
-#: What autodist's warning of that says (autodist.planning.global_batch).
 REPLICA_STATISTICS = "normalises each replica's share of the batch"
 
 
 class Cause(NamedTuple):
     """A cause of a gap autodist warns of, and how the runner takes it away to judge the rest: where
-    autodist on 2 replicas is apart from one device and warned ``said``, the two ``ways`` run (the
-    cause removed, ``removed``); equal there, the verdict is ``verdict``, within the contract. Still
-    apart, :attr:`spread` runs: plain once more so, each batch's samples in reverse order (the
-    program's own float32 rounding); no further than ``ROUNDING_SPREAD`` times that, within too."""
+    autodist on 2 replicas is apart from one device and warned ``said``, plain and autodist on 2
+    replicas run once more with ``settings`` (the cause removed, ``removed``), and with Keras's draws
+    fixed as well where autodist warned its replicas' draws too (:meth:`ways`); equal there, the
+    verdict is ``verdict``, within the contract. Still apart, :meth:`spread` runs: plain once more
+    so, each batch's samples in reverse order (the program's own float32 rounding); no further than
+    ``ROUNDING_SPREAD`` times that, within too."""
 
     said: str
-    ways: dict
+    name: str
+    settings: tuple[str, dict]
     verdict: str
     removed: str
 
-    @property
-    def spread(self) -> dict:
-        return SPREADS[id(self.ways)]
+    def ways(self, drawn: bool) -> dict:
+        return _CAUSE_WAYS[(self.name, drawn, False)]
+
+    def spread(self, drawn: bool) -> dict:
+        return _CAUSE_WAYS[(self.name, drawn, True)]
 
 
 #: The causes judged so, each by its own ways.
 CAUSES_REMOVED = (
-    Cause(FUNCTION_INITIALIZER, INITIALIZERS_SEEDED, "warned: a plain-function initializer", "with its draws seeded"),
+    Cause(
+        FUNCTION_INITIALIZER,
+        "initializers seeded",
+        ("-seeded", {"CORPUS_INITIALIZERS": "seeded"}),
+        "warned: a plain-function initializer",
+        "with its draws seeded",
+    ),
     Cause(
         REPLICA_STATISTICS,
-        BATCHNORM_SYNCHRONIZED,
+        "batchnorm synchronized",
+        ("-synchronized", {"CORPUS_BATCHNORM": "synchronized"}),
         "warned: each replica's batch statistics",
-        "with every BatchNormalization synchronized and the draws fixed",
+        "with every BatchNormalization synchronized",
     ),
     Cause(
         READ_AHEAD,
-        ORDER_AND_DRAWS_FIXED,
+        "order fixed",
+        ("-order", {"CORPUS_ORDER": "fixed"}),
         "warned: a shuffle read ahead",
-        "with every shuffle keeping its order and the draws fixed",
+        "with every shuffle keeping its order",
     ),
 )
+#: Each cause's ways, by (name, draws fixed, batches reversed): two ways, or plain alone reversed.
+_CAUSE_WAYS = {
+    (cause.name, drawn, reversed_): (
+        {f"plain, {cause.name}{', draws fixed' if drawn else ''}, batches reversed": ("plain", None)}
+        if reversed_
+        else {
+            f"plain, {cause.name}{', draws fixed' if drawn else ''}": ("plain", None),
+            f"autodist, 2 replicas, {cause.name}{', draws fixed' if drawn else ''}": ("autodist", "2"),
+        }
+    )
+    for cause in CAUSES_REMOVED
+    for drawn in (False, True)
+    for reversed_ in (False, True)
+}
 #: Run, in turn, when plain model.fit does not repeat its own numbers on one device: the program's
 #: whole judgement again, every way with TensorFlow's op determinism (``CORPUS_DETERMINISM=on``:
 #: ``tf.config.experimental.enable_op_determinism()`` before the program; random ops in a parallel
@@ -210,26 +213,27 @@ EXTRA = {
         {"AUTODIST_KERAS_COMPAT": KERAS_OWN_WAYS},
     ),
     id(ORDER_FIXED): ("-order-fixed", {"CORPUS_ORDER": "fixed"}),
-    id(ORDER_AND_DRAWS_FIXED): ("-order-draws-fixed", {"CORPUS_ORDER": "fixed", "CORPUS_DRAWS": "off"}),
-    id(INITIALIZERS_SEEDED): ("-seeded", {"CORPUS_INITIALIZERS": "seeded"}),
-    id(BATCHNORM_SYNCHRONIZED): ("-synchronized-fixed", {"CORPUS_BATCHNORM": "synchronized", "CORPUS_DRAWS": "off"}),
-}
-#: Each cause's plain way once more with each batch's samples in reverse order (:attr:`Cause.spread`).
-SPREADS = {
-    id(cause.ways): {f"{next(iter(cause.ways))}, batches reversed": ("plain", None)} for cause in CAUSES_REMOVED
 }
 EXTRA.update(
     {
-        id(SPREADS[id(cause.ways)]): (
-            f"{EXTRA[id(cause.ways)][0]}-reversed",
-            {**EXTRA[id(cause.ways)][1], "CORPUS_BATCH_ORDER": "reversed"},
+        id(ways): (
+            cause.settings[0] + ("-draws-fixed" if drawn else "") + ("-reversed" if reversed_ else ""),
+            {
+                **cause.settings[1],
+                **({"CORPUS_DRAWS": "off"} if drawn else {}),
+                **({"CORPUS_BATCH_ORDER": "reversed"} if reversed_ else {}),
+            },
         )
+        for (name, drawn, reversed_), ways in _CAUSE_WAYS.items()
         for cause in CAUSES_REMOVED
+        if cause.name == name
     }
 )
 RANDOM_DRAWS = "each replica from its own stream"
 AVERAGED_STATISTICS = "averages each update of the moving statistics over the replicas"
 SPENT_ORDER = "spends one of its shuffled orders"
+#: The warnings that name what autodist's replicas do to a shuffle's orders.
+ORDER_CAUSES = (SPENT_ORDER, READ_AHEAD)
 
 
 #: Run as ``sh -c SCRIPT python ...`` in a private mount namespace: /tmp becomes a tmpfs of the way's
@@ -537,12 +541,14 @@ def verdict(found: dict) -> str:
     """The contract's verdict of one program's ways (:data:`WITHIN` lists the kinds within it).
     Judged with the settings of ``REPEATABLE_WITH`` where that is what the records are."""
     settings = found.get("judged with")
-    if settings is not None:
-        return (
-            f"{_verdict(found)} (judged with {settings} in every way: without, plain model.fit on one device "
-            f"is {found['apart without']:.2g} from itself)"
-        )
-    return _verdict(found)
+    if settings is None:
+        return _verdict(found)
+    said = (
+        f"{_verdict(found)} (judged with {settings} in every way: without, plain model.fit on one device "
+        f"is {found['apart without']:.2g} from itself)"
+    )
+    # fixed orders hide what autodist does to them: judged so, a program is within only where it warned of them
+    return f"orders not judged: {said}" if found.get("orders hidden") else said
 
 
 def _verdict(found: dict) -> str:
@@ -634,19 +640,21 @@ def _verdict(found: dict) -> str:
                 f"warned: independent random draws ({apart:.2g} from one device; with the draws fixed "
                 f"{gap(plain_off, two_off):.2g} from it, = hand-built, warned)"
             )
+    drawn = any(RANDOM_DRAWS in w for w in warned)
     for cause in CAUSES_REMOVED:
         if warned_apart(found, cause.said):
-            removed_plain, removed_two = (found.get(way, {"outcome": "not run"}) for way in cause.ways)
+            removed_plain, removed_two = (found.get(way, {"outcome": "not run"}) for way in cause.ways(drawn))
             if not removed_plain["outcome"] == removed_two["outcome"] == "ran":
                 continue
+            removed = cause.removed + (" and the draws fixed" if drawn else "")
             left = gap(removed_plain, removed_two)
             if left <= TOLERANCE:
-                return f"{cause.verdict} ({apart:.2g} from one device; {cause.removed}, equal to it)"
-            backwards = found.get(next(iter(cause.spread)), {"outcome": "not run"})
+                return f"{cause.verdict} ({apart:.2g} from one device; {removed}, equal to it)"
+            backwards = found.get(next(iter(cause.spread(drawn))), {"outcome": "not run"})
             spread = gap(removed_plain, backwards) if backwards["outcome"] == "ran" else None
             if spread is not None and left <= ROUNDING_SPREAD * spread:
                 return (
-                    f"{cause.verdict} ({apart:.2g} from one device; {cause.removed}, {left:.2g} from it, float32's "
+                    f"{cause.verdict} ({apart:.2g} from one device; {removed}, {left:.2g} from it, float32's "
                     f"rounding: one device so with each batch reversed is {spread:.2g} from itself)"
                 )
     plain_dense, two_dense = (found.get(way, {"outcome": "not run"}) for way in DENSE)
@@ -770,11 +778,12 @@ def judge(name: str, out: Path) -> dict:
         drawn = any(RANDOM_DRAWS in w for w in found["autodist, 2 replicas"]["warnings"])
         if not drawn and not verdict(found).startswith(WITHIN):  # apart from hand-built: rounding, or why
             found.update(run(name, out, REVERSED))
+    drawn = any(RANDOM_DRAWS in w for w in found["autodist, 2 replicas"].get("warnings", []))
     for cause in CAUSES_REMOVED:
         if warned_apart(found, cause.said) and not verdict(found).startswith(WITHIN):
-            found.update(run(name, out, cause.ways))
+            found.update(run(name, out, cause.ways(drawn)))
             if not verdict(found).startswith(WITHIN):  # still apart: the program's own rounding, measured
-                found.update(run(name, out, cause.spread))
+                found.update(run(name, out, cause.spread(drawn)))
     if unwarned_apart(found):  # float64, and the program's own spread: both measured
         found.update(run(name, out, FLOAT64))
         found.update(run(name, out, REVERSED))
@@ -814,7 +823,9 @@ def main(argv: list[str]) -> int:
                     steady = judge(name, Path(out))
                     steady.update(run(name, Path(out), AGAIN) if "plain again" not in steady else {})
                 if not_repeatable(steady) is None:
-                    found = {**steady, "judged with": settings, "apart without": apart}
+                    said = found["autodist, 2 replicas"].get("warnings", [])
+                    hidden = "CORPUS_ORDER" in overlay[1] and not any(o in w for w in said for o in ORDER_CAUSES)
+                    found = {**steady, "judged with": settings, "apart without": apart, "orders hidden": hidden}
                     break
             said, line = row(name, found)
             verdicts[name] = said

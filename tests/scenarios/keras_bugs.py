@@ -302,18 +302,20 @@ class NoCall(OwnStep):
 
 class OwnSumStep(OwnStep):
     """keras.io's masked language model's step: the gradient of a loss with ``reduction=None``
-    (one number per sample: the gradient of their sum), or, with ``scalar``, of ``ops.sum`` of
-    them; one device's gradient is every sample's summed, not their mean."""
+    (one number per sample: the gradient of their sum), or of ``ops.sum`` of them (``"scalar sum"``);
+    one device's gradient is every sample's summed, not their mean. ``"sum of a mean"``: ``ops.sum``
+    of their mean, a number (as Keras sums an ``add_loss``): a mean still."""
 
-    def __init__(self, scalar: bool = False):
+    def __init__(self, how: str = "sum"):
         super().__init__()
-        self.scalar = scalar
+        self.how = how
         self.per_sample = keras.losses.MeanSquaredError(reduction=None)
 
     def train_step(self, x):
         with tf.GradientTape() as tape:
             losses = self.per_sample(x, self(x))
-            loss = keras.ops.sum(losses) if self.scalar else losses
+            summed = {"sum": losses, "scalar sum": keras.ops.sum(losses)}
+            loss = summed.get(self.how, keras.ops.sum(keras.ops.mean(losses)))
         gradients = tape.gradient(loss, self.trainable_weights)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
         self.own_loss.update_state(keras.ops.mean(losses))
@@ -399,8 +401,8 @@ def uneven_shares_against_one_device(patched: bool = False, own: bool | str = Fa
     gap and the last loss's ratio to one device's. With ``patched``, under a strategy autodist
     trains under, each replica's gradients weighted by its share (``uneven_shares_weighted``);
     with ``own``, a model whose train_step is its own (run as autodist.fit runs it): its mean loss's
-    gradient (``True``), or its per-sample losses' (``"sum"``, :class:`OwnSumStep`), or their
-    ``ops.sum``'s (``"scalar sum"``). With ``regularized``, Keras's train_step sums the loss and an L2
+    gradient (``True``), or its per-sample losses' (``"sum"``, :class:`OwnSumStep`), their
+    ``ops.sum``'s (``"scalar sum"``), or the ``ops.sum`` of their mean (``"sum of a mean"``). With ``regularized``, Keras's train_step sums the loss and an L2
     penalty (``ops.sum`` of the two numbers: still each share's mean, weighted)."""
     from autodist.tensorflow.keras_patches import autodist_trains_under, trains_under
     from autodist.upstream.keras_own_steps import own_steps, share_weights
@@ -413,8 +415,8 @@ def uneven_shares_against_one_device(patched: bool = False, own: bool | str = Fa
 
     def build():
         if own:
-            model = OwnStep() if own is True else OwnSumStep(scalar=own == "scalar sum")
-            model.compile(optimizer=keras.optimizers.SGD(0.05 if own is True else 0.005))
+            model = OwnStep() if own is True else OwnSumStep(own)
+            model.compile(optimizer=keras.optimizers.SGD(0.005 if own in ("sum", "scalar sum") else 0.05))
             return model
         penalty = keras.regularizers.L2(0.01) if regularized else None
         hidden = keras.layers.Dense(3, activation="relu", kernel_regularizer=penalty)
@@ -910,7 +912,7 @@ def main() -> None:
     results["uneven_shares_patched"] = case(uneven_shares_against_one_device, patched=True)
     results["uneven_shares_own_step_patched"] = case(uneven_shares_against_one_device, patched=True, own=True)
     results["uneven_shares_regularized_patched"] = case(uneven_shares_against_one_device, patched=True, regularized=True)
-    for summed in ("sum", "scalar sum"):
+    for summed in ("sum", "scalar sum", "sum of a mean"):
         results[f"uneven_shares_own_{summed.replace(' ', '_')}_patched"] = case(
             uneven_shares_against_one_device, patched=True, own=summed
         )
