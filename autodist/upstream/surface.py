@@ -469,7 +469,8 @@ TOUCHES: dict[str, Touch] = {
             "keras.losses loss by the replicas (3.8 and later: scale_loss_for_distribution; 3.3-3.7: fit's loss in "
             "scale_loss with distributed_gradients) and a loss the step computes itself not; in a layer's call "
             "(reading Keras's call context), a keras.losses loss passed to add_loss is divided twice (3.8 and later)",
-            _K3 + "; scale_loss_for_distribution from 3.8",
+            _K3
+            + "; scale_loss_for_distribution from 3.8; GradientTape.gradient on TensorFlow 2.16.2, 2.21.0, 2.22.0rc0",
             "a model's own train_step or test_step trains and records its losses as Keras makes them under a strategy: "
             "steps N times one device's, or losses at 1/N; a layer's add_loss of a keras.losses loss reads 1/N in "
             "History, with gradients 1/N (not warned: the plan lists the workaround)",
@@ -494,7 +495,7 @@ TOUCHES: dict[str, Touch] = {
             "the workaround uneven_shares_weighted: Keras sums the replicas' gradients of their shares' means, each "
             "counting 1/N, so where a batch splits unevenly (an epoch's last batch) the smaller share's samples weigh "
             "more; a step's tape.gradient of a sum over its samples (a loss with reduction=None) is left as it is",
-            _K3,
+            _K3 + "; GradientTape.gradient on TensorFlow 2.16.2, 2.21.0, 2.22.0rc0",
             "a batch that splits unevenly over the replicas trains as plain Keras under the strategy: its smaller "
             "share's samples weigh more than on one device, and autodist warns with the split",
             _KC + "test_still_needed_uneven_shares_weighted",
