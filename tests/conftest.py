@@ -239,6 +239,22 @@ def finished(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, st
     return proc.returncode, texts[0], texts[1]
 
 
+def arm_results(program: str, arms: tuple[Any, ...]) -> dict[Any, Any]:
+    """Each arm of ``program`` (``python -c PROGRAM ARM``, an arm a string or a tuple of them) in its
+    own process, side by side, with 2 logical CPUs: the JSON of its last ``RESULT`` line."""
+    started = {
+        arm: start_python(["-c", program, *([arm] if isinstance(arm, str) else arm)], env=subprocess_env(AUTODIST_CPU_DEVICES="2"))
+        for arm in arms
+    }
+    found = {}
+    for arm, proc in started.items():
+        code, stdout, stderr = finished(proc, timeout=300)
+        lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+        assert code == 0 and lines, (arm, stderr[-3000:])
+        found[arm] = json.loads(lines[-1][len("RESULT ") :])
+    return found
+
+
 def start_scenario(script: str, *args: str, **env: str | None) -> subprocess.Popen:
     """Start tests/scenarios/SCRIPT in a fresh process; :func:`scenario_result` reads it."""
     proc = start_python([str(SCENARIOS / script), *args], env=subprocess_env(**env))

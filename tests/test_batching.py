@@ -80,6 +80,14 @@ def test_only_a_repeated_reshuffling_shuffle_left_after_steps_per_epoch_is_read_
     outside = tf.data.Dataset.range(8).repeat().shuffle(8).batch(2)  # one shuffle over every pass: drawn once
     assert classify(kept).repeated_shuffles() == classify(outside).repeated_shuffles() == ()
     assert classify(np.ones((8, 2))).repeated_shuffles() == ()
+    # Whatever a dataset calls its inputs: sample_from_datasets (the TensorFlow tutorial "Classification
+    # on imbalanced data" resamples two shuffle().repeat()s), zip of a nest, concatenate.
+    positives, negatives = tf.data.Dataset.range(4).shuffle(4), tf.data.Dataset.range(4, 8).shuffle(4)
+    sampled = tf.data.Dataset.sample_from_datasets([positives.repeat(), negatives.repeat()], weights=[0.5, 0.5])
+    assert classify(sampled.batch(2).prefetch(2)).repeated_shuffles() == (negatives, positives)
+    zipped = tf.data.Dataset.zip((tf.data.Dataset.range(3), {"a": (negatives.repeat(),)}))
+    assert classify(zipped.batch(2)).repeated_shuffles() == (negatives,)
+    assert classify(tf.data.Dataset.range(3).concatenate(positives.repeat())).repeated_shuffles() == (positives,)
     two, one = Plan(StrategyKind.MIRRORED, 2), Plan(StrategyKind.MIRRORED, 1)
     steps = {"steps_per_epoch": 3}
     assert shuffles_read_ahead(repeated, two, steps) == repeated.repeated_shuffles()

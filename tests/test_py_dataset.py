@@ -17,11 +17,9 @@ program here puts them on one, so every run shows it where it is not worked arou
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.conftest import finished, start_python, subprocess_env
+from tests.conftest import arm_results
 
 
 PROGRAM = """
@@ -63,15 +61,7 @@ print("RESULT " + json.dumps({
 
 @pytest.fixture(scope="module")
 def runs(processes):
-    arms = {(fit, order): (fit, order) for fit in ("plain", "autodist") for order in ("shuffle", "ordered")}
-    started = {key: start_python(["-c", PROGRAM, *key], env=subprocess_env(AUTODIST_CPU_DEVICES="2")) for key in arms}
-    found = {}
-    for key, proc in started.items():
-        code, stdout, stderr = finished(proc, timeout=300)
-        lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
-        assert code == 0 and lines, (key, stderr[-3000:])
-        found[key] = json.loads(lines[-1][len("RESULT "):])
-    return found
+    return arm_results(PROGRAM, tuple((fit, order) for fit in ("plain", "autodist") for order in ("shuffle", "ordered")))
 
 
 def _gap(a, b) -> float:

@@ -11,11 +11,9 @@ strategy, not the order plain Keras trains in under the same strategy: autodist 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.conftest import finished, start_python, subprocess_env
+from tests.conftest import arm_results
 
 pytestmark = pytest.mark.usefixtures("processes")  # every test here starts processes: the tensorflow tier
 
@@ -51,20 +49,8 @@ print("RESULT " + json.dumps({"loss": history.history["loss"], "weights": weight
 """
 
 
-def _results(program: str, arms: tuple[str, ...]) -> dict:
-    """Each arm of ``program`` in its own process, side by side (2 logical CPUs): its RESULT."""
-    started = {arm: start_python(["-c", program, arm], env=subprocess_env(AUTODIST_CPU_DEVICES="2")) for arm in arms}
-    found = {}
-    for arm, proc in started.items():
-        code, stdout, stderr = finished(proc, timeout=300)
-        lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
-        assert code == 0 and lines, (arm, stderr[-3000:])
-        found[arm] = json.loads(lines[-1][len("RESULT ") :])
-    return found
-
-
 def test_a_reshuffled_pipeline_trains_every_epoch_in_one_devices_order_on_2_replicas():
-    found = _results(PROGRAM, ("plain", "autodist"))
+    found = arm_results(PROGRAM, ("plain", "autodist"))
     plain, got = found["plain"], found["autodist"]
     assert got["loss"] == pytest.approx(plain["loss"], rel=1e-5, abs=1e-6), (plain["loss"], got["loss"])
     for one, two in zip(plain["weights"], got["weights"], strict=True):
@@ -76,7 +62,7 @@ def test_under_a_scripts_own_strategy_autodist_trains_one_devices_order_and_says
     """The TensorFlow tutorial's shape: the script's own MirroredStrategy over 2 devices, a model
     made in its scope, a reshuffling pipeline. Plain Keras there trains every epoch one order
     late; autodist trains model.fit's order without a strategy, and warns with the cause."""
-    found = _results(PROGRAM, ("plain", "own-autodist", "own-plain"))
+    found = arm_results(PROGRAM, ("plain", "own-autodist", "own-plain"))
     plain, got, keras_own = found["plain"], found["own-autodist"], found["own-plain"]
     assert got["loss"] == pytest.approx(plain["loss"], rel=1e-5, abs=1e-6), (plain["loss"], got["loss"])
     assert keras_own["loss"] != pytest.approx(plain["loss"], rel=1e-4), "plain Keras under a strategy no longer spends an order"
@@ -128,7 +114,7 @@ def test_a_repeated_reshuffling_pipeline_left_after_steps_per_epoch_is_warned_on
     order: the first model is model.fit's, the second starts at other orders (TensorFlow's doing:
     the day this equals one device, drop the warning). autodist tells the second fit so, with the fix (the corpus
     judges the tutorial with every shuffle keeping its order: then equal to one device)."""
-    found = _results(TWO_FITS, ("plain", "autodist"))
+    found = arm_results(TWO_FITS, ("plain", "autodist"))
     plain, got = found["plain"], found["autodist"]
     assert _weights_gap(plain["fits"][0], got["fits"][0]) <= 1e-5, "the first fit is not model.fit's"
     assert _weights_gap(plain["fits"][1], got["fits"][1]) > 1e-3, "a later fit of the same shuffle is model.fit's now"

@@ -551,6 +551,45 @@ def test_still_needed_dataset_graph(tensorflow_imported):
     assert describe_batching(dataset).size == 4
 
 
+def test_still_needed_compile_metrics_reset(tensorflow_imported):
+    """One list of metric objects compiled into a second model (the TensorFlow tutorial
+    "Classification on imbalanced data"): without a strategy, fit's first epoch adds the state they
+    hold (Keras resets compiled metrics only once built); under a strategy (3.5 and later: its
+    symbolic build) it is reset first, and autodist says so. The day both count alike, drop the
+    note (autodist/tensorflow/metric_state.py)."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from autodist.upstream.keras_trainer import metric_state_one_device_counts
+
+    x = np.linspace(-1.0, 1.0, 40, dtype="float32").reshape(20, 2)
+    y = (x[:, :1] > 0).astype("float32")
+    metrics = [keras.metrics.TruePositives(name="tp"), keras.metrics.FalseNegatives(name="fn")]
+
+    def first_epochs(scope):
+        with scope:
+            model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, activation="sigmoid")])
+            model.compile(keras.optimizers.SGD(0.0), "binary_crossentropy", metrics=metrics)  # predictions fixed
+        held = metric_state_one_device_counts(model)
+        history = model.fit(x, y, batch_size=5, epochs=2, verbose=0).history
+        return held, [history["tp"][0] + history["fn"][0], history["tp"][1] + history["fn"][1]]
+
+    metrics[0].update_state([1.0] * 7, [1.0] * 7)  # an earlier use: 7 positives counted
+    held, counts = first_epochs(tf.distribute.OneDeviceStrategy("/cpu:0").scope())
+    if hasattr(keras.Model, "_maybe_symbolic_build"):
+        assert held == (("tp", 7.0),)
+        assert counts[0] == counts[1] == float(y.sum()), "a strategy's first epoch counts an earlier use now"
+    else:  # Keras 3.3, 3.4: no symbolic build, a strategy counts it as one device does
+        assert held == () and counts[0] == counts[1] + 7
+    metrics[0].update_state([1.0] * 7, [1.0] * 7)
+    none = tf.distribute.get_strategy()
+    assert not tf.distribute.has_strategy()
+    held, counts = first_epochs(none.scope())
+    assert held == ()  # nothing differs from model.fit where it is model.fit
+    assert counts[0] > counts[1], "model.fit's first epoch no longer counts an earlier use: drop the note"
+
+
 def test_still_needed_dataset_serialization(tensorflow_imported):
     import tensorflow as tf
 

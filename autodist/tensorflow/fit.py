@@ -52,6 +52,7 @@ from autodist.tensorflow.batch_probe import SAMPLES as PROBED
 from autodist.tensorflow.batch_probe import batch_mixing_check
 from autodist.tensorflow.comm_check import check_communication
 from autodist.tensorflow.draws import traced_model_info
+from autodist.tensorflow.metric_state import metric_state_notes
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
 from autodist.core.input_kinds import Arrays, Dataset, RayShard
 from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input, shuffles_read_ahead
@@ -177,7 +178,7 @@ def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built
         read_ahead_before=read_before,
     )
     STATE.read_ahead.update(dict.fromkeys(shuffles_read_ahead(data, the_plan, call.fit_kwargs), the_plan.num_replicas))
-    said = tuple(the_plan.warnings) + tuple(precision_warnings) + tuple(notes)
+    said = tuple(the_plan.warnings) + tuple(precision_warnings) + tuple(notes) + metric_state_notes(placed.trained)
     return Built(the_plan, distribution, placed, dataclasses.replace(call, data=data), said)
 
 

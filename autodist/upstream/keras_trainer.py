@@ -42,6 +42,7 @@ __all__ = [
     "METRIC_RESULTS_AS_NUMBERS",
     "MULTI_WORKER_SCALAR_REDUCE",
     "patch_metric_results_as_numbers",
+    "metric_state_one_device_counts",
 ]
 
 #: The workarounds applied by replacing parts of Keras 3's TensorFlow trainer.
@@ -417,6 +418,48 @@ def patch_metric_results_as_numbers() -> bool:
     replace(base, "get_metrics_result", get_metrics_result)
     STATE.originals(__name__)["get_metrics_result"] = original
     return True
+
+
+def metric_state_one_device_counts(model: Any) -> tuple[tuple[str, float | None], ...]:
+    """The metric objects ``model`` was compiled with that hold an earlier use's state (another
+    model's fit or evaluate, when one list of metrics is passed to every compile), each with its
+    result now, where that state reaches the first epoch on one device and not under the model's
+    strategy (touch ``keras.compile_metrics_reset``).
+
+    Keras resets a model's compiled metrics at the start of each epoch, but only once they are
+    built (``CompileMetrics.reset_state`` returns while unbuilt). Without a strategy they build in
+    the first step, after that reset, so the first epoch adds to the state they held; under a
+    strategy Keras 3.5 and later build them first (``_maybe_symbolic_build``), and the reset
+    clears it. Empty where the model trains without a strategy, where this Keras has no symbolic
+    build (3.3, 3.4: both count it), and where the touch is off.
+    """
+    compiled = getattr(model, "_compile_metrics", None)
+    if (
+        compiled is None
+        or getattr(compiled, "built", True)
+        or getattr(model, "_distribute_strategy", None) is None
+        or not hasattr(model, "_maybe_symbolic_build")
+        or not available("keras.compile_metrics_reset")
+    ):
+        return ()
+    import keras
+    import numpy as np
+
+    found: dict[int, tuple[str, float | None]] = {}
+    for metric in _nested_leaves([compiled._user_metrics, compiled._user_weighted_metrics]):
+        if isinstance(metric, keras.metrics.Metric) and id(metric) not in found:
+            if any(np.any(np.asarray(variable) != 0) for variable in metric.variables):
+                result = np.asarray(metric.result())
+                found[id(metric)] = (metric.name, float(result) if result.size == 1 else None)
+    return tuple(found.values())
+
+
+def _nested_leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _nested_leaves(item)]
+    return [] if value is None else [value]
 
 
 def _samples(x: Any) -> int | None:

@@ -236,7 +236,7 @@ TOUCHES: dict[str, Touch] = {
                 "tensorflow.python.data.ops.dataset_ops.DatasetV2",
                 "DatasetV2._input_dataset",
                 "._datasets",
-                "._input_datasets",
+                "a dataset's attributes that hold its input datasets (_data_inputs, _selector_input, ...)",
                 "the dataset classes' names (_BatchDataset, _RebatchDataset, _RepeatDataset, ...)",
                 "_ShuffleDataset._reshuffle_each_iteration",
             ),
@@ -553,6 +553,26 @@ TOUCHES: dict[str, Touch] = {
             "strategy on Keras 3.3-3.11, as with plain Keras (return self.n.value, or a tensor, from result())",
             _KC + "test_still_needed_metric_results_as_numbers",
             _present("<base_trainer>.get_metrics_result(self)"),
+        ),
+        Touch(
+            "keras.compile_metrics_reset",
+            "keras",
+            (
+                "keras.src.trainers.compile_utils.CompileMetrics._user_metrics",
+                "keras.src.trainers.compile_utils.CompileMetrics._user_weighted_metrics",
+                "CompileMetrics.reset_state (does nothing while unbuilt)",
+                "<tf_trainer>._maybe_symbolic_build (builds them first under a strategy)",
+            ),
+            "says where the first epoch's metrics differ from model.fit's: metric objects compiled into a model "
+            "while they hold an earlier use's state, which one device adds into its first epoch and a strategy "
+            "resets first",
+            _K3,
+            "no warning: a replicated fit's first-epoch metrics differ from model.fit's, where metric objects "
+            "shared between models hold state, without a word (make the metrics anew for each compile)",
+            _TEST + "test_still_needed_compile_metrics_reset",
+            _mentions(
+                "keras.src.trainers.compile_utils.CompileMetrics", "self._user_metrics", "self._user_weighted_metrics"
+            ),
         ),
         Touch(
             "keras.python_batches",

@@ -253,9 +253,28 @@ def _walk(dataset: Any, limit: int = 256) -> Any:
 
 
 def _children(node: Any) -> list[Any]:
-    found = [getattr(node, name, None) for name in ("_input_dataset", "_dataset")]
-    found += list(getattr(node, "_input_datasets", None) or [])
-    return [child for child in found if child is not None]
+    """The datasets ``node`` reads, whatever its class names them: ``_input_dataset`` (one input),
+    ``_datasets`` (zip), ``_data_inputs`` and ``_selector_input`` (``sample_from_datasets``,
+    ``choose_from_datasets``), ``_dataset_to_concatenate``, and any other attribute holding a
+    dataset or a list, tuple or dict of datasets."""
+    found: list[Any] = []
+    for value in vars(node).values() if hasattr(node, "__dict__") else ():
+        for item in _leaves(value):
+            if _pipeline_node(item) and item is not node and not any(item is seen for seen in found):
+                found.append(item)
+    return found
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _pipeline_node(value: Any) -> bool:
+    return any(cls.__name__ == "DatasetV2" for cls in type(value).__mro__)
 
 
 def _reads_files(function: Any) -> bool:
