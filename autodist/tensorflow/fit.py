@@ -178,7 +178,12 @@ def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built
         read_ahead_before=read_before,
     )
     STATE.read_ahead.update(dict.fromkeys(shuffles_read_ahead(data, the_plan, call.fit_kwargs), the_plan.num_replicas))
-    said = tuple(the_plan.warnings) + tuple(precision_warnings) + tuple(notes) + metric_state_notes(placed.trained)
+    said = (
+        tuple(the_plan.warnings)
+        + tuple(precision_warnings)
+        + tuple(notes)
+        + metric_state_notes(call.model, placed.trained)
+    )
     return Built(the_plan, distribution, placed, dataclasses.replace(call, data=data), said)
 
 

@@ -2,7 +2,7 @@
 hold an earlier use's state (one list of metrics passed to every ``compile``, as the TensorFlow
 tutorial "Classification on imbalanced data" does), which model.fit on one device adds into its
 first epoch and Keras under a strategy resets first
-(:func:`autodist.upstream.keras_trainer.metric_state_one_device_counts`).
+(:func:`autodist.upstream.keras_trainer.metrics_holding_state`).
 
 autodist keeps the strategy's numbers, which count this fit's samples only (the first epoch as
 every later one), and says so: the one-device numbers are Keras's quirk, not the program's.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autodist.upstream.keras_trainer import metric_state_one_device_counts
+from autodist.upstream.keras_trainer import builds_metrics_before_first_reset, metrics_holding_state
 
 __all__ = ["METRIC_STATE_NOTE", "metric_state_note", "metric_state_notes"]
 
@@ -39,7 +39,11 @@ def metric_state_note(held: tuple[tuple[str, float | None], ...]) -> str:
     return METRIC_STATE_NOTE.format(metrics=named)
 
 
-def metric_state_notes(model: Any) -> tuple[str, ...]:
-    """The note for ``model``, where its compiled metrics hold state one device would count."""
-    held = metric_state_one_device_counts(model)
+def metric_state_notes(given: Any, trained: Any) -> tuple[str, ...]:
+    """The note where the model ``given`` to fit (whose metric objects model.fit on one device
+    would count from) holds state that ``trained`` (itself, or its copy moved into the scope)
+    resets before its first epoch."""
+    if not builds_metrics_before_first_reset(trained):
+        return ()
+    held = metrics_holding_state(given if given is not None else trained)
     return (metric_state_note(held),) if held else ()

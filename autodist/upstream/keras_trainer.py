@@ -42,7 +42,8 @@ __all__ = [
     "METRIC_RESULTS_AS_NUMBERS",
     "MULTI_WORKER_SCALAR_REDUCE",
     "patch_metric_results_as_numbers",
-    "metric_state_one_device_counts",
+    "metrics_holding_state",
+    "builds_metrics_before_first_reset",
 ]
 
 #: The workarounds applied by replacing parts of Keras 3's TensorFlow trainer.
@@ -420,27 +421,19 @@ def patch_metric_results_as_numbers() -> bool:
     return True
 
 
-def metric_state_one_device_counts(model: Any) -> tuple[tuple[str, float | None], ...]:
+def metrics_holding_state(model: Any) -> tuple[tuple[str, float | None], ...]:
     """The metric objects ``model`` was compiled with that hold an earlier use's state (another
     model's fit or evaluate, when one list of metrics is passed to every compile), each with its
-    result now, where that state reaches the first epoch on one device and not under the model's
-    strategy (touch ``keras.compile_metrics_reset``).
+    result now, while its compiled metrics are not built yet (touch ``keras.compile_metrics_reset``).
 
     Keras resets a model's compiled metrics at the start of each epoch, but only once they are
     built (``CompileMetrics.reset_state`` returns while unbuilt). Without a strategy they build in
     the first step, after that reset, so the first epoch adds to the state they held; under a
-    strategy Keras 3.5 and later build them first (``_maybe_symbolic_build``), and the reset
-    clears it. Empty where the model trains without a strategy, where this Keras has no symbolic
-    build (3.3, 3.4: both count it), and where the touch is off.
+    strategy Keras 3.5 and later build them first (:func:`builds_metrics_before_first_reset`), and
+    the reset clears it. Empty where the touch is off.
     """
     compiled = getattr(model, "_compile_metrics", None)
-    if (
-        compiled is None
-        or getattr(compiled, "built", True)
-        or getattr(model, "_distribute_strategy", None) is None
-        or not hasattr(model, "_maybe_symbolic_build")
-        or not available("keras.compile_metrics_reset")
-    ):
+    if compiled is None or getattr(compiled, "built", True) or not available("keras.compile_metrics_reset"):
         return ()
     import keras
     import numpy as np
@@ -452,6 +445,13 @@ def metric_state_one_device_counts(model: Any) -> tuple[tuple[str, float | None]
                 result = np.asarray(metric.result())
                 found[id(metric)] = (metric.name, float(result) if result.size == 1 else None)
     return tuple(found.values())
+
+
+def builds_metrics_before_first_reset(model: Any) -> bool:
+    """Whether ``model``'s fit builds its compiled metrics before the first epoch's reset: under a
+    strategy, on a Keras with a symbolic build (3.5 and later; 3.3 and 3.4 build in the first step,
+    as one device does)."""
+    return getattr(model, "_distribute_strategy", None) is not None and hasattr(model, "_maybe_symbolic_build")
 
 
 def _nested_leaves(value: Any) -> list[Any]:
