@@ -409,10 +409,16 @@ def test_a_warned_cause_is_within_only_where_its_ways_without_it_give_one_device
     assert corpus.verdict({**apart, **still}).startswith("differs by 0.1 (warned)")
     rounding = dict(zip(cause.spread(drawn), [_way(fits=((1.0, 0.53),))]))  # one device reversed: 0.03 from itself
     said = corpus.verdict({**apart, **still, **rounding})
-    assert f"0.05 from it, float32's rounding" in said and said.startswith(cause.verdict)
+    assert "0.05 from it, within the program's own spread" in said and said.startswith(cause.verdict)
     assert corpus.EXTRA[id(cause.spread(drawn))][1]["CORPUS_BATCH_ORDER"] == "reversed"
     beyond = dict(zip(cause.spread(drawn), [_way(fits=((1.0, 0.51),))]))  # 0.01: the 0.05 left is more than rounding
     assert corpus.verdict({**apart, **still, **beyond}).startswith("differs by 0.1 (warned)")
+    in_64 = dict(zip(cause.in_float64(drawn), (_way(), _way())))  # equal in float64: float32's rounding after all
+    said = corpus.verdict({**apart, **still, **beyond, **in_64})
+    assert said.startswith(cause.verdict) and said.endswith("0.05 from it, float32's rounding: equal to it in float64)")
+    assert corpus.EXTRA[id(cause.in_float64(drawn))][1]["CORPUS_FLOATX"] == "float64"
+    apart_in_64 = dict(zip(cause.in_float64(drawn), (_way(), _way(fits=((1.0, 0.55),)))))
+    assert corpus.verdict({**apart, **still, **beyond, **apart_in_64}).startswith("differs by 0.1 (warned)")
     silent = _found(_way(), _way(), _way(fits=((1.0, 0.6),)), _way())
     assert not corpus.warned_apart(silent, cause.said) and not corpus.verdict({**silent, **removed}).startswith(corpus.WITHIN)
 

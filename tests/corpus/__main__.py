@@ -128,8 +128,11 @@ class Cause(NamedTuple):
     replicas run once more with ``settings`` (the cause removed, ``removed``), and with Keras's draws
     fixed as well where autodist warned its replicas' draws too (:meth:`ways`); equal there, the
     verdict is ``verdict``, within the contract. Still apart, :meth:`spread` runs: plain once more
-    so, each batch's samples in reverse order (the program's own float32 rounding); no further than
-    ``ROUNDING_SPREAD`` times that, within too."""
+    so, each batch's samples in reverse order (the program's own spread); no further than
+    ``ROUNDING_SPREAD`` times that, within too. Beyond it, :meth:`in_float64` runs the two ways in
+    float64: equal there, what was left is float32's rounding, grown where reversing one device's
+    batches does not show it (two replicas' partial sums that cancel, where one device's sum is
+    taken whole)."""
 
     said: str
     name: str
@@ -138,10 +141,13 @@ class Cause(NamedTuple):
     removed: str
 
     def ways(self, drawn: bool) -> dict:
-        return _CAUSE_WAYS[(self.name, drawn, False)]
+        return _CAUSE_WAYS[(self.name, drawn, "")]
 
     def spread(self, drawn: bool) -> dict:
-        return _CAUSE_WAYS[(self.name, drawn, True)]
+        return _CAUSE_WAYS[(self.name, drawn, "reversed")]
+
+    def in_float64(self, drawn: bool) -> dict:
+        return _CAUSE_WAYS[(self.name, drawn, "float64")]
 
 
 #: The causes judged so, each by its own ways.
@@ -168,19 +174,26 @@ CAUSES_REMOVED = (
         "with every shuffle keeping its order",
     ),
 )
-#: Each cause's ways, by (name, draws fixed, batches reversed): two ways, or plain alone reversed.
+#: Each cause's ways, by (name, draws fixed, variant): plain and autodist on 2 replicas (variant
+#: ""), plain alone with each batch reversed ("reversed"), the two in float64 ("float64").
 _CAUSE_WAYS = {
-    (cause.name, drawn, reversed_): (
+    (cause.name, drawn, variant): (
         {f"plain, {cause.name}{', draws fixed' if drawn else ''}, batches reversed": ("plain", None)}
-        if reversed_
+        if variant == "reversed"
         else {
-            f"plain, {cause.name}{', draws fixed' if drawn else ''}": ("plain", None),
-            f"autodist, 2 replicas, {cause.name}{', draws fixed' if drawn else ''}": ("autodist", "2"),
+            f"{way}, {cause.name}{', draws fixed' if drawn else ''}{', float64' if variant else ''}": (arm, devices)
+            for way, (arm, devices) in (("plain", ("plain", None)), ("autodist, 2 replicas", ("autodist", "2")))
         }
     )
     for cause in CAUSES_REMOVED
     for drawn in (False, True)
-    for reversed_ in (False, True)
+    for variant in ("", "reversed", "float64")
+}
+#: What each variant of a cause's ways adds: its records' suffix, its settings.
+_VARIANTS = {
+    "": ("", {}),
+    "reversed": ("-reversed", {"CORPUS_BATCH_ORDER": "reversed"}),
+    "float64": ("-float64", {"CORPUS_FLOATX": "float64"}),
 }
 #: Run, in turn, when plain model.fit does not repeat its own numbers on one device: the program's
 #: whole judgement again, every way with TensorFlow's op determinism (``CORPUS_DETERMINISM=on``:
@@ -217,14 +230,10 @@ EXTRA = {
 EXTRA.update(
     {
         id(ways): (
-            cause.settings[0] + ("-draws-fixed" if drawn else "") + ("-reversed" if reversed_ else ""),
-            {
-                **cause.settings[1],
-                **({"CORPUS_DRAWS": "off"} if drawn else {}),
-                **({"CORPUS_BATCH_ORDER": "reversed"} if reversed_ else {}),
-            },
+            cause.settings[0] + ("-draws-fixed" if drawn else "") + _VARIANTS[variant][0],
+            {**cause.settings[1], **({"CORPUS_DRAWS": "off"} if drawn else {}), **_VARIANTS[variant][1]},
         )
-        for (name, drawn, reversed_), ways in _CAUSE_WAYS.items()
+        for (name, drawn, variant), ways in _CAUSE_WAYS.items()
         for cause in CAUSES_REMOVED
         if cause.name == name
     }
@@ -654,8 +663,14 @@ def _verdict(found: dict) -> str:
             spread = gap(removed_plain, backwards) if backwards["outcome"] == "ran" else None
             if spread is not None and left <= ROUNDING_SPREAD * spread:
                 return (
+                    f"{cause.verdict} ({apart:.2g} from one device; {removed}, {left:.2g} from it, within the "
+                    f"program's own spread: one device so with each batch reversed is {spread:.2g} from itself)"
+                )
+            plain_64, two_64 = (found.get(way, {"outcome": "not run"}) for way in cause.in_float64(drawn))
+            if plain_64["outcome"] == two_64["outcome"] == "ran" and gap(plain_64, two_64) <= TOLERANCE:
+                return (
                     f"{cause.verdict} ({apart:.2g} from one device; {removed}, {left:.2g} from it, float32's "
-                    f"rounding: one device so with each batch reversed is {spread:.2g} from itself)"
+                    f"rounding: equal to it in float64)"
                 )
     plain_dense, two_dense = (found.get(way, {"outcome": "not run"}) for way in DENSE)
     if plain_dense["outcome"] == two_dense["outcome"] == "ran" and gap(plain_dense, two_dense) <= TOLERANCE:
@@ -784,6 +799,8 @@ def judge(name: str, out: Path) -> dict:
             found.update(run(name, out, cause.ways(drawn)))
             if not verdict(found).startswith(WITHIN):  # still apart: the program's own rounding, measured
                 found.update(run(name, out, cause.spread(drawn)))
+            if not verdict(found).startswith(WITHIN):  # beyond it: rounding one device's order does not show
+                found.update(run(name, out, cause.in_float64(drawn)))
     if unwarned_apart(found):  # float64, and the program's own spread: both measured
         found.update(run(name, out, FLOAT64))
         found.update(run(name, out, REVERSED))
@@ -811,7 +828,9 @@ def main(argv: list[str]) -> int:
     outside, verdicts = [], {}
     keep = os.environ.get("CORPUS_KEEP")  # a folder to keep each way's record and files in
     with contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory() as out:
+        began = time.monotonic()
         for name in names:
+            program_began = time.monotonic()
             text = program(name).read_bytes()
             assert hashlib.sha256(text).hexdigest() == SOURCES[name]["sha256"], (
                 f"{name}: the program is not its source's text"
@@ -831,9 +850,11 @@ def main(argv: list[str]) -> int:
             verdicts[name] = said
             rows.append(line)
             print(line, flush=True)
+            print(f"time: {name} {time.monotonic() - program_began:.0f} s (records kept before are read, not run)", file=sys.stderr, flush=True)
             if not said.startswith(WITHIN):
                 outside.append(f"{name}: {said}")
         wrong_reasons = check_left_out(sorted(left_out.LEFT_OUT), Path(out)) if full else []
+    print(f"time: the run {time.monotonic() - began:.0f} s on {os.cpu_count()} cores", file=sys.stderr, flush=True)
     summary = f"{len(names) - len(outside)} of {len(names)} within the contract"
     print("\n".join(rows), f"\n{summary}", *(f"outside: {o}" for o in outside), sep="\n")
     print(*(f"left out, reason wrong: {w}" for w in wrong_reasons), sep="\n")

@@ -2,7 +2,7 @@
 Title: Image classification from scratch
 Author: [fchollet](https://twitter.com/fchollet)
 Date created: 2020/04/27
-Last modified: 2023/11/09
+Last modified: 2022/11/10
 Description: Training an image classifier from scratch on the Kaggle Cats vs Dogs dataset.
 Accelerator: GPU
 """
@@ -12,7 +12,7 @@ Accelerator: GPU
 This example shows how to do image classification from scratch, starting from JPEG
 image files on disk, without leveraging pre-trained weights or a pre-made Keras
 Application model. We demonstrate the workflow on the Kaggle Cats vs Dogs binary
-classification dataset.
+ classification dataset.
 
 We use the `image_dataset_from_directory` utility to generate the datasets, and
 we use Keras image preprocessing layers for image standardization and data augmentation.
@@ -22,11 +22,11 @@ we use Keras image preprocessing layers for image standardization and data augme
 ## Setup
 """
 
-import os
-import numpy as np
+import tensorflow as tf
 import keras
 from keras import layers
-from tensorflow import data as tf_data
+import os
+from pathlib import Path
 import matplotlib.pyplot as plt
 
 """
@@ -37,23 +37,18 @@ import matplotlib.pyplot as plt
 First, let's download the 786M ZIP archive of the raw data:
 """
 
-"""shell
-curl -O https://download.microsoft.com/download/3/E/1/3E1C3F21-ECDB-4869-8368-6DEBA77B919F/kagglecatsanddogs_5340.zip
-"""
-
-"""shell
-unzip -q kagglecatsanddogs_5340.zip
-ls
-"""
+fpath = keras.utils.get_file(
+    origin="https://download.microsoft.com/download/3/E/1/3E1C3F21-ECDB-4869-8368-6DEBA77B919F/kagglecatsanddogs_5340.zip"
+)
+dirpath = Path(fpath).parent.absolute()
+os.system(f"unzip -q {fpath} -d {dirpath}")
 
 """
 Now we have a `PetImages` folder which contain two subfolders, `Cat` and `Dog`. Each
 subfolder contains image files for each category.
 """
 
-"""shell
-ls PetImages
-"""
+os.system(f"ls {dirpath}/PetImages/")
 
 """
 ### Filter out corrupted images
@@ -63,14 +58,16 @@ occurence. Let's filter out badly-encoded images that do not feature the string 
 in their header.
 """
 
+import os
+
 num_skipped = 0
 for folder_name in ("Cat", "Dog"):
-    folder_path = os.path.join("PetImages", folder_name)
+    folder_path = os.path.join(dirpath, "PetImages", folder_name)
     for fname in os.listdir(folder_path):
         fpath = os.path.join(folder_path, fname)
         try:
             fobj = open(fpath, "rb")
-            is_jfif = b"JFIF" in fobj.peek(10)
+            is_jfif = tf.compat.as_bytes("JFIF") in fobj.peek(10)
         finally:
             fobj.close()
 
@@ -79,7 +76,7 @@ for folder_name in ("Cat", "Dog"):
             # Delete corrupted image
             os.remove(fpath)
 
-print(f"Deleted {num_skipped} images.")
+print(f"Deleted {num_skipped} images")
 
 """
 ## Generate a `Dataset`
@@ -89,7 +86,7 @@ image_size = (180, 180)
 batch_size = 128
 
 train_ds, val_ds = keras.utils.image_dataset_from_directory(
-    "PetImages",
+    os.path.join(dirpath, "PetImages"),
     validation_split=0.2,
     subset="both",
     seed=1337,
@@ -100,15 +97,15 @@ train_ds, val_ds = keras.utils.image_dataset_from_directory(
 """
 ## Visualize the data
 
-Here are the first 9 images in the training dataset.
+Here are the first 9 images in the training dataset. As you can see, label 1 is "dog"
+and label 0 is "cat".
 """
-
 
 plt.figure(figsize=(10, 10))
 for images, labels in train_ds.take(1):
     for i in range(9):
         ax = plt.subplot(3, 3, i + 1)
-        plt.imshow(np.array(images[i]).astype("uint8"))
+        plt.imshow(images[i].numpy().astype("uint8"))
         plt.title(int(labels[i]))
         plt.axis("off")
 
@@ -122,20 +119,16 @@ helps expose the model to different aspects of the training data while slowing d
 overfitting.
 """
 
-data_augmentation_layers = [
-    layers.RandomFlip("horizontal"),
-    layers.RandomRotation(0.1),
-]
-
-def data_augmentation(images):
-    for layer in data_augmentation_layers:
-        images = layer(images)
-    return images
-
+data_augmentation = keras.Sequential(
+    [
+        layers.RandomFlip("horizontal"),
+        layers.RandomRotation(0.1),
+    ]
+)
 
 """
 Let's visualize what the augmented samples look like, by applying `data_augmentation`
-repeatedly to the first few images in the dataset:
+repeatedly to the first image in the dataset:
 """
 
 plt.figure(figsize=(10, 10))
@@ -143,9 +136,8 @@ for images, _ in train_ds.take(1):
     for i in range(9):
         augmented_images = data_augmentation(images)
         ax = plt.subplot(3, 3, i + 1)
-        plt.imshow(np.array(augmented_images[0]).astype("uint8"))
+        plt.imshow(augmented_images[0].numpy().astype("uint8"))
         plt.axis("off")
-
 
 """
 ## Standardizing the data
@@ -207,14 +199,15 @@ and let's make sure to use buffered prefetching so we can yield data from disk w
 having I/O becoming blocking:
 """
 
+print("Make datasets")
 # Apply `data_augmentation` to the training images.
 train_ds = train_ds.map(
     lambda img, label: (data_augmentation(img), label),
-    num_parallel_calls=tf_data.AUTOTUNE,
+    num_parallel_calls=tf.data.AUTOTUNE,
 )
 # Prefetching samples in GPU memory helps maximize GPU utilization.
-train_ds = train_ds.prefetch(tf_data.AUTOTUNE)
-val_ds = val_ds.prefetch(tf_data.AUTOTUNE)
+train_ds = train_ds.prefetch(tf.data.AUTOTUNE)
+val_ds = val_ds.prefetch(tf.data.AUTOTUNE)
 
 """
 ## Build a model
@@ -267,13 +260,14 @@ def make_model(input_shape, num_classes):
 
     x = layers.GlobalAveragePooling2D()(x)
     if num_classes == 2:
+        activation = "sigmoid"
         units = 1
     else:
+        activation = "softmax"
         units = num_classes
 
-    x = layers.Dropout(0.25)(x)
-    # We specify activation=None so as to return logits
-    outputs = layers.Dense(units, activation=None)(x)
+    x = layers.Dropout(0.5)(x)
+    outputs = layers.Dense(units, activation=activation)(x)
     return keras.Model(inputs, outputs)
 
 
@@ -289,10 +283,11 @@ epochs = 25
 callbacks = [
     keras.callbacks.ModelCheckpoint("save_at_{epoch}.keras"),
 ]
+
 model.compile(
-    optimizer=keras.optimizers.Adam(3e-4),
-    loss=keras.losses.BinaryCrossentropy(from_logits=True),
-    metrics=[keras.metrics.BinaryAccuracy(name="acc")],
+    optimizer=keras.optimizers.Adam(1e-3),
+    loss="binary_crossentropy",
+    metrics=["accuracy"],
 )
 model.fit(
     train_ds,
@@ -312,12 +307,12 @@ We get to >90% validation accuracy after training for 25 epochs on the full data
 Note that data augmentation and dropout are inactive at inference time.
 """
 
-img = keras.utils.load_img("PetImages/Cat/6779.jpg", target_size=image_size)
-plt.imshow(img)
-
+img = keras.utils.load_img(
+    f"{dirpath}/PetImages/Cat/6779.jpg", target_size=image_size
+)
 img_array = keras.utils.img_to_array(img)
-img_array = keras.ops.expand_dims(img_array, 0)  # Create batch axis
+img_array = tf.expand_dims(img_array, 0)  # Create batch axis
 
 predictions = model.predict(img_array)
-score = float(keras.ops.sigmoid(predictions[0]))
+score = float(predictions[0])
 print(f"This image is {100 * (1 - score):.2f}% cat and {100 * score:.2f}% dog.")
