@@ -439,7 +439,7 @@ def metrics_holding_state(model: Any) -> tuple[tuple[str, float | None], ...]:
     import numpy as np
 
     found: dict[int, tuple[str, float | None]] = {}
-    for metric in _nested_leaves([compiled._user_metrics, compiled._user_weighted_metrics]):
+    for metric in keras.tree.flatten([compiled._user_metrics, compiled._user_weighted_metrics]):
         if isinstance(metric, keras.metrics.Metric) and id(metric) not in found:
             if any(np.any(np.asarray(variable) != 0) for variable in metric.variables):
                 result = np.asarray(metric.result())
@@ -452,14 +452,6 @@ def builds_metrics_before_first_reset(model: Any) -> bool:
     strategy, on a Keras with a symbolic build (3.5 and later; 3.3 and 3.4 build in the first step,
     as one device does)."""
     return getattr(model, "_distribute_strategy", None) is not None and hasattr(model, "_maybe_symbolic_build")
-
-
-def _nested_leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in _nested_leaves(item)]
-    return [] if value is None else [value]
 
 
 def _samples(x: Any) -> int | None:
