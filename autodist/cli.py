@@ -28,7 +28,7 @@ from autodist.fields import bounded, nearest
 from autodist.files import parse_json, read_regular_file
 from autodist.planning.arguments import MAX_BATCH_SIZE, MAX_NUM_PARAMS, STRATEGY_NAMES
 from autodist.jobs import job_layout
-from autodist.jobs.kubernetes import ManifestSpec, manifest_objects, to_yaml
+from autodist.jobs.kubernetes import DEFAULT_USER, ManifestSpec, manifest_comments, manifest_objects, to_yaml
 from autodist.jobs.tune_cache import cached_decisions
 from autodist.core.detect_and_plan import plan_here
 from autodist.planning.planner import check_strategy_setting, plan
@@ -488,6 +488,10 @@ def manifest_parser(subparsers: Any) -> None:
         ("--gpus", 0, "GPUs per worker pod (nvidia.com/gpu)"),
         ("--cpu", None, "CPU each pod requests (a quantity: 4, 500m)"),
         ("--memory", None, "memory each pod requests (a quantity: 16Gi)"),
+        ("--cpu-limit", None, "CPU each pod may use at most (a quantity)"),
+        ("--memory-limit", None, "memory each pod may use at most (a quantity)"),
+        ("--user", None, f"the user id the pods run as (default {DEFAULT_USER}; not root)"),
+        ("--egress", "open", "the pods' egress: open, or job (the job's own pods and the cluster's DNS only)"),
         ("--port", 2222, "the first task's port; each task adds its place (default 2222)"),
         ("--namespace", None, "the namespace (default: kubectl's)"),
         ("--backup-claim", None, "a PersistentVolumeClaim for the saves, so a restarted pod resumes"),
@@ -499,9 +503,22 @@ def manifest_parser(subparsers: Any) -> None:
         action="store_true",
         help="a JobSet instead of indexed Jobs (the JobSet controller must be installed)",
     )
+    parser.add_argument(
+        "--allow-root",
+        action="store_true",
+        help="run as the image's user, root included, for images that need it (the restricted Pod Security "
+        "Standard then rejects the pods: docs/kubernetes.md)",
+    )
+    parser.add_argument(
+        "--writable-root",
+        action="store_true",
+        help="a writable root file system, for scripts that write beside themselves",
+    )
     parser.add_argument("--json", action="store_true", help="print the objects as JSON")
     parser.add_argument("pod_command", nargs=argparse.REMAINDER, metavar="-- command", help="the command each pod runs")
-    parser.set_defaults(command=manifest_command, render=lambda objects: to_yaml(objects).rstrip("\n"))
+    parser.set_defaults(
+        command=manifest_command, render=lambda objects: (manifest_comments(objects) + to_yaml(objects)).rstrip("\n")
+    )
 
 
 def manifest_command(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -521,6 +538,12 @@ def manifest_command(args: argparse.Namespace) -> list[dict[str, Any]]:
         backup_claim=args.backup_claim,
         timeout=args.timeout,
         jobset=args.jobset,
+        user=args.user,
+        allow_root=args.allow_root,
+        writable_root=args.writable_root,
+        egress=args.egress,
+        cpu_limit=args.cpu_limit,
+        memory_limit=args.memory_limit,
     )
     return manifest_objects(spec)
 

@@ -393,10 +393,17 @@ def mostly_waits(processes):
         start_kubernetes_pods()
 
 
-#: The Kubernetes pod-side run (tests/test_pods_on_kubernetes.py): two jobs' pods (2 workers, one
-#: of them SIGTERMed and restarted; 3 workers) and one process alone, beside the suite.
+#: The Kubernetes pod-side run (tests/test_pods_on_kubernetes.py): four jobs' pods (2 workers, one
+#: of them SIGTERMed and restarted; 3 workers; a JobSet of 2 workers; a chief, 2 workers and a
+#: parameter server), each under the security context its manifest sets, and one process alone,
+#: beside the suite.
 _PODS_WANTED: list[Any] = []
-KUBERNETES_CASES = [{"name": "k2", "workers": 2, "port": 2222, "kill_at": {"1": 9}}, {"name": "k3", "workers": 3, "port": 2300}]
+KUBERNETES_CASES = [
+    {"name": "k2", "workers": 2, "port": 2222, "kill_at": {"1": 9}},
+    {"name": "k3", "workers": 3, "port": 2300},
+    {"name": "kj", "workers": 2, "port": 2400, "jobset": True},
+    {"name": "kp", "workers": 2, "ps": 1, "port": 2500},
+]
 _PODS: dict[str, Any] = {}
 
 

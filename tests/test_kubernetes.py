@@ -10,6 +10,7 @@ import dataclasses
 import gzip
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +18,8 @@ from hypothesis import strategies as st
 
 from autodist.detection.cluster import detect_cluster
 from autodist.errors import ArgumentError, ClusterConfigError
-from autodist.jobs.kubernetes import ManifestSpec, manifest_objects, to_yaml
+from autodist.jobs.kubernetes import DEFAULT_USER, GIVES_UP, ManifestSpec, manifest_comments, manifest_objects, to_yaml
+from tests import pod_security
 from tests.conftest import ROOT, run_python, subprocess_env
 from tests.scenarios.kubelet import pods, verdict
 
@@ -60,7 +62,7 @@ def test_every_pod_reads_its_own_task_and_the_same_cluster(name, workers, ps, po
         assert info.source == f"Kubernetes {'JobSet' if jobset else 'indexed Job'} {name}"
         assert info.is_chief == (info.task_type == "chief" or (not ps and info.task_index == 0))
     if not jobset:  # the headless Service selects every pod, and is their subdomain
-        service = objects[0]
+        (service,) = [item for item in objects if item["kind"] == "Service"]
         assert service["spec"]["clusterIP"] == "None" and {pod.subdomain for pod in made} == {service["metadata"]["name"]}
         assert all(pod.labels.items() >= service["spec"]["selector"].items() for pod in made)
 
@@ -131,6 +133,9 @@ MANIFESTS = {
     "2 workers, 1 ps": dict(name="ps-train", workers=2, ps=1, memory="8Gi"),
     "JobSet, 4 workers x 8 GPUs": dict(name="resnet", workers=4, gpus=8, backup_claim="resnet-saves", jobset=True),
     "JobSet, 2 workers, 1 ps": dict(name="ps-train", workers=2, ps=1, jobset=True),
+    "3 workers, 2 ps, closed egress, limits": dict(name="closed", workers=3, ps=2, egress="job", user="20000", cpu="2", memory="4Gi", cpu_limit="2", memory_limit="4Gi"),
+    "1 worker, writable root": dict(name="one", workers=1, writable_root=True),
+    "2 workers, root allowed": dict(name="rooted", workers=2, allow_root=True, backup_claim="saves"),
 }
 
 
@@ -154,7 +159,7 @@ def test_the_manifest_is_valid_kubernetes_and_reads_back_from_its_yaml(case):
     for pod in pods(objects):  # exit 75 and evictions restart the index; other failures end the job
         assert (verdict(pod, 75), verdict(pod, 1), verdict(pod, 137), verdict(pod, 0)) == ("Ignore", "FailJob", "FailJob", "succeeded")
         if MANIFESTS[case].get("backup_claim"):
-            assert pod.mounts["/autodist-backup"] == "resnet-saves" and pod.env["AUTODIST_BACKUP_DIR"] == "/autodist-backup"
+            assert pod.mounts["/autodist-backup"] == MANIFESTS[case]["backup_claim"] and pod.env["AUTODIST_BACKUP_DIR"] == "/autodist-backup"
 
 
 def _containers(item):
@@ -181,6 +186,181 @@ def test_gpus_go_to_workers_only():
     assert shm == {"ps-train-chief": None, "ps-train": "emptyDir", "ps-train-ps": None}  # NCCL's shared memory, where GPUs are
 
 
+def _kwargs(case: str) -> dict:
+    return dict(MANIFESTS[case])
+
+
+@pytest.mark.parametrize("case", list(MANIFESTS))
+def test_every_pod_meets_the_restricted_pod_security_standard(case):
+    """Every pod template of every manifest shape against the restricted standard's checks, as
+    Kubernetes defines them (tests/pod_security.py, version :data:`pod_security.VERSION`): none
+    fails. ``--allow-root`` fails runAsNonRoot alone, and its manifest says so above the YAML and in
+    an annotation of every object."""
+    objects = manifest_objects(spec(**_kwargs(case)))
+    templates = pod_security.pod_templates(objects)
+    assert templates and {role for role, _ in templates} >= {item["metadata"]["name"] for item in objects if item["kind"] == "Job"}
+    failed = {role: pod_security.restricted(template) for role, template in templates}
+    if MANIFESTS[case].get("allow_root"):
+        assert all(checks == ["runAsNonRoot: container train (nor the pod) sets it true"] for checks in failed.values()), failed
+        comment = manifest_comments(objects)
+        assert comment.startswith("# autodist: --allow-root: ") and "rejects them (runAsNonRoot)" in comment
+        annotated = [item["metadata"] for item in objects] + [template["metadata"] for _, template in templates]
+        assert all(GIVES_UP["--allow-root"] in metadata["annotations"]["autodist/gives-up"] for metadata in annotated)
+    else:
+        assert failed == {role: [] for role, _ in templates}, failed
+        assert all(pod_security.baseline(template) == [] for _, template in templates)
+    for pod in pods(objects):  # what a container runtime applies: tests/scenarios/kubernetes_pods.py runs pods with it
+        expected_user = None if MANIFESTS[case].get("allow_root") else int(MANIFESTS[case].get("user", DEFAULT_USER))
+        assert pod.security.user == expected_user and pod.security.no_new_privileges and pod.security.drop_all
+        assert pod.security.read_only_root != bool(MANIFESTS[case].get("writable_root"))
+        assert {path for path, source in pod.mounts.items() if source == "emptyDir"} >= {"/tmp", pod.env["HOME"]}
+
+
+def test_a_check_of_the_standard_fails_a_pod_that_breaks_each_rule():
+    """The checks of tests/pod_security.py themselves: each rule of the restricted standard, broken
+    in a compliant pod, fails by its name (so a green check above means something)."""
+    (_, compliant), *_ = pod_security.pod_templates(manifest_objects(spec(name="mnist", workers=2)))
+    container = lambda pod: pod["containers"][0]  # noqa: E731
+    breaks = {
+        "allowPrivilegeEscalation": lambda pod: pod["containers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
+        "runAsNonRoot": lambda pod: [pod["securityContext"].pop("runAsNonRoot"), pod["containers"][0]["securityContext"].pop("runAsNonRoot")],
+        "runAsUser": lambda pod: pod["securityContext"].update(runAsUser=0),
+        "seccompProfile_restricted": lambda pod: pod["securityContext"].pop("seccompProfile"),
+        "capabilities_restricted": lambda pod: pod["containers"][0]["securityContext"]["capabilities"].update(drop=["NET_RAW"]),
+        "capabilities_baseline": lambda pod: pod["containers"][0]["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]),
+        "restrictedVolumes": lambda pod: pod["volumes"].append({"name": "docker", "hostPath": {"path": "/var/run"}}),
+        "hostNamespaces": lambda pod: pod.update(hostNetwork=True),
+        "privileged": lambda pod: pod["containers"][0]["securityContext"].update(privileged=True),
+        "procMount": lambda pod: container(pod)["securityContext"].update(procMount="Unmasked"),
+        "seLinuxOptions": lambda pod: pod["securityContext"].update(seLinuxOptions={"type": "spc_t"}),
+        "appArmorProfile": lambda pod: container(pod)["securityContext"].update(appArmorProfile={"type": "Unconfined"}),
+        "sysctls": lambda pod: pod["securityContext"].update(sysctls=[{"name": "kernel.msgmax", "value": "1"}]),
+        "probe": lambda pod: container(pod).update(livenessProbe={"tcpSocket": {"host": "10.0.0.1", "port": 80}}),
+        "hostPorts": lambda pod: container(pod).update(ports=[{"containerPort": 2222, "hostPort": 2222}]),
+        "seccompProfile_baseline": lambda pod: container(pod)["securityContext"].update(seccompProfile={"type": "Unconfined"}),
+    }
+    for name, breaking in breaks.items():
+        template = json.loads(json.dumps(compliant))
+        breaking(template["spec"])
+        assert any(check.startswith(name + ":") for check in pod_security.restricted(template)), (name, pod_security.restricted(template))
+    template = json.loads(json.dumps(compliant))  # the pod says false, its containers true: still refused
+    template["spec"]["securityContext"]["runAsNonRoot"] = False
+    assert "runAsNonRoot: the pod sets it false" in pod_security.restricted(template)
+    template = json.loads(json.dumps(compliant))
+    template["metadata"]["annotations"] = {"container.apparmor.security.beta.kubernetes.io/train": "unconfined"}
+    assert any(check.startswith("appArmorProfile: annotation") for check in pod_security.restricted(template))
+
+
+#: The scanner's checks that are the user's to decide, and the flag that decides each (docs/kubernetes.md, "Security").
+USERS_TO_DECIDE = {"CKV_K8S_43": "--image", "CKV_K8S_21": "--namespace", "CKV_K8S_10": "--cpu", "CKV_K8S_12": "--memory",
+                   "CKV_K8S_11": "--cpu-limit", "CKV_K8S_13": "--memory-limit"}  # fmt: skip
+#: The checks each flag that gives up a default fails, by its choice (:data:`GIVES_UP`).
+GIVEN_UP_CHECKS = {"allow_root": {"CKV_K8S_23", "CKV_K8S_40"}, "writable_root": {"CKV_K8S_22"}}
+DIGEST = "registry.example/train@sha256:" + "0123456789abcdef" * 4
+
+
+def test_checkov_fails_only_the_checks_that_are_the_users_to_decide(tmp_path, processes):
+    """Every manifest shape through checkov (the test extras' release, ``--framework kubernetes``):
+    each failed check is one of :data:`USERS_TO_DECIDE` (or what ``--allow-root`` and
+    ``--writable-root`` give up, by the user's choice), and with each of those flags given, none
+    fails. docs/kubernetes.md names each of them with its flag."""
+    decided = dict(namespace="training", image=DIGEST, cpu="4", memory="8Gi", cpu_limit="4", memory_limit="8Gi")
+    for case, kwargs in MANIFESTS.items():
+        for how, more in (("as given", {}), ("decided", decided)):
+            folder = tmp_path / how
+            folder.mkdir(exist_ok=True)
+            objects = manifest_objects(spec(**{**kwargs, **more}))
+            (folder / f"{re.sub(r'[^a-z0-9]+', '-', case.lower())}.yaml").write_text(manifest_comments(objects) + to_yaml(objects))
+    found = {}
+    for how in ("as given", "decided"):
+        out = run_python(["-m", "checkov.main", "-d", str(tmp_path / how), "--framework", "kubernetes", "-o", "json"], env=subprocess_env(), timeout=300)
+        assert out.returncode in (0, 1) and out.stdout.strip(), f"checkov did not run (pip install '.[test]'):\n{out.stderr[-3000:]}"
+        report = json.loads(out.stdout)
+        reports = report if isinstance(report, list) else [report]
+        found[how] = [(Path(check["file_path"]).stem, check["check_id"]) for item in reports for check in item["results"]["failed_checks"]]
+        scanned = {Path(check["file_path"]).stem for item in reports for check in item["results"]["passed_checks"]}
+        jobs = {re.sub(r"[^a-z0-9]+", "-", case.lower()) for case, kwargs in MANIFESTS.items() if not kwargs.get("jobset")}
+        assert scanned >= jobs, f"checkov scanned no pod of {sorted(jobs - scanned)}"  # a JobSet's pods it does not read
+    slug = {re.sub(r"[^a-z0-9]+", "-", case.lower()): kwargs for case, kwargs in MANIFESTS.items()}
+    for how, failures in found.items():
+        for stem, check in failures:
+            given_up = set().union(*(GIVEN_UP_CHECKS[key] for key in GIVEN_UP_CHECKS if slug[stem].get(key)))
+            allowed = given_up | (set() if how == "decided" else set(USERS_TO_DECIDE))
+            assert check in allowed, f"{stem} ({how}): checkov fails {check}, which is not the user's to decide"
+    assert {check for _, check in found["as given"]} >= {"CKV_K8S_43", "CKV_K8S_21"}  # the scanner ran on what it should
+    assert {check for stem, check in found["as given"] if slug[stem].get("allow_root")} >= GIVEN_UP_CHECKS["allow_root"]
+    text = DOC.read_text(encoding="utf-8")
+    for check, flag in USERS_TO_DECIDE.items():
+        assert re.search(rf"^\|[^\n]*`{check}`[^\n]*`{flag}", text, flags=re.M), f"docs/kubernetes.md does not list {check} with {flag}"
+
+
+def _pod_view(pod, namespace):
+    return {"namespace": namespace, "labels": pod.labels, "namespace_labels": {"kubernetes.io/metadata.name": namespace}}
+
+
+@pytest.mark.parametrize("case", list(MANIFESTS))
+def test_only_the_jobs_own_pods_reach_its_task_ports(case):
+    """The job's NetworkPolicy, evaluated by Kubernetes's rules (tests/pod_security.py) on the
+    job's pods and on pods outside it: every pod of the job reaches every task port of every other
+    (and any other port: NCCL's, between GPU workers), a pod outside the job (another app in the
+    namespace, or a pod in another namespace with the same labels) reaches none of their ports.
+    Egress is open unless ``--egress job``, which leaves the job's own pods and port 53 (DNS)."""
+    kwargs = _kwargs(case)
+    objects = manifest_objects(spec(**kwargs))
+    policies = [item for item in objects if item["kind"] == "NetworkPolicy"]
+    assert len(policies) == 1 and objects[0] is policies[0]  # created before any pod
+    namespace = kwargs.get("namespace", "default")
+    made = pods(objects)
+    ports = sorted({int(pod.env["AUTODIST_PORT"]) + offset for pod in made for offset in range(len(made))})
+    task_ports = range(ports[0], ports[0] + len(made))
+    job = [_pod_view(pod, namespace) for pod in made]
+    outside = [
+        {"namespace": namespace, "labels": {"app": "notebook"}, "namespace_labels": {"kubernetes.io/metadata.name": namespace}},
+        {"namespace": "elsewhere", "labels": dict(made[0].labels), "namespace_labels": {"kubernetes.io/metadata.name": "elsewhere"}},
+    ]
+    dns = {"namespace": "kube-system", "labels": {"k8s-app": "node-local-dns"}, "namespace_labels": {"kubernetes.io/metadata.name": "kube-system"}}
+    other_ports = (task_ports[0] - 1, task_ports[-1] + 1, 22, 6006, 40123)
+    for source in job:
+        for target in job:
+            assert all(pod_security.reachable(policies, source, target, port) for port in (*task_ports, *other_ports))
+    for stranger in outside:
+        for target in job:
+            assert not any(pod_security.ingress_allowed(policies, stranger, target, port) for port in (*task_ports, *other_ports)), stranger
+    closed = kwargs.get("egress") == "job"
+    assert pod_security.egress_allowed(policies, job[0], outside[0], 443) != closed
+    assert pod_security.egress_allowed(policies, job[0], dns, 53, "UDP") and pod_security.egress_allowed(policies, job[0], dns, 53, "TCP")
+    assert pod_security.egress_allowed(policies, job[0], dns, 443) != closed
+
+
+def test_the_command_line_says_what_allow_root_gives_up(capsys):
+    """``--allow-root``: the YAML opens with what it gives up (a comment a YAML reader skips);
+    ``--user`` and ``--allow-root`` together, or a user 0, are refused naming the way."""
+    from autodist.cli import main
+
+    assert main(["manifest", "--name", "job", "--workers", "2", "--image", "i", "--allow-root", "--", "python", "t.py"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# autodist: {GIVES_UP['--allow-root']}\n")
+    assert all("runAsUser" not in json.dumps(item) and item["metadata"]["annotations"] for item in yaml.safe_load_all(out))
+    for flags, said in ((["--user", "1000", "--allow-root"], "--user and --allow-root were both given"), (["--user", "0"], "--user 0 is root"),
+                        (["--user", "00"], "--user 00 is root")):  # fmt: skip
+        assert main(["manifest", "--name", "job", "--workers", "2", "--image", "i", *flags, "--", "python", "t.py"]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "(Received: " in err and "--allow-root" in err, err
+
+
+@pytest.mark.parametrize(("request_", "limit", "refused"), [("4", "2", True), ("500m", "1", False), ("16Gi", "16G", True), ("1Gi", "1Gi", False), ("1e3", "1k", False)])
+def test_a_limit_below_its_request_is_refused(request_, limit, refused):
+    """Kubernetes rejects a pod whose limit is below its request: the manifest refuses it first, naming both flags."""
+    for resource in ("cpu", "memory"):
+        kwargs = {resource: request_, f"{resource}_limit": limit}
+        if refused:
+            with pytest.raises(ArgumentError, match=f"--{resource}-limit {limit} is below --{resource} {request_}"):
+                spec(name="job", workers=2, **kwargs)
+        else:
+            (container,) = _containers(manifest_objects(spec(name="job", workers=2, **kwargs))[-1])
+            assert container["resources"] == {"requests": {resource: request_}, "limits": {resource: limit}}
+
+
 def test_the_docs_page_shows_what_its_commands_write(capsys):
     """docs/kubernetes.md: every ``$ python -m autodist manifest ...`` block is followed by the
     YAML that command prints, and every field the manifests set is explained on the page."""
@@ -197,11 +377,12 @@ def test_the_docs_page_shows_what_its_commands_write(capsys):
         assert f"`{field}`" in text, f"docs/kubernetes.md does not explain `{field}`"
 
 
-flags = st.sampled_from(["--workers", "--ps", "--gpus", "--port", "--timeout", "--name", "--namespace", "--backup-claim", "--cpu", "--memory", "--image"])
+flags = st.sampled_from(["--workers", "--ps", "--gpus", "--port", "--timeout", "--name", "--namespace", "--backup-claim", "--cpu", "--memory",
+                         "--image", "--user", "--egress", "--cpu-limit", "--memory-limit"])  # fmt: skip
 
 
 @BUDGET
-@given(flag=flags, value=st.one_of(st.text(max_size=12), st.sampled_from(["0", "-1", "4097", "65", "8", "1e3", "My-Job", "a" * 64, "500m", "16Gi", "x y"])))
+@given(flag=flags, value=st.one_of(st.text(max_size=12), st.sampled_from(["0", "-1", "4097", "65", "8", "1e3", "My-Job", "a" * 64, "500m", "16Gi", "x y", "job", "open", "2147483648"])))
 def test_every_flag_is_checked_and_what_it_accepts_is_what_the_manifest_holds(flag, value):
     kwargs = {"name": "job", "workers": "2", "image": "registry.example/train:1"}
     key = flag[2:].replace("-", "_")
@@ -222,6 +403,12 @@ def test_every_flag_is_checked_and_what_it_accepts_is_what_the_manifest_holds(fl
         assert objects[-1]["spec"]["activeDeadlineSeconds"] == int(value)
     elif key in ("cpu", "memory"):
         assert container["resources"]["requests"][key] == value
+    elif key in ("cpu_limit", "memory_limit"):
+        assert container["resources"]["limits"][key.split("_")[0]] == value
+    elif key == "user":
+        assert container["securityContext"]["runAsUser"] == int(value) > 0 and container["securityContext"]["runAsNonRoot"]
+    elif key == "egress":
+        assert objects[0]["spec"]["policyTypes"] == ["Ingress"] + (["Egress"] if value == "job" else [])
     elif key == "image":
         assert container["image"] == value
     else:

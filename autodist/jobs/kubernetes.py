@@ -8,6 +8,17 @@ explains every field it sets).
 - A JobSet (``--jobset``; the JobSet controller installed): one replicated job per role, under
   the JobSet's own headless Service.
 
+- A NetworkPolicy per job, created first: the task ports (TensorFlow's gRPC servers, which
+  authenticate nobody) take connections from the job's own pods only; ``--egress job`` closes the
+  pods' egress too, but for the job's own pods and the cluster's DNS.
+
+Every pod meets the restricted Pod Security Standard: a non-root user (``--user``, default
+:data:`DEFAULT_USER`), no privilege escalation, every capability dropped, the runtime's seccomp
+profile, no service account token, and a read-only root file system with ``emptyDir`` volumes where
+Python, TensorFlow and Keras write (``/tmp`` and ``HOME``). ``--allow-root`` (for images that
+cannot run as another user) and ``--writable-root`` each give one of those up, and the manifest
+says what, in an annotation and a comment (:data:`GIVES_UP`).
+
 Each pod learns its place from Kubernetes (``JOB_COMPLETION_INDEX``, its host name; in a JobSet,
 its annotations) and from the variables the manifest passes, which
 :mod:`autodist.detection.kubernetes` reads with the same :class:`KubernetesLayout`. The failure
@@ -18,7 +29,7 @@ across restarts, so a restarted pod resumes at the step it saved.
 Example:
     >>> spec = ManifestSpec.checked(name="mnist", workers="2", image="python:3.11", command=["python", "train.py"])
     >>> [item["kind"] for item in manifest_objects(spec)]
-    ['Service', 'Job']
+    ['NetworkPolicy', 'Service', 'Job']
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from autodist.detection.kubernetes import INDEX_ENV, JOBSET_ENVS, MAX_TASKS, KubernetesLayout
@@ -41,12 +53,48 @@ from autodist.settings import (
     PORT_ENV,
 )
 
-__all__ = ["BACKUP_MOUNT", "CONTAINER", "ManifestSpec", "manifest_objects", "to_yaml"]
+__all__ = [
+    "BACKUP_MOUNT",
+    "CONTAINER",
+    "DEFAULT_USER",
+    "GIVES_UP",
+    "ManifestSpec",
+    "manifest_comments",
+    "manifest_objects",
+    "to_yaml",
+]
 
 CONTAINER = "train"  # the container the failure policy's exit codes are read from
 BACKUP_MOUNT = "/autodist-backup"
 JOB_LABEL = "autodist/job"  # every pod of the job: the headless Service selects them by it
 MAX_GPUS = 64  # per pod: more than any node has
+#: The user (and group, and the volumes' group) a pod runs as, where ``--user`` does not say: not
+#: root, and above the ids images and hosts give their own users (scanners ask for 10000 or more).
+DEFAULT_USER = 10001
+MAX_USER = 2**31 - 1  # Kubernetes's runAsUser is an int64; Linux ids stop below 2^32, and 2^31-1 is safe on both
+#: Where a pod with a read-only root writes: an ``emptyDir`` each, ``HOME`` set to the second (Keras's
+#: ~/.keras, caches), so neither the image's user nor its files matter.
+SCRATCH = (("tmp", "/tmp"), ("home", "/home/autodist"))
+#: The pods' egress: ``open`` (the default: datasets, buckets, package indexes stay reachable) or
+#: ``job`` (the job's own pods and the cluster's DNS only).
+EGRESS = ("open", "job")
+#: The annotation that says what a manifest gives up of the restricted defaults (also written, as a
+#: comment, above the YAML: :func:`manifest_comments`), by the flag that gives it up.
+GIVES_UP_KEY = "autodist/gives-up"
+GIVES_UP = MappingProxyType(
+    {
+        "--allow-root": (
+            "--allow-root: the pods run as the image's user (root in most images). The restricted Pod Security "
+            "Standard rejects them (runAsNonRoot), so a namespace that enforces it does not start them; the rest "
+            "is kept: no privilege escalation, every capability dropped, the runtime's seccomp profile."
+        ),
+        "--writable-root": (
+            "--writable-root: the container's root file system is writable, so a process that breaks in can change "
+            "the image's files for the pod's life (scanners flag it: readOnlyRootFilesystem)."
+        ),
+    }
+)
+
 _NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # a DNS-1035 label: Service names must be one
 _QUANTITY = re.compile(
     r"(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?"
@@ -74,6 +122,11 @@ class ManifestSpec:
     memory: str | None = None
     backup_claim: str | None = None
     timeout: int | None = None
+    user: int | None = DEFAULT_USER  # None: --allow-root, the image's user
+    writable_root: bool = False
+    egress: str = "open"
+    cpu_limit: str | None = None
+    memory_limit: str | None = None
 
     @classmethod
     def checked(
@@ -92,6 +145,12 @@ class ManifestSpec:
         backup_claim: str | None = None,
         timeout: Any = None,
         jobset: bool = False,
+        user: Any = None,
+        allow_root: bool = False,
+        writable_root: bool = False,
+        egress: Any = "open",
+        cpu_limit: str | None = None,
+        memory_limit: str | None = None,
     ) -> ManifestSpec:
         """The spec, or an :class:`~autodist.errors.ArgumentError` that names the flag, the value,
         what was expected and the fix."""
@@ -119,11 +178,36 @@ class ManifestSpec:
                 "No command was given (Received: nothing after the flags). Expected the command each pod runs, for "
                 "example: -- python train.py."
             )
-        for flag, quantity in (("--cpu", cpu), ("--memory", memory)):
+        if allow_root and user is not None:
+            raise ArgumentError(
+                f"--user and --allow-root were both given (Received: --user {json.dumps(str(user))} --allow-root). "
+                "Expected one: --user runs the pods as that user, --allow-root as the image's own. Drop one."
+            )
+        run_as = None if allow_root else DEFAULT_USER if user is None else _user(user)
+        if egress not in EGRESS:
+            raise ArgumentError(
+                f"--egress must be one of {', '.join(EGRESS)} (Received: --egress {json.dumps(str(egress))}). "
+                "Pass --egress open (the default: the pods' egress as the cluster has it) or --egress job (the "
+                "job's own pods and DNS only)."
+            )
+        quantities = (
+            ("--cpu", cpu),
+            ("--memory", memory),
+            ("--cpu-limit", cpu_limit),
+            ("--memory-limit", memory_limit),
+        )
+        for flag, quantity in quantities:
             if quantity is not None and not _QUANTITY.fullmatch(quantity):
                 raise ArgumentError(
                     f"{flag} {quantity!r} is not a Kubernetes quantity (Received: {flag} {json.dumps(quantity)}). "
                     "Expected for example 4, 500m or 16Gi."
+                )
+        for resource, request, limit in (("cpu", cpu, cpu_limit), ("memory", memory, memory_limit)):
+            if request is not None and limit is not None and _amount(limit) < _amount(request):
+                raise ArgumentError(
+                    f"--{resource}-limit {limit} is below --{resource} {request} (Received: --{resource} {request} "
+                    f"--{resource}-limit {limit}). Expected a limit at least the request: Kubernetes rejects such "
+                    f"pods. Raise --{resource}-limit, or lower --{resource}."
                 )
         return cls(
             layout,
@@ -135,7 +219,50 @@ class ManifestSpec:
             memory,
             _label("--backup-claim", backup_claim) if backup_claim is not None else None,
             _int("--timeout", timeout, 1, 7 * 24 * 3600) if timeout is not None else None,
+            run_as,
+            bool(writable_root),
+            egress,
+            cpu_limit,
+            memory_limit,
         )
+
+    def gives_up(self) -> list[str]:
+        """What these pods give up of the restricted defaults (:data:`GIVES_UP`), by flag."""
+        flags = (("--allow-root", self.user is None), ("--writable-root", self.writable_root))
+        return [GIVES_UP[flag] for flag, given in flags if given]
+
+
+def _user(raw: Any) -> int:
+    """``--user``: a user id that is not root's."""
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value == 0:
+        raise ArgumentError(
+            f"--user {raw} is root (Received: --user {json.dumps(str(raw))}). Expected a user id from 1: the "
+            "restricted Pod Security Standard rejects root pods. For an image that must run as root, pass "
+            "--allow-root instead of --user (docs/kubernetes.md says what it gives up)."
+        )
+    if not 1 <= value <= MAX_USER:
+        raise ArgumentError(
+            f"--user must be a user id from 1 to {MAX_USER} (Received: --user {json.dumps(str(raw))}). Pass the id "
+            f"the image's files expect, or leave --user out for {DEFAULT_USER}."
+        )
+    return value
+
+
+_UNITS = MappingProxyType(
+    {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+    | {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+)
+
+
+def _amount(quantity: str) -> float:
+    """A Kubernetes quantity (checked by :data:`_QUANTITY`) as a number: ``500m`` 0.5, ``16Gi`` 2**34."""
+    number = re.match(r"(\d+(\.\d+)?|\.\d+)([eE][+-]?\d+)?", quantity)
+    assert number is not None
+    return float(number.group(0)) * _UNITS.get(quantity[number.end() :], 1.0)
 
 
 def _int(flag: str, raw: Any, low: int, high: int) -> int:
@@ -178,7 +305,7 @@ def manifest_objects(spec: ManifestSpec) -> list[dict[str, Any]]:
                 "replicatedJobs": jobs,
             },
         }
-        return [jobset]
+        return [_network_policy(spec), jobset]
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -194,7 +321,32 @@ def manifest_objects(spec: ManifestSpec) -> list[dict[str, Any]]:
         }
         for role, count in layout.counts().items()
     ]
-    return [service, *jobs]
+    return [_network_policy(spec), service, *jobs]
+
+
+def _network_policy(spec: ManifestSpec) -> dict[str, Any]:
+    """The job's NetworkPolicy: its pods take connections from the job's own pods only, on any port
+    (the task ports, and the ports NCCL opens between GPU workers), and from no one else (a pod a
+    policy selects for Ingress takes only what a rule allows). With ``--egress job``, the pods reach
+    only each other and port 53 (DNS, wherever the cluster serves it: kube-dns, a node-local cache)."""
+    ours = {"podSelector": {"matchLabels": {JOB_LABEL: spec.layout.name}}}
+    policy: dict[str, Any] = {
+        "podSelector": ours["podSelector"],
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [ours]}],
+    }
+    if spec.egress == "job":
+        policy["policyTypes"].append("Egress")
+        policy["egress"] = [
+            {"to": [ours]},
+            {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+        ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(spec, f"{spec.layout.name}-tasks"),
+        "spec": policy,
+    }
 
 
 def _metadata(spec: ManifestSpec, name: str) -> dict[str, Any]:
@@ -204,6 +356,8 @@ def _metadata(spec: ManifestSpec, name: str) -> dict[str, Any]:
     }
     if spec.namespace is not None:
         metadata["namespace"] = spec.namespace
+    if spec.gives_up():
+        metadata["annotations"] = {GIVES_UP_KEY: " ".join(spec.gives_up())}
     return metadata
 
 
@@ -227,11 +381,20 @@ def _job(spec: ManifestSpec, role: str, count: int) -> dict[str, Any]:
                 {"action": "FailJob", "onExitCodes": fail},
             ]
         },
-        "template": {"metadata": {"labels": {JOB_LABEL: spec.layout.name}}, "spec": _pod(spec, role)},
+        "template": {"metadata": _pod_metadata(spec), "spec": _pod(spec, role)},
     }
     if spec.timeout is not None:
         job["activeDeadlineSeconds"] = spec.timeout
     return job
+
+
+def _pod_metadata(spec: ManifestSpec) -> dict[str, Any]:
+    """A pod's labels (the Service and the NetworkPolicy select the job's pods by them), and what it
+    gives up of the restricted defaults, where it does (``kubectl get pod -o yaml`` shows it)."""
+    metadata: dict[str, Any] = {"labels": {JOB_LABEL: spec.layout.name}}
+    if spec.gives_up():
+        metadata["annotations"] = {GIVES_UP_KEY: " ".join(spec.gives_up())}
+    return metadata
 
 
 def _pod(spec: ManifestSpec, role: str) -> dict[str, Any]:
@@ -249,14 +412,39 @@ def _pod(spec: ManifestSpec, role: str) -> dict[str, Any]:
         ]
     else:
         env += [{"name": K8S_NAME_ENV, "value": layout.name}, {"name": K8S_ROLE_ENV, "value": role}]
-    container: dict[str, Any] = {"name": CONTAINER, "image": spec.image, "command": list(spec.command), "env": env}
+    env.append({"name": "HOME", "value": SCRATCH[1][1]})
+    container: dict[str, Any] = {
+        "name": CONTAINER,
+        "image": spec.image,
+        # every pod runs the image the tag names now: a node's older copy of the tag would train other code
+        "imagePullPolicy": "Always",
+        "command": list(spec.command),
+        "env": env,
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": not spec.writable_root,
+        },
+    }
+    if spec.user is not None:
+        container["securityContext"] |= {"runAsNonRoot": True, "runAsUser": spec.user, "runAsGroup": spec.user}
     resources = _resources(spec, role)
     if resources:
         container["resources"] = resources
-    pod: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
+    pod_context: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if spec.user is not None:  # the volumes (the backup claim) writable by the pods' group
+        pod_context |= {"runAsNonRoot": True, "runAsUser": spec.user, "runAsGroup": spec.user, "fsGroup": spec.user}
+        pod_context["fsGroupChangePolicy"] = "OnRootMismatch"  # not a walk of the whole claim at every start
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,  # training never calls the Kubernetes API
+        "securityContext": pod_context,
+        "containers": [container],
+    }
     if not layout.jobset:
         pod["subdomain"] = layout.service  # a JobSet sets its own
-    mounts, volumes = [], []
+    mounts = [{"name": name, "mountPath": path} for name, path in SCRATCH]
+    volumes: list[dict[str, Any]] = [{"name": name, "emptyDir": {}} for name, _ in SCRATCH]
     if spec.backup_claim is not None:
         env.append({"name": BACKUP_DIR_ENV, "value": BACKUP_MOUNT})
         mounts.append({"name": "backup", "mountPath": BACKUP_MOUNT})
@@ -264,8 +452,7 @@ def _pod(spec: ManifestSpec, role: str) -> dict[str, Any]:
     if spec.gpus and role == "worker":  # NCCL between a pod's GPUs needs more than the 64 MiB /dev/shm a pod has
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
-    if mounts:
-        container["volumeMounts"], pod["volumes"] = mounts, volumes
+    container["volumeMounts"], pod["volumes"] = mounts, volumes
     return pod
 
 
@@ -273,10 +460,12 @@ def _resources(spec: ManifestSpec, role: str) -> dict[str, Any]:
     """Requests (and the GPU limit) of a pod: GPUs for workers only (the chief coordinates and the
     parameter servers hold variables: neither computes a step)."""
     requests = {key: value for key, value in (("cpu", spec.cpu), ("memory", spec.memory)) if value is not None}
-    resources: dict[str, Any] = {"requests": requests} if requests else {}
+    limits = {
+        key: value for key, value in (("cpu", spec.cpu_limit), ("memory", spec.memory_limit)) if value is not None
+    }
     if spec.gpus and role == "worker":
-        resources["limits"] = {"nvidia.com/gpu": spec.gpus}
-    return resources
+        limits["nvidia.com/gpu"] = spec.gpus
+    return {key: value for key, value in (("requests", requests), ("limits", limits)) if value}
 
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/-]*")
@@ -290,6 +479,13 @@ def _scalar(value: Any) -> str:
         return str(value)
     text = str(value)
     return text if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED else json.dumps(text)
+
+
+def manifest_comments(objects: list[dict[str, Any]]) -> str:
+    """What the objects give up of the restricted defaults (their :data:`GIVES_UP_KEY` annotation),
+    as YAML comments to write above them: a reader of the file sees it before applying it."""
+    said = dict.fromkeys(item["metadata"].get("annotations", {}).get(GIVES_UP_KEY) for item in objects)
+    return "".join(f"# autodist: {note}\n" for note in said if note)
 
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:

@@ -91,10 +91,11 @@ TASK_MEMORY_BYTES = 320 * MIB
 # ----------------------------------------------------------------------------- the flags' values
 
 
-def received(value: Any) -> str:
+def received(value: Any, cut: int | None = 80) -> str:
     """A received value as the user wrote it: a string as a shell would quote it (``nan``,
     ``'a b'``), escaped when it holds a line break or another control character; anything else as
-    its ``repr``; cut to 80 characters, so an error stays one short line.
+    its ``repr``; cut to ``cut`` characters, so an error stays one short line. A path is shown whole
+    (``cut=None``): it is what the user needs to find the file, however deep it is.
 
     Example:
         >>> received("100000"), received("a b"), received("x\\ny"), received(2.5)
@@ -103,7 +104,7 @@ def received(value: Any) -> str:
     if not isinstance(value, str):
         return shown(value)
     text = shlex.quote(value) if value.isprintable() else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if cut is None or len(text) <= cut else text[: cut - 3] + "..."
 
 
 def _refuse(flag: str, expected: str, value: Any, why: str) -> ArgumentError:
@@ -434,7 +435,9 @@ def check_script(script: Any) -> str:
         except (OSError, ValueError) as err:  # a loop of links, a name too long, a NUL byte
             why = f"which cannot be read: {getattr(err, 'strerror', None) or err}"
     if why:
-        raise ArgumentError(f"launch: the script must be a readable file (Received: {received(path)}, {why}). {fix}")
+        raise ArgumentError(
+            f"launch: the script must be a readable file (Received: {received(path, cut=None)}, {why}). {fix}"
+        )
     return path
 
 
@@ -459,7 +462,8 @@ def check_backup_dir(folder: Any) -> str:
     problem = folder_problem(path)
     if problem:
         raise ArgumentError(
-            f"launch: --backup-dir must be {expected} (Received: --backup-dir {received(path)}, {problem}). {fix}"
+            f"launch: --backup-dir must be {expected} "
+            f"(Received: --backup-dir {received(path, cut=None)}, {problem}). {fix}"
         )
     return path
 

@@ -7,7 +7,8 @@ tests/test_kubernetes.py and the pod-side run of tests/scenarios/kubernetes_pods
 - a JobSet's: the host name ``<jobset>-<replicated job>-<job index>-<i>`` under the JobSet's
   ``network.subdomain`` (the JobSet's name when unset), and JobSet's annotations
   (``jobset.sigs.k8s.io/...``) wherever the pod's env reads them (``fieldRef``);
-- the container's ``env`` values, ``command`` and volume mounts.
+- the container's ``env`` values, ``command`` and volume mounts;
+- its security context (:class:`Security`), the container's fields over the pod's.
 
 And the failure policy's verdict on an exit code (:func:`verdict`), as the Job controller
 applies ``podFailurePolicy``: the first rule that matches decides.
@@ -18,6 +19,37 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Security:
+    """What the container runs with: its user (``None``: the image's, root here), whether its root
+    file system is read-only, whether it may gain privileges (``allowPrivilegeEscalation``), and
+    whether every capability is dropped."""
+
+    user: int | None = None
+    group: int | None = None
+    read_only_root: bool = False
+    no_new_privileges: bool = False
+    drop_all: bool = False
+    non_root: bool = False
+
+
+def security(pod_spec: dict[str, Any], container: dict[str, Any]) -> Security:
+    """The container's security context over the pod's, as the kubelet merges them."""
+    pod_context, context = pod_spec.get("securityContext", {}), container.get("securityContext", {})
+
+    def merged(key: str) -> Any:
+        return context.get(key, pod_context.get(key))
+
+    return Security(
+        merged("runAsUser"),
+        merged("runAsGroup"),
+        bool(context.get("readOnlyRootFilesystem")),
+        context.get("allowPrivilegeEscalation") is False,
+        "ALL" in context.get("capabilities", {}).get("drop", []),
+        bool(merged("runAsNonRoot")),
+    )
 
 
 @dataclass
@@ -31,6 +63,7 @@ class Pod:
     mounts: dict[str, str] = field(default_factory=dict)  # mount path: claim name ("emptyDir" for one)
     failure_policy: dict[str, Any] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    security: Security = field(default_factory=Security)
 
     @property
     def address(self) -> str:
@@ -77,7 +110,7 @@ def _job_pods(job: str, spec: dict[str, Any], subdomain: str, annotations: dict[
                 env[entry["name"]] = annotations[key.group(1)]
         mounts = {mount["mountPath"]: claims[mount["name"]] for mount in container.get("volumeMounts", [])}
         made.append(Pod(job, index, hostname, subdomain, env, list(container["command"]), mounts, spec.get("podFailurePolicy", {}),
-                        dict(template.get("metadata", {}).get("labels", {}))))  # fmt: skip
+                        dict(template.get("metadata", {}).get("labels", {})), security(template["spec"], container)))  # fmt: skip
     return made
 
 

@@ -6,7 +6,7 @@ With ``KILL_AT=<step>`` (the test's stand-in for the kubelet's SIGTERM), the pod
 SIGTERM after that training step, once (a marker file in OUTDIR says it did). Each attempt
 appends a line to ``OUTDIR/<HOSTNAME>.jsonl``: the optimizer's step when ``fit`` began and when
 the process left it, its exit code, the plan's strategy and reasons, and, once ``fit``
-returned, the weights and the History.
+returned, the weights and the History; and the user it ran as and whether it could write to ``/``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ HOST = os.environ.get("HOSTNAME", "single")
 rng = np.random.default_rng(7)
 X = rng.normal(size=(96, 8)).astype("float32")
 Y = (X @ rng.normal(size=(8, 1)) + 0.1 * rng.normal(size=(96, 1))).astype("float32")
-record: dict = {"host": HOST}
+record: dict = {"host": HOST, "user": os.getuid(), "root_writable": os.access("/", os.W_OK)}
 
 
 def build() -> keras.Model:
