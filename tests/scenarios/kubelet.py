@@ -32,7 +32,6 @@ class Security:
     read_only_root: bool = False
     no_new_privileges: bool = False
     drop_all: bool = False
-    non_root: bool = False
 
 
 def security(pod_spec: dict[str, Any], container: dict[str, Any]) -> Security:
@@ -48,7 +47,6 @@ def security(pod_spec: dict[str, Any], container: dict[str, Any]) -> Security:
         bool(context.get("readOnlyRootFilesystem")),
         context.get("allowPrivilegeEscalation") is False,
         "ALL" in context.get("capabilities", {}).get("drop", []),
-        bool(merged("runAsNonRoot")),
     )
 
 
