@@ -491,7 +491,7 @@ def manifest_parser(subparsers: Any) -> None:
         ("--cpu-limit", None, "CPU each pod may use at most (a quantity)"),
         ("--memory-limit", None, "memory each pod may use at most (a quantity)"),
         ("--user", None, f"the user id the pods run as (default {DEFAULT_USER}; not root)"),
-        ("--egress", "open", "the pods' egress: open, or job (the job's own pods and the cluster's DNS only)"),
+        ("--egress", "open", "the pods' egress: open, or job (the job's own pods and DNS, port 53, only)"),
         ("--port", 2222, "the first task's port; each task adds its place (default 2222)"),
         ("--namespace", None, "the namespace (default: kubectl's)"),
         ("--backup-claim", None, "a PersistentVolumeClaim for the saves, so a restarted pod resumes"),

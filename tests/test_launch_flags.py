@@ -95,6 +95,15 @@ def test_a_script_that_is_no_readable_file_is_refused_naming_the_path(which, why
         assert f"launch: the script must be a readable file (Received: {path}, {why})" in err, err
 
 
+def test_a_deep_path_is_named_whole(tmp_path):
+    """A path is what the user needs to find the file: an error names it whole, however deep it is
+    (other values are cut to one short line)."""
+    deep = str(tmp_path / ("a-folder-nested-deep/" * 8) / "train.py")
+    code, out, err = launch("--workers=2", "--dry-run", deep)
+    assert len(deep) > 160 and code == 2 and f"(Received: {deep}, which does not exist)" in err, err
+    assert len(received("x" * 200)) == 80
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes whatever the modes say")
 def test_an_unreadable_script_and_an_unwritable_backup_folder_are_refused(paths, tmp_path):
     os.chmod(paths["script"], 0)

@@ -76,7 +76,7 @@ MAX_USER = 2**31 - 1  # Kubernetes's runAsUser is an int64; Linux ids stop below
 #: ~/.keras, caches), so neither the image's user nor its files matter.
 SCRATCH = (("tmp", "/tmp"), ("home", "/home/autodist"))
 #: The pods' egress: ``open`` (the default: datasets, buckets, package indexes stay reachable) or
-#: ``job`` (the job's own pods and the cluster's DNS only).
+#: ``job`` (the job's own pods and port 53, DNS, only).
 EGRESS = ("open", "job")
 #: The annotation that says what a manifest gives up of the restricted defaults (also written, as a
 #: comment, above the YAML: :func:`manifest_comments`), by the flag that gives it up.
