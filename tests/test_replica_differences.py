@@ -197,8 +197,11 @@ def test_a_model_whose_output_mixes_its_batch_is_measured_and_warned_and_one_tha
     normalised = [keras.layers.LayerNormalization(), keras.layers.BatchNormalization()]
     per_sample = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), *normalised, keras.layers.Dense(1)])
     # rounding only, a few float32 ulps: TensorFlow 2.22's kernels round a batch of 2 and one of 4 apart (4e-8 with
-    # Keras 3.15.1, 1.9e-7 with 3.16), 50 times below the gap the probe warns at
-    assert mixing_gap(per_sample, features[:4]) <= TOLERANCE / 50
+    # Keras 3.15.1, 1.9e-7 to 2.3e-7 with keras-nightly 3.16, about 2 ulps); 8 ulps is still 10 times below the gap
+    # the probe warns at
+    rounding = 8 * float(np.finfo(np.float32).eps)
+    assert rounding <= TOLERANCE / 10
+    assert mixing_gap(per_sample, features[:4]) <= rounding
     dropped = keras.Sequential([keras.Input((3,)), keras.layers.Dropout(0.5), keras.layers.Dense(1)])
     assert mixing_gap(dropped, features[:4]) is None and mixing_gap(BatchDot(), ids[:4]) is None  # random; not built
     assert batch_mixing_check(keras, ids, 1, 8) is None and batch_mixing_check(keras, ids[:3], 2, 8) is None
