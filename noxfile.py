@@ -8,9 +8,9 @@ TensorFlow/Keras pair, as a user installs it, and its matrix slice run there.
     nox -s "matrix(pair='next')"            # TensorFlow 2.22.0rc0 + keras-nightly 3.16.0.dev2026102704
     nox -l                                  # every pair (docs/support-matrix.md)
 
-``.ci/run`` runs the pairs of :data:`CI_PAIRS` after the README's test command (the newest pair):
-the oldest, a middle one, and the next releases (a TensorFlow pre-release with the released Keras,
-and with a dated ``keras-nightly``).
+``.ci/run`` runs the pairs of :data:`CI_PAIRS` after the README's test command (the newest pair),
+beside the differential tier and the corpus slice: the oldest, a middle one, and the next releases
+(a TensorFlow pre-release with a dated ``keras-nightly``; with the released Keras, ``next-tf``, by hand).
 Each session installs the pair first, then autodist (``pip install .``: its requirements are
 already met, so the pair stays as it is, which the session checks), then the test tools, and
 runs the slice: a replicated single-host fit and models with BatchNormalization, Dropout and a

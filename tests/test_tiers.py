@@ -49,3 +49,29 @@ def test_a_unit_test_that_imports_tensorflow_or_starts_a_process_fails_naming_th
     unit.stdout.fnmatch_lines(["*a unit test starts a process*request the fixture processes*"])
     heavy = pytester.runpytest_subprocess("-m", "tensorflow", "-p", "no:cacheprovider")
     heavy.assert_outcomes(passed=2, deselected=4)
+
+
+def test_a_child_of_the_suite_goes_without_the_packages_keras_imports_unasked(processes):
+    """Outside the differential tier, a child cannot import what ``HIDDEN_IN_CHILDREN`` names (Keras
+    then goes without them, as where they are not installed); ``TESTS_HIDDEN_MODULES=None`` shows them."""
+    import json
+
+    from tests.conftest import HIDDEN_IN_CHILDREN, run_python, subprocess_env
+
+    probe = (
+        "import importlib, json, sys\n"
+        "found = {}\n"
+        "for name in sys.argv[1].split(','):\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "        found[name] = True\n"
+        "    except ModuleNotFoundError as err:\n"
+        "        found[name] = str(err)\n"
+        "print(json.dumps(found))\n"
+    )
+    names = HIDDEN_IN_CHILDREN + ",matplotlib.pyplot,json"
+    hidden = json.loads(run_python(["-c", probe, names], env=subprocess_env()).stdout)
+    shown = json.loads(run_python(["-c", probe, names], env=subprocess_env(TESTS_HIDDEN_MODULES=None)).stdout)
+    assert {name for name, found in hidden.items() if found is True} == {"json"}, hidden
+    assert all("hidden by TESTS_HIDDEN_MODULES" in found for name, found in hidden.items() if name != "json"), hidden
+    assert all(found is True for found in shown.values()), shown
