@@ -136,23 +136,27 @@ def pytest_runtest_makereport(item, call):
         report.outcome, report.longrepr = "failed", "\n".join(dict.fromkeys(new))
 
 
-#: What importing TensorFlow and Keras sets in os.environ (measured on TF 2.21): a test that
-#: imports them first is not blamed for these.
-_SET_BY_IMPORT = (
-    "TF2_BEHAVIOR", "TF_CPP_MIN_LOG_LEVEL", "TPU_ML_PLATFORM", "TPU_ML_PLATFORM_VERSION", "TPU_SKIP_MDS_QUERY",
-    "HDF5_PLUGIN_PATH", "ENABLE_RUNTIME_UPTIME_TELEMETRY",
-)
+#: What importing each package sets in os.environ (measured on TF 2.21): a test that
+#: imports it first is not blamed for these.
+_SET_BY_IMPORT = {
+    "tensorflow": (
+        "TF2_BEHAVIOR", "TF_CPP_MIN_LOG_LEVEL", "TPU_ML_PLATFORM", "TPU_ML_PLATFORM_VERSION", "TPU_SKIP_MDS_QUERY",
+        "HDF5_PLUGIN_PATH", "ENABLE_RUNTIME_UPTIME_TELEMETRY",
+    ),
+    "sklearn": ("KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK"),  # what Keras imports unasked (tf_keras too)
+}
 
 
 @pytest.fixture(autouse=True)
 def no_environment_leaks():
     """Fail any test that changes os.environ (TF_CONFIG leaking between tests is our bug class)."""
-    imported = "tensorflow" in sys.modules
+    imported = {package for package in _SET_BY_IMPORT if package in sys.modules}
     before = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     yield
     after = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    if not imported and "tensorflow" in sys.modules:  # this test imported it first
-        before.update({k: after[k] for k in _SET_BY_IMPORT if k in after and k not in before})
+    for package, names in _SET_BY_IMPORT.items():
+        if package not in imported and package in sys.modules:  # this test imported it first
+            before.update({k: after[k] for k in names if k in after and k not in before})
     if before != after:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         for key in changed:

@@ -6,6 +6,7 @@ under an activated strategy are checked against model.fit in tests/test_training
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -202,6 +203,7 @@ def test_a_model_only_evaluated_under_the_strategy_made_current_keeps_its_own_te
 
 
 RAW_TENSORFLOW = """
+import importlib.util
 import json
 {imports}
 import keras
@@ -237,6 +239,11 @@ for _ in range(3):
     for variable, grad in zip(module.trainable_variables, tape.gradient(loss, module.trainable_variables)):
         variable.assign_sub(0.1 * grad)
 
+# The data augmentation tutorial's generator, drawn from in a tf.data map (TensorFlow updates its
+# state through the current strategy)
+rng = tf.random.Generator.from_seed(123, alg="philox")
+seeds = [int(seed[0]) for seed in tf.data.Dataset.range(3).map(lambda i: rng.make_seeds(1)[:, 0])]
+
 
 class WithCounter(keras.Model):
     def __init__(self):
@@ -261,6 +268,7 @@ def kind(variable):
 
 print("RESULT " + json.dumps({{
     "numbers": [float(gradient), float(x.numpy()), float(doubled()), float(module.w.numpy()), float(module.b.numpy())],
+    "seeds": seeds,
     "raw": [kind(x), kind(module.w)],
     "keras": [kind(model.dense.kernel), kind(model.seen), kind(scoped)],
 }}))
@@ -269,7 +277,8 @@ print("RESULT " + json.dumps({{
 
 def test_raw_tensorflow_beside_keras_runs_as_without_autodist(processes):
     """Issue 59: the TensorFlow guide's basics (a tf.Variable and a tape before any model) raised
-    'DistributedVariable.handle is not available outside the replica context' on 2 replicas.
+    'DistributedVariable.handle is not available outside the replica context' on 2 replicas, and a
+    tf.random.Generator drawn from in a tf.data map failed MirroredStrategy's update assertion.
     The script's own variables are now plain, with one device's numbers; Keras's objects, and
     what the script creates in a scope it opens, are still the strategy's."""
     runs = {}
@@ -280,6 +289,7 @@ def test_raw_tensorflow_beside_keras_runs_as_without_autodist(processes):
         assert proc.returncode == 0 and lines, proc.stderr[-3000:]
         runs[name] = json.loads(lines[-1][len("RESULT "):])
     assert runs["autodist"]["numbers"] == runs["without"]["numbers"]
+    assert runs["autodist"]["seeds"] == runs["without"]["seeds"] and len(set(runs["without"]["seeds"])) == 3
     assert runs["autodist"]["raw"] == ["ResourceVariable", "ResourceVariable"]
     assert runs["autodist"]["keras"] == ["MirroredVariable", "MirroredVariable", "MirroredVariable"]
     assert "MirroredVariable" not in runs["without"]["keras"]
@@ -472,3 +482,69 @@ def test_a_custom_step_written_for_one_device_gets_a_named_error_on_replicas_and
     assert 'own_loop.py", line 11, in step' in said["2"] and "grads = tape.gradient" in said["2"], said  # the line
     assert "sequential/dense/kernel" in said["2"] and "strategy.run(train_step" in said["2"], said
     assert said["1"].startswith("RESULT ran"), said
+
+
+LEGACY_LOOP = """
+import autodist, numpy as np, tensorflow as tf
+
+
+class MyModel(tf.keras.Model):  # the TensorFlow guide's basic training loop, in tf_keras
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.w = tf.Variable(5.0)
+        self.b = tf.Variable(0.0)
+
+    def call(self, x):
+        return self.w * x + self.b
+
+
+model = MyModel()
+x, y = tf.constant(np.arange(4.0, dtype="float32")), tf.constant(np.arange(4.0, dtype="float32") * 3.0)
+try:
+    with tf.GradientTape() as t:
+        current_loss = tf.reduce_mean(tf.square(y - model(x)))
+    dw, db = t.gradient(current_loss, [model.w, model.b])
+    print("RESULT ran", type(model).__module__, float(dw))
+except autodist.ReplicaContextError as err:
+    print("RESULT named", isinstance(err, ValueError), " ".join(str(err).split()))
+loss_object = tf.keras.losses.MeanSquaredError()  # reduction AUTO, as the guides make it
+
+
+@tf.function
+def train_step(x, y):
+    return loss_object(y, model(x))
+
+
+try:
+    print("LOSS ran", float(train_step(x, y)))
+except autodist.ReplicaContextError as err:
+    print("LOSS named", isinstance(err, ValueError), " ".join(str(err).split()))
+"""
+
+
+def test_a_custom_step_written_for_one_device_under_tf_keras_gets_the_named_error_too(processes, tmp_path):
+    """tf_keras's variables are TensorFlow's own, not Keras 3's: the TensorFlow guide's basic
+    training loop (a tf.keras.Model's variables, tape.gradient outside strategy.run), written for
+    Keras 2, gets the same ReplicaContextError on 2 replicas, naming the variable and the fix, where
+    TensorFlow said only that a DistributedVariable's handle is not available there. A tf_keras loss
+    object averaged over the batch in a tf.function of the script's own (the mixed-precision and
+    Effective TF2 guides' steps), where tf_keras asked only for another reduction, gets it too, with
+    the line. On one device both run."""
+    if importlib.util.find_spec("tf_keras") is None:  # not imported here: it sets os.environ
+        pytest.skip("tf_keras is not installed")
+    said = {}
+    script = tmp_path / "legacy_loop.py"
+    script.write_text(LEGACY_LOOP)
+    for devices in ("2", "1"):
+        env = subprocess_env(AUTODIST_CPU_DEVICES=devices, TF_USE_LEGACY_KERAS="1")
+        proc = run_python([str(script)], env=env, timeout=180)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith(("RESULT ", "LOSS "))]
+        assert proc.returncode == 0 and len(lines) == 2, proc.stderr[-3000:]
+        said[devices] = lines
+    (read, loss), (read_alone, loss_alone) = said["2"], said["1"]
+    assert read.startswith("RESULT named True"), said
+    assert "Variable:0" in read and "strategy.run(train_step" in read, said
+    assert loss.startswith("LOSS named True") and "MeanSquaredError" in loss, said
+    assert 'legacy_loop.py", line 29, in train_step' in loss and "Reduction.NONE" in loss, said
+    assert read_alone == "RESULT ran __main__ 14.0", said  # mean(-2x(y - 5x)) for y = 3x, x = 0..3
+    assert loss_alone.startswith("LOSS ran"), said

@@ -147,3 +147,38 @@ def test_no_module_but_input_kinds_looks_at_what_the_raw_input_is():
             if looks.search(code) and not re.match(r"\s*(def |>>>)", code):
                 found.append(f"{name}:{number}: {line.strip()}")
     assert not found, "classify the input once (autodist/core/input_kinds.py), and ask it:\n" + "\n".join(found)
+
+
+class _Masked:
+    """A composite tensor of the script's own (the TensorFlow guide's ``MaskedTensor``, a
+    ``tf.experimental.ExtensionType``): a shape and a dtype, and no ``__getitem__``."""
+
+    shape, dtype = (3, 2), "float32"
+
+
+def test_a_composite_tensor_that_cannot_be_sliced_counts_its_samples_and_is_named_unsplittable():
+    """The Extension types guide fits a MaskedTensor: Keras counts its leading dimension, and
+    tf.distribute cannot split it over replicas (a hand-built strategy fails on it): the input says
+    so, and numpy, tensors' stand-ins and plain Python values do not."""
+    masked = classify(_Masked(), np.ones((3, 1)))
+    assert masked.samples() == 3
+    assert "holds a _Masked, a composite tensor that cannot be sliced" in masked.unsplittable()
+    assert "_Masked" in classify({"a": np.ones((3, 1)), "b": [_Masked()]}).unsplittable()
+    assert classify(np.ones((3, 2)), _Masked()).unsplittable() is not None  # in y too
+    for plain in (np.ones((3, 2)), [np.ones(3), np.ones(3)], {"a": np.ones((3, 1))}, [1.0, 2.0, 3.0]):
+        assert classify(plain).unsplittable() is None, plain
+
+
+def test_an_input_that_cannot_be_split_is_refused_on_replicas_with_the_fix():
+    """Where the plan keeps several replicas for such an input (here a strategy asked for), it is
+    refused when prepared, before Keras fails on it inside TensorFlow: what, why, and the fix."""
+    from autodist.core.inputs import prepare_input
+    from autodist.errors import ArgumentError
+    from autodist.planning.planner import plan
+    from tests.conftest import make_snapshot
+
+    kept = plan(make_snapshot(num_cpu_devices=2), batch_size=32, strategy="mirrored")
+    with pytest.raises(ArgumentError) as caught:
+        prepare_input(classify(_Masked(), np.ones((3, 1))), kept, {})
+    said = str(caught.value)
+    assert "holds a _Masked" in said and "2 replicas of mirrored" in said and "AUTODIST_STRATEGY=default" in said

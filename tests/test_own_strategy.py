@@ -172,7 +172,12 @@ def one_process():
     the script's strategy after autodist's holds variables; side by side."""
     legacy = start_scenario("own_strategy.py", "legacy", TF_USE_LEGACY_KERAS="1", AUTODIST_ACTIVATE="0", AUTODIST_CPU_DEVICES="2")
     activated = start_scenario("own_strategy.py", "activated", AUTODIST_CPU_DEVICES="2")
-    return {**scenario_result(legacy, TIMEOUT), **scenario_result(activated, TIMEOUT)}
+    legacy_activated = start_scenario("own_strategy.py", "legacy_activated", TF_USE_LEGACY_KERAS="1", AUTODIST_CPU_DEVICES="2")
+    return {
+        **scenario_result(legacy, TIMEOUT),
+        **scenario_result(activated, TIMEOUT),
+        **scenario_result(legacy_activated, TIMEOUT),
+    }
 
 
 def test_legacy_optimizer_v2_is_copied_back_after_the_fallback(one_process):
@@ -195,6 +200,15 @@ def test_after_autodists_strategy_holds_variables_the_scripts_strategy_coexists(
     assert got["kept_plan"] == "one_device" and got["kept_reason"].startswith("kept the script's own OneDeviceStrategy")
     assert got["kept_weights_gap"] <= 1e-6
     assert all(gap <= 1e-6 for gap in got["outside_the_block"].values()), got["outside_the_block"]
+
+
+def test_a_model_of_the_scripts_strategy_saved_outside_its_scope_trains_under_it(one_process):
+    """The TensorFlow multi-worker tutorial's order, in tf_keras: autodist's strategy holds a model
+    when the script makes its own; the script's model, saved outside its scope, gets its metrics'
+    variables there. They were autodist's, and the model's fit under its own strategy then failed
+    with 'Mixing different tf.distribute.Strategy objects'; as without autodist, they are plain."""
+    got = one_process["legacy_activated"]
+    assert got["metrics"] == ["loss", "mae"] and got["plan"] == "mirrored" and got["first"], got
 
 
 def test_a_strategy_named_in_fit_moves_a_model_of_the_scripts_strategy_with_a_warning(one_process):

@@ -433,3 +433,20 @@ def test_a_batch_smaller_than_the_replicas_trains_on_one_device_unless_the_model
     assert (stuck.strategy, stuck.global_batch_size) == (StrategyKind.MIRRORED, 2)
     said = [w for w in stuck.warnings if "cannot be moved there (Keras cannot save it" in w]
     assert len(said) == 1 and "batch_size=2 or more" in said[0], stuck.warnings
+
+
+def test_an_input_that_cannot_be_split_trains_on_one_device_unless_the_model_cannot_move_there():
+    """The Extension types guide fits a MaskedTensor, which tf.distribute cannot split (a
+    hand-built strategy fails on it): one device, with the reason, whatever the batch; a model
+    built under the strategy that cannot move stays (its input is then refused with the fix)."""
+    from autodist.planning.steps_per_execution import FitFacts
+
+    snap = make_snapshot(num_cpu_devices=2)
+    why = "the input holds a MaskedTensor, a composite tensor that cannot be sliced (no __getitem__)"
+    moved = plan(snap, batch_size=32, fit_facts=FitFacts(unsplittable=why))
+    assert (moved.strategy, moved.global_batch_size) == (StrategyKind.DEFAULT, 32)
+    said = [reason for reason in moved.reasons if reason.startswith(why)]
+    assert len(said) == 1 and "trains on one device" in said[0], moved.reasons
+    stuck = plan(snap, batch_size=32, fit_facts=FitFacts(unsplittable=why, unmovable="Keras cannot save it"))
+    assert stuck.strategy == StrategyKind.MIRRORED
+    assert plan(snap, batch_size=32).strategy == StrategyKind.MIRRORED

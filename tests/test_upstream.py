@@ -662,6 +662,42 @@ def test_still_needed_variable_handle(tensorflow_imported):
     assert surface.available("keras.variable_handle")
 
 
+def test_still_needed_distributed_variable_handle(tensorflow_imported):
+    """TensorFlow's own distributed variable (what tf_keras makes under a strategy) still refuses
+    its handle outside the replica context with a ValueError that names no fix, and the touch
+    finds the property it wraps."""
+    import tensorflow as tf
+    from tensorflow.python.distribute import values
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    tf.distribute.experimental_set_strategy(strategy)
+    try:
+        with strategy.scope():
+            variable = tf.Variable(1.0)
+        assert isinstance(variable, values.DistributedVariable)
+        with pytest.raises(ValueError, match="not available outside the replica context") as caught:
+            variable.handle
+        assert "strategy.run(" not in str(caught.value), "TensorFlow names the fix now"
+    finally:
+        tf.distribute.experimental_set_strategy(None)
+    assert isinstance(vars(values.DistributedVariable)["handle"], property)
+    assert surface.available("tf.distributed_variable_handle")
+
+
+def test_still_needed_tf_keras_loss_reduction(tensorflow_imported):
+    """tf_keras still refuses a loss averaged over the batch under a strategy, outside fit, with a
+    ValueError that asks only for another reduction (not for the step to run in each replica)."""
+    import tensorflow as tf
+
+    tf_keras = pytest.importorskip("tf_keras")
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        with pytest.raises(ValueError, match="Reduction.SUM") as caught:
+            tf_keras.losses.MeanSquaredError()(tf.ones((2, 1)), tf.zeros((2, 1)))
+    assert "strategy.run(" not in str(caught.value), "tf_keras names the fix now"
+    assert surface.available("tf_keras.loss_reduction")
+
+
 def test_still_needed_callback_internals(tensorflow_imported):
     import keras
 

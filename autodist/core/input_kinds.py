@@ -113,6 +113,10 @@ class Input:
         steps reads ahead (:func:`autodist.core.inputs.shuffles_read_ahead`)."""
         return ()
 
+    def unsplittable(self) -> str | None:
+        """Why ``tf.distribute`` cannot split the input's batches over replicas; ``None`` where it can."""
+        return None
+
     def requested_batch(self, batch_size: int | None, fit_kwargs: Mapping[str, Any]) -> int | None:
         """The global batch the call asks for: ``batch_size``; else the batch the input brings;
         else ``None`` (Keras's default)."""
@@ -165,6 +169,18 @@ class Arrays(Input):
     def head(self, count: int) -> Any:
         """The first ``count`` samples of ``x`` (fewer where it has fewer), pandas as numpy."""
         return _head(self.raw, count)
+
+    def unsplittable(self) -> str | None:
+        """A composite tensor that cannot be sliced (a ``tf.experimental.ExtensionType`` of the
+        script's, the TensorFlow guide's ``MaskedTensor``), in ``x`` or ``y``: one device batches it
+        as a whole, and ``tf.distribute`` cannot split it over replicas."""
+        leaf = _unsliceable(self.raw) or _unsliceable(self.y)
+        if leaf is None:
+            return None
+        return (
+            f"the input holds a {type(leaf).__name__}, a composite tensor that cannot be sliced (no __getitem__), "
+            "which tf.distribute cannot split over replicas"
+        )
 
     def samples(self) -> int:
         """The samples, as Keras counts them: the length of the first array."""
@@ -346,6 +362,16 @@ def _head(x: Any, count: int) -> Any:
     return x.iloc[:count].to_numpy() if _pandas(x) else x[:count]
 
 
+def _unsliceable(x: Any) -> Any:
+    """The first leaf of ``x`` (in dicts, lists and tuples) that has a shape but cannot be sliced
+    (a composite tensor); ``None``."""
+    if isinstance(x, Mapping):
+        return next((found for value in x.values() if (found := _unsliceable(value)) is not None), None)
+    if isinstance(x, (list, tuple)):
+        return next((found for value in x if (found := _unsliceable(value)) is not None), None)
+    return x if getattr(x, "shape", None) is not None and not hasattr(type(x), "__getitem__") else None
+
+
 def _numpy_only(x: Any) -> bool:
     if x is None:
         return True
@@ -375,6 +401,10 @@ def num_samples(x: Any) -> int:
     first = x
     while isinstance(first, (collections.abc.Mapping, list, tuple)) and len(first) > 0:
         first = first[sorted(first)[0]] if isinstance(first, collections.abc.Mapping) else first[0]
+    if not hasattr(first, "__len__") and getattr(first, "shape", None) is not None:
+        # a composite tensor (tf.SparseTensor, a tf.experimental.ExtensionType with a shape): its
+        # leading dimension, as Keras's data adapter reads it
+        return int(first.shape[0])
     return int(len(first))
 
 

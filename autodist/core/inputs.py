@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from autodist.core.input_kinds import Arrays, Dataset, Input, NoInput, Stream, classify, numpy_view
-from autodist.errors import BatchSizeError
+from autodist.errors import ArgumentError, BatchSizeError
 from autodist.log import get_logger
 from autodist.planning.global_batch import every_replica_fed, shares_of
 from autodist.planning.keras_compat import kept_strategy_order
@@ -143,6 +143,13 @@ def prepare_input(
     if isinstance(data, NoInput) or data.batches_itself:  # ready-made batches: Keras reads them as they are
         return TrainingInput(data, dict(fit_kwargs), () if isinstance(data, Stream) else per_worker_shuffle)
     own_dataset = multi_worker or drop
+    if the_plan.num_replicas > 1 and (why := data.unsplittable()) is not None:
+        raise ArgumentError(
+            f"{why}: it cannot train on the {the_plan.num_replicas} replicas of {the_plan.strategy.value}, and one "
+            "device was not possible here (the plan's reasons say why: a strategy asked for, a multi-worker job, "
+            "or a model built under the strategy that cannot be moved). Fix: set AUTODIST_STRATEGY=default before "
+            "the script starts (one device, as model.fit), or give the input as tensors or numpy arrays"
+        )
     if not isinstance(data, Arrays):  # Keras batches it, or says in its own words why it cannot
         return TrainingInput(data, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
     if not fit_kwargs.get("validation_split"):

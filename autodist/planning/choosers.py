@@ -266,14 +266,18 @@ def choose_unsplit(
     layout: Choice[Layout],
     batch_size: int | None,
     unmovable: str | None = None,
+    unsplittable: str | None = None,
 ) -> tuple[Choice[StrategyKind], Choice[Layout]]:
     """One device where a batch is smaller than the replicas that would share it: a single-host
     ``mirrored`` plan for ``batch_size=1`` (keras.io's attention MIL classifier) on 2 replicas would
     round the batch up to 2, which halves the steps and trains another program. One device trains
-    the author's. Any other plan as it is: a forced or kept strategy, ``central_storage`` (chosen
-    because the model fits no GPU), a multi-worker job, whose every worker must take a share, and
-    a model already built under the strategy that cannot be moved (``unmovable``: why Keras cannot
-    save it); their batch is rounded up, with a warning, and the last says why.
+    the author's. The same where the input cannot be split at all (``unsplittable``: why; the
+    TensorFlow guide's ``MaskedTensor``, which fails under a hand-built strategy too). Any other
+    plan as it is: a forced or kept strategy, ``central_storage`` (chosen because the model fits no
+    GPU), a multi-worker job, whose every worker must take a share, and a model already built under
+    the strategy that cannot be moved (``unmovable``: why Keras cannot save it); their batch is
+    rounded up, with a warning, and the last says why (an input that cannot be split is then
+    refused when it is prepared, with the fix).
 
     Example:
         >>> snap = HardwareSnapshot.cpu_only(num_cpu_devices=2)
@@ -282,9 +286,10 @@ def choose_unsplit(
         ('default', 1)
     """
     replicas = layout.value.num_replicas
-    if kind.value != K.MIRRORED or batch_size is None or not 1 <= batch_size < replicas:
+    small = batch_size is not None and 1 <= batch_size < replicas
+    if kind.value != K.MIRRORED or not (small or unsplittable):
         return kind, layout
-    if unmovable is not None:
+    if unmovable is not None and small:
         kept = (
             f"batch_size={batch_size} is smaller than the {replicas} replicas, and one device would train the "
             f"program as written, but the model, built under {kind.value.value}, cannot be moved there "
@@ -293,11 +298,16 @@ def choose_unsplit(
             "(get_config)"
         )
         return Choice(kind.value, kind.reasons, kind.warnings + (kept,)), layout
+    if unmovable is not None:
+        return kind, layout  # the input, prepared for the replicas, is refused with the fix
     reason = (
         f"batch_size={batch_size} is smaller than the {replicas} replicas {kind.value.value} would split "
         f"it over: rounding it up to {replicas} would train fewer, larger steps than the program's, so it "
         "trains on one device, with one device's numbers (pass a batch of at least "
         f"{replicas} to train on {replicas} replicas)"
+        if small
+        else f"{unsplittable}: it trains on one device, with one device's numbers (give it as tensors or "
+        f"numpy arrays to train on {replicas} replicas)"
     )
     return Choice(K.DEFAULT, kind.reasons + (reason,), kind.warnings), choose_layout(snapshot, K.DEFAULT)
 

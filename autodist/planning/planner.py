@@ -221,7 +221,8 @@ def _choose(
     if forced is not None:
         return kind, layout
     unmovable = fit_facts.unmovable if fit_facts is not None else None
-    return choosers.choose_unsplit(snapshot, kind, layout, batch_size, unmovable)
+    unsplittable = fit_facts.unsplittable if fit_facts is not None else None
+    return choosers.choose_unsplit(snapshot, kind, layout, batch_size, unmovable, unsplittable)
 
 
 def _keep(

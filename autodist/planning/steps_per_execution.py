@@ -47,6 +47,7 @@ class FitFacts:
     length_unknown: bool = False  # a generator, or a dataset of unknown cardinality
     total_steps: int | None = None  # training steps in the whole fit, where the input tells
     unmovable: str | None = None  # why the model, built under a strategy, cannot be moved to another
+    unsplittable: str | None = None  # why tf.distribute cannot split the input over replicas
 
 
 def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:

@@ -70,12 +70,15 @@ from autodist.upstream.tf_hooks import (
     hook_triggers,
     hook_variable_creation,
     keep_script_variables_plain,
+    name_distributed_reads_outside_replicas,
+    name_tf_keras_losses_outside_replicas,
     origin_of_new_variable,
     translate_creation_errors,
     watch_strategy_construction,
 )
 from autodist.upstream.versions import check_versions, installed
-from autodist.process import STATE, once
+from autodist.core.framework_import import when_imported
+from autodist.process import STATE, draws_kept, once
 
 __all__ = [
     "ASSUMED_FITS",
@@ -183,42 +186,53 @@ def complete() -> None:
     if done is None or not done.pending or building() or not STATE.activating.acquire(blocking=False):
         return  # building(): autodist is creating a strategy, whose constructor fired a trigger
     try:
-        import tensorflow as tf
-
-        if done.strategy is None:
-            try:
-                strategy = start(done.plan)
-            except Exception as err:
-                record(pending=False, error=err, failed_key=strategy_key(done.plan))
-                _triggers().remove()
-                raise
-            done = record(strategy=strategy)
-            if done.plan.type.collective_workers:
-                translate_creation_errors(strategy, _mismatch_at_creation)
-        if STATE.main_thread is None:  # activated outside the main thread: created, never made current
-            record(pending=False)
-            _triggers().remove()
-            get_logger().info(OUTSIDE_MAIN_THREAD, done.plan.strategy.value)
-            return
-        if (
-            threading.get_ident() != STATE.main_thread
-            or tf.inside_function()
-            or tf.distribute.has_strategy()
-            or not current().pending
-        ):  # type: ignore[union-attr]
-            return  # made current at a later trigger: not inside a scope, nor while a function is traced
-        tf_scopes.install(done.strategy)
-        keep_script_variables_plain(done.strategy, scripts_own, on_write=_written_in_replicas)
-        name_reads_outside_replicas(done.strategy, _read_outside_replicas)
-        tf.distribute.experimental_set_strategy(done.strategy)
-        record(pending=False)
-        _triggers().remove()
-        if not STATE.first_variable_ours:
-            hook_variable_creation(_variable_watch(), _count_variable)
-        hook_graph_reset(_kept_through_reset)
-        get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
+        with draws_kept():  # what it imports draws nothing the script would not (Keras 3's rich, under tf_keras)
+            _complete(done)
     finally:
         STATE.activating.release()
+
+
+def _complete(done: Any) -> None:
+    """:func:`complete`'s work, holding the activation's lock."""
+    import tensorflow as tf
+
+    if done.strategy is None:
+        try:
+            strategy = start(done.plan)
+        except Exception as err:
+            record(pending=False, error=err, failed_key=strategy_key(done.plan))
+            _triggers().remove()
+            raise
+        done = record(strategy=strategy)
+        if done.plan.type.collective_workers:
+            translate_creation_errors(strategy, _mismatch_at_creation)
+    if STATE.main_thread is None:  # activated outside the main thread: created, never made current
+        record(pending=False)
+        _triggers().remove()
+        get_logger().info(OUTSIDE_MAIN_THREAD, done.plan.strategy.value)
+        return
+    if (
+        threading.get_ident() != STATE.main_thread
+        or tf.inside_function()
+        or tf.distribute.has_strategy()
+        or not current().pending
+    ):  # type: ignore[union-attr]
+        return  # made current at a later trigger: not inside a scope, nor while a function is traced
+    tf_scopes.install(done.strategy)
+    keep_script_variables_plain(done.strategy, scripts_own, on_write=_written_in_replicas)
+    name_distributed_reads_outside_replicas(done.strategy, _read_outside_replicas)
+    name_reads_outside_replicas(done.strategy, _read_outside_replicas)
+    strategy = done.strategy
+    when_imported(
+        ("tf_keras",), "tf_keras", lambda: name_tf_keras_losses_outside_replicas(strategy, _loss_outside_replicas)
+    )
+    tf.distribute.experimental_set_strategy(done.strategy)
+    record(pending=False)
+    _triggers().remove()
+    if not STATE.first_variable_ours:
+        hook_variable_creation(_variable_watch(), _count_variable)
+    hook_graph_reset(_kept_through_reset)
+    get_logger().info("autodist: %s is the current strategy", done.plan.strategy.value)
 
 
 def _kept_through_reset(reset: Callable[[], Any]) -> Any:
@@ -309,11 +323,14 @@ def scripts_own(origin: str) -> bool:
     itself, outside any Keras object, where autodist's strategy is current through the activation
     alone (not in a ``with strategy.scope():`` the script or Keras entered, not in a replica's
     step). It is then a plain variable, so ``tape.gradient``, ``assign`` and reads behave as on
-    one device (the TensorFlow guide's basics); a Keras object's variables are the strategy's."""
+    one device (the TensorFlow guide's basics); a Keras object's variables are the strategy's,
+    but for those Keras makes outside the scope of the script's own strategy for a model made
+    under it (its metrics', as ``save`` builds them): as without autodist, where no strategy is
+    current there, so that the model's ``fit`` under its own strategy can update them."""
     import tensorflow as tf
 
     return (
-        origin == "script"
+        origin in ("script", "another strategy's model")
         and available("tf.script_variables")
         and tf.distribute.in_cross_replica_context()
         and tf_scopes.stepping_aside() is not None
@@ -354,6 +371,29 @@ READ_OUTSIDE_REPLICAS = (
     "tf.distribute.Strategy'); or train this script on one device: AUTODIST_STRATEGY=default before it "
     "starts (AUTODIST_ACTIVATE=0 leaves TensorFlow as it is)"
 )
+
+
+LOSS_OUTSIDE_REPLICAS = (
+    "the tf_keras loss {name} averages over the batch (reduction AUTO) and this code calls it outside "
+    "Model.fit and outside strategy.run, while the {strategy} strategy with {replicas} replicas that "
+    "autodist made current at import is current: a custom training step written for one device, which "
+    "cannot run on {replicas} replicas as it is written (the traceback, or TensorFlow's 'in user code' "
+    "frames, name the line). Fix: run the step in each replica, strategy = tf.distribute.get_strategy(); "
+    "strategy.run(train_step, args=(batch,)) over strategy.experimental_distribute_dataset(dataset), with "
+    "the loss made with reduction=tf.keras.losses.Reduction.NONE and averaged by "
+    "tf.nn.compute_average_loss(per_example_loss, global_batch_size=...) (the TensorFlow guide 'Custom "
+    "training with tf.distribute.Strategy'); or train this script on one device: AUTODIST_STRATEGY=default "
+    "before it starts (AUTODIST_ACTIVATE=0 leaves TensorFlow as it is)"
+)
+
+
+def _loss_outside_replicas(loss: Any, error: BaseException) -> ReplicaContextError:
+    """The named error for a tf_keras loss averaged over the batch in autodist's cross-replica context."""
+    done = current()
+    replicas = done.plan.num_replicas if done is not None and done.plan is not None else "several"
+    strategy = done.plan.strategy.value if done is not None and done.plan is not None else "current"
+    name = f"{type(loss).__name__} {getattr(loss, 'name', '')!r}".strip()
+    return ReplicaContextError(LOSS_OUTSIDE_REPLICAS.format(name=name, strategy=strategy, replicas=replicas))
 
 
 def _read_outside_replicas(variable: Any, error: BaseException) -> ReplicaContextError:

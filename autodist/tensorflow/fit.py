@@ -212,12 +212,18 @@ def _fit_facts(call: FitCall) -> FitFacts:
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
         length_unknown=call.data.length_unknown(),
         total_steps=fit_steps(call.data, call.requested_batch, call.epochs, kwargs),
-        # a batch too small to split trains on one device, which a model built under the strategy reaches by a move
+        # a batch too small to split, or an input that cannot be split, trains on one device, which a
+        # model built under the strategy reaches by a move
         unmovable=(
             stuck(call.model)
-            if call.builder is None and call.requested_batch is not None and call.requested_batch < _SMALL_BATCH
+            if call.builder is None
+            and (
+                (call.requested_batch is not None and call.requested_batch < _SMALL_BATCH)
+                or call.data.unsplittable() is not None
+            )
             else None
         ),
+        unsplittable=call.data.unsplittable(),
     )
 
 

@@ -149,14 +149,23 @@ def move_into_scope(model: Any, strategy: Any) -> Any:
         "serialisable (get_config and @keras.saving.register_keras_serializable())."
     )
     name = type(strategy).__name__
+    where = f"built outside the {name} scope"
+    if name == "_DefaultDistributionStrategy":  # one device: the plan moves the model there
+        where = "built under the strategy made current at import, and the plan trains it on one device (its reasons say why)"
+        fix = (
+            "The model was made under the strategy autodist made current at import. Fix: set "
+            "AUTODIST_STRATEGY=default before the script starts (the model is then made on one device, as "
+            "model.fit trains it), or make custom layers serialisable (get_config and "
+            "@keras.saving.register_keras_serializable())."
+        )
     with tempfile.TemporaryDirectory(prefix="autodist-move-") as folder:
         path = os.path.join(folder, "model.keras")
         try:
             model.save(path)
         except Exception as err:
             raise ModelPlacementError(
-                f"The model was built outside the {name} scope, and autodist could not save it to "
-                f"move it inside: {type(err).__name__}: {err}. Expected a model that Keras can "
+                f"The model was {where}, and autodist could not save it to "
+                f"move it there: {type(err).__name__}: {err}. Expected a model that Keras can "
                 f"save to .keras. {fix}"
             ) from err
         try:
@@ -167,8 +176,8 @@ def move_into_scope(model: Any, strategy: Any) -> Any:
                 return loader(path, custom_objects=_custom_objects(model))
         except Exception as err:
             raise ModelPlacementError(
-                f"The model was built outside the {name} scope, and autodist could not rebuild "
-                f"it inside: {type(err).__name__}: {err}. Expected a model that "
+                f"The model was {where}, and autodist could not rebuild "
+                f"it there: {type(err).__name__}: {err}. Expected a model that "
                 f"keras.models.load_model can rebuild from its config. {fix}"
             ) from err
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from autodist.upstream import roles
 from autodist.upstream.surface import available
+from autodist.upstream.tf_hooks import name_handle_reads
 from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
 from autodist.process import STATE, replace
 
@@ -64,24 +65,7 @@ def name_reads_outside_replicas(strategy: Any, error_for: Callable[[Any, BaseExc
     variable_class = roles.find("tf_variable") if available("keras.variable_handle") else None
     if variable_class is None:
         return False
-    original = vars(variable_class).get("handle")
-    if getattr(getattr(original, "fget", None), "autodist_named", False):
-        return True
-
-    def handle(self: Any) -> Any:
-        try:
-            return original.fget(self)
-        except ValueError as err:
-            if (
-                "outside the replica context" in str(err)
-                and getattr(self._value, "_distribute_strategy", None) is strategy
-            ):
-                raise error_for(self, err) from err
-            raise
-
-    handle.autodist_named = True  # type: ignore[attr-defined]
-    replace(variable_class, "handle", property(handle))
-    return True
+    return name_handle_reads(variable_class, lambda variable: variable._value, strategy, error_for)
 
 
 def patch_aggregating_variable_updates() -> bool:

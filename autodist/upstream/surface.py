@@ -162,12 +162,14 @@ TOUCHES: dict[str, Touch] = {
             "tensorflow",
             (
                 f"{_DISTRIBUTE}.distribute_lib.StrategyExtendedV2._create_variable",
+                f"{_DISTRIBUTE}.distribute_lib.StrategyExtendedV2._update",
                 "tensorflow.python.ops.variables.VariableMetaclass.__call__",
             ),
             "a tf.Variable the script makes itself, outside any Keras object (the TensorFlow guide's "
-            "basics: a variable and a tape before any model), is created as without autodist while "
-            "autodist's strategy is current: its strategy's variable creator passes it on to the next "
-            "one. Who creates a variable is read from the frames that call tf.Variable",
+            "basics: a variable and a tape before any model; a tf.random.Generator), is created as "
+            "without autodist while autodist's strategy is current: its strategy's variable creator "
+            "passes it on to the next one, and its update updates it as the default strategy does. Who "
+            "creates a variable is read from the frames that call tf.Variable",
             _TF,
             "such a variable is the strategy's (a MirroredVariable on several replicas): tape.gradient "
             "on it raises 'DistributedVariable.handle is not available outside the replica context'; "
@@ -175,8 +177,24 @@ TOUCHES: dict[str, Touch] = {
             _TEST + "test_still_needed_script_variables",
             _present(
                 f"{_DISTRIBUTE}.distribute_lib.StrategyExtendedV2._create_variable",
+                f"{_DISTRIBUTE}.distribute_lib.StrategyExtendedV2._update",
                 "tensorflow.python.ops.variables.VariableMetaclass.__call__",
             ),
+        ),
+        Touch(
+            "tf.distributed_variable_handle",
+            "tensorflow",
+            (f"{_DISTRIBUTE}.values.DistributedVariable.handle",),
+            "names the cause and the fix where a custom step written for one device reads a variable "
+            "of the strategy made current at import outside strategy.run: a tf_keras model's, whose "
+            "variables are TensorFlow's own (the TensorFlow guide's basic training loops, on 2 "
+            "replicas). TensorFlow says only that a DistributedVariable's handle is not available "
+            "outside the replica context",
+            _TF,
+            "such a step under tf_keras fails with TensorFlow's ValueError alone, not a "
+            "ReplicaContextError naming the fix",
+            _TEST + "test_still_needed_distributed_variable_handle",
+            _present(f"{_DISTRIBUTE}.values.DistributedVariable.handle"),
         ),
         Touch(
             "tf.strategy_scopes",
@@ -719,6 +737,18 @@ TOUCHES: dict[str, Touch] = {
             "read with defaults: an unknown strategy is none, a callback takes no tensor logs",
             _TEST + "test_still_needed_tf_keras_internals",
             _mentions("tf_keras.src.callbacks.Callback.__init__", "self._supports_tf_logs"),
+        ),
+        Touch(
+            "tf_keras.loss_reduction",
+            "tf_keras",
+            ("tf_keras.src.losses.Loss._get_reduction",),
+            "names the cause and the fix where a custom step written for one device calls a tf_keras "
+            "loss object (reduction AUTO) outside strategy.run while the strategy made current at import "
+            "is (the TensorFlow guides' own loops, on 2 replicas): tf_keras asks only for another reduction",
+            "tf_keras 2.16.0, 2.21.0 (read in every 2.16-2.21 release)",
+            "such a step fails with tf_keras's ValueError alone, not a ReplicaContextError naming the fix",
+            _TEST + "test_still_needed_tf_keras_loss_reduction",
+            _present("tf_keras.src.losses.Loss._get_reduction"),
         ),
         # --- JAX --------------------------------------------------------------------------------
         Touch(

@@ -43,6 +43,9 @@ __all__ = [
     "hook_triggers",
     "hook_variable_creation",
     "keep_script_variables_plain",
+    "name_distributed_reads_outside_replicas",
+    "name_handle_reads",
+    "name_tf_keras_losses_outside_replicas",
     "origin_of_new_variable",
     "translate_creation_errors",
     "variable_origin",
@@ -211,7 +214,10 @@ def variable_origin(caller: Any) -> str:
     - ``"keras"``: Keras's code is running (a layer, model, optimizer, metric or ``keras.Variable``
       of Keras or of a library built on it), or a method of a Keras layer, optimizer or metric
       (the script's subclasses: a ``tf.Variable`` made in a model's ``__init__`` or ``build``);
-    - ``"script"``: none of those: a ``tf.Variable`` the script makes itself, a ``tf.Module``'s.
+    - ``"script"``: none of those: a ``tf.Variable`` the script makes itself, a ``tf.Module``'s;
+    - ``"another strategy's model"``: Keras's code, for a model made under a strategy that is not
+      the current one (the script's own, made in its scope): a variable Keras makes for it lazily
+      outside that scope (its metrics', as its ``save`` or ``fit`` builds them).
     """
     frame = caller
     while frame is not None and _file(frame).find("/tensorflow/python/util/") >= 0:
@@ -221,13 +227,34 @@ def variable_origin(caller: Any) -> str:
     keras_types = _keras_object_types()
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
-        if module.partition(".")[0] in _KERAS_PACKAGES:
-            return "keras"
-        if keras_types and frame.f_code.co_argcount and frame.f_code.co_varnames[0] == "self":
-            if isinstance(frame.f_locals.get("self"), keras_types):
-                return "keras"
+        if module.partition(".")[0] in _KERAS_PACKAGES or (
+            keras_types
+            and frame.f_code.co_argcount
+            and frame.f_code.co_varnames[0] == "self"
+            and isinstance(frame.f_locals.get("self"), keras_types)
+        ):
+            return "another strategy's model" if _for_another_strategys_model(frame) else "keras"
         frame = frame.f_back
     return "script"
+
+
+def _for_another_strategys_model(frame: Any) -> bool:
+    """Whether a method of a Keras model made under a strategy other than the current one runs in
+    ``frame`` or outward (tf_keras's ``_distribution_strategy``, Keras 3's ``_distribute_strategy``)."""
+    import tensorflow as tf
+
+    current = tf.distribute.get_strategy()
+    while frame is not None:
+        owner = (
+            frame.f_locals.get("self") if frame.f_code.co_argcount and frame.f_code.co_varnames[0] == "self" else None
+        )
+        if owner is not None and callable(getattr(type(owner), "fit", None)):  # a model: its own dict only
+            own = getattr(owner, "__dict__", {})
+            made_under = own.get("_distribution_strategy") or own.get("_distribute_strategy")
+            if made_under is not None and made_under is not current:
+                return True
+        frame = frame.f_back
+    return False
 
 
 def _file(frame: Any) -> str:
@@ -288,7 +315,9 @@ def keep_script_variables_plain(
     :func:`variable_origin` reads it) is true is created by the next creator, as without the
     strategy: a plain ``tf.Variable``, whose ``assign``, ``assign_add`` and ``assign_sub`` call
     ``on_write(variable)`` first. Wraps this one strategy object's ``extended._create_variable``,
-    which TensorFlow's creator for the strategy's scope calls at each creation. Idempotent; ``False``
+    which TensorFlow's creator for the strategy's scope calls at each creation, and its
+    ``extended._update``, through which TensorFlow's own code updates a variable (a
+    ``tf.random.Generator``'s state): a plain one is updated as the default strategy does. Idempotent; ``False``
     where the touch is off or the method is missing."""
     extended = getattr(strategy, "extended", None)
     original = getattr(extended, "_create_variable", None)
@@ -310,10 +339,107 @@ def keep_script_variables_plain(
         variable = next_creator(**kwargs)
         for name in ("assign", "assign_add", "assign_sub"):
             _write_watched(variable, name, on_write)
+        variable._autodist_plain = True  # read by _update below
         return variable
+
+    original_update = extended._update
+
+    def _update(var: Any, fn: Any, args: Any, kwargs: Any, group: Any) -> Any:
+        # TensorFlow's own code updates some variables through the current strategy
+        # (tf.random.Generator's skip, in a tf.data map of the script's): a plain one, as the default
+        # strategy updates it, where the strategy's own update takes distributed variables only
+        if not getattr(var, "_autodist_plain", False):
+            return original_update(var, fn, args, kwargs, group)
+        from tensorflow.python.distribute import distribute_lib
+
+        with distribute_lib.UpdateContext(var):
+            return fn(var, *args, **kwargs)
 
     _create_variable.autodist_plain = True  # type: ignore[attr-defined]
     replace(extended, "_create_variable", _create_variable)
+    replace(extended, "_update", _update)
+    return True
+
+
+def name_distributed_reads_outside_replicas(
+    strategy: Any, error_for: Callable[[Any, BaseException], BaseException]
+) -> bool:
+    """Where a variable of ``strategy`` is read by its handle outside the replica context, raise
+    ``error_for(variable, error)`` from TensorFlow's ``ValueError`` instead of that error alone
+    (touch ``tf.distributed_variable_handle``, which wraps ``DistributedVariable.handle``). A
+    tf_keras model's variables are TensorFlow's own, so a custom step written for one device under
+    tf_keras (the TensorFlow guide's training loops: ``tape.gradient`` outside ``strategy.run``)
+    reads one there. A Keras 3 variable's own touch (``keras.variable_handle``) names it again, by
+    its Keras path. Other strategies' variables, and every other error, are TensorFlow's own.
+    Idempotent; ``False`` where the touch is off."""
+    if not available("tf.distributed_variable_handle"):
+        return False
+    from tensorflow.python.distribute import values
+
+    return name_handle_reads(values.DistributedVariable, lambda variable: variable, strategy, error_for)
+
+
+def name_handle_reads(
+    variable_class: type,
+    distributed: Callable[[Any], Any],
+    strategy: Any,
+    error_for: Callable[[Any, BaseException], BaseException],
+) -> bool:
+    """``variable_class.handle`` raising ``error_for(variable, error)`` from TensorFlow's
+    ``ValueError`` where it refuses the handle outside the replica context and the distributed
+    variable (``distributed(variable)``) is ``strategy``'s; every other read and error as they
+    were. The one wrapper of both touches that name such reads. Idempotent."""
+    original = vars(variable_class).get("handle")
+    if getattr(getattr(original, "fget", None), "autodist_named", False):
+        return True
+
+    def handle(self: Any) -> Any:
+        try:
+            return original.fget(self)
+        except ValueError as err:
+            if (
+                "outside the replica context" in str(err)
+                and getattr(distributed(self), "_distribute_strategy", None) is strategy
+            ):
+                raise error_for(self, err) from err
+            raise
+
+    handle.autodist_named = True  # type: ignore[attr-defined]
+    replace(variable_class, "handle", property(handle))
+    return True
+
+
+def name_tf_keras_losses_outside_replicas(
+    strategy: Any, error_for: Callable[[Any, BaseException], BaseException]
+) -> bool:
+    """Where a tf_keras loss object averaged over the batch (reduction ``AUTO``, as made) is called
+    in the cross-replica context of ``strategy``, outside ``Model.fit`` (a custom step written
+    for one device: the TensorFlow guides' ``loss = loss_object(y, predictions)`` in a
+    ``tf.function`` of their own), raise ``error_for(loss, error)`` from tf_keras's ``ValueError``
+    instead of that error alone (touch ``tf_keras.loss_reduction``, which wraps
+    ``Loss._get_reduction``). tf_keras's message asks for another reduction, which is half the fix:
+    the step must run in each replica, too. A call inside ``strategy.run`` (a step written for
+    replicas, with the wrong reduction) and other strategies keep tf_keras's error. Idempotent;
+    ``False`` where the touch is off or tf_keras is not imported."""
+    if "tf_keras" not in sys.modules or not available("tf_keras.loss_reduction"):
+        return False
+    import tensorflow as tf
+    from tf_keras.src import losses
+
+    original = vars(losses.Loss).get("_get_reduction")
+    if getattr(original, "autodist_named", False):
+        return True
+
+    def _get_reduction(self: Any) -> Any:
+        try:
+            return original(self)
+        except ValueError as err:
+            if tf.distribute.in_cross_replica_context() and tf.distribute.get_strategy() is strategy:
+                raise error_for(self, err) from err
+            raise
+
+    _get_reduction.autodist_named = True  # type: ignore[attr-defined]
+    replace(losses.Loss, "_get_reduction", _get_reduction)
     return True
 
 

@@ -361,6 +361,8 @@ def _start_way(name: str, out: Path, ways: dict, how: tuple[str, str | None]) ->
     env.update(CORPUS_OUT=str(out.resolve()), CORPUS_BIND=_bound_back(out))
     env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(entry(name).get("samples", env.get("CORPUS_SAMPLES", 256))))
     env.update(CORPUS_EPOCHS=str(entry(name).get("epochs", env.get("CORPUS_EPOCHS", 2))))
+    if entry(name).get("keras") == "tf_keras":  # written for Keras 2: tf.keras is tf_keras, as before TF 2.16
+        env.update(TF_USE_LEGACY_KERAS="1")
     label = f"{name}-{kind}-{devices}{suffix}"
     target, folder = out / f"{label}.json", out / label
     if target.exists() or os.environ.get("CORPUS_JUDGE_ONLY"):  # kept (CORPUS_KEEP): judged again, not run again
@@ -738,6 +740,7 @@ def row(name: str, found: dict) -> tuple[str, str]:
     sizes = (
         f"{source.get('samples', os.environ.get('CORPUS_SAMPLES', 256))} samples, "
         f"{source.get('epochs', os.environ.get('CORPUS_EPOCHS', 2))} epochs"
+        + (", tf_keras" if source.get("keras") == "tf_keras" else "")
     )
     where = f"`{source['repository']}` `{source['path']}` @ `{source['commit'][:8]}`"
     return said, f"| `{name}` | {source['title']}: {where} | {said} | {hand_said} | {sizes} | {warnings} |"
@@ -753,6 +756,25 @@ def table_rows(text: str) -> dict[str, str]:
         for cells in [line.split(" | ")]
         if len(cells) > 3
     }
+
+
+def written_table(text: str, rows: list[str], full: bool) -> str:
+    """``text`` with its corpus table made of ``rows`` (its header first): the whole table after a
+    full run; after a run of some programs, their rows put in place (in the order of their
+    names) and the others' kept as written, with its summary counted from the merged table."""
+    head, rest = text.split(TABLE_START, 1)
+    body, tail = rest.split(TABLE_END, 1)
+    if not full:
+        ran = {line.split(" | ")[0].strip("|` "): line for line in rows[2:]}
+        kept = {
+            line.split(" | ")[0].strip("|` "): line
+            for line in body.splitlines()
+            if line.startswith("| `") and line.split(" | ")[0].strip("|` ") in SOURCES
+        }
+        rows = rows[:2] + [line for _name, line in sorted({**kept, **ran}.items())]
+    said = [line.split(" | ")[2].strip() for line in rows[2:]]
+    summary = f"{sum(s.startswith(WITHIN) for s in said)} of {len(said)} within the contract"
+    return f"{head}{TABLE_START}\n{chr(10).join(rows)}\n\n{summary}.\n{TABLE_END}{tail}"
 
 
 def check_left_out(names: list[str], out: Path) -> list[str]:
@@ -859,9 +881,7 @@ def main(argv: list[str]) -> int:
     print("\n".join(rows), f"\n{summary}", *(f"outside: {o}" for o in outside), sep="\n")
     print(*(f"left out, reason wrong: {w}" for w in wrong_reasons), sep="\n")
     if mode == "--write":
-        text = doc.read_text()
-        head, tail = text.split(TABLE_START, 1)[0], text.split(TABLE_END, 1)[1]
-        doc.write_text(f"{head}{TABLE_START}\n{chr(10).join(rows)}\n\n{summary}.\n{TABLE_END}{tail}")
+        doc.write_text(written_table(doc.read_text(), rows, full))
     if mode == "--check":
         written = table_rows(doc.read_text())
         wrong = [

@@ -53,9 +53,17 @@ EPOCHS = int(os.environ.get("CORPUS_EPOCHS", "2"))
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+#: The Keras the program is written for: Keras 3, or Keras 2 (``tf_keras``, what ``tf.keras`` is
+#: with ``TF_USE_LEGACY_KERAS=1``), for a program written for TensorFlow before 2.16 (its entry's
+#: ``"keras": "tf_keras"``, which the caller turns into that variable).
+KERAS = "tf_keras" if os.environ.get("TF_USE_LEGACY_KERAS") == "1" else "keras"
+
 if WAY == "autodist":
     import autodist  # noqa: F401  (first, as the adopted text has it)
-import keras  # noqa: E402
+if KERAS == "tf_keras":
+    import tf_keras as keras  # noqa: E402
+else:
+    import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -156,7 +164,45 @@ def fix_draws() -> None:
     then differ by more than their random numbers. TensorFlow's ``tf.random`` draws inside a traced
     function are fixed the same way. An initializer's draws (a numeric seed, made
     inside the step when a model builds there) and eager draws stay as they are."""
+    if KERAS == "tf_keras":
+        _fix_tf_keras_draws()
+    else:
+        _fix_keras_draws()
+    _fix_tf_draws()
+
+
+def _fill(shape, number, dtype):
     from keras.src import backend
+
+    dtype = keras.backend.floatx() if dtype is None else dtype  # the program's Keras's default float
+    return tf.fill(shape, tf.cast(number, backend.standardize_dtype(dtype)))
+
+
+def _fix_tf_keras_draws() -> None:
+    """tf_keras's layers draw through their ``backend.RandomGenerator`` (Dropout, GaussianNoise,
+    the augmentation layers): inside a traced function its draws are fixed as Keras 3's are."""
+    from tf_keras.src import backend as legacy
+
+    def fixed(name, value):
+        original = getattr(legacy.RandomGenerator, name)
+
+        def draw(self, *args, **kwargs):
+            return value(*args, **kwargs) if tf.inside_function() else original(self, *args, **kwargs)
+
+        setattr(legacy.RandomGenerator, name, draw)
+
+    fixed("random_normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, nonce=None: _fill(shape, mean, dtype))
+    fixed("truncated_normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, nonce=None: _fill(shape, mean, dtype))
+    fixed(
+        "random_uniform",
+        lambda shape, minval=0.0, maxval=None, dtype=None, nonce=None: _fill(
+            shape, (minval + (1.0 if maxval is None else maxval)) / 2, dtype
+        ),
+    )
+    fixed("dropout", lambda inputs, rate, noise_shape=None: inputs)
+
+
+def _fix_keras_draws() -> None:
     from keras.src.backend.tensorflow import random as draws
 
     from keras.src.random.seed_generator import SeedGenerator
@@ -174,9 +220,7 @@ def fix_draws() -> None:
 
         setattr(draws, name, draw)
 
-    def fill(shape, number, dtype):
-        return tf.fill(shape, tf.cast(number, backend.standardize_dtype(dtype)))
-
+    fill = _fill
     fixed("normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, seed=None: fill(shape, mean, dtype))
     fixed("truncated_normal", lambda shape, mean=0.0, stddev=1.0, dtype=None, seed=None: fill(shape, mean, dtype))
     fixed(
@@ -187,8 +231,12 @@ def fix_draws() -> None:
     fixed("dropout", lambda inputs, rate, noise_shape=None, seed=None: inputs)
     fixed("shuffle", lambda x, axis=0, seed=None: x)
 
-    # TensorFlow's stateful draws in a layer's call or a step of the program's own (keras.io's VAE):
-    # inside a traced function, fixed the same way; eager draws (data, initial values) stay.
+
+def _fix_tf_draws() -> None:
+    """TensorFlow's stateful draws in a layer's call or a step of the program's own (keras.io's VAE):
+    inside a traced function, fixed the same way; eager draws (data, initial values) stay."""
+    fill = _fill
+
     def tf_fixed(name, value):
         original = getattr(tf.random, name)
 
@@ -305,11 +353,17 @@ def synchronize_batchnorm() -> None:
     keras.layers.BatchNormalization.__init__ = __init__
 
 
+#: The settings that reach into Keras 3's own modules, so act on a Keras 3 program only.
+KERAS_3_ONLY = ("CORPUS_INITIALIZERS", "CORPUS_GRADIENTS")
+
+
 def main() -> None:
     from tests.corpus import stand_ins
     from tests.corpus.text import program_text
 
-    stand_ins.install()
+    stand_ins.install(KERAS)
+    if KERAS == "tf_keras" and any(os.environ.get(name) for name in KERAS_3_ONLY):
+        raise SystemExit(f"run.py: {', '.join(KERAS_3_ONLY)} act on Keras 3; this program is written for tf_keras")
     if os.environ.get("CORPUS_DRAWS") == "off":
         fix_draws()
     if os.environ.get("CORPUS_ORDER") == "fixed":
@@ -323,7 +377,7 @@ def main() -> None:
     if os.environ.get("CORPUS_GRADIENTS") == "dense":
         densify_gradients()
     if os.environ.get("CORPUS_FLOATX"):
-        keras.config.set_floatx(os.environ["CORPUS_FLOATX"])  # float64: the rounding of float32 sums out of the way
+        keras.backend.set_floatx(os.environ["CORPUS_FLOATX"])  # float64: the rounding of float32 sums out of the way
     keras.utils.set_random_seed(0)
     text = program_text(PROGRAM, shell=True)
     for command in stand_ins.shell_blocks(text):  # a keras.io example's setup for its data, run first

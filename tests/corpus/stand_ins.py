@@ -292,7 +292,8 @@ def _acl_imdb_tgz(path: Path) -> None:
 
 
 def _speech_commands_zip(path: Path) -> None:
-    """Mini Speech Commands: a folder per word of one-second 16 kHz mono WAV files, and its README."""
+    """Mini Speech Commands: a folder per word of one-second 16 kHz mono WAV files, and its README;
+    the file the TensorFlow tutorial plays (``no/01bb6a2a_nohash_0.wav``) among them."""
     rng = _rng("speech")
     with zipfile.ZipFile(path, "w") as archive:
         for i in range(SAMPLES + TEST):
@@ -301,7 +302,8 @@ def _speech_commands_zip(path: Path) -> None:
             with wave.open(sound, "wb") as out:
                 out.setnchannels(1), out.setsampwidth(2), out.setframerate(16000)
                 out.writeframes(rng.integers(-3000, 3000, size=int(rng.integers(12000, 16001))).astype("<i2").tobytes())
-            archive.writestr(f"mini_speech_commands/{word}/{i:08x}_nohash_0.wav", sound.getvalue())
+            stem = "01bb6a2a" if i == 3 else f"{i:08x}"  # i == 3: the first "no"
+            archive.writestr(f"mini_speech_commands/{word}/{stem}_nohash_0.wav", sound.getvalue())
         archive.writestr("mini_speech_commands/README.md", "Mini Speech Commands\n")
 
 
@@ -505,7 +507,21 @@ def _adult(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def _ecg_csv(path: Path) -> None:
+    """The ECG5000 heartbeats (``ecg.csv``, no header): 140 readings and a label (1.0 normal, 0.0
+    abnormal), in the file's ``%.7e`` floats."""
+    rng = _rng("ecg")
+    beat = np.sin(np.linspace(0, 6 * np.pi, 140))
+    lines = []
+    for _ in range(SAMPLES + TEST):
+        normal = rng.random() < 0.6
+        readings = beat * (1.0 if normal else -0.5) + rng.normal(scale=0.3, size=140)
+        lines.append(",".join(f"{v:.7e}" for v in [*readings, float(normal)]))
+    path.write_text("\n".join(lines) + "\n")
+
+
 FILES = {
+    "ecg.csv": _ecg_csv,
     "adult.data": _adult,
     "adult.test": _adult,
     "heart.csv": _heart_csv,
@@ -625,7 +641,7 @@ def _get_file(fname=None, origin=None, *args, **kwargs):
 TFDS_SETS = {
     "mnist": ({"image": ((28, 28, 1), "uint8", 256), "label": ((), "int64", 10)}, ("train", "test"), ("image", "label")),
     "fashion_mnist": ({"image": ((28, 28, 1), "uint8", 256), "label": ((), "int64", 10)}, ("train", "test"), ("image", "label")),
-    "tf_flowers": ({"image": ((120, 160, 3), "uint8", 256), "label": ((), "int64", 5)}, ("train",), ("image", "label")),
+    "tf_flowers": ({"image": ((240, 320, 3), "uint8", 256), "label": ((), "int64", 5)}, ("train",), ("image", "label")),
     "cats_vs_dogs": ({"image": ((120, 160, 3), "uint8", 256), "label": ((), "int64", 2)}, ("train",), ("image", "label")),
     "caltech101": ({"image": ((120, 160, 3), "uint8", 256), "label": ((), "int64", 102)}, ("train", "test"), ("image", "label")),
     "stl10": ({"image": ((96, 96, 3), "uint8", 256), "label": ((), "int64", 10)}, ("train", "test", "unlabelled"), ("image", "label")),
@@ -773,11 +789,11 @@ def _untrained(application):
     return build
 
 
-def _applications() -> dict:
+def _applications(package: str = "keras") -> dict:
     """Each ``keras.applications`` constructor that takes ``weights``, with its stand-in."""
     found = {}
     for name, module in list(sys.modules.items()):
-        if not name.startswith("keras.src.applications.") or module is None:
+        if not name.startswith(f"{package}.src.applications.") or module is None:
             continue
         for attribute, value in vars(module).items():
             if inspect.isfunction(value) and attribute[:1].isupper() and value.__module__ == name:
@@ -829,16 +845,22 @@ def shell_blocks(text: str) -> list[str]:
     ]
 
 
-def install() -> None:
+def install(package: str = "keras") -> None:
     """Put every stand-in in place: the datasets' ``load_data`` wherever Keras's modules expose it,
-    the file readers, and ``tensorflow_datasets``."""
-    import keras
+    the file readers, and ``tensorflow_datasets``. ``package`` is the Keras the program is written
+    for: ``keras`` (Keras 3), or ``tf_keras`` (Keras 2, ``tf.keras`` with ``TF_USE_LEGACY_KERAS=1``),
+    whose own ``get_file`` then extracts an archive as Keras 2 does."""
+    import importlib
+
     import pandas
 
-    originals = {name: __import__(f"keras.src.datasets.{name}", fromlist=["load_data"]).load_data for name in DATASETS}
+    keras = importlib.import_module(package)
+    originals = {
+        name: importlib.import_module(f"{package}.src.datasets.{name}").load_data for name in DATASETS
+    }
     get_file = keras.utils.get_file
     KERAS_GET_FILE[:] = [get_file]
-    applications = _applications()
+    applications = _applications(package)
     for module in list(sys.modules.values()):
         for attribute, value in list(getattr(module, "__dict__", {}).items()):
             if inspect.isfunction(value) and value in applications:

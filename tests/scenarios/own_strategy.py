@@ -152,8 +152,36 @@ def build_keras3():
     return model
 
 
+def legacy_model_saved_outside_its_scope() -> dict:
+    """The multi-worker tutorial's order, in tf_keras with autodist's strategy activated: a first
+    model (autodist's strategy then holds variables), then the script's own strategy and a model in
+    its scope, saved outside it (tf_keras builds its metrics there, lazily), then trained."""
+    import os
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+
+    import autodist
+
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 1), "float32")
+    first = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+    first.compile(optimizer="sgd", loss="mse")
+    autodist.fit(first, x, y, batch_size=4, epochs=1, verbose=0)
+    strategy = tf.distribute.MirroredStrategy()
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    with tempfile.TemporaryDirectory() as folder:
+        model.save(os.path.join(folder, "saved"))  # a SavedModel, outside the script's scope
+    history = autodist.fit(model, x, y, batch_size=4, epochs=1, verbose=0)
+    return {"metrics": sorted(history.history), "plan": history.plan.strategy.value, "first": first.distribute_strategy is not strategy}
+
+
 if sys.argv[1:] == ["legacy"]:
     print("RESULT " + json.dumps({"legacy": legacy_optimizer_copied_back(), "missing": missing_devices(), "tuned": legacy_optimizer_tuned()}), flush=True)
+elif sys.argv[1:] == ["legacy_activated"]:
+    print("RESULT " + json.dumps({"legacy_activated": legacy_model_saved_outside_its_scope()}), flush=True)
 elif sys.argv[1] == "resume":
     print("RESULT " + json.dumps({"resumed": legacy_optimizer_resumed(sys.argv[2], sys.argv[3])}), flush=True)
 else:
