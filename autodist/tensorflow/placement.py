@@ -151,7 +151,10 @@ def move_into_scope(model: Any, strategy: Any) -> Any:
     name = type(strategy).__name__
     where = f"built outside the {name} scope"
     if name == "_DefaultDistributionStrategy":  # one device: the plan moves the model there
-        where = "built under the strategy made current at import, and the plan trains it on one device (its reasons say why)"
+        where = (
+            "built under the strategy made current at import, and the plan trains it on one device "
+            "(its reasons say why)"
+        )
         fix = (
             "The model was made under the strategy autodist made current at import. Fix: set "
             "AUTODIST_STRATEGY=default before the script starts (the model is then made on one device, as "
