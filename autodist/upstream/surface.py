@@ -190,7 +190,7 @@ TOUCHES: dict[str, Touch] = {
             "variables are TensorFlow's own (the TensorFlow guide's basic training loops, on 2 "
             "replicas). TensorFlow says only that a DistributedVariable's handle is not available "
             "outside the replica context",
-            _TF,
+            "TensorFlow 2.16.2, 2.18.1, 2.21.0, 2.22.0rc0 (the support matrix's pairs)",
             "such a step under tf_keras fails with TensorFlow's ValueError alone, not a "
             "ReplicaContextError naming the fix",
             _TEST + "test_still_needed_distributed_variable_handle",
@@ -745,7 +745,7 @@ TOUCHES: dict[str, Touch] = {
             "names the cause and the fix where a custom step written for one device calls a tf_keras "
             "loss object (reduction AUTO) outside strategy.run while the strategy made current at import "
             "is (the TensorFlow guides' own loops, on 2 replicas): tf_keras asks only for another reduction",
-            "tf_keras 2.16.0, 2.21.0 (read in every 2.16-2.21 release)",
+            "tf_keras 2.16.0, 2.21.0 (the support matrix's pairs that carry it)",
             "such a step fails with tf_keras's ValueError alone, not a ReplicaContextError naming the fix",
             _TEST + "test_still_needed_tf_keras_loss_reduction",
             _present("tf_keras.src.losses.Loss._get_reduction"),
