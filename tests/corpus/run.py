@@ -172,9 +172,11 @@ def fix_draws() -> None:
 
 
 def _fill(shape, number, dtype):
+    dtype = keras.backend.floatx() if dtype is None else dtype  # the program's Keras's default float
+    if KERAS == "tf_keras":  # never Keras 3 in a tf_keras program: its import draws from Python's random (rich)
+        return tf.fill(shape, tf.cast(number, tf.as_dtype(dtype)))
     from keras.src import backend
 
-    dtype = keras.backend.floatx() if dtype is None else dtype  # the program's Keras's default float
     return tf.fill(shape, tf.cast(number, backend.standardize_dtype(dtype)))
 
 
