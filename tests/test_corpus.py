@@ -481,6 +481,11 @@ def test_a_left_out_reason_that_no_longer_holds_is_reported(tmp_path, monkeypatc
     assert "does not import" in said({"imports": "torch"})
     assert "does not name" in said({"downloads": "https://x/w.h5"})
     assert "does not set" in said({"backend": "jax"})
+    (tmp_path / "left_out" / "p.py").write_text('import os\nos.environ["KERAS_BACKEND"] = "torch"\nmodel.fit(x)\n')
+    assert said({"backend": "torch"}) is None
+    (tmp_path / "left_out" / "p.py").write_text('import os\nos.environ["KERAS_BACKEND"] = "jax"\nmodel.fit(x)\n')
+    assert "which the runner runs: run it" in said({"backend": "jax"})  # its ways are JAX's too now
+    (tmp_path / "left_out" / "p.py").write_text("import json\nmodel.fit(x)\n")
     assert said({"trains": False}) is None  # measured: by its run
     monkeypatch.setitem(left_out.LEFT_OUT, "p", {"path": "p.py", "check": {"fails": "no attribute 'shape'"}})
     assert left_out.measured("p", {"outcome": "AttributeError: no attribute 'shape'"}) is None
@@ -488,6 +493,52 @@ def test_a_left_out_reason_that_no_longer_holds_is_reported(tmp_path, monkeypatc
     monkeypatch.setitem(left_out.LEFT_OUT, "p", {"path": "p.py", "check": {"trains": False}})
     assert left_out.measured("p", {"outcome": "ran", "fits": [], "finals": []}) is None
     assert "finals" in left_out.measured("p", {"outcome": "ran", "fits": [], "finals": [[1.0]]})
+
+
+def test_the_left_out_programs_plain_ways_run_two_at_a_time_each_with_its_own_record(tmp_path, monkeypatch):
+    """A full run measures its left-out programs as it runs a program's first ways: two at once on
+    2 cores, each bounded as any way is, each judged by its own record."""
+    running, at_once = [], []
+
+    def start(name, out, ways, how):
+        assert ways == {"plain": corpus.WAYS["plain"]} and how == corpus.WAYS["plain"]
+        running.append(name)
+        at_once.append(len(running))
+        return name, out / f"{name}.json", 0.0
+
+    def finish(proc, target, began):
+        running.remove(proc)
+        return {"outcome": target.name}
+
+    monkeypatch.setattr(corpus.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(corpus, "_start_way", start)
+    monkeypatch.setattr(corpus, "_first_done", lambda started: next(iter(started)))
+    monkeypatch.setattr(corpus, "_finish_way", finish)
+    names = ["a", "b", "c", "d", "e"]
+    found = corpus.plain_ways(names, tmp_path)
+    assert {name: record["outcome"] for name, record in found.items()} == {n: f"{n}.json" for n in names}
+    assert max(at_once) == 2 and not running
+
+
+def test_a_program_written_for_jax_runs_every_way_on_jax_its_2_devices_xlas(tmp_path, monkeypatch):
+    """Its entry's ``"backend": "jax"``: each way's Keras is on JAX, and the ways on 2 devices (autodist's,
+    and the hand-built one, Keras's DataParallel) get XLA's 2 CPU devices; one device stays one."""
+    started = {}
+    monkeypatch.setattr(corpus, "private_tmp", lambda: [])
+    monkeypatch.setattr(corpus.subprocess, "Popen", lambda args, env, **kwargs: started.setdefault(args[-1], env))
+    assert corpus.SOURCES["guide_custom_train_step_in_jax"]["backend"] == "jax"
+    for way, how in corpus.WAYS.items():
+        corpus._start_way("guide_custom_train_step_in_jax", tmp_path, corpus.WAYS, how)
+    envs = {target.rsplit("jax-", 1)[1].removesuffix(".json"): env for target, env in started.items()}
+    assert sorted(envs) == ["autodist-1", "autodist-2", "hand-built-None", "plain-None"]
+    assert all(env["KERAS_BACKEND"] == "jax" for env in envs.values())
+    two = "--xla_force_host_platform_device_count=2"
+    assert {way: env.get("XLA_FLAGS") for way, env in envs.items()} == {
+        "autodist-1": None, "autodist-2": two, "hand-built-None": two, "plain-None": None
+    }
+    started.clear()
+    corpus._start_way("mnist_convnet", tmp_path, corpus.WAYS, corpus.WAYS["hand-built"])
+    assert next(iter(started.values())).get("KERAS_BACKEND") != "jax", "a TensorFlow program's ways stay TensorFlow's"
 
 
 def test_a_program_without_fit_is_compared_by_its_models_weights_at_its_end():

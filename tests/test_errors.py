@@ -75,6 +75,38 @@ def test_fit_not_a_model():
         autodist.fit("model.keras", *_data(), verbose=0)
 
 
+def test_another_librarys_fit_that_the_one_line_change_reached_runs_as_written_and_says_so(recwarn):
+    """A script's ``le.fit(labels)`` (scikit-learn), adopted as every ``x.fit(`` is
+    (``autodist.fit(le, labels)``): that object's own fit runs with the arguments the line gave, its
+    result comes back, and one AutodistWarning a class says autodist distributed nothing there."""
+    from sklearn import preprocessing
+
+    labels = ["blink", "math", "blink", "relax"]
+    encoder = preprocessing.LabelEncoder()
+    assert autodist.fit(encoder, labels) is encoder
+    assert list(encoder.classes_) == ["blink", "math", "relax"]
+    rows = np.array([[1.0, 2.0], [3.0, 6.0], [5.0, 10.0]])
+    scaler = preprocessing.StandardScaler()
+    assert autodist.fit(scaler, rows, None, sample_weight=np.array([1.0, 1.0, 2.0])) is scaler
+    assert scaler.mean_.tolist() == np.average(rows, axis=0, weights=[1, 1, 2]).tolist()
+    autodist.fit(preprocessing.LabelEncoder(), labels)  # the same class again: nothing new to say
+    said = [str(w.message) for w in recwarn if w.category is autodist.AutodistWarning]
+    assert len(said) == 2 and all("not a Keras model" in m and "undistributed" in m for m in said), said
+    assert "a LabelEncoder of sklearn" in said[0] and "call LabelEncoder's fit directly" in said[0], said[0]
+    assert {w.filename for w in recwarn if w.category is autodist.AutodistWarning} == {__file__}  # the script's line
+
+    class Regression:  # another library's model, whose fit takes epochs and a batch of its own
+        def fit(self, x, y=None, epochs=10, batch_size=None, verbose=1):
+            self.given = (x, y, epochs, batch_size, verbose)
+            return "its own result"
+
+    model = Regression()
+    assert autodist.fit(model, [1.0], [2.0], epochs=3, batch_size=8, verbose=0) == "its own result"
+    assert model.given == ([1.0], [2.0], 3, 8, 0)
+    autodist.fit(model, [1.0])
+    assert model.given == ([1.0], None, 10, None, 1), "what the line did not set is the library's own default"
+
+
 def test_model_that_cannot_move_into_scope_names_the_fix(tensorflow_imported):
     """A subclassed model without get_config, built outside the scope that one_device needs."""
     import keras

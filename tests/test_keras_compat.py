@@ -140,6 +140,21 @@ def test_still_needed_first_batch_symbolic_build(upstream):
         assert found == "", found
 
 
+def test_still_needed_transient_names_kept(upstream):
+    """Keras's symbolic build under a strategy counts names that one device's first step never
+    makes (``keras_tensor_N``: the TF image classification tutorial's TFLite call reads one);
+    autodist's symbolic build puts the counts back (``names_as_they_were``)."""
+    one, unpatched = upstream["transient_names_one_device"], upstream["transient_names_unpatched"]
+    patched = upstream["transient_names_patched"]
+    assert error(one) == error(unpatched) == error(patched) == "", (one, unpatched, patched)
+    if affects("first_batch_symbolic_build", upstream):  # a Keras with the symbolic build
+        assert unpatched != one, (
+            f"Keras's symbolic build under a strategy leaves the names as one device now ({unpatched}): "
+            "names_as_they_were (autodist/upstream/keras_trainer.py) can go"
+        )
+    assert patched == one, (patched, one)
+
+
 def test_still_needed_no_call_symbolic_build(upstream):
     """keras.io's VAE pattern (no call(), its own train_step) under a hand-built MirroredStrategy."""
     found = error(upstream["no_call_unpatched"])

@@ -49,6 +49,25 @@ def test_random_layers_are_read_by_kind_and_by_their_seed_generators(tensorflow_
     assert [name.split("_cell")[0] for name in info.random_layers] == ["gru", "simple_rnn", "noise"], info.random_layers
 
 
+def test_reading_which_layers_draw_leaves_keras_names_as_one_device_does(tensorflow_imported):
+    """The symbolic call that reads which layers draw (``traced_draws``, on several replicas only)
+    makes tensors and a scratch graph: the names a script makes next are the ones it makes on one
+    device (the TF image classification tutorial's TFLite call reads ``keras_tensor_15``)."""
+    import keras
+    import numpy as np
+    from keras.src.backend.common import global_state
+
+    from autodist.upstream.keras_trainer import TRANSIENT_NAMES, traced_draws
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dropout(0.5, name="drop"), keras.layers.Dense(1)])
+    counts = global_state.get_global_attribute("object_name_uids")
+    before = {name: counts.get(name) for name in TRANSIENT_NAMES}
+    assert traced_draws(model, (np.ones((2, 4), "float32"), np.ones((2, 1), "float32"))) == (("drop",), ())
+    assert {name: counts.get(name) for name in TRANSIENT_NAMES} == before
+    made = keras.Input((3,)).name
+    assert made == ("keras_tensor" if before["keras_tensor"] is None else f"keras_tensor_{before['keras_tensor']}")
+
+
 def test_tensorflow_draws_in_a_users_layer_or_step_are_read_and_warned(tensorflow_imported):
     """TensorFlow's stateful draws (``tf.random.normal``) in a layer's ``call`` or the model's own
     step: under a strategy each replica's op has a seed of its own, so the replicas draw

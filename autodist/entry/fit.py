@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import os
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +25,9 @@ from typing import Any
 from autodist.detection.model_info import is_model
 from autodist.entry.backends import backend_for
 from autodist.errors import AutodistError
+from autodist.fields import a_type
+from autodist.log import warn_all
+from autodist.process import once
 from autodist.planning.arguments import check_fit_arguments
 from autodist.planning.plans import StrategyKind
 from autodist.core.fit_call import FitCall
@@ -99,23 +103,18 @@ def fit(
         >>> history.model is not None
         True
     """
-    if _is_ray_trainer(model):
-        given = {
-            "x": x,
-            "y": y,
-            "batch_size": batch_size,
-            "epochs": epochs != 1 or None,
-            "strategy": strategy != "auto" or None,
-            "num_params": num_params,
-            "gpu_memory_fraction": gpu_memory_fraction,
-            "backup_dir": backup_dir,
-            "peer_timeout_seconds": peer_timeout_seconds,
-            "mixed_precision": mixed_precision or None,
-            "ray_report": (not ray_report) or None,
-            "ray_checkpoint": (not ray_checkpoint) or None,
-            **fit_kwargs,
-        }
-        return _fit_ray_trainer(model, [name for name, value in given.items() if value is not None])
+    own_fit = _own_fit_of(model)
+    if own_fit is not None:  # a script's x.fit( of another library's object (or a Ray trainer's)
+        named = {"batch_size": batch_size, "epochs": epochs, "strategy": strategy, "num_params": num_params,
+                 "gpu_memory_fraction": gpu_memory_fraction, "backup_dir": backup_dir,
+                 "peer_timeout_seconds": peer_timeout_seconds, "mixed_precision": mixed_precision,
+                 "ray_report": ray_report, "ray_checkpoint": ray_checkpoint}  # fmt: skip
+        kwargs = {**_set_by_the_caller(named), **fit_kwargs}
+        if own_fit == "ray trainer":
+            return _fit_ray_trainer(
+                model, [name for name, value in {"x": x, "y": y, **kwargs}.items() if value is not None]
+            )
+        return _fit_as_written(model, (x, y), kwargs)
     given = {
         "batch_size": batch_size,
         "epochs": epochs,
@@ -142,9 +141,49 @@ def fit(
     return backend_for(os.environ).fit(call, os.environ)
 
 
-def _is_ray_trainer(model: Any) -> bool:
-    """A Ray Train trainer (``TensorflowTrainer``, ``JaxTrainer``, ...), not a model."""
-    return type(model).__module__.startswith("ray.train.") and hasattr(model, "fit") and not is_model(model)
+def _own_fit_of(model: Any) -> str | None:
+    """What ``model`` is when it is not a Keras model, nor a class or function that builds one, but
+    an object with a ``fit`` of its own, which a script's ``x.fit(`` turned into
+    ``autodist.fit(x, `` reaches: ``"ray trainer"`` (``TensorflowTrainer``, ``JaxTrainer``, ...: its
+    loop's own ``autodist.fit`` calls distribute), ``"library"`` (a scikit-learn estimator, a
+    ``LabelEncoder``: nothing of Keras's to distribute), or ``None`` (autodist's own arguments)."""
+    if is_model(model) or isinstance(model, type) or not callable(getattr(model, "fit", None)):
+        return None
+    return "ray trainer" if type(model).__module__.startswith("ray.train.") else "library"
+
+
+#: The defaults of ``fit``'s own named arguments: a value other than its default was set by the caller.
+_DEFAULTS = MappingProxyType(
+    {name: p.default for name, p in inspect.signature(fit).parameters.items() if p.kind is p.KEYWORD_ONLY}
+)
+
+
+def _set_by_the_caller(named: dict[str, Any]) -> dict[str, Any]:
+    """Of ``fit``'s own named arguments, those the caller set (each other than its default)."""
+
+    def default(name: str, value: Any) -> bool:
+        return value is _DEFAULTS[name] or (type(value) is type(_DEFAULTS[name]) and value == _DEFAULTS[name])
+
+    return {name: value for name, value in named.items() if not default(name, value)}
+
+
+def _fit_as_written(model: Any, data: tuple[Any, Any], kwargs: dict[str, Any]) -> Any:
+    """``autodist.fit(x, ...)`` for an object of another library with its own ``fit``: that
+    ``fit``, called as the script wrote it before (``x.fit(...)``), its result back; an
+    :class:`~autodist.errors.AutodistWarning`, once a process for each class, says that autodist
+    distributed nothing there."""
+    kind = type(model)
+    if once(f"a fit of its own: {kind.__module__}.{kind.__qualname__}"):
+        warn_all([
+            f"autodist.fit got {a_type(model)} of {kind.__module__.split('.')[0]}, not a Keras model: it "
+            f"ran {kind.__name__}.fit as the script wrote it, undistributed, and returned its result. "
+            f"autodist distributes a Keras model's fit only; call {kind.__name__}'s fit directly there "
+            "to say so."
+        ])  # fmt: skip
+    args = list(data)
+    while args and args[-1] is None:  # fit(X) stays fit(X): no y it was not given
+        args.pop()
+    return model.fit(*args, **kwargs)
 
 
 def _fit_ray_trainer(trainer: Any, given: list[str]) -> Any:

@@ -15,10 +15,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from autodist.upstream import roles
@@ -38,6 +40,7 @@ __all__ = [
     "SYMBOLIC_BUILD_TRAINING",
     "build_as_training_step",
     "traced_draws",
+    "names_as_they_were",
     "EVERY_REPLICA_FED",
     "METRIC_RESULTS_AS_NUMBERS",
     "MULTI_WORKER_SCALAR_REDUCE",
@@ -214,6 +217,33 @@ def _random_op(kind: str) -> bool:
     return "Random" in kind or kind in _RANDOM_OPS
 
 
+#: The names Keras counts for what a symbolic call makes and drops: its tensors and its scratch
+#: graphs. A layer, metric or op it makes keeps its name (one device makes those too).
+TRANSIENT_NAMES = ("keras_tensor", "scratch_graph")
+
+
+@contextlib.contextmanager
+def names_as_they_were() -> Iterator[None]:
+    """Keras's counts of its automatic names for what a symbolic call makes and drops
+    (:data:`TRANSIENT_NAMES`: ``keras_tensor_15``) after the block as before it. One device makes
+    no such call before its first step, and a script reads those names: the TensorFlow image
+    classification tutorial calls its TFLite model's signature with ``keras_tensor_15=``. Where
+    this Keras keeps no such counts, nothing is kept (the names move on, as under Keras's own
+    symbolic build)."""
+    from keras.src.backend.common import global_state
+
+    counts = global_state.get_global_attribute("object_name_uids")
+    before = {name: counts.get(name) for name in TRANSIENT_NAMES} if isinstance(counts, dict) else None
+    try:
+        yield
+    finally:
+        for name, count in (before or {}).items():
+            if count is None:
+                counts.pop(name, None)
+            else:
+                counts[name] = count
+
+
 def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """``(Keras's layers, the caller's layers)`` that draw random numbers when ``model`` is called
     as its training step calls it (:func:`build_as_training_step`'s call, which builds a model not
@@ -244,13 +274,14 @@ def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[st
                     owners[op] = self
 
     try:
-        x = data_adapters.data_adapter_utils.unpack_x_y_sample_weight(tree.map_structure(_symbolic_input, data_batch))[
-            0
-        ]
-        takes_training = "training" in inspect.signature(model.call).parameters
         build_as_training_step(model, data_batch)  # built by a call of its own first: initializers draw too
-        Layer.__call__ = __call__  # for this one call only; put back below
-        backend.compute_output_spec(model, x, **({"training": True} if takes_training else {}))
+        with names_as_they_were():  # a call to read the model: what it makes is not the script's
+            x = data_adapters.data_adapter_utils.unpack_x_y_sample_weight(
+                tree.map_structure(_symbolic_input, data_batch)
+            )[0]
+            takes_training = "training" in inspect.signature(model.call).parameters
+            Layer.__call__ = __call__  # for this one call only; put back below
+            backend.compute_output_spec(model, x, **({"training": True} if takes_training else {}))
     except Exception:
         return None
     finally:
@@ -277,14 +308,18 @@ def _install_symbolic_build() -> None:
             and STATE.per_thread("building_for_fit", False)
             and data_batch is not None
         ):
-            build_as_training_step(self, data_batch)
-        return original_symbolic(self, iterator=iterator, data_batch=data_batch)
+            build_as_training_step(self, data_batch)  # the model's own build: the names one device's makes
+        built = self.built and all(layer.built for layer in all_layers(self))
+        with names_as_they_were() if built else contextlib.nullcontext():  # the loss's, the metrics'
+            return original_symbolic(self, iterator=iterator, data_batch=data_batch)
 
     def _maybe_symbolic_build(self: Any, iterator: Any = None, data_batch: Any = None) -> Any:
         before = STATE.per_thread("building_for_fit", False)
         STATE.thread.building_for_fit = sys._getframe(1).f_code.co_name == "fit"  # Keras's fit, not evaluate
-        try:
-            return _build(self, iterator, data_batch)
+        built = self.built and all(layer.built for layer in all_layers(self))
+        try:  # a built model's symbolic build under a strategy makes names one device's first step does not
+            with names_as_they_were() if built else contextlib.nullcontext():
+                return _build(self, iterator, data_batch)
         finally:
             STATE.thread.building_for_fit = before
 

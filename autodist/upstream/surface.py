@@ -321,12 +321,14 @@ TOUCHES: dict[str, Touch] = {
                 "present)",
                 "keras.src.backend.compute_output_spec",
                 "keras.src.layers.layer.Layer.__call__",
+                "keras.src.backend.common.global_state.get_global_attribute('object_name_uids')",
             ),
             "the workarounds first_batch_symbolic_build and symbolic_build_reads_input (keras#20585: "
             "the first batch averaged over replicas), no_call_symbolic_build, and symbolic_build_training "
             "(the model built for fit as one device's first training step builds it, with "
             "keras.src.backend.compute_output_spec), and the layers that draw random numbers read from "
-            "that call (Layer.__call__ wrapped for its length)",
+            "that call (Layer.__call__ wrapped for its length); the counts of the names those symbolic "
+            "calls make and drop (keras_tensor_N) are put back, as one device's first step leaves them",
             _K3 + "; Keras 3.3 and 3.4 have no symbolic build (a model builds while its first step "
             "is traced), hence neither bug",
             "the first batch is averaged over replicas as Keras does: MultiWorkerMirrored fit fails "
@@ -340,6 +342,7 @@ TOUCHES: dict[str, Touch] = {
                 "keras.src.layers.layer.Layer._flatten_layers",
                 "keras.src.backend.compute_output_spec",
                 "keras.src.layers.layer.Layer.__call__",
+                "keras.src.backend.common.global_state.get_global_attribute",
                 when_absent_expected="this Keras builds a model while its first step is traced: no first-batch bug",
                 keras_before=NO_SYMBOLIC_BUILD,
             ),

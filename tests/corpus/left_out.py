@@ -9,15 +9,15 @@ A reason is a sentence for the reader (``why``) and a check (``check``) of one k
 - ``{"imports": MODULE}``: it imports MODULE, which the test environment does not carry;
 - ``{"downloads": URL}``: it loads a pretrained model or data from URL (its text holds it), which
   no stand-in gives;
-- ``{"backend": NAME}``: it sets ``KERAS_BACKEND`` to NAME (jax, torch), where the runner's ways
-  are TensorFlow's;
+- ``{"backend": NAME}``: it sets ``KERAS_BACKEND`` to NAME (torch), a backend autodist does not
+  train on: the runner's ways are TensorFlow's, and JAX's for a program written for JAX;
 - ``{"trains": false}``: it trains, evaluates and predicts nothing and keeps no model (its plain
   way's record holds nothing to compare). Measured again by every full run;
 - ``{"over_seconds": N}``: on one device it runs past the runner's N s per way (measured again by
   every full run).
 
 Only the measured kinds (``fails``, ``over_seconds``, ``trains``) run the program; the others read
-its text.
+its text. An entry's ``"backend": "jax"``, as in ``sources.json``, runs its measured reason on JAX.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ HERE = Path(__file__).resolve().parent
 LEFT_OUT = json.loads((HERE / "left_out.json").read_text())
 KINDS = ("fails", "imports", "downloads", "backend", "trains", "over_seconds")
 MEASURED = ("fails", "over_seconds", "trains")
+#: The backends other than TensorFlow whose programs the runner runs (a program's ``"backend"``).
+RUNNER_BACKENDS = ("jax",)
 
 
 def program(name: str) -> Path:
@@ -59,6 +61,8 @@ def read(name: str) -> str | None:
         return f"left out as downloading {check['downloads']}, which its text does not name"
     if "backend" in check and not re.search(rf"KERAS_BACKEND\"\]\s*=\s*\"{check['backend']}\"", text):
         return f"left out as written for the {check['backend']} backend, which its text does not set"
+    if check.get("backend") in RUNNER_BACKENDS:
+        return f"left out as written for the {check['backend']} backend, which the runner runs: run it"
     return None
 
 

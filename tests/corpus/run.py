@@ -32,6 +32,12 @@ Around the program, never in it:
 A notebook runs as its code cells in order (``program_text``). A program that makes its own
 strategy keeps it: that strategy is its hand-built way, so ``hand-built`` only gives it 2 devices.
 The program runs in the current folder, which the caller makes fresh for each run.
+
+A program written for JAX (``KERAS_BACKEND=jax``, set by the caller) runs on Keras's JAX backend:
+its 2 devices are XLA's (``--xla_force_host_platform_device_count=2``), and its ``hand-built``
+way sets Keras's ``DataParallel`` distribution over them before the program runs, unless it
+distributes itself (a mesh of its own). The settings that act on TensorFlow's ops
+(``TENSORFLOW_ONLY``) are refused for it.
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ sys.path.insert(0, str(ROOT))
 #: with ``TF_USE_LEGACY_KERAS=1``), for a program written for TensorFlow before 2.16 (its entry's
 #: ``"keras": "tf_keras"``, which the caller turns into that variable).
 KERAS = "tf_keras" if os.environ.get("TF_USE_LEGACY_KERAS") == "1" else "keras"
+#: Keras 3's backend: TensorFlow's, or JAX's for a program written for it (its entry's
+#: ``"backend": "jax"``; the caller sets ``KERAS_BACKEND``, and splits the CPU into XLA's devices).
+JAX = os.environ.get("KERAS_BACKEND") == "jax"
 
 if WAY == "autodist":
     import autodist  # noqa: F401  (first, as the adopted text has it)
@@ -67,7 +76,7 @@ else:
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-if WAY == "hand-built":
+if WAY == "hand-built" and not JAX:
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
@@ -357,15 +366,20 @@ def synchronize_batchnorm() -> None:
 
 #: The settings that reach into Keras 3's own modules, so act on a Keras 3 program only.
 KERAS_3_ONLY = ("CORPUS_INITIALIZERS", "CORPUS_GRADIENTS")
+#: The settings that act on TensorFlow's ops and tensors (its draws, its op determinism, its
+#: sparse gradients, a step's tf.Tensor batch), so do nothing to a program on JAX.
+TENSORFLOW_ONLY = ("CORPUS_DRAWS", "CORPUS_DETERMINISM", "CORPUS_GRADIENTS", "CORPUS_BATCH_ORDER")
 
 
 def main() -> None:
     from tests.corpus import stand_ins
-    from tests.corpus.text import program_text
+    from tests.corpus.text import own_distribution, program_text
 
     stand_ins.install(KERAS)
     if KERAS == "tf_keras" and any(os.environ.get(name) for name in KERAS_3_ONLY):
         raise SystemExit(f"run.py: {', '.join(KERAS_3_ONLY)} act on Keras 3; this program is written for tf_keras")
+    if JAX and any(os.environ.get(name) for name in TENSORFLOW_ONLY):
+        raise SystemExit(f"run.py: {', '.join(TENSORFLOW_ONLY)} act on TensorFlow; this program runs on JAX")
     if os.environ.get("CORPUS_DRAWS") == "off":
         fix_draws()
     if os.environ.get("CORPUS_ORDER") == "fixed":
@@ -393,12 +407,12 @@ def main() -> None:
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     code = compile(text, filename, "exec", dont_inherit=True)  # not run.py's own `from __future__ import annotations`
     sys.path.insert(0, os.getcwd())  # as Jupyter, or `python program.py` in its folder: what it writes there imports
-    own_strategy = "Strategy(" in text  # the program's own strategy is its hand-built one
-    scope = (
-        tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope()
-        if WAY == "hand-built" and not own_strategy
-        else None
-    )
+    scope = None
+    if WAY == "hand-built" and not own_distribution(text):  # the program's own is its hand-built one
+        if JAX:  # Keras's data parallelism over XLA's 2 CPU devices, set before the program makes anything
+            keras.distribution.set_distribution(keras.distribution.DataParallel())
+        else:
+            scope = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -307,6 +307,49 @@ def _speech_commands_zip(path: Path) -> None:
         archive.writestr("mini_speech_commands/README.md", "Mini Speech Commands\n")
 
 
+
+def _wav(rng: np.random.Generator, frames: int, rate: int = 16000) -> bytes:
+    """A mono 16-bit PCM WAV file of ``frames`` noise frames at ``rate`` Hz."""
+    sound = io.BytesIO()
+    with wave.open(sound, "wb") as out:
+        out.setnchannels(1), out.setsampwidth(2), out.setframerate(rate)
+        out.writeframes(rng.integers(-3000, 3000, size=frames).astype("<i2").tobytes())
+    return sound.getvalue()
+
+
+def _speakers_zip(path: Path) -> None:
+    """The speaker recognition recordings (Kaggle's ``speaker-recognition-dataset.zip``):
+    ``16000_pcm_speeches/SPEAKER/N.wav``, one-second 16 kHz clips of five speakers, and the
+    background noise (``_background_noise_``, ``other``): longer 16 kHz recordings."""
+    rng = _rng("speakers")
+    speakers = ("Benjamin_Netanyau", "Jens_Stoltenberg", "Julia_Gillard", "Magaret_Tarcher", "Nelson_Mandela")
+    with zipfile.ZipFile(path, "w") as archive:
+        for i in range(SAMPLES + TEST):
+            archive.writestr(f"16000_pcm_speeches/{speakers[i % 5]}/{i // 5}.wav", _wav(rng, 16000))
+        for folder, name in (("_background_noise_", "running_tap.wav"), ("_background_noise_", "pink_noise.wav"),
+                             ("other", "exercise_bike.wav"), ("other", "doing_the_dishes.wav")):  # fmt: skip
+            archive.writestr(f"16000_pcm_speeches/{folder}/{name}", _wav(rng, 16000 * 8))
+
+
+def _ljspeech_tbz(path: Path) -> None:
+    """LJSpeech (``LJSpeech-1.1.tar.bz2``): ``LJSpeech-1.1/wavs/LJ001-NNNN.wav``, 22.05 kHz mono
+    clips, and ``metadata.csv``: a clip's ID, its transcript and the normalized one, ``|``-separated."""
+    rng = _rng("ljspeech")
+    words = ("the", "printing", "press", "in", "only", "sense", "with", "which", "we", "are", "at", "present", "concerned")
+    rows, files = [], {}
+    for i in range(SAMPLES + TEST):
+        clip = f"LJ001-{i + 1:04d}"
+        text = " ".join(rng.choice(words, size=int(rng.integers(3, 12)))).capitalize() + "."
+        rows.append(f"{clip}|{text}|{text}")
+        files[f"LJSpeech-1.1/wavs/{clip}.wav"] = _wav(rng, int(rng.integers(22050, 33075)), rate=22050)
+    files["LJSpeech-1.1/metadata.csv"] = ("\n".join(rows) + "\n").encode()
+    files["LJSpeech-1.1/README"] = b"LJ Speech Dataset\n"
+    with tarfile.open(path, "w:bz2") as archive:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+
 def _jpeg(rng: np.random.Generator, shape=(120, 160, 3)) -> bytes:
     from PIL import Image
 
@@ -520,8 +563,104 @@ def _ecg_csv(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+#: The EEG recordings' labels (the NeuroSky "synchronized brainwave" table): the tasks and their
+#: numbered parts, which keras.io's classifier collates, and the two it removes.
+EEG_LABELS = (
+    "relax", "music", "blink1", "blink4", "math1", "math7", "math12", "video-ver1", "video-ver2",
+    "thinkOfItems-ver1", "thinkOfItemsInstruction-ver2", "colorRound1-1", "colorRound3-6",
+    "colorInstruction1", "readyRound2", "colorRound5-4", "instruction",
+)
+
+
+def _eeg_csv(path: Path) -> None:
+    """The EEG recordings (``eeg-data.csv``): a row per second of one subject's task, its 512 raw
+    readings as a JSON list, the sensor's signal quality (0 best, 200 worst), its label, and the
+    table's other columns (pandas' index column ``Unnamed: 0`` among them)."""
+    rng = _rng("eeg")
+    columns = (
+        "id", "indra_time", "browser_latency", "reading_time", "attention_esense", "meditation_esense",
+        "eeg_power", "raw_values", "signal_quality", "createdAt", "updatedAt", "label",
+    )
+    with path.open("w", newline="") as out:
+        rows = csv.writer(out)
+        rows.writerow(["", *columns])
+        count = SAMPLES + TEST
+        for i in range(count + count // 8):
+            label = "unlabeled" if i % 17 == 5 else "everyone paired" if i % 29 == 7 else EEG_LABELS[i % len(EEG_LABELS)]
+            readings = (rng.normal(0, 40, size=512) + 30 * np.sin(np.arange(512) * (1 + i % 5) / 20)).astype(int)
+            stamp = f"2015-05-09 23:{i // 60 % 60:02d}:{i % 60:02d}.{i % 1000:03d}"
+            rows.writerow([
+                i, int(rng.integers(1, 31)), stamp, int(rng.integers(1, 3000)), int(rng.integers(10, 2000)),
+                int(rng.integers(0, 100)), int(rng.integers(0, 100)),
+                str([int(v) for v in rng.integers(1000, 1_000_000, size=8)]), str([int(v) for v in readings]),
+                200 if i % 23 == 3 else 0, stamp, stamp, label,
+            ])  # fmt: skip
+
+
+def _newsgroups_tgz(path: Path) -> None:
+    """The 20 Newsgroups posts (``news20.tar.gz``): ``20_newsgroup/GROUP/NUMBER``, a post a file, its
+    headers in its first lines; the post keras.io prints (``comp.graphics/38987``) among them."""
+    rng = _rng("news20")
+    groups = (
+        "alt.atheism", "comp.graphics", "comp.os.ms-windows.misc", "comp.sys.ibm.pc.hardware",
+        "comp.sys.mac.hardware", "comp.windows.x", "misc.forsale", "rec.autos", "rec.motorcycles",
+        "rec.sport.baseball", "rec.sport.hockey", "sci.crypt", "sci.electronics", "sci.med", "sci.space",
+        "soc.religion.christian", "talk.politics.guns", "talk.politics.mideast", "talk.politics.misc",
+        "talk.religion.misc",
+    )
+    words = np.array([*GLOVE_WORDS[:3000], *(f"token{i}" for i in range(1000))])  # most of them in GloVe's
+    files = {}
+    for i in range(SAMPLES + TEST):
+        group = groups[i % len(groups)]
+        number = 38987 if (group, i // len(groups)) == ("comp.graphics", 0) else 37000 + i
+        headers = [f"Newsgroups: {group}", "Path: cantaloupe.srv.cs.cmu.edu", f"From: user{i}@example.edu",
+                   "Subject: Re: a question", f"Message-ID: <{i}@example.edu>", "Sender: news@example.edu",
+                   "Organization: Example University", "Lines: 12", "References: <1@example.edu>", ""]  # fmt: skip
+        body = " ".join(rng.choice(words, size=int(rng.integers(40, 400))))
+        files[f"20_newsgroup/{group}/{number}"] = "\n".join([*headers, body]).encode("latin-1")
+    _tar_of(path, files)
+
+
+#: GloVe's words, as many as the stand-ins' texts use: its vectors are looked up by them.
+GLOVE_WORDS = ("the", ",", ".", "of", "to", "and", "in", "a", *(f"w{i}" for i in range(3992)))
+
+
+def _glove_zip(path: Path) -> None:
+    """GloVe's 6B vectors (``glove.6B.zip``): ``glove.6B.{50,100,200,300}d.txt``, a word and its
+    vector's numbers a line, separated by spaces."""
+    rng = _rng("glove")
+    with zipfile.ZipFile(path, "w") as archive:
+        for size in (50, 100, 200, 300):
+            vectors = rng.normal(0, 0.4, size=(len(GLOVE_WORDS), size))
+            archive.writestr(
+                f"glove.6B.{size}d.txt",
+                "".join(f"{w} {' '.join(f'{v:.5f}' for v in row)}\n" for w, row in zip(GLOVE_WORDS, vectors)),
+            )
+
+
+def _pemsd7_zip(path: Path) -> None:
+    """PeMSD7's traffic speeds (``PeMSD7_Full.zip``): ``PeMSD7_V_228.csv``, a row per 5 minutes of
+    228 roads' speeds in mph, and ``PeMSD7_W_228.csv``, the 228 roads' distances in metres; no
+    header, as the real files."""
+    rng = _rng("pemsd7")
+    steps = 2 * SAMPLES + 120  # the program trains on half of the steps, in windows of 15
+    daily = 60 - 15 * (np.sin(np.arange(steps) * 2 * np.pi / 288) > 0.5)
+    speeds = daily[:, None] + rng.normal(0, 3, size=(steps, 228))
+    places = rng.uniform(0, 30000, size=228)
+    distances = np.abs(places[:, None] - places[None, :])
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("PeMSD7_V_228.csv", "".join(",".join(f"{v:.1f}" for v in row) + "\n" for row in speeds))
+        archive.writestr("PeMSD7_W_228.csv", "".join(",".join(f"{v:.4f}" for v in row) + "\n" for row in distances))
+
+
 FILES = {
     "ecg.csv": _ecg_csv,
+    "eeg-data.csv": _eeg_csv,
+    "news20.tar.gz": _newsgroups_tgz,
+    "glove.6B.zip": _glove_zip,
+    "PeMSD7_Full.zip": _pemsd7_zip,
+    "speaker-recognition-dataset.zip": _speakers_zip,
+    "LJSpeech-1.1.tar.bz2": _ljspeech_tbz,
     "adult.data": _adult,
     "adult.test": _adult,
     "heart.csv": _heart_csv,
@@ -685,6 +824,10 @@ class _Split:
         self.num_examples = count
 
 
+#: Classes that come in runs of samples, as the real data holds them: each Omniglot character is
+#: drawn by 20 people (keras.io's Reptile samples several drawings of a character), and its test
+#: split's characters are others than its training split's.
+TFDS_RUNS = {("omniglot", "label"): 20}
 #: Class names as a dataset writes them, where a program reads them (stanford_dogs: WordNet id, breed).
 TFDS_NAMES = {"stanford_dogs": lambda i: f"n{2085620 + i:08d}-breed_{i}"}
 
@@ -732,6 +875,9 @@ def _tfds_data(name: str, split: str, as_supervised: bool):
             columns[feature] = np.array([" ".join(rng.choice(words, size=rng.integers(5, 40))) for _ in range(count)])
         elif dtype == "float32":
             columns[feature] = rng.normal(size=(count, *shape)).astype("float32")
+        elif (name, feature) in TFDS_RUNS:  # the split's own classes, each a run of samples
+            first = 0 if base == TFDS_SETS[name][1][0] else classes // 2
+            columns[feature] = ((first + np.arange(count) // TFDS_RUNS[name, feature]) % classes).astype(dtype)
         else:
             columns[feature] = rng.integers(0, classes, size=(count, *shape)).astype(dtype)
     columns = {feature: column[start:end] for feature, column in columns.items()}
@@ -807,12 +953,17 @@ def _applications(package: str = "keras") -> dict:
 
 #: The commands run as written (the data's own unpacking and moving); curl and wget fetch stand-ins.
 SHELL_COMMANDS = ("unzip", "tar", "mkdir", "mv", "cp", "rm", "gunzip")
+#: The files a program fetches from Google Drive with ``gdown ID``, by their ID: gdown saves each
+#: under its name on the Drive.
+DRIVE = {"1V5B7Bt6aJm0UHbR7cRKBEK8jx7lYPVuX": "eeg-data.csv"}
 
 
 def shell(command: str) -> None:
     """Run one of the program's shell lines for its data, in the current folder: ``curl``/``wget``
-    of a URL with a stand-in writes that stand-in where the command would; the data's unpacking
-    (``SHELL_COMMANDS``) runs as written; anything else (``pip``, ``ls``) does nothing."""
+    of a URL with a stand-in, ``gdown`` of a Drive file with one (``DRIVE``), or ``kaggle
+    datasets download`` of a dataset with one, writes that stand-in where the command would; the
+    data's unpacking (``SHELL_COMMANDS``) runs as written; anything else (``pip``, ``ls``) does
+    nothing."""
     import shlex
     import shutil
     import subprocess
@@ -829,6 +980,15 @@ def shell(command: str) -> None:
         for word in words:
             if word.startswith(("http://", "https://")) and (path := local(word)):
                 shutil.copy(path, named[0] if named else Path(path).name)
+    elif words[0] == "gdown":
+        named = [words[j + 1] for j in range(len(words) - 1) if words[j] in ("-O", "--output")]
+        for word in words[1:]:
+            if (name := DRIVE.get(word.split("&")[0])) and (path := local(f"https://drive.google.com/{name}")):
+                shutil.copy(path, named[0] if named else name)
+    elif words[:3] == ["kaggle", "datasets", "download"] and "-d" in words[:-1]:  # Kaggle's OWNER/NAME: NAME.zip
+        name = words[words.index("-d") + 1].rsplit("/", 1)[-1] + ".zip"
+        if path := local(f"https://www.kaggle.com/{name}"):
+            shutil.copy(path, name)
     elif words[0] in SHELL_COMMANDS:
         subprocess.run(command, shell=True, check=False)
 

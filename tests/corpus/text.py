@@ -52,3 +52,13 @@ line calls ``__corpus_shell__(COMMAND)`` instead, which the runner defines."""
                 lines.append(indent + "pass  # " + body if body.startswith(("!", "%")) or _help(body) else line)
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+#: What a program that distributes its own training writes: a ``tf.distribute`` strategy, a JAX
+#: mesh (``jax.sharding.Mesh``, Keras's ``DeviceMesh``), or a Keras distribution of its own.
+OWN_DISTRIBUTION = ("Strategy(", "Mesh(", "set_distribution(")
+
+
+def own_distribution(text: str) -> bool:
+    """Whether the program distributes its own training: then that is its hand-built way."""
+    return any(mark in text for mark in OWN_DISTRIBUTION)

@@ -193,6 +193,26 @@ def said(err: Exception) -> str:
     return f"{type(err).__name__}: {text if len(text) <= 1200 else text[:400] + ' ... ' + text[-700:]}"
 
 
+def transient_names_after_fit(strategy=None) -> dict:
+    """How far one fit of a built model moves Keras's counts of the names a symbolic call makes and
+    drops (``keras_tensor_N``, its scratch graphs): one device's first step makes none; Keras's
+    symbolic build under a strategy makes some, and a script reads them (the TensorFlow image
+    classification tutorial calls its TFLite signature with ``keras_tensor_15=``)."""
+    import collections
+
+    from keras.src.backend.common import global_state
+
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    counts = global_state.get_global_attribute(
+        "object_name_uids", default=collections.defaultdict(int), set_to_default=True
+    )
+    before = {name: counts.get(name, 0) for name in ("keras_tensor", "scratch_graph")}
+    model.fit(np.ones((8, 4), "float32"), np.ones((8, 2), "float32"), batch_size=4, verbose=0)
+    return {name: counts.get(name, 0) - count for name, count in before.items()}
+
+
 def case(function, *args, **kwargs):
     try:
         return function(*args, **kwargs)
@@ -890,6 +910,8 @@ def main() -> None:
         "one_image_unpatched": case(one_image_against_one_device),
         "central_storage_mixed_float16_error": case(central_storage_mixed_float16_error),
         "training_in_step_unpatched": case(training_in_step),
+        "transient_names_one_device": case(transient_names_after_fit),
+        "transient_names_unpatched": case(transient_names_after_fit, tf.distribute.MirroredStrategy(DEVICES)),
     }
     from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
     from autodist.tensorflow.keras_patches import apply_workarounds
@@ -905,6 +927,7 @@ def main() -> None:
     results["dropout_masks_patched_again"] = case(dropout_masks_equal_across_replicas, adopted=True)
     results["gradient_gaps_patched"] = case(mirrored_gradient_gaps)
     results["no_call_patched"] = case(own_step_against_one_device, NoCall, patched=True)
+    results["transient_names_patched"] = case(transient_names_after_fit, tf.distribute.MirroredStrategy(DEVICES))
     results["own_step_patched"] = case(own_step_against_one_device, OwnStep, patched=True)
     results["own_step_mixed_patched"] = case(own_step_against_one_device, OwnStep, patched=True, policy="mixed_float16")
     results["endpoint_plain_strategy_patched"] = case(endpoint_against_one_device)
