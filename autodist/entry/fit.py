@@ -103,18 +103,6 @@ def fit(
         >>> history.model is not None
         True
     """
-    own_fit = _own_fit_of(model)
-    if own_fit is not None:  # a script's x.fit( of another library's object (or a Ray trainer's)
-        named = {"batch_size": batch_size, "epochs": epochs, "strategy": strategy, "num_params": num_params,
-                 "gpu_memory_fraction": gpu_memory_fraction, "backup_dir": backup_dir,
-                 "peer_timeout_seconds": peer_timeout_seconds, "mixed_precision": mixed_precision,
-                 "ray_report": ray_report, "ray_checkpoint": ray_checkpoint}  # fmt: skip
-        kwargs = {**_set_by_the_caller(named), **fit_kwargs}
-        if own_fit == "ray trainer":
-            return _fit_ray_trainer(
-                model, [name for name, value in {"x": x, "y": y, **kwargs}.items() if value is not None]
-            )
-        return _fit_as_written(model, (x, y), kwargs)
     given = {
         "batch_size": batch_size,
         "epochs": epochs,
@@ -127,6 +115,14 @@ def fit(
         "ray_report": ray_report,
         "ray_checkpoint": ray_checkpoint,
     }
+    own_fit = _own_fit_of(model)
+    if own_fit is not None:  # a script's x.fit( of another library's object (or a Ray trainer's)
+        kwargs = {**_set_by_the_caller(given), **fit_kwargs}
+        if own_fit == "ray trainer":
+            return _fit_ray_trainer(
+                model, [name for name, value in {"x": x, "y": y, **kwargs}.items() if value is not None]
+            )
+        return _fit_as_written(model, (x, y), kwargs)
     builder, checked, kwargs = check_fit_arguments(model, given, fit_kwargs)  # before anything is detected or imported
     read_only = MappingProxyType(kwargs)
     data = classify(x, y)
@@ -174,12 +170,14 @@ def _fit_as_written(model: Any, data: tuple[Any, Any], kwargs: dict[str, Any]) -
     distributed nothing there."""
     kind = type(model)
     if once(f"a fit of its own: {kind.__module__}.{kind.__qualname__}"):
-        warn_all([
-            f"autodist.fit got {a_type(model)} of {kind.__module__.split('.')[0]}, not a Keras model: it "
-            f"ran {kind.__name__}.fit as the script wrote it, undistributed, and returned its result. "
-            f"autodist distributes a Keras model's fit only; call {kind.__name__}'s fit directly there "
-            "to say so."
-        ])  # fmt: skip
+        warn_all(
+            [
+                f"autodist.fit got {a_type(model)} of {kind.__module__.split('.')[0]}, not a Keras model: it "
+                f"ran {kind.__name__}.fit as the script wrote it, undistributed, and returned its result. "
+                f"autodist distributes a Keras model's fit only; call {kind.__name__}'s fit directly there "
+                "to say so."
+            ]
+        )
     args = list(data)
     while args and args[-1] is None:  # fit(X) stays fit(X): no y it was not given
         args.pop()
