@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import sys
 import zipfile
 
 import numpy as np
@@ -576,3 +577,164 @@ def test_a_way_that_ran_past_its_limit_leaves_the_program_not_measured_whichever
     late = {"outcome": "no record (exit -9): timed out: over 600 s. ..."}
     fixed = dict(zip(corpus.DRAWS_OFF, (_way(), late, _way())))
     assert corpus.verdict({**drew, **fixed}).startswith("not measured")
+
+
+def _timed(walls=(3.0, 1.0, 1.0), steps=50, first_step=9.0, rss=1000, outcome="ran"):
+    """A speed-mode record (tests/corpus/run.py's ``Timing``): one fit, its epochs' seconds."""
+    epochs = [{"wall": wall, "cpu": 2 * wall, "steps": steps} for wall in walls]
+    return {"outcome": outcome, "peak_rss_bytes": rss, "speed": {"fits": [{"epochs": epochs}], "first_step": first_step}}
+
+
+def test_the_speed_mode_times_the_epochs_after_each_fits_first_and_compares_pair_by_pair():
+    from tests.corpus import speed
+
+    figures = speed.figures(_timed())
+    assert figures == {
+        "wall": 2.0, "cpu": 4.0, "first_step": 9.0, "peak_rss": 1000, "steady_steps": 100, "epoch_steps": 50
+    }
+    assert speed.figures(_timed(outcome="OSError: no file")) is None
+    assert speed.figures(_timed(walls=(3.0,))) is None, "a fit of one epoch has no steady state"
+    # each pair's ratio is autodist's over the other way's; a pair where one way failed counts for nothing
+    pairs = [
+        (speed.figures(_timed(walls=(5, 1, 1))), speed.figures(_timed(walls=(5, 0.9, 0.9), rss=1100))),
+        (speed.figures(_timed(walls=(5, 1, 1))), speed.figures(_timed(walls=(5, 1.2, 1.2), rss=1000))),
+        (speed.figures(_timed(walls=(5, 1, 1))), speed.figures(_timed(walls=(5, 1.0, 1.0), rss=1000))),
+        (speed.figures(_timed(walls=(5, 1, 1))), None),
+    ]
+    found = speed.ratios(pairs)
+    assert found["wall"]["median"] == pytest.approx(1.0) and found["wall"]["pairs"] == pytest.approx([0.9, 1.2, 1.0])
+    assert (found["wall"]["min"], found["wall"]["max"]) == pytest.approx((0.9, 1.2))
+    assert found["peak_rss"]["median"] == pytest.approx(1.0) and found["peak_rss"]["max"] == pytest.approx(1.1)
+    assert speed.ratios([(None, None)]) is None
+    # the two ways of a comparison take turns at going first
+    assert [speed.order(pair) for pair in range(4)] == [(0, 1), (1, 0), (0, 1), (1, 0)]
+
+
+def test_a_program_too_small_for_a_steady_epoch_gets_the_samples_that_give_it_one():
+    from tests.corpus import speed
+
+    sizing = {"epoch_steps": 8}  # 256 samples in batches of 32
+    assert speed.sized_samples({}, sizing, "256") == "1600"  # 50 steps of 32, in whole batches of 32
+    assert int(speed.sized_samples({"samples": 64}, {"epoch_steps": 1}, "64")) >= 64 * speed.MIN_STEPS
+    assert speed.sized_samples({}, {"epoch_steps": 60}, "256") == "256"
+    assert speed.sized_samples({"samples": "full"}, sizing, "full") == "full"
+    assert speed.sized_samples({"speed": {"samples": 4096}}, sizing, "256") == "4096"
+
+
+def test_the_speed_summary_holds_each_ratio_to_its_goal_and_names_the_programs_past_it():
+    from tests.corpus import speed
+
+    def program(one, two):
+        comparisons = {}
+        for comparison, wall in (("one device", one), ("2 replicas", two)):
+            if wall is not None:
+                cells = {f: {"median": 1.0, "min": 1.0, "max": 1.0} for f in speed.FIGURES}
+                comparisons[comparison] = {"ratios": {**cells, "wall": {"median": wall, "min": wall, "max": wall}}}
+        return {"kind": "convnet", "samples": "256", "comparisons": comparisons}
+
+    fast = speed.summary({"a": program(0.9, 1.0), "b": program(0.8, 0.95), "c": program(0.93, None)})
+    assert fast["one device, wall"]["median"] == pytest.approx(0.9) and fast["one device, wall"]["result"] == "pass"
+    assert fast["2 replicas, wall"]["programs"] == 2, "a program the hand-built strategy cannot train has no (b)"
+    slow = speed.summary({"a": program(0.9, 1.0), "b": program(0.8, 1.2), "c": program(1.06, 0.97)})
+    assert slow["one device, wall"]["result"] == "short" and slow["one device, wall"]["past"] == ["c"]
+    assert slow["2 replicas, wall"]["past"] == ["b"] and slow["2 replicas, wall"]["result"] == "short"
+    assert slow["one device, cpu"]["result"] == "report"
+
+
+def test_the_speed_mode_runs_one_way_at_a_time_sized_and_in_turns(tmp_path, monkeypatch):
+    """A warm-up sizes the program; then each comparison's pairs, one process at a time, with the
+    speed mode's settings and the sized samples, the two ways taking turns at going first."""
+    from tests.corpus import speed
+
+    started = []
+
+    def run(name, out, ways):
+        ((label, how),) = ways.items()
+        overlay = corpus._OVERLAY[-1]
+        started.append((label, how, overlay[0], overlay[1].get("CORPUS_SAMPLES")))
+        assert overlay[1]["CORPUS_SPEED"] == "1" and overlay[1]["CORPUS_EPOCHS"] == str(speed.EPOCHS)
+        samples = int(overlay[1].get("CORPUS_SAMPLES", 64))
+        return {label: _timed(steps=max(1, (samples - 2000) // 32))}  # windows of 2000 samples, batches of 32
+
+    monkeypatch.setattr(corpus, "run", run)
+    monkeypatch.setitem(corpus.SOURCES, "p", {"samples": 64})
+    found = speed.measure("p", tmp_path)
+    # 64 samples: 1 step; sized to 3200 for 50, which windows of 2000 leave 37; sized again to 4352,
+    # which gives 73: timed so.
+    assert started[:3] == [
+        ("warm-up", corpus.WAYS["plain"], "-speed-warm-up", "64"),
+        ("warm-up", corpus.WAYS["plain"], "-speed-warm-up-1", "3200"),
+        ("warm-up", corpus.WAYS["plain"], "-speed-warm-up-2", "4352"),
+    ]
+    assert {samples for *_, samples in started[3:]} == {"4352"} and found["samples"] == "4352"
+    one = [(how, suffix) for _, how, suffix, _ in started[3:] if how in speed.COMPARISONS["one device"]]
+    assert one == [
+        (("plain", None), "-speed0"), (("autodist", "1"), "-speed0"),
+        (("autodist", "1"), "-speed1"), (("plain", None), "-speed1"),
+        (("plain", None), "-speed2"), (("autodist", "1"), "-speed2"),
+    ]
+    assert len(started) == 3 + 2 * 2 * speed.PAIRS
+    assert found["comparisons"]["2 replicas"]["ratios"]["wall"]["median"] == pytest.approx(1.0)
+
+
+def test_a_speed_run_times_each_epoch_and_the_first_step_and_autodist_plans_the_epochs_it_runs(processes, tmp_path):
+    """A real run (tests/corpus/run.py, ``CORPUS_SPEED=1``) of a program that asks for one epoch of
+    100 steps: it trains ``CORPUS_EPOCHS`` (3), each timed with its steps, and autodist plans for
+    those 3 (300 steps: 8 steps per call; for 100 it keeps 1, and so would a batch-level hook)."""
+    import os
+    import subprocess
+    import time
+
+    program = tmp_path / "program.py"
+    program.write_text(
+        "import numpy as np\nimport keras\n"
+        "x = np.random.rand(100, 4).astype('float32'); y = x.sum(axis=1)\n"
+        "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])\n"
+        "model.compile(optimizer='adam', loss='mse')\n"
+        "model.fit(x, y, batch_size=1, epochs=1, verbose=0)\n"
+    )
+    target = tmp_path / "record.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTODIST_")}
+    env.update(CORPUS_SPEED="1", CORPUS_EPOCHS="3", CORPUS_LAUNCHED=repr(time.time()), AUTODIST_CPU_DEVICES="1")
+    began = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(corpus.HERE / "run.py"), str(program), "autodist", str(target)],
+        cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300,
+    )
+    took = time.monotonic() - began
+    record = json.loads(target.read_text())
+    assert record["outcome"] == "ran", (proc.stderr[-2000:], record.get("traceback"))
+    (fit,) = record["speed"]["fits"]
+    assert [epoch["steps"] for epoch in fit["epochs"]] == [100, 100, 100]
+    assert fit["steps_per_execution"] == 8
+    assert all(0 < epoch["wall"] and 0 <= epoch["cpu"] for epoch in fit["epochs"])
+    assert 0 < record["speed"]["first_step"] < took
+    assert len(record["fits"][0]["history"]["loss"]) == 3
+
+
+def test_a_workarounds_cost_is_with_it_over_without_it_where_it_acted(tmp_path, monkeypatch):
+    """Without it (its ``-name`` opt-out) and with it, in turns: the ratio is with ÷ without; it
+    acted where the two arms train further apart than one arm's runs from each other."""
+    from tests.corpus import speed
+
+    compat = []
+
+    def run(name, out, ways):
+        ((label, how),) = ways.items()
+        settings = corpus._OVERLAY[-1][1]
+        compat.append(settings.get("AUTODIST_KERAS_COMPAT"))
+        without = "AUTODIST_KERAS_COMPAT" in settings
+        timed = _timed(walls=(5, 1.0, 1.0) if without or label == "warm-up" else (5, 1.1, 1.1))
+        record = {**timed, **_way(fits=((1.0, 0.6 if acts and not without else 0.5),))}
+        return {label: record}
+
+    monkeypatch.setattr(corpus, "run", run)
+    monkeypatch.setitem(corpus.SOURCES, "p", {"samples": 256})
+    acts = True
+    found = speed.cost("p", "replica_random_streams", tmp_path)
+    assert found["acted"] and found["ratios"]["wall"]["median"] == pytest.approx(1.1)
+    assert compat.count("auto,-replica_random_streams") == speed.PAIRS and compat.count(None) == 1 + speed.PAIRS
+    acts = False
+    assert not speed.cost("p", "replica_random_streams", tmp_path)["acted"]
+    summary = speed.workaround_costs({"replica_random_streams": {"p": found, "q": {**found, "acted": False}}})
+    assert summary["replica_random_streams"] == {"median": pytest.approx(1.1), "acted on": {"p": pytest.approx(1.1)}, "did not act on": ["q"]}

@@ -1,5 +1,6 @@
 """Run the corpus (tests/corpus/programs/, sources in sources.json) and print its table:
-``python -m tests.corpus [--check DOC | --write DOC] [NAME ... | ci]`` (docs/corpus.md).
+``python -m tests.corpus [--check DOC | --write DOC] [NAME ... | ci]`` (docs/corpus.md). What
+autodist costs the programs, in speed and memory: ``python -m tests.corpus --speed`` (speed.py).
 
 Each program runs, each way in its own process and folder (tests/corpus/run.py): plain
 ``model.fit`` on one device; ``autodist.fit`` with its defaults on one device; on 2 replicas
@@ -354,13 +355,13 @@ def _start_way(name: str, out: Path, ways: dict, how: tuple[str, str | None]) ->
     env.update(
         PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **({"AUTODIST_CPU_DEVICES": devices} if devices else {})
     )
-    suffix, settings = EXTRA.get(id(ways), ("", {}))
-    suffix = _OVERLAY[-1][0] + suffix
-    env.update(_OVERLAY[-1][1])
-    env.update(settings)
-    env.update(CORPUS_OUT=str(out.resolve()), CORPUS_BIND=_bound_back(out))
     env.update(MPLBACKEND="Agg", CORPUS_SAMPLES=str(entry(name).get("samples", env.get("CORPUS_SAMPLES", 256))))
     env.update(CORPUS_EPOCHS=str(entry(name).get("epochs", env.get("CORPUS_EPOCHS", 2))))
+    suffix, settings = EXTRA.get(id(ways), ("", {}))
+    suffix = _OVERLAY[-1][0] + suffix
+    env.update(_OVERLAY[-1][1])  # after the sizes: the speed mode's own (tests/corpus/speed.py)
+    env.update(settings)
+    env.update(CORPUS_OUT=str(out.resolve()), CORPUS_BIND=_bound_back(out))
     if entry(name).get("keras") == "tf_keras":  # written for Keras 2: tf.keras is tf_keras, as before TF 2.16
         env.update(TF_USE_LEGACY_KERAS="1")
     if entry(name).get("backend") == "jax":  # written for JAX: its 2 devices are XLA's, split from the CPU
@@ -373,6 +374,7 @@ def _start_way(name: str, out: Path, ways: dict, how: tuple[str, str | None]) ->
         return None, target, time.monotonic()
     shutil.rmtree(folder, ignore_errors=True)  # a run that kept no record (killed): run again
     folder.mkdir()
+    env.update(CORPUS_LAUNCHED=repr(time.time()))  # the speed mode's start-up: from here to the first step
     with open(folder / "stderr.txt", "w") as stderr:  # a file, not a pipe: nothing blocks while ways are polled
         proc = subprocess.Popen(
             [*private_tmp(), sys.executable, str(HERE / "run.py"), str(program(name)), kind, str(target)],
@@ -860,6 +862,10 @@ def main(argv: list[str]) -> int:
     if argv == ["--list"]:
         print(*sorted(SOURCES), sep="\n")
         return 0
+    if argv[:1] == ["--speed"]:  # what autodist costs (tests/corpus/speed.py)
+        from tests.corpus import speed
+
+        return speed.main(argv[1:])
     if argv[:1] == ["--left-out"]:
         with tempfile.TemporaryDirectory() as out:
             wrong = check_left_out(argv[1:] or sorted(left_out.LEFT_OUT), Path(os.environ.get("CORPUS_KEEP") or out))

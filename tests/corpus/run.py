@@ -28,6 +28,10 @@ Around the program, never in it:
   order (``reverse_batches``): the same step, its sums taken in another order.
 - with ``CORPUS_GRADIENTS=dense``, every optimizer applies its sparse gradients as dense ones
   (``densify_gradients``).
+- with ``CORPUS_SPEED=1`` (the speed mode, ``speed.py``), every ``fit`` runs exactly
+  ``CORPUS_EPOCHS`` epochs, and each epoch's wall and CPU seconds and steps are recorded, with the
+  seconds from the process's start (``CORPUS_LAUNCHED``, the caller's clock) to the end of its
+  first trained step (``Timing``).
 
 A notebook runs as its code cells in order (``program_text``). A program that makes its own
 strategy keeps it: that strategy is its hand-built way, so ``hand-built`` only gives it 2 devices.
@@ -48,6 +52,7 @@ import linecache
 import os
 import resource
 import sys
+import time
 import traceback
 import types
 import warnings
@@ -68,7 +73,7 @@ KERAS = "tf_keras" if os.environ.get("TF_USE_LEGACY_KERAS") == "1" else "keras"
 JAX = os.environ.get("KERAS_BACKEND") == "jax"
 
 if WAY == "autodist":
-    import autodist  # noqa: F401  (first, as the adopted text has it)
+    import autodist  # first, as the adopted text has it
 if KERAS == "tf_keras":
     import tf_keras as keras  # noqa: E402
 else:
@@ -81,6 +86,9 @@ if WAY == "hand-built" and not JAX:
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 RECORD: dict = {"way": WAY, "fits": [], "evaluates": [], "predicts": [], "warnings": []}
+SPEED = os.environ.get("CORPUS_SPEED") == "1"
+if SPEED:
+    RECORD["speed"] = {"fits": [], "first_step": None}
 _DEPTH = [0]
 
 
@@ -113,6 +121,8 @@ def _recorded(name, record):
             reverse_batches(self)
         if name == "fit" and kwargs.get("epochs", 1) > kwargs.get("initial_epoch", 0) + EPOCHS:
             kwargs["epochs"] = kwargs.get("initial_epoch", 0) + EPOCHS  # a tuner's later brackets start past 0
+        if name == "fit" and SPEED and _DEPTH[0] == 0:
+            kwargs = timed(kwargs)
         _DEPTH[0] += 1
         try:
             result = original(self, *args, **kwargs)
@@ -123,6 +133,66 @@ def _recorded(name, record):
         return result
 
     setattr(keras.Model, name, method)
+
+
+class Timing(keras.callbacks.Callback):
+    """``CORPUS_SPEED=1``: each epoch's wall and CPU seconds (this process's, every thread's) and the
+    optimizer steps it took, and once per process the seconds from its start to the end of its first
+    trained step. No batch-level hook (autodist keeps ``steps_per_execution`` 1 for a callback with
+    one, and Keras calls such hooks in their own threads): the first step is timed by the model's
+    first call of its train function, which is put back as it was after that call."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = []
+        self.fit = {"epochs": self.epochs}
+        RECORD["speed"]["fits"].append(self.fit)
+
+    def on_train_begin(self, logs=None):
+        per_call = getattr(self.model, "steps_per_execution", None)  # as the fit runs it: autodist's default too
+        self.fit["steps_per_execution"] = int(per_call) if isinstance(per_call, int) else None
+        if RECORD["speed"]["first_step"] is not None:
+            return
+        model, train = self.model, self.model.train_function
+
+        def first(*args, **kwargs):
+            result = train(*args, **kwargs)
+            RECORD["speed"]["first_step"] = time.time() - float(os.environ["CORPUS_LAUNCHED"])
+            model.train_function = train
+            return result
+
+        model.train_function = first
+
+    def _iterations(self):
+        optimizer = getattr(self.model, "optimizer", None)
+        return int(tf.convert_to_tensor(optimizer.iterations)) if optimizer is not None else 0  # mirrored too
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.began = (time.perf_counter(), time.process_time(), self._iterations())
+
+    def on_epoch_end(self, epoch, logs=None):
+        wall, cpu, iterations = self.began
+        steps = self._iterations() - iterations or self.params.get("steps")  # a GAN's own optimizers: Keras's count
+        self.epochs.append({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "steps": steps})
+
+
+def exact_epochs(kwargs: dict) -> dict:
+    """A ``fit``'s keywords in the speed mode: exactly ``EPOCHS`` epochs after its first."""
+    return {**kwargs, "epochs": kwargs.get("initial_epoch", 0) + EPOCHS}
+
+
+def timed(kwargs: dict) -> dict:
+    """A ``Model.fit``'s keywords in the speed mode: its epochs exact, and :class:`Timing` added to its callbacks."""
+    return {**exact_epochs(kwargs), "callbacks": [*(kwargs.get("callbacks") or []), Timing()]}
+
+
+if SPEED and WAY == "autodist":  # autodist plans for the epochs it is given: those Model.fit then runs
+    _AUTODIST_FIT = autodist.fit
+
+    def _autodist_fit(model, *args, **kwargs):
+        return _AUTODIST_FIT(model, *args, **(exact_epochs(kwargs) if isinstance(model, keras.Model) else kwargs))
+
+    autodist.fit = _autodist_fit
 
 
 def _fit_record(model, history):
