@@ -592,6 +592,9 @@ def test_the_speed_mode_times_the_epochs_after_each_fits_first_and_compares_pair
     assert figures == {
         "wall": 2.0, "cpu": 4.0, "first_step": 9.0, "peak_rss": 1000, "steady_steps": 100, "epoch_steps": 50
     }
+    eight = _timed()
+    eight["speed"]["fits"][0]["steps_per_execution"] = 8  # the first call ran 8 steps, each 0.02 s steady
+    assert speed.figures(eight)["first_step"] == pytest.approx(9.0 - 7 * 0.02)
     assert speed.figures(_timed(outcome="OSError: no file")) is None
     assert speed.figures(_timed(walls=(3.0,))) is None, "a fit of one epoch has no steady state"
     # each pair's ratio is autodist's over the other way's; a pair where one way failed counts for nothing
