@@ -741,3 +741,31 @@ def test_a_workarounds_cost_is_with_it_over_without_it_where_it_acted(tmp_path, 
     assert not speed.cost("p", "replica_random_streams", tmp_path)["acted"]
     summary = speed.workaround_costs({"replica_random_streams": {"p": found, "q": {**found, "acted": False}}})
     assert summary["replica_random_streams"] == {"median": pytest.approx(1.1), "acted on": {"p": pytest.approx(1.1)}, "did not act on": ["q"]}
+
+
+def test_autodist_apart_on_one_device_from_a_plain_run_that_repeated_is_judged_again_with_op_determinism(monkeypatch, tmp_path):
+    """Two plain runs that agree can both be one of the numbers a program trains from run to run
+    (keras.io's ConvMixer: autodist on one device 0.0043 from plain, whose two runs agreed, and equal
+    to plain's number of the run before). Judged again with op determinism: equal there, within,
+    and the verdict says what was apart without it; still apart there, autodist's."""
+    apart = {**_found(_way(), _way(fits=((1.0, 0.7),)), _way(), _way()), "plain again": _way()}
+    assert corpus.one_device_apart(apart) == pytest.approx(0.2)
+    assert corpus.one_device_apart({**apart, "plain again": _way(fits=((1.0, 0.6),))}) is None  # not repeatable: named so
+    assert corpus.one_device_apart(_found(*[_way()] * 4)) is None
+    judged = []
+
+    def judge(name, out):
+        judged.append(corpus._OVERLAY[-1][0])
+        return {**_found(*[_way()] * 4), "plain again": _way()} if steady_equal else apart
+
+    monkeypatch.setattr(corpus, "judge", judge)
+    steady_equal = True
+    found = corpus.judged_steadily("p", tmp_path, apart)
+    assert judged == ["-deterministic"]
+    said = corpus.verdict(found)
+    assert said.startswith("equal (judged with TensorFlow's op determinism in every way: without, autodist on one device is 0.2")
+    assert "equal to it with them" in said and said.startswith(corpus.WITHIN) and corpus.kind(said) == "equal"
+    steady_equal = False
+    still = corpus.verdict(corpus.judged_steadily("p", tmp_path, apart))
+    assert still.startswith("autodist on one device differs by 0.2 (judged with") and not still.startswith(corpus.WITHIN)
+    assert corpus.judged_steadily("p", tmp_path, _found(*[_way()] * 4)) == _found(*[_way()] * 4)  # steady: as it is
