@@ -769,3 +769,30 @@ def test_autodist_apart_on_one_device_from_a_plain_run_that_repeated_is_judged_a
     still = corpus.verdict(corpus.judged_steadily("p", tmp_path, apart))
     assert still.startswith("autodist on one device differs by 0.2 (judged with") and not still.startswith(corpus.WITHIN)
     assert corpus.judged_steadily("p", tmp_path, _found(*[_way()] * 4)) == _found(*[_way()] * 4)  # steady: as it is
+
+
+def test_the_speed_table_and_plot_are_written_from_the_measured_results(tmp_path):
+    """``--write DOC``: the summary and each program's row between the page's markers, the plot
+    beside it, and the workarounds' costs; what was on the page around them stays."""
+    from tests.corpus import speed
+
+    pairs = [(speed.figures(_timed()), speed.figures(_timed(walls=(5, 0.9, 0.9), rss=1010)))] * speed.PAIRS
+    program = {
+        "kind": "convnet", "samples": "1600", "loads": [0.1],
+        "comparisons": {c: {"ratios": speed.ratios(pairs), "epoch_steps": 50, "runs": [], "not trained": []} for c in speed.COMPARISONS},
+    }
+    cost = {"ratios": speed.ratios(pairs), "acted": True, "loads": [0.2]}
+    results = {"date": "2026-12-07", "machine": "2 cores", "loads": [0.1, 0.2], "programs": {"p": program}}
+    results["summary"] = speed.summary(results["programs"])
+    results["workaround costs"] = speed.workaround_costs({"replica_random_streams": {"p": cost}})
+    lines = speed.table(results)
+    assert any(line.startswith("| steady epochs, wall: plain model.fit, one device | median <= 0.95") and "0.900" in line for line in lines)
+    assert any(line.startswith("| `p` | convnet | 1600 | 50 | 0.90 (0.90-0.90)") for line in lines)
+    assert any(line.startswith("| `replica_random_streams` | 0.900 | `p` 0.900") for line in lines)
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"# Performance\n\nbefore\n\n{speed.TABLE_START}\nold\n{speed.TABLE_END}\n\nafter\n")
+    doc.write_text(speed.written(doc.read_text(), lines))
+    text = doc.read_text()
+    assert "old" not in text and text.startswith("# Performance\n\nbefore") and text.endswith("after\n")
+    speed.plot(results, doc.with_suffix(".png"))
+    assert doc.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
