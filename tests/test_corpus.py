@@ -796,3 +796,21 @@ def test_the_speed_table_and_plot_are_written_from_the_measured_results(tmp_path
     assert "old" not in text and text.startswith("# Performance\n\nbefore") and text.endswith("after\n")
     speed.plot(results, doc.with_suffix(".png"))
     assert doc.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_workarounds_timed_are_those_the_registry_says_act_in_the_step_and_their_cost_is_its_column():
+    """``--workarounds`` times each workaround the registry marks ``in_step``, on programs of the
+    corpus; docs/keras-workarounds.md's last column is written from what it measured."""
+    from autodist.upstream.keras_workarounds import WORKAROUNDS, step_cost, table
+    from tests.corpus import speed
+
+    assert set(speed.IN_STEP) == {name for name, w in WORKAROUNDS.items() if w.in_step}
+    assert all(name in corpus.SOURCES for names in speed.IN_STEP.values() for name in names)
+    pairs = [(speed.figures(_timed()), speed.figures(_timed(walls=(5, 1.1, 1.1))))] * speed.PAIRS
+    measured = {"acted": {"ratios": speed.ratios(pairs), "acted": True}, "idle": {"ratios": speed.ratios(pairs), "acted": False}}
+    costs = speed.workaround_costs({"replica_random_streams": measured})
+    assert step_cost(WORKAROUNDS["replica_random_streams"], costs["replica_random_streams"]) == "1.10 (acted; did not act on idle)"
+    rows = {row.split(" | ")[0]: row for row in table(costs)}
+    assert rows["| `replica_random_streams`"].endswith("| 1.10 (acted; did not act on idle) |")
+    assert rows["| `own_step_replica_mean`"].endswith("| not measured yet |")
+    assert rows["| `mirrored_jit_compile`"].endswith("| none: outside the step |")

@@ -68,7 +68,7 @@ def test_a_table_is_written_between_its_header_and_the_prose_after_it(tmp_path):
 
     upstream_page = ["# touches", "", *roles.table(), "", *surface.table(), "", "after"]
     (tmp_path / "docs" / "upstream.md").write_text("\n".join(upstream_page), encoding="utf-8")
-    header = pages.PAGES["docs/keras-workarounds.md"][0]()[:2]
+    header = pages.PAGES["docs/keras-workarounds.md"][0](tmp_path)[:2]
     page.write_text("\n".join(["# workarounds", "", *header, "| `gone` | a row no workaround has |", "", "prose"]), encoding="utf-8")
     assert pages.stale(tmp_path) == ["docs/keras-workarounds.md"]
     assert pages.main(["--root", str(tmp_path)]) == 0 and pages.stale(tmp_path) == []

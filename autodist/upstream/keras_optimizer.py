@@ -306,6 +306,7 @@ DISTRIBUTED_GRADIENTS = Workaround(
 
 REPLICA_SLICES_SUMMED = Workaround(
     name="replica_slices_summed",
+    in_step=True,
     upstream=(
         "Keras 3's sparse optimizer updates (a tf.IndexedSlices gradient's slices squared apart) under tf.distribute"
     ),

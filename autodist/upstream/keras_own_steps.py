@@ -470,6 +470,7 @@ def _unless_own_step(
 
 OWN_STEP_REPLICA_MEAN = Workaround(
     name="own_step_replica_mean",
+    in_step=True,
     upstream="Keras 3 loss scaling under tf.distribute (scale_loss_for_distribution)",
     summary=(
         "Under a replicated strategy Keras sums the replicas' gradients and divides a "
@@ -496,6 +497,7 @@ OWN_STEP_REPLICA_MEAN = Workaround(
 
 UNEVEN_SHARES_WEIGHTED = Workaround(
     name="uneven_shares_weighted",
+    in_step=True,
     upstream="Keras 3 under tf.distribute: every replica's share of a batch counts 1/N in the gradient",
     summary=(
         "Under a replicated strategy each replica takes its share's mean loss, and Keras sums the replicas'"

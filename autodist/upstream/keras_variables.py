@@ -394,6 +394,7 @@ AGGREGATING_VARIABLE_UPDATES = Workaround(
 
 REPLICA_RANDOM_STREAMS = Workaround(
     name="replica_random_streams",
+    in_step=True,
     upstream="Keras 3 SeedGenerator under tf.distribute (one seed state for every replica)",
     summary=(
         "Keras 3 keeps a random layer's seed state as one mirrored variable, so under a replicated strategy"
@@ -434,6 +435,7 @@ GLOBAL_SEED_IN_REPLICAS = Workaround(
 
 BATCHNORM_MOVING_STATISTICS = Workaround(
     name="batchnorm_moving_statistics",
+    in_step=True,
     upstream="Keras 3 BatchNormalization under tf.distribute (moving statistics)",
     summary=(
         "Keras 3 creates BatchNormalization's moving mean and variance with no "

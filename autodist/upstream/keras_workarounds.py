@@ -16,12 +16,14 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
+from typing import Any
 
 from autodist.upstream import keras_adapters, keras_optimizer, keras_own_steps, keras_trainer, keras_variables
 from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
 
-__all__ = ["DECLARING", "PATCHES", "WORKAROUNDS", "table"]
+__all__ = ["DECLARING", "PATCHES", "WORKAROUNDS", "step_cost", "table"]
 
 
 MIRRORED_STEPS_PER_EXECUTION = Workaround(
@@ -98,10 +100,33 @@ PATCHES = tuple(name for name, w in WORKAROUNDS.items() if w.install is not None
 Workaround.registry = WORKAROUNDS  # the one registry: the setting's names and the untested warning read it
 
 
-def table() -> list[str]:
-    """The rows of docs/keras-workarounds.md's table, header first."""
+def table(costs: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """The rows of docs/keras-workarounds.md's table, header first; ``costs``: each in-step
+    workaround's measured step cost (``benchmarks/results-corpus.json``'s ``workaround costs``)."""
     return [
-        "| workaround | Keras releases with the bug | the bug, and what autodist does | how | still-needed test |",
-        "|---|---|---|---|---|",
-        *(w.row() for w in WORKAROUNDS.values()),
+        "| workaround | Keras releases with the bug | the bug, and what autodist does | how | still-needed test "
+        "| step time with it ÷ without (2 replicas) |",
+        "|---|---|---|---|---|---|",
+        *(f"{w.row()} {step_cost(w, (costs or {}).get(w.name))} |" for w in WORKAROUNDS.values()),
     ]
+
+
+def step_cost(workaround: Workaround, cost: Mapping[str, Any] | None) -> str:
+    """Its cell of the table's last column: the median step time with it ÷ without it over the
+    corpus programs where it acted, those programs, and those where it did not act.
+
+    Example:
+        >>> step_cost(WORKAROUNDS["replica_random_streams"], {"median": 1.031, "acted on": {"cct": 1.031}})
+        '1.03 (cct)'
+        >>> step_cost(WORKAROUNDS["mirrored_jit_compile"], None)
+        'none: outside the step'
+    """
+    if not workaround.in_step:
+        return "none: outside the step"
+    if cost is None:
+        return "not measured yet"
+    idle = ", ".join(cost.get("did not act on") or ())
+    if cost.get("median") is None:
+        return f"did not act on {idle}" if idle else "not measured yet"
+    acted = ", ".join(cost["acted on"])
+    return f"{cost['median']:.2f} ({acted}" + (f"; did not act on {idle})" if idle else ")")

@@ -1,7 +1,9 @@
 """The docs pages' tables, written from the registries: ``docs/upstream.md`` from the roles Keras's
 private classes are found by (:func:`autodist.upstream.roles.table`) and the upstream surface's
 touches (:func:`autodist.upstream.surface.table`), ``docs/keras-workarounds.md`` from the
-workarounds (:func:`autodist.upstream.keras_workarounds.table`). A page's prose is its own; only
+workarounds (:func:`autodist.upstream.keras_workarounds.table`), with each in-step workaround's
+measured cost from ``benchmarks/results-corpus.json`` (``python -m tests.corpus --speed
+--workarounds --write docs/performance.md`` writes it). A page's prose is its own; only
 each table, from its header row to the first line that is not a row, is written.
 
 ``python -m autodist.upstream.pages`` rewrites both tables (``--check``: exit 1, naming the page,
@@ -15,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,10 +27,20 @@ from autodist.upstream import keras_workarounds, roles, surface
 
 __all__ = ["PAGES", "main", "replace_table", "stale"]
 
-#: Each page, relative to the repository's root, and what writes each of its tables.
-PAGES: dict[str, tuple[Callable[[], list[str]], ...]] = {
-    "docs/upstream.md": (roles.table, surface.table),
-    "docs/keras-workarounds.md": (keras_workarounds.table,),
+#: The corpus's speed figures, relative to the repository's root: the workarounds' step costs.
+SPEED_RESULTS = "benchmarks/results-corpus.json"
+
+
+def _workarounds_table(root: Path) -> list[str]:
+    path = root / SPEED_RESULTS
+    costs = json.loads(path.read_text(encoding="utf-8")).get("workaround costs") if path.exists() else None
+    return keras_workarounds.table(costs)
+
+
+#: Each page, relative to the repository's root, and what writes each of its tables (from the root).
+PAGES: dict[str, tuple[Callable[[Path], list[str]], ...]] = {
+    "docs/upstream.md": (lambda root: roles.table(), lambda root: surface.table()),
+    "docs/keras-workarounds.md": (_workarounds_table,),
 }
 
 
@@ -59,7 +72,7 @@ def stale(root: Path, write: bool = False) -> list[str]:
         lines = text.split("\n")
         new = lines
         for table in tables:
-            new = replace_table(new, table())
+            new = replace_table(new, table(root))
         if new != lines:
             found.append(page)
             if write:

@@ -91,6 +91,9 @@ class Workaround:
     how: str = "a patch"  # without install: "compile settings" or "a default autodist picks"
     #: The file of its still-needed test (tests/test_multi_worker.py for a bug a 2-worker job shows).
     tested_in: str = "tests/test_keras_compat.py"
+    #: It adds work to every training step on every replica (its cost is measured:
+    #: ``python -m tests.corpus --speed --workarounds``).
+    in_step: bool = False
     #: Every workaround, by name: set once, by the registry that declares them all
     #: (:mod:`autodist.upstream.keras_workarounds`), for the setting's names and the untested warning.
     registry: ClassVar[Mapping[str, Workaround]] = MappingProxyType({})
