@@ -410,11 +410,12 @@ def none_or(kind: Kind) -> Kind:
 
 
 def name_of(options: Iterable[str], *, enum: type | None = None) -> Kind:
-    """One of ``options`` (any case), or a member of ``enum`` whose value is one; a close
-    misspelling is named in the error (``Did you mean``)."""
+    """One of ``options`` (any case, read at each call: a live sequence may grow), or a member of
+    ``enum`` whose value is one; a close misspelling is named in the error (``Did you mean``)."""
     names = tuple(options)
 
     def convert(value: Any) -> str:
+        names = tuple(options)
         if enum is not None and isinstance(value, enum):
             value = value.value
         if not isinstance(value, str):

@@ -377,11 +377,11 @@ def empty_share_outcomes(gaps: dict) -> dict:
 
 
 def test_still_needed_mixed_float16_refused_under_central_storage(upstream):
-    """autodist refuses mixed_float16 under central_storage (keras_compat.MIXED_FLOAT16_CENTRAL_STORAGE)
+    """autodist refuses mixed_float16 under central_storage (strategy_types.MIXED_FLOAT16_CENTRAL_STORAGE)
     because plain Keras fails there."""
     found = error(upstream["central_storage_mixed_float16_error"])
     assert "AggregatingVariable" in found or "merge_call" in found, (
-        f"a mixed_float16 model trains under CentralStorage upstream now ({found!r}): drop the refusal in refused_strategy"
+        f"a mixed_float16 model trains under CentralStorage upstream now ({found!r}): drop the refusal in CentralStorage.keras_refusal"
     )
 
 

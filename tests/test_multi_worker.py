@@ -56,11 +56,11 @@ def reference(processes, tmp_path_factory):
 
 @pytest.mark.parametrize("legacy", [None, "1"], ids=["keras3", "tf_keras"])
 def test_two_workers_match_each_other_and_a_single_process(tmp_path, reference, legacy):
-    from autodist.planning.keras_compat import refused_strategy
+    from autodist.planning.strategy_types import strategy_type
     from autodist.upstream.versions import module_version
 
     proc = launch("--workers", "2", SCRIPT, str(tmp_path), "train", TF_USE_LEGACY_KERAS=legacy)
-    if not legacy and refused_strategy("multi_worker_mirrored", "keras3", module_version("keras"), {}):
+    if not legacy and strategy_type("multi_worker_mirrored").keras_refusal("keras3", module_version("keras")):
         # Keras 3.3-3.6 (support matrix): refused with the fix, on every worker
         assert proc.returncode != 0 and proc.stdout.count("StrategyUnavailableError: Keras") >= 2, proc.stdout[-4000:]
         assert "pip install 'keras>=3.8'" in proc.stdout

@@ -348,7 +348,7 @@ def test_each_strategy_is_one_type_that_answers_what_autodist_asks_of_it():
 
     assert set(TYPES) == set(StrategyKind)
     answers = {
-        kind.value: tuple(
+        kind: tuple(
             name
             for name in (
                 "distributes",
@@ -363,6 +363,7 @@ def test_each_strategy_is_one_type_that_answers_what_autodist_asks_of_it():
         + (kind_type.backend,)
         for kind, kind_type in TYPES.items()
     }
+    assert all(isinstance(kind, str) and TYPES[kind].kind == kind for kind in TYPES)
     assert answers == {
         "default": ("single_device", "tensorflow"),
         "one_device": ("distributes", "single_device", "tensorflow"),

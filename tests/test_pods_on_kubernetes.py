@@ -21,12 +21,12 @@ def test_the_pods_train_as_one_process_and_a_sigterm_restart_redoes_no_step(kube
     step saved. A chief, 2 workers and a parameter server: the chief trains every step, the
     others end when it is gone. The run starts at the first test that mostly waits (the fixture
     mostly_waits: the waiting tests of tests/test_multi_worker.py), or here when none of them runs."""
-    from autodist.planning.keras_compat import refused_strategy
+    from autodist.planning.strategy_types import strategy_type
     from autodist.upstream.versions import module_version
     result = scenario_result(kubernetes_pods["proc"], timeout=480)
     reference = result["reference"][-1]
     assert reference["end"] == 16 and reference["strategy"] == "default"
-    refused = refused_strategy("multi_worker_mirrored", "keras3", module_version("keras"), {})
+    refused = strategy_type("multi_worker_mirrored").keras_refusal("keras3", module_version("keras"))
     if refused is not None:  # Keras 3.3-3.6: the named refusal, and the failure policy ends each job
         for name, case in result["cases"].items():
             if name == "kp":

@@ -351,10 +351,10 @@ def test_central_storage_reports_one_devices_numbers_on_this_pair(older_pairs, r
     """Keras 3.16 nightly on main of 2026-12-06: the variable touches were off (the backend's core
     moved), and CentralStorage's History read 0.042 from one device's (Keras's own
     assign(old + delta) on SUM-aggregated variables)."""
-    from autodist.planning.keras_compat import refused_strategy
+    from autodist.planning.strategy_types import strategy_type
 
     result = older_pairs["central_storage"]
-    if refused_strategy("central_storage", "keras3", result["keras"], {}) is not None:  # Keras 3.3-3.6
+    if strategy_type("central_storage").keras_refusal("keras3", result["keras"]) is not None:  # Keras 3.3-3.6
         assert "refused" in result and "pip install" in result["refused"], result
         return
     assert (result["plan"], result["replicas"]) == ("central_storage", 2), result

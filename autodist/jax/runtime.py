@@ -43,7 +43,7 @@ from autodist.core.callbacks import ChiefDuties, final_callbacks
 from autodist.core.compile_settings import mixed_precision_while_building
 from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
 from autodist.process import STATE
-from autodist.planning.strategy_types import DataParallel
+from autodist.planning.strategy_types import DataParallel, ModelParallel
 
 __all__ = [
     "build_distribution",
@@ -156,14 +156,32 @@ def build_distribution(the_plan: Plan) -> Any:
             f"{len(devices)} ({', '.join(devices[:8])}). Expected the devices the plan was made "
             "for. Plan on this machine (autodist.fit, or autodist.plan() without a snapshot)."
         )
-    if isinstance(the_plan.type, DataParallel):
-        return kd.DataParallel(devices=devices, auto_shard_dataset=False)
+    if the_plan.type.backend != "jax":
+        raise AutodistError(
+            f"The plan is {the_plan.strategy.value}, a tf.distribute strategy, and Keras runs on JAX here. Expected a "
+            "keras.distribution plan (data_parallel, model_parallel). Plan it here, with autodist.plan()."
+        )
+    return the_plan.type.build(the_plan)
+
+
+@DataParallel.builds
+def _data_parallel(the_plan: Plan) -> Any:
+    from keras import distribution as kd
+
+    return kd.DataParallel(devices=kd.list_devices(), auto_shard_dataset=False)
+
+
+@ModelParallel.builds
+def _model_parallel(the_plan: Plan) -> Any:
+    from keras import distribution as kd
+
+    mesh = the_plan.mesh
     if mesh is None:
         raise AutodistError(
             f"The plan is {the_plan.strategy.value} with no device mesh. Expected a model_parallel plan with its mesh "
             "(its shape, axis names and layout map). Plan it with autodist.plan(), or give Plan(mesh=Mesh(...))."
         )
-    device_mesh = kd.DeviceMesh(shape=mesh.shape, axis_names=list(mesh.axes), devices=devices)
+    device_mesh = kd.DeviceMesh(shape=mesh.shape, axis_names=list(mesh.axes), devices=kd.list_devices())
     layout_map = kd.LayoutMap(device_mesh)
     for path, spec in mesh.layout_map:
         layout_map[_exact(path)] = spec

@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autodist.detection.model_info import ModelInfo, is_compiled, is_model
@@ -55,6 +55,7 @@ from autodist.fields import (
 )
 from autodist.planning.global_batch import MAX_BATCH_SIZE, validate_batch_size
 from autodist.planning.plans import ScriptStrategy, StrategyKind
+from autodist.planning.strategy_types import TYPES
 from autodist.planning.tune_rules import TUNE
 
 __all__ = [
@@ -71,8 +72,19 @@ __all__ = [
     "check_plan_arguments",
 ]
 
-#: Every name ``strategy=`` takes: ``auto``, ``tune`` (``fit`` times the candidates) and the kinds.
-STRATEGY_NAMES = ("auto", TUNE, *(kind.value for kind in StrategyKind))
+
+class _StrategyNames(Sequence[str]):
+    """Every name ``strategy=`` takes: ``auto``, ``tune`` (``fit`` times the candidates) and each
+    strategy type's kind, read on each use (a type defined later, a test's own, too)."""
+
+    def __getitem__(self, index: Any) -> Any:
+        return ("auto", TUNE, *TYPES)[index]
+
+    def __len__(self) -> int:
+        return 2 + len(TYPES)
+
+
+STRATEGY_NAMES: Sequence[str] = _StrategyNames()
 #: A quadrillion parameters: far above any model, low enough that byte counts stay exact.
 MAX_NUM_PARAMS = 10**15
 #: Optimizer slots per variable: Adam has 2, Adafactor 3; more is a typo.

@@ -61,7 +61,6 @@ __all__ = [
 ]
 
 K = StrategyKind
-_SINGLE_HOST = (K.DEFAULT, K.ONE_DEVICE, K.MIRRORED, K.CENTRAL_STORAGE)
 
 #: Steps per compiled call that autodist sets on the default and one-device strategies, for a
 #: Keras 3 model compiled with 1. ``python -m benchmarks`` measures 8 against 1 (MLP 784-256-256-10,
@@ -84,7 +83,7 @@ def choose_kind(
             memory estimate fits the GPUs (``memory.refuse``; else the plan warns).
     """
     if forced is not None:
-        _check_forced(snapshot, forced)
+        strategy_type(forced).check_forced(snapshot)
         return Choice(forced, (f"strategy={forced.value!r} was forced by {forced_by}",))
     cluster = snapshot.cluster
     if snapshot.tpu is not None:
@@ -107,8 +106,8 @@ def choose_kind(
     single = (f"{cluster.source} defines a single worker: planning for one machine",) if cluster else ()
     choice = _choose_single_host(snapshot, memory, fraction)
     central = (
-        ("variables are kept on /cpu:0 and the GPUs compute (central_storage)",)
-        if choice.value == K.CENTRAL_STORAGE
+        (f"variables are kept on /cpu:0 and the GPUs compute ({choice.value.value})",)
+        if strategy_type(choice.value).variables_home == "host"
         else ()
     )
     return Choice(choice.value, single + choice.reasons + central, choice.warnings)
@@ -138,38 +137,6 @@ def _choose_single_host(
             ),
         )
     return Choice(K.DEFAULT, ("no GPU or TPU: TensorFlow's default strategy uses the CPU",))
-
-
-def _check_forced(snapshot: HardwareSnapshot, forced: StrategyKind) -> None:
-    cluster = snapshot.cluster
-    if forced == K.TPU and snapshot.tpu is None:
-        raise StrategyUnavailableError(
-            "strategy='tpu' was forced, but no TPU was found: none of TPU_NAME, "
-            "COLAB_TPU_ADDR, TPU_WORKER_ID, PJRT_DEVICE=TPU is set and there is no "
-            "/dev/accel* device. Expected a TPU VM, Colab/Kaggle TPU runtime or TPU_NAME. "
-            "Run on a TPU host, or use strategy='auto'."
-        )
-    if forced == K.PARAMETER_SERVER and (cluster is None or cluster.num_ps == 0):
-        raise StrategyUnavailableError(
-            "strategy='parameter_server' was forced, but the cluster has no 'ps' tasks "
-            f"(Received: cluster={cluster.cluster_spec if cluster else None}). Expected "
-            "TF_CONFIG with 'ps' addresses. Add ps tasks (python -m autodist launch --workers "
-            "2 --ps 1 train.py), or use strategy='auto'."
-        )
-    if forced == K.MULTI_WORKER_MIRRORED and cluster is None:
-        raise StrategyUnavailableError(
-            "strategy='multi_worker_mirrored' was forced, but no cluster is defined (no "
-            "TF_CONFIG or cluster manager variables). Expected every worker to know the "
-            "cluster. Start the job with python -m autodist launch --workers 2 train.py, set "
-            "TF_CONFIG on each worker, or use strategy='mirrored' on one machine."
-        )
-    if forced in _SINGLE_HOST and cluster is not None and cluster.num_workers >= 2:
-        raise StrategyUnavailableError(
-            f"strategy={forced.value!r} trains on one machine, but this process is "
-            f"{cluster.task_type} {cluster.task_index} of a {cluster.num_workers}-worker "
-            "cluster: every worker would train its own unsynchronised copy. Use "
-            "strategy='auto' or 'multi_worker_mirrored', or unset TF_CONFIG."
-        )
 
 
 @dataclass(frozen=True)
@@ -228,11 +195,9 @@ def choose_memory(
     """
     if memory is None:
         return Choice(())
-    kinds = [kind] + (
-        [K.CENTRAL_STORAGE if kind != K.CENTRAL_STORAGE else K.MIRRORED]
-        if snapshot.gpus and kind in _SINGLE_HOST
-        else []
-    )
+    chosen = strategy_type(kind)
+    other = K.MIRRORED if chosen.variables_home else K.CENTRAL_STORAGE  # the other way to fit the GPUs
+    kinds = [kind] + ([other] if snapshot.gpus and chosen.single_host else [])
     table = tuple(
         estimate(k.value, memory.model, per_replica_batch, activation_fraction=memory.activation_fraction)
         for k in kinds
@@ -287,7 +252,7 @@ def choose_unsplit(
     """
     replicas = layout.value.num_replicas
     small = batch_size is not None and 1 <= batch_size < replicas
-    if kind.value != K.MIRRORED or not (small or unsplittable):
+    if not strategy_type(kind.value).one_device_when_unsplit or not (small or unsplittable):
         return kind, layout
     if unmovable is not None and small:
         kept = (

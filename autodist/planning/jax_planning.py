@@ -41,14 +41,7 @@ from autodist.planning.plans import DEFAULT_GPU_MEMORY_FRACTION, Plan
 from autodist.planning.plans import StrategyKind as K
 from autodist.planning.strategy_types import MODEL_AXIS, strategy_type
 
-__all__ = ["JAX_EQUIVALENT", "JAX_KINDS", "plan_jax", "shard_layout"]
-
-JAX_KINDS = (K.DEFAULT, K.DATA_PARALLEL, K.MODEL_PARALLEL)
-#: What does a TensorFlow-only strategy's job on JAX.
-JAX_EQUIVALENT = {
-    K.ONE_DEVICE: K.DEFAULT, K.MIRRORED: K.DATA_PARALLEL, K.MULTI_WORKER_MIRRORED: K.DATA_PARALLEL,
-    K.CENTRAL_STORAGE: K.MODEL_PARALLEL, K.PARAMETER_SERVER: K.DATA_PARALLEL, K.TPU: K.DATA_PARALLEL,
-}  # fmt: skip
+__all__ = ["plan_jax", "shard_layout"]
 
 
 def plan_jax(
@@ -66,7 +59,8 @@ def plan_jax(
         AutodistError: a TensorFlow-only strategy was forced (the message names the JAX one).
         StrategyUnavailableError: the model fits no mesh of these devices.
     """
-    _check_forced(forced, snapshot)
+    if forced is not None:
+        strategy_type(forced).check_forced(snapshot, "jax")
     if not snapshot.jax_devices:
         raise AutodistError(
             "Keras is set to the jax backend (KERAS_BACKEND or keras.json), but JAX lists no "
@@ -80,7 +74,7 @@ def plan_jax(
         snapshot, info, forced, (local, total), batch_size, gpu_memory_fraction, refuse_when_nothing_fits
     )
     kind = forced or (K.DEFAULT if total == 1 else K.MODEL_PARALLEL if model_axis > 1 else K.DATA_PARALLEL)
-    replicas = total // model_axis if kind != K.DEFAULT else 1
+    replicas = total // model_axis if strategy_type(kind).distributes else 1
     batch = choose_batch(snapshot, kind, replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     platform = snapshot.jax_devices[0].platform if snapshot.jax_devices else "cpu"
     estimate = _estimate(info, layout, model_axis, batch.value.per_replica_batch_size)
@@ -102,29 +96,6 @@ def plan_jax(
         reasons=(_why_devices(snapshot, processes, total, kind),) + reasons + batch.reasons,
         warnings=snapshot.diagnostics + warnings + batch.warnings,
     )
-
-
-def _check_forced(forced: K | None, snapshot: HardwareSnapshot) -> None:
-    if forced in JAX_EQUIVALENT:
-        raise StrategyUnavailableError(
-            f"strategy={forced.value!r} is a TensorFlow strategy, and Keras runs on JAX here "
-            f"(KERAS_BACKEND=jax). Expected one of {', '.join(k.value for k in JAX_KINDS)}. Use "
-            f"strategy={JAX_EQUIVALENT[forced].value!r}, which does its job with keras.distribution, "
-            "or 'auto'; or set KERAS_BACKEND=tensorflow to train with tf.distribute."
-        )
-    if forced == K.DEFAULT and snapshot.cluster is not None and snapshot.cluster.num_workers >= 2:
-        raise StrategyUnavailableError(
-            f"strategy='default' trains in one process, but this is {snapshot.cluster.task_type} "
-            f"{snapshot.cluster.task_index} of a {snapshot.cluster.num_workers}-process job: each "
-            "would train its own copy. Use strategy='auto' or 'data_parallel', or unset TF_CONFIG."
-        )
-    if forced == K.MODEL_PARALLEL and len(snapshot.jax_devices) < 2:
-        raise StrategyUnavailableError(
-            "strategy='model_parallel' was forced, but JAX sees one device in this process: there is "
-            "no 'model' axis to shard over (a shard never spans processes). Expected 2 or more devices "
-            "per process. On CPU, split it before JAX starts "
-            "(XLA_FLAGS=--xla_force_host_platform_device_count=4), or use strategy='auto'."
-        )
 
 
 def _choose_mesh(
@@ -253,13 +224,13 @@ def _why_devices(snapshot: HardwareSnapshot, processes: int, total: int, kind: K
     where = f"{total} JAX device(s) ({', '.join(kinds)})" + (
         f", {total // processes} in each of {processes} processes{source}" if processes > 1 else ""
     )
-    if kind == K.DEFAULT:
+    if not strategy_type(kind).distributes:
         return (
             f"{where}: no keras.distribution needed"
             if total == 1
             else f"{where}: no distribution (strategy='default' was forced)"
         )
-    return f"{where}: keras.distribution.{'ModelParallel' if kind == K.MODEL_PARALLEL else 'DataParallel'} over them"
+    return f"{where}: keras.distribution.{type(strategy_type(kind)).__name__} over them"  # the type is named as Keras's
 
 
 def _why_sharded(

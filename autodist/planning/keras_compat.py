@@ -21,7 +21,9 @@ applies every workaround whatever the version; ``AUTODIST_KERAS_COMPAT=off`` app
 check whether one is still needed).
 
 This module decides, and is pure: :func:`autodist.planning.choosers.choose_workarounds` names the
-:data:`PATCHES` a plan needs; :func:`compile_overrides` gives the compile settings. The act layer
+:data:`PATCHES` a plan needs; :func:`compile_overrides` gives the compile settings. What a Keras
+release cannot train under at all, each strategy type says itself
+(:meth:`autodist.planning.strategy_types.StrategyType.keras_refusal`). The act layer
 installs the patches (:func:`autodist.tensorflow.keras_patches.apply_workarounds`, from
 :func:`autodist.tensorflow.strategies.start`).
 
@@ -33,9 +35,9 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
+from autodist.planning.strategy_types import strategy_type
 from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
 from autodist.upstream.versions import version_tuple
 from autodist.upstream.workaround import Workaround, warn_untested
@@ -47,13 +49,9 @@ __all__ = [
     "Workaround",
     "compile_overrides",
     "kept_strategy_order",
-    "refused_strategy",
     "version_tuple",
     "warn_untested",
 ]
-
-#: Strategies under which Keras 3's compiled step breaks with the settings above.
-_MIRRORED_KINDS = ("mirrored", "multi_worker_mirrored")
 
 
 def compile_overrides(
@@ -77,7 +75,7 @@ def compile_overrides(
     """
     overrides: dict[str, Any] = {}
     warnings: list[str] = []
-    if keras_flavor != "keras3" or str(strategy) not in _MIRRORED_KINDS:
+    if keras_flavor != "keras3" or not strategy_type(strategy).mirrors_variables:
         return overrides, warnings
     fix = WORKAROUNDS["mirrored_jit_compile"]
     if jit_compile is True and fix.is_active(keras_version, environ):
@@ -124,58 +122,3 @@ def kept_strategy_order(workarounds: tuple[str, ...], kept: bool, reshuffled: st
     if not kept or reshuffled is None or "symbolic_build_reads_input" not in workarounds:
         return None
     return KEPT_STRATEGY_ORDER.format(input=reshuffled)
-
-
-#: What a Keras that passes no aggregation to TensorFlow (3.3-3.6) cannot train under, and why.
-_REFUSED = MappingProxyType(
-    {
-        "central_storage": (
-            "CentralStorageStrategy: its metrics update their state with assign(total + value), which "
-            "that strategy turns into N*total + value on N replicas (History and evaluate would be wrong)"
-        ),
-        "multi_worker_mirrored": (
-            "MultiWorkerMirroredStrategy: measured on 2 workers, Keras 3.3-3.4 end with the workers' "
-            "weights apart (0.09), and 3.5-3.6 with steps off one process (0.02)"
-        ),
-    }
-)
-
-
-#: Keras 3's LossScaleOptimizer under CentralStorage (measured on 3.15.1, plain model.fit too).
-MIXED_FLOAT16_CENTRAL_STORAGE = (
-    "A mixed_float16 model cannot train under CentralStorageStrategy: Keras's LossScaleOptimizer "
-    "updates its loss scale in each replica and applies its step inside a cond, which "
-    'CentralStorageStrategy refuses ("merge_call called while defining a new graph"; plain '
-    "model.fit fails the same way). Use strategy='mirrored', or train in float32"
-)
-
-
-def refused_strategy(
-    strategy: str,
-    keras_flavor: str,
-    keras_version: str | None,
-    environ: Mapping[str, str] | None = None,
-    mixed_precision: str | None = None,
-) -> str | None:
-    """Why this Keras cannot train under ``strategy`` at all (``None``: it can), for the planner's
-    refusal: Keras 3.3-3.6 under CentralStorage and MultiWorkerMirrored (:data:`_REFUSED`), and
-    ``mixed_float16`` under CentralStorage (:data:`MIXED_FLOAT16_CENTRAL_STORAGE`).
-
-    Example:
-        >>> refused_strategy("central_storage", "keras3", "3.4.1", {}) is not None
-        True
-        >>> refused_strategy("central_storage", "keras3", "3.8.0", {}), refused_strategy("mirrored", "keras3",
-        ...     "3.4.1", {})
-        (None, None)
-    """
-    if keras_flavor != "keras3" or str(strategy) not in _REFUSED:
-        return None
-    if mixed_precision == "mixed_float16" and str(strategy) == "central_storage":
-        return MIXED_FLOAT16_CENTRAL_STORAGE
-    if not WORKAROUNDS["variable_aggregation"].affects(keras_version):
-        return None  # the release's behaviour, whatever AUTODIST_KERAS_COMPAT says
-    return (
-        f"Keras {keras_version} cannot train under {_REFUSED[str(strategy)]}. Keras 3.7 and later "
-        "can, and so does tf_keras. Upgrade Keras (pip install 'keras>=3.8'), train with tf_keras "
-        "(pip install tf-keras, TF_USE_LEGACY_KERAS=1), or use strategy='mirrored' on one machine"
-    )

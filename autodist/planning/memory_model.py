@@ -37,12 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MemoryEstimate", "estimate", "largest_batch_that_fits"]
+from autodist.planning.strategy_types import strategy_type
 
-#: Strategies whose every device holds a whole replica of the training state.
-REPLICATED = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-#: Strategies whose variables live elsewhere (the host, the ps tasks) and whose devices compute.
-CENTRAL = ("central_storage", "parameter_server")
+__all__ = ["MemoryEstimate", "estimate", "largest_batch_that_fits"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ class MemoryEstimate:
             f"device ({parts})"
         )
         if self.host:
-            line += f"; {_gib(self.host_bytes)} on the {'ps tasks' if self.strategy == 'parameter_server' else 'host'}"
+            line += f"; {_gib(self.host_bytes)} on the {strategy_type(self.strategy).variables_home}"
         if not self.activations_estimated:
             line += "; activations as a fraction (layer sizes unknown)"
         return line
@@ -128,7 +125,7 @@ def estimate(strategy: str, info: Any, per_replica_batch: int, *, activation_fra
         activations = 2 * int(info.activation_elements) * max(1, per_replica_batch) * int(info.bytes_per_param)
     else:
         activations = int(activation_fraction * (weights + gradients))
-    if strategy in CENTRAL:
+    if strategy_type(strategy).variables_home:  # the variables live elsewhere; the devices compute
         device = {"gradients": gradients, "weights (transient copy)": weights, "activations": activations}
         host = {"weights": weights, "optimizer slots": slot_bytes, "optimizer step": update}
         return MemoryEstimate(strategy, per_replica_batch, device, host, known)

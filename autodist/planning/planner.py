@@ -43,7 +43,6 @@ from autodist.planning import choosers
 from autodist.planning.arguments import STRATEGY_NAMES, check_plan_arguments, check_snapshot
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
-from autodist.planning.keras_compat import refused_strategy
 from autodist.planning.plans import (
     DEFAULT_ACTIVATION_FRACTION,
     DEFAULT_GPU_MEMORY_FRACTION,
@@ -55,7 +54,7 @@ from autodist.planning.plans import (
 from autodist.planning.steps_per_execution import FitFacts, choose_steps_per_execution
 from autodist.planning.tune_rules import TUNE
 from autodist.settings import STRATEGY_ENV, check_settings, strategy_setting, strategy_source
-from autodist.planning.strategy_types import DataParallel, Tpu, strategy_type
+from autodist.planning.strategy_types import strategy_type
 
 __all__ = ["check_strategy_setting", "plan", "plan_for_built_model", "workarounds_before_building"]
 
@@ -155,7 +154,7 @@ def plan(
         if kept
         else _choose(snapshot, forced, memory, gpu_memory_fraction, forced_by, batch_size, fit_facts)
     )
-    _refuse_for_keras(kind.value, flavor, version, env, kept, info.mixed_precision)
+    _refuse_for_keras(kind.value, flavor, version, kept, info.mixed_precision)
     batch = choosers.choose_batch(snapshot, kind.value, layout.value.num_replicas, batch_size, KERAS_DEFAULT_BATCH_SIZE)
     per_replica = batch.value.per_replica_batch_size
     estimates = _positive(
@@ -198,7 +197,7 @@ def plan(
         cluster=snapshot.cluster,
         peer_timeout_seconds=float(peer_timeout_seconds),
         inter_op_threads=threads.value,
-        tpu=snapshot.tpu if isinstance(strategy_type(kind.value), Tpu) else None,
+        tpu=snapshot.tpu if strategy_type(kind.value).on_tpu else None,
         drop_remainder=strategy_type(kind.value).drops_remainder,
         steps_per_execution=steps.value,
         keras_workarounds=workarounds.value,
@@ -289,13 +288,12 @@ def _refuse_for_keras(
     kind: StrategyKind,
     flavor: str,
     version: str | None,
-    environ: Mapping[str, str],
     kept: ScriptStrategy | None,
     mixed_precision: str | None = None,
 ) -> None:
     """A strategy this Keras release cannot train under, or not this model's precision
-    (:func:`autodist.planning.keras_compat.refused_strategy`)."""
-    why = refused_strategy(kind.value, flavor, version, environ, mixed_precision)
+    (:meth:`autodist.planning.strategy_types.StrategyType.keras_refusal`)."""
+    why = strategy_type(kind).keras_refusal(flavor, version, mixed_precision)
     if why is not None:
         whose = f"the script's own {kept.class_name}" if kept else f"the plan's {kind.value}"
         raise StrategyUnavailableError(f"{why} (Received: {whose}, Keras {version}).")
@@ -408,17 +406,7 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
     kind = StrategyKind(
         str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower()
     )  # a name checked by planning.arguments
-    if backend == "tensorflow" and strategy_type(kind).backend == "jax":
-        equivalent = (
-            "mirrored (one machine) or multi_worker_mirrored (a cluster)"
-            if isinstance(strategy_type(kind), DataParallel)
-            else "central_storage"
-        )
-        raise StrategyUnavailableError(
-            f"strategy={kind.value!r} is a keras.distribution (JAX) plan, and Keras runs on "
-            f"TensorFlow here. Expected a tf.distribute strategy: use {equivalent}, or 'auto'; or "
-            "set KERAS_BACKEND=jax before Keras is imported to train on JAX."
-        )
+    strategy_type(kind).check_backend(backend)
     return kind
 
 
@@ -463,7 +451,7 @@ def plan_for_built_model(
     version = info.keras_version or the_plan.keras_version
     overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
     workarounds = choosers.choose_workarounds(the_plan.strategy, flavor, version, environ)
-    _refuse_for_keras(the_plan.strategy, flavor, version, environ, None, info.mixed_precision)
+    _refuse_for_keras(the_plan.strategy, flavor, version, None, info.mixed_precision)
     steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, version, info, environ, fit_facts)
     notes = choosers.choose_data_parallel_notes(
         the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info, version, workarounds.value

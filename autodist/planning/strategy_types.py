@@ -12,11 +12,24 @@ which answers what the rest of autodist asks of a strategy, instead of comparing
 - ``asynchronous``: each step runs on one worker against parameter servers;
 - ``drops_remainder``: static shapes, the last partial batch of an epoch dropped (TPU);
 - ``single_device``: one device trains (TensorFlow's default strategy, OneDevice);
+- ``single_host``: it trains on one machine (refused on a cluster of 2 or more workers);
+- ``on_tpu``: it trains on a TPU, whose cores are counted once it is connected;
+- ``mirrors_variables``: Keras 3's compiled step runs under TensorFlow's mirrored variables
+  (the compile settings Keras breaks there: :mod:`autodist.planning.keras_compat`);
+- ``one_device_when_unsplit``: a batch smaller than its replicas trains on one device instead;
+- ``variables_home``: where its variables live, when not on every compute device (the memory model);
+- ``adopts``: the ``tf.distribute`` classes a script's own strategy is kept as;
+- ``jax_equivalent``: what does its job with ``keras.distribution``, for a TensorFlow strategy forced on JAX;
 - :meth:`StrategyType.layout`: its devices, parameter device, all-reduce and workers on this hardware;
-- :meth:`StrategyType.batch_rule`: what it asks of the global batch beyond a multiple of the replicas.
+- :meth:`StrategyType.batch_rule`: what it asks of the global batch beyond a multiple of the replicas;
+- :meth:`StrategyType.check_forced`: why it cannot run here when a caller forces it;
+- :meth:`StrategyType.keras_refusal`: why a Keras release cannot train under it at all;
+- :meth:`StrategyType.tune_candidates`: its plans worth timing for ``strategy="tune"``;
+- :meth:`StrategyType.build`: the live strategy (or ``keras.distribution``) for a plan, by the
+  builder its backend's act layer gives it (:meth:`StrategyType.builds`).
 
-The act layer builds each (:data:`autodist.tensorflow.strategies.BUILDERS`, by kind); JAX's
-``keras.distribution`` plans are types of their own (``backend = "jax"``).
+A type registers itself by being defined (a subclass with a ``kind``): a kind of a test's own is a
+:class:`StrategyKind` too once its type exists.
 
 Example:
     >>> from autodist.detection.snapshot import HardwareSnapshot
@@ -28,17 +41,20 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from types import MappingProxyType
-from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 from autodist.detection.snapshot import HardwareSnapshot
+from autodist.errors import StrategyUnavailableError
 from autodist.planning.global_batch import validate_batch_size
+from autodist.upstream.keras_variables import VARIABLE_AGGREGATION
 
 __all__ = [
+    "MIXED_FLOAT16_CENTRAL_STORAGE",
     "TYPES",
+    "Candidate",
     "CentralStorage",
     "Choice",
     "DataParallel",
@@ -53,6 +69,7 @@ __all__ = [
     "StrategyKind",
     "StrategyType",
     "Tpu",
+    "adopted_kind",
     "strategy_type",
 ]
 
@@ -76,6 +93,16 @@ class StrategyKind(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def _missing_(cls, value: object) -> StrategyKind | None:
+        """The kind of a strategy type defined elsewhere (a test's own): a member made for it."""
+        if not isinstance(value, str) or value not in _defined():
+            return None
+        member = str.__new__(cls, value)
+        member._name_, member._value_ = value.upper(), value
+        cls._value2member_map_[value] = member  # one member per name, as the seven have
+        return member
 
 
 @dataclass(frozen=True)
@@ -142,9 +169,12 @@ def _local(snapshot: HardwareSnapshot) -> tuple[tuple[str, ...], tuple[str, ...]
 
 class StrategyType:
     """One strategy autodist plans: what only it decides. Subclasses set the class attributes and
-    override what differs; an instance holds nothing (:data:`TYPES` has one of each)."""
+    override what differs; an instance holds nothing (:data:`TYPES` has one of each). Defining a
+    subclass with a ``kind`` registers it; its backend's act layer gives it its builder
+    (:meth:`builds`)."""
 
     kind: ClassVar[StrategyKind]
+    the: ClassVar[StrategyType]
     backend: ClassVar[str] = "tensorflow"
     distributes: ClassVar[bool] = True
     shares_batches: ClassVar[bool] = False
@@ -152,6 +182,22 @@ class StrategyType:
     asynchronous: ClassVar[bool] = False
     drops_remainder: ClassVar[bool] = False
     single_device: ClassVar[bool] = False
+    single_host: ClassVar[bool] = False
+    on_tpu: ClassVar[bool] = False
+    mirrors_variables: ClassVar[bool] = False
+    one_device_when_unsplit: ClassVar[bool] = False
+    variables_home: ClassVar[str | None] = None
+    adopts: ClassVar[tuple[str, ...]] = ()
+    jax_equivalent: ClassVar[str | None] = None
+    #: Where its candidates come among ``strategy="tune"``'s, with GPUs and without (lowest first).
+    tune_order: ClassVar[tuple[int, int]] = (0, 0)
+    _builder: ClassVar[Callable[[Any], Any] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in vars(cls):  # a strategy of its own, not a shared base: its one instance
+            cls.the = cls()
+            cls.kind = StrategyKind(cls.kind.value if isinstance(cls.kind, Enum) else cls.kind)
 
     def layout(self, snapshot: HardwareSnapshot) -> Choice[Layout]:
         """Its devices, parameter device, all-reduce and workers on this hardware."""
@@ -166,30 +212,140 @@ class StrategyType:
         and JAX's ``default``)."""
         return None
 
+    def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
+        """Nothing, where the strategy can run here when a caller forces it on ``backend``.
+
+        Raises:
+            StrategyUnavailableError: it cannot, with what to do instead.
+        """
+        self.check_backend(backend)
+        cluster = snapshot.cluster
+        if self.single_host and cluster is not None and cluster.num_workers >= 2:
+            raise StrategyUnavailableError(
+                f"strategy={self.kind.value!r} trains on one machine, but this process is "
+                f"{cluster.task_type} {cluster.task_index} of a {cluster.num_workers}-worker "
+                "cluster: every worker would train its own unsynchronised copy. Use "
+                "strategy='auto' or 'multi_worker_mirrored', or unset TF_CONFIG."
+            )
+
+    def check_backend(self, backend: str) -> None:
+        """Nothing, where Keras on ``backend`` can train under it.
+
+        Raises:
+            StrategyUnavailableError: it cannot, naming the strategy that does its job there.
+        """
+        if backend == "jax" and self.jax_equivalent is not None:
+            raise StrategyUnavailableError(
+                f"strategy={self.kind.value!r} is a TensorFlow strategy, and Keras runs on JAX here "
+                f"(KERAS_BACKEND=jax). Expected one of {', '.join(k for k, t in _defined().items() if t.on_jax)}. "
+                f"Use strategy={self.jax_equivalent!r}, which does its job with keras.distribution, "
+                "or 'auto'; or set KERAS_BACKEND=tensorflow to train with tf.distribute."
+            )
+
+    @property
+    def on_jax(self) -> bool:
+        """Whether Keras on JAX plans it (its own backend's, or no distribution at all)."""
+        return self.backend == "jax" or not self.distributes
+
+    def keras_refusal(self, flavor: str, version: str | None, mixed_precision: str | None = None) -> str | None:
+        """Why this Keras cannot train under it at all (``None``: it can)."""
+        return None
+
+    def tune_candidates(self, snapshot: HardwareSnapshot, default_steps: int | None) -> tuple[Candidate, ...]:
+        """Its plans worth timing on this single machine (``default_steps``: the
+        ``steps_per_execution`` autodist would set on a single device, ``None``: none)."""
+        return ()
+
+    @classmethod
+    def builds(cls, builder: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """A decorator for the act layer: ``builder(plan)`` makes this strategy's live object."""
+        cls._builder = staticmethod(builder)
+        return builder
+
+    def build(self, plan: Any) -> Any:
+        """The live strategy for ``plan``, by its act layer's builder.
+
+        Raises:
+            StrategyUnavailableError: no builder (its backend's act layer is not imported).
+        """
+        if self._builder is None:
+            raise StrategyUnavailableError(
+                f"Unknown strategy {self.kind.value!r}: nothing builds it on the {self.backend} backend. Expected "
+                f"one of {', '.join(k for k, t in _defined().items() if t._builder is not None)}."
+            )
+        return self._builder(plan)
+
     def __repr__(self) -> str:
         return f"<strategy type {self.kind.value}>"
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One plan ``strategy="tune"`` may time: a strategy, its all-reduce, its steps per call."""
+
+    strategy: str
+    cross_device_ops: str | None = None
+    steps_per_execution: int | None = None
+
+    @property
+    def name(self) -> str:
+        name = self.strategy + (f" ({self.cross_device_ops})" if self.cross_device_ops else "")
+        return name + (f", steps_per_execution={self.steps_per_execution}" if self.steps_per_execution else "")
+
+
+def _single(kind: str, default_steps: int | None) -> tuple[Candidate, ...]:
+    """One device's candidates: with autodist's steps per call where it sets them, then without."""
+    return ((Candidate(kind, None, default_steps),) if default_steps else ()) + (Candidate(kind),)
+
+
 class Default(StrategyType):
-    """TensorFlow's default strategy: no strategy of autodist's, one device."""
+    """TensorFlow's default strategy: no strategy of autodist's, one device (on JAX: no distribution)."""
 
     kind = StrategyKind.DEFAULT
     distributes = False
     single_device = True
+    single_host = True
+    tune_order = (1, 0)
+
+    def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
+        cluster = snapshot.cluster
+        if backend == "jax" and cluster is not None and cluster.num_workers >= 2:
+            raise StrategyUnavailableError(
+                f"strategy='default' trains in one process, but this is {cluster.task_type} "
+                f"{cluster.task_index} of a {cluster.num_workers}-process job: each "
+                "would train its own copy. Use strategy='auto' or 'data_parallel', or unset TF_CONFIG."
+            )
+        super().check_forced(snapshot, backend)
+
+    def tune_candidates(self, snapshot: HardwareSnapshot, default_steps: int | None) -> tuple[Candidate, ...]:
+        return () if snapshot.gpus else _single("default", default_steps)
 
 
 class OneDevice(StrategyType):
     kind = StrategyKind.ONE_DEVICE
     single_device = True
+    single_host = True
+    adopts = ("OneDeviceStrategy",)
+    jax_equivalent = "default"
+    tune_order = (1, 1)
 
     def layout(self, snapshot: HardwareSnapshot) -> Choice[Layout]:
         gpus, _ = _local(snapshot)
         return Choice(Layout((gpus[0] if gpus else "/cpu:0",)))
 
+    def tune_candidates(self, snapshot: HardwareSnapshot, default_steps: int | None) -> tuple[Candidate, ...]:
+        return _single("one_device", default_steps) if snapshot.gpus else (Candidate("one_device"),)
+
 
 class Mirrored(StrategyType):
     kind = StrategyKind.MIRRORED
     shares_batches = True
+    single_host = True
+    mirrors_variables = True
+    one_device_when_unsplit = True
+    adopts = ("MirroredStrategy",)
+    jax_equivalent = "data_parallel"
+    tune_order = (0, 2)
 
     def layout(self, snapshot: HardwareSnapshot) -> Choice[Layout]:
         gpus, cpus = _local(snapshot)
@@ -200,21 +356,72 @@ class Mirrored(StrategyType):
         why = ("CPU devices all-reduce with TensorFlow's CollectiveAllReduce; NCCL needs GPUs",)
         return Choice(Layout(cpus, cross_device_ops="collective", num_replicas=len(cpus)), why, single)
 
+    def tune_candidates(self, snapshot: HardwareSnapshot, default_steps: int | None) -> tuple[Candidate, ...]:
+        gpus, cpus = _local(snapshot)
+        if len(gpus or cpus) < 2:
+            return ()
+        first = "nccl" if gpus and snapshot.platform.startswith("linux") else "collective"
+        return tuple(Candidate("mirrored", op) for op in (first, "reduction_to_one_device", "hierarchical_copy"))
+
+
+def _aggregation_refusal(version: str | None, strategy: str) -> str | None:
+    """Keras 3.3-3.6 pass no aggregation to TensorFlow's variables (the workaround
+    variable_aggregation): what cannot train under ``strategy`` there, and the fix."""
+    if not VARIABLE_AGGREGATION.affects(version):
+        return None  # the release's behaviour, whatever AUTODIST_KERAS_COMPAT says
+    return (
+        f"Keras {version} cannot train under {strategy}. Keras 3.7 and later "
+        "can, and so does tf_keras. Upgrade Keras (pip install 'keras>=3.8'), train with tf_keras "
+        "(pip install tf-keras, TF_USE_LEGACY_KERAS=1), or use strategy='mirrored' on one machine"
+    )
+
+
+#: Keras 3's LossScaleOptimizer under CentralStorage (measured on 3.15.1, plain model.fit too).
+MIXED_FLOAT16_CENTRAL_STORAGE = (
+    "A mixed_float16 model cannot train under CentralStorageStrategy: Keras's LossScaleOptimizer "
+    "updates its loss scale in each replica and applies its step inside a cond, which "
+    'CentralStorageStrategy refuses ("merge_call called while defining a new graph"; plain '
+    "model.fit fails the same way). Use strategy='mirrored', or train in float32"
+)
+
 
 class CentralStorage(StrategyType):
     kind = StrategyKind.CENTRAL_STORAGE
     shares_batches = True
+    single_host = True
+    variables_home = "host"
+    adopts = ("CentralStorageStrategy",)
+    jax_equivalent = "model_parallel"
+    tune_order = (2, 3)
 
     def layout(self, snapshot: HardwareSnapshot) -> Choice[Layout]:
         gpus, cpus = _local(snapshot)
         local = gpus or cpus
         return Choice(Layout(local, parameter_device="/cpu:0", num_replicas=len(local)))
 
+    def keras_refusal(self, flavor: str, version: str | None, mixed_precision: str | None = None) -> str | None:
+        if flavor != "keras3":
+            return None
+        if mixed_precision == "mixed_float16":
+            return MIXED_FLOAT16_CENTRAL_STORAGE
+        return _aggregation_refusal(
+            version,
+            "CentralStorageStrategy: its metrics update their state with assign(total + value), which "
+            "that strategy turns into N*total + value on N replicas (History and evaluate would be wrong)",
+        )
+
+    def tune_candidates(self, snapshot: HardwareSnapshot, default_steps: int | None) -> tuple[Candidate, ...]:
+        gpus, cpus = _local(snapshot)
+        return (Candidate("central_storage"),) if len(gpus or cpus) >= 2 else ()
+
 
 class MultiWorkerMirrored(StrategyType):
     kind = StrategyKind.MULTI_WORKER_MIRRORED
     shares_batches = True
     collective_workers = True
+    mirrors_variables = True
+    adopts = ("CollectiveAllReduceStrategy",)
+    jax_equivalent = "data_parallel"
 
     def layout(self, snapshot: HardwareSnapshot) -> Choice[Layout]:
         gpus, cpus = _local(snapshot)
@@ -231,10 +438,32 @@ class MultiWorkerMirrored(StrategyType):
             Layout(gpus or cpus, cross_device_ops=ops, num_workers=cluster.num_workers, num_replicas=replicas), (why,)
         )
 
+    def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
+        super().check_forced(snapshot, backend)
+        if snapshot.cluster is None:
+            raise StrategyUnavailableError(
+                "strategy='multi_worker_mirrored' was forced, but no cluster is defined (no "
+                "TF_CONFIG or cluster manager variables). Expected every worker to know the "
+                "cluster. Start the job with python -m autodist launch --workers 2 train.py, set "
+                "TF_CONFIG on each worker, or use strategy='mirrored' on one machine."
+            )
+
+    def keras_refusal(self, flavor: str, version: str | None, mixed_precision: str | None = None) -> str | None:
+        if flavor != "keras3":
+            return None
+        return _aggregation_refusal(
+            version,
+            "MultiWorkerMirroredStrategy: measured on 2 workers, Keras 3.3-3.4 end with the workers' "
+            "weights apart (0.09), and 3.5-3.6 with steps off one process (0.02)",
+        )
+
 
 class ParameterServer(StrategyType):
     kind = StrategyKind.PARAMETER_SERVER
     asynchronous = True
+    variables_home = "ps tasks"
+    adopts = ("ParameterServerStrategyV2",)
+    jax_equivalent = "data_parallel"
 
     def layout(self, snapshot: HardwareSnapshot) -> Choice[Layout]:
         gpus, cpus = _local(snapshot)
@@ -244,11 +473,25 @@ class ParameterServer(StrategyType):
         why = "each step runs on one worker against the ps variables: one replica in sync"
         return Choice(Layout(gpus or cpus, num_workers=len(cluster.cluster_spec.get("worker", []))), (why,))
 
+    def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
+        super().check_forced(snapshot, backend)
+        cluster = snapshot.cluster
+        if cluster is None or cluster.num_ps == 0:
+            raise StrategyUnavailableError(
+                "strategy='parameter_server' was forced, but the cluster has no 'ps' tasks "
+                f"(Received: cluster={cluster.cluster_spec if cluster else None}). Expected "
+                "TF_CONFIG with 'ps' addresses. Add ps tasks (python -m autodist launch --workers "
+                "2 --ps 1 train.py), or use strategy='auto'."
+            )
+
 
 class Tpu(StrategyType):
     kind = StrategyKind.TPU
     shares_batches = True
     drops_remainder = True
+    on_tpu = True
+    adopts = ("TPUStrategyV2", "TPUStrategy")
+    jax_equivalent = "data_parallel"
 
     def layout(self, snapshot: HardwareSnapshot) -> Choice[Layout]:
         cores = snapshot.tpu.num_cores if snapshot.tpu and snapshot.tpu.num_cores else 8
@@ -262,27 +505,62 @@ class Tpu(StrategyType):
             return 8, reasons
         return 1, reasons
 
+    def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
+        super().check_forced(snapshot, backend)
+        if snapshot.tpu is None:
+            raise StrategyUnavailableError(
+                "strategy='tpu' was forced, but no TPU was found: none of TPU_NAME, "
+                "COLAB_TPU_ADDR, TPU_WORKER_ID, PJRT_DEVICE=TPU is set and there is no "
+                "/dev/accel* device. Expected a TPU VM, Colab/Kaggle TPU runtime or TPU_NAME. "
+                "Run on a TPU host, or use strategy='auto'."
+            )
 
-class DataParallel(StrategyType):
+
+class _KerasDistribution(StrategyType):
+    """Keras on JAX: a ``keras.distribution`` plan. Forced on TensorFlow, it names the
+    ``tf.distribute`` strategy that does its job."""
+
+    backend = "jax"
+    shares_batches = True
+    tensorflow_equivalent: ClassVar[str] = ""
+
+    def check_backend(self, backend: str) -> None:
+        if backend != "jax":
+            raise StrategyUnavailableError(
+                f"strategy={self.kind.value!r} is a keras.distribution (JAX) plan, and Keras runs on "
+                f"TensorFlow here. Expected a tf.distribute strategy: use {self.tensorflow_equivalent}, or 'auto'; "
+                "or set KERAS_BACKEND=jax before Keras is imported to train on JAX."
+            )
+
+
+class DataParallel(_KerasDistribution):
     """Keras on JAX: ``keras.distribution.DataParallel`` over the mesh's devices."""
 
     kind = StrategyKind.DATA_PARALLEL
-    backend = "jax"
-    shares_batches = True
+    tensorflow_equivalent = "mirrored (one machine) or multi_worker_mirrored (a cluster)"
 
     def mesh(self, replicas: int, model_axis: int, layout_map: tuple[Any, ...] = ()) -> Mesh | None:
         return Mesh((replicas,), (BATCH_AXIS,))
 
 
-class ModelParallel(StrategyType):
+class ModelParallel(_KerasDistribution):
     """Keras on JAX: ``keras.distribution.ModelParallel``, the weights split over a model axis."""
 
     kind = StrategyKind.MODEL_PARALLEL
-    backend = "jax"
-    shares_batches = True
+    tensorflow_equivalent = "central_storage"
 
     def mesh(self, replicas: int, model_axis: int, layout_map: tuple[Any, ...] = ()) -> Mesh | None:
         return Mesh((replicas, model_axis), (BATCH_AXIS, MODEL_AXIS), layout_map)
+
+    def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
+        super().check_forced(snapshot, backend)
+        if len(snapshot.jax_devices) < 2:
+            raise StrategyUnavailableError(
+                "strategy='model_parallel' was forced, but JAX sees one device in this process: there is "
+                "no 'model' axis to shard over (a shard never spans processes). Expected 2 or more devices "
+                "per process. On CPU, split it before JAX starts "
+                "(XLA_FLAGS=--xla_force_host_platform_device_count=4), or use strategy='auto'."
+            )
 
 
 def _gpu_cross_ops(snapshot: HardwareSnapshot) -> Choice[str]:
@@ -316,12 +594,41 @@ def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[st
     ]
 
 
-#: One type per strategy, by kind.
-TYPES: MappingProxyType[StrategyKind, StrategyType] = MappingProxyType(
-    {t.kind: t for t in (cls() for cls in StrategyType.__subclasses__())}
-)
+def _defined() -> dict[str, StrategyType]:
+    """Every strategy type defined so far, by its kind's name, in the order they were defined:
+    Python's own record of :class:`StrategyType`'s subclasses (a test's own type too)."""
+    found, pending = {}, list(StrategyType.__subclasses__())
+    while pending:
+        cls = pending.pop(0)
+        pending += cls.__subclasses__()
+        if "kind" in vars(cls):
+            found[getattr(cls.kind, "value", cls.kind)] = cls.the  # a plain name while its class is made
+    return found
+
+
+class _Types(Mapping[str, StrategyType]):
+    """The strategy types, by kind, read from their classes on each use (:func:`_defined`)."""
+
+    def __getitem__(self, kind: str) -> StrategyType:
+        return _defined()[kind.value if isinstance(kind, StrategyKind) else kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_defined())
+
+    def __len__(self) -> int:
+        return len(_defined())
+
+
+#: One type per strategy, by kind: each counted as soon as it is defined (a test's own too).
+TYPES: Mapping[str, StrategyType] = _Types()
 
 
 def strategy_type(kind: StrategyKind | str) -> StrategyType:
     """The type of the strategy ``kind`` names (a :class:`StrategyKind` or its string)."""
     return TYPES[StrategyKind(kind)]
+
+
+def adopted_kind(class_names: Sequence[str]) -> StrategyKind | None:
+    """The kind a script's own ``tf.distribute`` strategy is kept as, from its class and bases'
+    names (most derived first); ``None`` for TensorFlow's default strategy and classes no type adopts."""
+    return next((t.kind for name in class_names for t in TYPES.values() if name in t.adopts), None)

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autodist.planning.strategy_types import TYPES, Candidate
+
 __all__ = [
     "TIMED_STEPS",
     "TUNE",
@@ -54,20 +56,6 @@ MIN_STEP_SECONDS = 0.001
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One plan to time: a strategy, its cross-device op, and ``steps_per_execution``."""
-
-    strategy: str
-    cross_device_ops: str | None = None
-    steps_per_execution: int | None = None
-
-    @property
-    def name(self) -> str:
-        name = self.strategy + (f" ({self.cross_device_ops})" if self.cross_device_ops else "")
-        return name + (f", steps_per_execution={self.steps_per_execution}" if self.steps_per_execution else "")
-
-
-@dataclass(frozen=True)
 class Timing:
     """A candidate's measured samples per second, or the error that made it fail, or why it
     was not timed (``skipped``)."""
@@ -85,23 +73,12 @@ class Timing:
 
 def candidates(snapshot: Any, *, default_steps: int | None) -> tuple[Candidate, ...]:
     """The plans worth timing on this single machine, most likely winner first (module
-    docstring). ``default_steps`` is the ``steps_per_execution`` autodist would set on
+    docstring): each strategy type's own (:meth:`~autodist.planning.strategy_types.StrategyType.tune_candidates`),
+    in its ``tune_order``. ``default_steps`` is the ``steps_per_execution`` autodist would set on
     ``default``/``one_device`` (``None``: it would not)."""
-    gpus = len(snapshot.gpus)
-    local = gpus or snapshot.num_cpu_devices
-    single = Candidate("one_device" if gpus else "default")
-    firsts = ([Candidate(single.strategy, None, default_steps)] if default_steps else []) + [single]
-    if not gpus:
-        firsts.append(Candidate("one_device"))
-    if local < 2:
-        return tuple(firsts)
-    ops = (["nccl"] if gpus and snapshot.platform.startswith("linux") else ["collective"]) + [
-        "reduction_to_one_device",
-        "hierarchical_copy",
-    ]
-    mirrored = [Candidate("mirrored", op) for op in ops]
-    central = [Candidate("central_storage")]
-    return tuple(mirrored + firsts + central if gpus else firsts + mirrored + central)
+    with_gpus = 0 if snapshot.gpus else 1
+    ordered = sorted(TYPES.values(), key=lambda t: t.tune_order[with_gpus])
+    return tuple(c for t in ordered for c in t.tune_candidates(snapshot, default_steps))
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,6 @@ from autodist.tensorflow.tuning import tuned_plan
 from autodist.settings import strategy_setting, verbose_setting
 from autodist.upstream.tf_runtime import global_seed
 from autodist.upstream.versions import module_version
-from autodist.planning.strategy_types import Tpu
 
 __all__ = ["fit_on_tensorflow"]
 
@@ -248,7 +247,7 @@ def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
     distribution = start(chosen, workarounds=False)
     done = current_activation()
     shared = done is not None and done.shared and distribution is done.strategy
-    cores = int(distribution.num_replicas_in_sync) if isinstance(chosen.type, Tpu) else chosen.num_replicas
+    cores = int(distribution.num_replicas_in_sync) if chosen.type.on_tpu else chosen.num_replicas
     built = _plan_for(call, facts, tpu_cores=cores) if cores != chosen.num_replicas else chosen
     final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
     _refuse_evaluator(final)

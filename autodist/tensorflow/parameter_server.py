@@ -128,7 +128,7 @@ def serve_if_this_task_serves(plan: Any) -> None:
     (:func:`serve`); on any other task or plan, return. Called by ``fit``, ``init`` and
     ``@distributed`` before they build the strategy (building never ends the process)."""
     cluster = plan.cluster
-    if plan.strategy.value == "parameter_server" and cluster is not None and cluster.task_type in ("worker", "ps"):
+    if plan.type.asynchronous and cluster is not None and cluster.task_type in ("worker", "ps"):
         serve(cluster, plan.peer_timeout_seconds)
 
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable
 from typing import Any
 
 from autodist.errors import PeerError, RuntimeAlreadyStartedError, StrategyUnavailableError
@@ -37,10 +36,20 @@ from autodist.upstream.tf_runtime import (
 )
 from autodist.upstream.versions import check_versions, installed
 from autodist.process import STATE
-from autodist.planning.strategy_types import CentralStorage, strategy_type
+from autodist.planning.strategy_types import (
+    TYPES,
+    CentralStorage,
+    Default,
+    Mirrored,
+    MultiWorkerMirrored,
+    OneDevice,
+    ParameterServer,
+    Tpu,
+    adopted_kind,
+    strategy_type,
+)
 
 __all__ = [
-    "BUILDERS",
     "build_strategy",
     "building",
     "start",
@@ -161,22 +170,22 @@ def _create(plan: Plan) -> Any:
         existing = [s for k, s in STATE.strategies.items() if strategy_type(k[0]).collective_workers]
         if existing:  # collectives are configured once per process: one MultiWorkerMirrored
             return existing[0]
-    build = BUILDERS.get(kind)
-    if build is None:
-        raise StrategyUnavailableError(
-            f"This version of autodist cannot build {kind.value!r}. "
-            "Expected one of the seven StrategyKind values. Use one of those, "
-            "or create the strategy yourself and call model.fit inside strategy.scope()."
-        )
-    return build(plan)
+    return strategy_type(kind).build(plan)
 
 
+@Default.builds
+def _default(plan: Plan) -> Any:
+    return default_strategy()
+
+
+@OneDevice.builds
 def _one_device(plan: Plan) -> Any:
     import tensorflow as tf
 
     return tf.distribute.OneDeviceStrategy(plan.devices[0])
 
 
+@Mirrored.builds
 def _mirrored(plan: Plan) -> Any:
     import tensorflow as tf
 
@@ -185,6 +194,7 @@ def _mirrored(plan: Plan) -> Any:
     )
 
 
+@CentralStorage.builds
 def _central_storage(plan: Plan) -> Any:
     import tensorflow as tf
 
@@ -193,6 +203,7 @@ def _central_storage(plan: Plan) -> Any:
     )
 
 
+@MultiWorkerMirrored.builds
 def _multi_worker_mirrored(plan: Plan) -> Any:
     """MultiWorkerMirroredStrategy from the validated cluster, created before any op runs."""
     import tensorflow as tf
@@ -237,6 +248,7 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
     return strategy
 
 
+@ParameterServer.builds
 def _parameter_server(plan: Plan) -> Any:
     """ParameterServerStrategy, on the chief (worker and ps tasks serve instead: see
     :func:`autodist.tensorflow.parameter_server.serve_if_this_task_serves`)."""
@@ -301,6 +313,7 @@ def tpu_cluster_resolver(tpu: str | None, timeout: float = TPU_RESOLVE_TIMEOUT_S
         ) from err
 
 
+@Tpu.builds
 def _tpu(plan: Plan) -> Any:
     """Resolve, connect, initialise the TPU system, then create TPUStrategy: once, first."""
     import tensorflow as tf
@@ -381,23 +394,10 @@ def _bounded(what: str, step: Callable[[], Any], timeout: float) -> Any:
     return outcome.get("value")
 
 
-#: The script's strategy classes autodist can keep, by class name (MRO), and their kind.
-_KINDS = (
-    ("OneDeviceStrategy", StrategyKind.ONE_DEVICE),
-    ("CentralStorageStrategy", StrategyKind.CENTRAL_STORAGE),
-    ("CollectiveAllReduceStrategy", StrategyKind.MULTI_WORKER_MIRRORED),
-    ("MirroredStrategy", StrategyKind.MIRRORED),
-    ("ParameterServerStrategyV2", StrategyKind.PARAMETER_SERVER),
-    ("TPUStrategyV2", StrategyKind.TPU),
-    ("TPUStrategy", StrategyKind.TPU),
-)
-
-
 def kind_of_class(cls: type) -> StrategyKind | None:
     """The kind of a ``tf.distribute`` strategy class (by its class and bases), ``None`` for
     TensorFlow's default strategy and classes autodist does not know."""
-    names = strategy_class_names(cls)
-    return next((kind for name, kind in _KINDS if name in names), None)
+    return adopted_kind(strategy_class_names(cls))
 
 
 def check_same_cluster(plan: Plan, args: tuple[Any, ...], kwargs: dict[str, Any] | Any) -> None:
@@ -446,12 +446,11 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
         else type(strategy).__name__
     )
     if kind is None:
+        known = ", ".join(dict(_SHOWN).get(name, name) for t in TYPES.values() for name in t.adopts[:1])
         raise StrategyUnavailableError(
             f"The model was created in the scope of the script's own {shown}, which autodist "
-            "cannot train under (Expected one of: OneDeviceStrategy, MirroredStrategy, "
-            "CentralStorageStrategy, MultiWorkerMirroredStrategy, ParameterServerStrategy, "
-            "TPUStrategy). Call model.fit yourself inside that strategy's scope, or build the "
-            "model outside it and let autodist.fit choose."
+            f"cannot train under (Expected one of: {known}). Call model.fit yourself inside that strategy's scope, "
+            "or build the model outside it and let autodist.fit choose."
         )
     extended = strategy.extended
     devices = tuple(extended.worker_devices) if not strategy_type(kind).asynchronous else ()
@@ -465,7 +464,7 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
             f"it without a device list ({shown}() picks the local GPUs, else the CPU), or "
             "remove the script's strategy and its `with strategy.scope():` so autodist chooses."
         )
-    parameter = strategy_parameter_device(strategy) if isinstance(strategy_type(kind), CentralStorage) else None
+    parameter = strategy_parameter_device(strategy) if strategy_type(kind).variables_home == "host" else None
     return ScriptStrategy(
         shown, kind, devices, int(strategy.num_replicas_in_sync), strategy_workers(strategy), parameter
     )
@@ -479,16 +478,9 @@ def _kind_and_index(device: str) -> tuple[str, int]:
     return (spec.device_type or "CPU").upper(), spec.device_index or 0
 
 
-#: How each TensorFlow strategy is built from its plan (the act layer's half of
-#: :mod:`autodist.planning.strategy_types`: one builder per strategy).
-BUILDERS: Mapping[StrategyKind, Callable[[Plan], Any]] = MappingProxyType(
-    {
-        StrategyKind.DEFAULT: lambda plan: default_strategy(),
-        StrategyKind.ONE_DEVICE: _one_device,
-        StrategyKind.MIRRORED: _mirrored,
-        StrategyKind.CENTRAL_STORAGE: _central_storage,
-        StrategyKind.MULTI_WORKER_MIRRORED: _multi_worker_mirrored,
-        StrategyKind.PARAMETER_SERVER: _parameter_server,
-        StrategyKind.TPU: _tpu,
-    }
+#: How a script names the classes whose TensorFlow name is another (their public name).
+_SHOWN = (
+    ("CollectiveAllReduceStrategy", "MultiWorkerMirroredStrategy"),
+    ("ParameterServerStrategyV2", "ParameterServerStrategy"),
+    ("TPUStrategyV2", "TPUStrategy"),
 )

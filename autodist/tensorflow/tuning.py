@@ -61,7 +61,6 @@ from autodist.core.inputs import slice_samples
 from autodist.tensorflow.placement import build_in_scope, move_into_scope
 from autodist.tensorflow.strategies import start
 from autodist.settings import STEPS_PER_EXECUTION_ENV, tune_budget_setting
-from autodist.planning.strategy_types import Tpu
 
 __all__ = ["TIMED_STEPS", "describe", "tuned_plan"]
 
@@ -87,7 +86,7 @@ def tuned_plan(
     On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``; for a
     training too short to time even one candidate within its share, the first candidate.
     ``fit_kwargs`` (``steps_per_epoch``, ``validation_split``) tell the planned training's length."""
-    if auto.cluster is not None or isinstance(auto.type, Tpu):
+    if auto.cluster is not None or auto.type.on_tpu:
         return _with_reason(
             auto,
             "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow "
@@ -206,7 +205,7 @@ def _plan_of(candidate: Candidate, plan_for: Callable[[str], Plan]) -> Plan:
     made = plan_for(candidate.strategy)
     return dataclasses.replace(
         made,
-        cross_device_ops=candidate.cross_device_ops if candidate.strategy == "mirrored" else made.cross_device_ops,
+        cross_device_ops=candidate.cross_device_ops or made.cross_device_ops,
         steps_per_execution=candidate.steps_per_execution,
         reasons=tuple(r for r in made.reasons if not r.startswith(("strategy=", "steps_per_execution"))),
     )
