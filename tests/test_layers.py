@@ -189,3 +189,29 @@ def test_fit_on_tensorflow_trains_on_one_final_plan_and_applies_the_workarounds_
     assert rebound == [], rebound
     applies = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "apply_workarounds"]
     assert len(applies) == 1, [node.lineno for node in applies]
+
+
+def test_no_module_but_strategy_types_asks_which_strategy_it_is():
+    """A strategy's behaviour is its type's (``planning/strategy_types.py``): no other module keeps
+    a table of strategy kinds (a tuple, set or dict of them at module level), nor asks
+    ``isinstance`` of a strategy type. A new kind then cannot fall into another module's default."""
+    from autodist.planning import strategy_types
+
+    type_names = {name for name, value in vars(strategy_types).items() if isinstance(value, type) and issubclass(value, strategy_types.StrategyType)}
+    found = []
+    for name, path in MODULES.items():
+        if name == "planning.strategy_types":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if isinstance(value, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                kinds = [n for n in ast.walk(value) if isinstance(n, ast.Attribute) and n.attr.isupper() and ast.unparse(n.value) in ("StrategyKind", "K")]
+                if kinds:
+                    found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: a table of strategy kinds")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance" and len(node.args) == 2:
+                asked = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if asked & type_names:
+                    found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
