@@ -41,6 +41,9 @@ from autodist.planning.global_batch import (
     split_notes,
 )
 from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
+from autodist.upstream.keras_optimizer import DISTRIBUTED_GRADIENTS
+from autodist.upstream.keras_own_steps import OWN_STEP_REPLICA_MEAN
+from autodist.upstream.keras_variables import BATCHNORM_MOVING_STATISTICS, REPLICA_RANDOM_STREAMS
 from autodist.planning.memory_model import MemoryEstimate, estimate, fit_on_gpus
 from autodist.planning.plans import StrategyKind, format_gib
 from autodist.planning.strategy_types import Choice, Layout, strategy_type
@@ -373,10 +376,8 @@ def choose_data_parallel_notes(
     """
     if strategy_type(kind).asynchronous:
         return Choice(None)  # one replica in sync: each step runs on one worker's whole batch
-    summed = info.keras_flavor == "keras3" and WORKAROUNDS["distributed_gradients"].affects(
-        keras_version or info.keras_version
-    )
-    corrected = "own_step_replica_mean" in workarounds
+    summed = info.keras_flavor == "keras3" and DISTRIBUTED_GRADIENTS.affects(keras_version or info.keras_version)
+    corrected = OWN_STEP_REPLICA_MEAN.name in workarounds
     own = () if corrected else (info.own_steps or (("train_step",) if info.own_train_step else ()))
     reasons, warnings = split_notes(
         num_replicas,
@@ -387,9 +388,9 @@ def choose_data_parallel_notes(
         own,
         summed_steps=(keras_version or info.keras_version) if summed else None,
         mixed_precision=info.mixed_precision,
-        independent_draws="replica_random_streams" in workarounds,
+        independent_draws=REPLICA_RANDOM_STREAMS.name in workarounds,
         own_draw_layers=info.own_draw_layers,
-        averaged_statistics="batchnorm_moving_statistics" in workarounds,
+        averaged_statistics=BATCHNORM_MOVING_STATISTICS.name in workarounds,
         function_initializers=info.function_initializers,
     )
     if corrected and info.own_steps_read_replicas and num_replicas > 1:

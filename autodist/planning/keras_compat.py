@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autodist.planning.strategy_types import strategy_type
+from autodist.upstream.keras_trainer import SYMBOLIC_BUILD_READS_INPUT
 from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
 from autodist.upstream.versions import version_tuple
 from autodist.upstream.workaround import Workaround, warn_untested
@@ -63,9 +64,9 @@ def compile_overrides(
     steps_per_execution: Any,
     environ: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Compile settings to change for this strategy, and a warning for each change.
-
-    Pure: it reads the values and the versions, and touches no model.
+    """Compile settings to change for this strategy, and a warning for each change: each active
+    workaround's own (:meth:`~autodist.upstream.workaround.Workaround.compile_override`), where
+    Keras 3's step runs under mirrored variables. Pure: it reads the values and the versions.
 
     Example:
         >>> overrides, warnings = compile_overrides("mirrored", "keras3", "3.15.1",
@@ -77,22 +78,12 @@ def compile_overrides(
     warnings: list[str] = []
     if keras_flavor != "keras3" or not strategy_type(strategy).mirrors_variables:
         return overrides, warnings
-    fix = WORKAROUNDS["mirrored_jit_compile"]
-    if jit_compile is True and fix.is_active(keras_version, environ):
-        overrides["jit_compile"] = False
-        warnings.append(
-            f"jit_compile=True is turned off under {strategy}: Keras {keras_version} fails there "
-            "('Trying to access resource ... located in device ... from device ...'). The model "
-            "trains without XLA; use a single-device plan to keep XLA."
-        )
-    fix = WORKAROUNDS["mirrored_steps_per_execution"]
-    if isinstance(steps_per_execution, int) and steps_per_execution > 1 and fix.is_active(keras_version, environ):
-        overrides["steps_per_execution"] = 1
-        warnings.append(
-            f"steps_per_execution={steps_per_execution} is set to 1 under {strategy}: Keras "
-            f"{keras_version} fails there with 'You must feed a value for placeholder tensor' "
-            "(keras-team/keras#19246)."
-        )
+    settings = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
+    for fix in (w for setting in settings for w in WORKAROUNDS.values() if w.compile_setting == setting):
+        changed = fix.compile_override(settings, str(strategy), keras_version)
+        if changed is not None and fix.is_active(keras_version, environ):
+            overrides[fix.compile_setting], _ = changed
+            warnings.append(changed[1])
     return overrides, warnings
 
 
@@ -119,6 +110,6 @@ def kept_strategy_order(workarounds: tuple[str, ...], kept: bool, reshuffled: st
         "The script's own strategy trains a PyDataset with shuffle="
         >>> kept_strategy_order(("symbolic_build_reads_input",), False, "a PyDataset with shuffle=True")
     """
-    if not kept or reshuffled is None or "symbolic_build_reads_input" not in workarounds:
+    if not kept or reshuffled is None or SYMBOLIC_BUILD_READS_INPUT.name not in workarounds:
         return None
     return KEPT_STRATEGY_ORDER.format(input=reshuffled)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from autodist.detection.model_info import ModelInfo
 from autodist.planning.choosers import Choice
-from autodist.planning.keras_compat import WORKAROUNDS
+from autodist.upstream.keras_workarounds import SHORT_EPOCH_STEPS_PER_EXECUTION
 from autodist.planning.plans import StrategyKind
 from autodist.settings import STEPS_PER_EXECUTION_ENV, steps_per_execution_setting
 from autodist.planning.strategy_types import strategy_type
@@ -96,16 +96,8 @@ def choose_steps_per_execution(
     if value == 1:
         return Choice(None, (f"steps_per_execution stays 1 ({STEPS_PER_EXECUTION_ENV}=1)",))
     version = keras_version or info.keras_version
-    if WORKAROUNDS["short_epoch_steps_per_execution"].is_active(version, environ):
-        return Choice(
-            None,
-            (
-                f"steps_per_execution stays 1: Keras {version} runs every call's steps whatever is left "
-                "of the epoch, so an epoch shorter than one call fails ('NoneType' object is not "
-                "iterable) or ends with empty logs, and a call that runs out of data loses its logs "
-                "(keras-team/keras#20390, fixed in 3.7.0)",
-            ),
-        )
+    if SHORT_EPOCH_STEPS_PER_EXECUTION.is_active(version, environ):
+        return Choice(None, (SHORT_EPOCH_STEPS_PER_EXECUTION.warning.format(version=version),))
     why = _why_steps_stay(info, facts)
     if why is not None:
         return Choice(None, (f"steps_per_execution stays as compiled: {why}",))

@@ -27,7 +27,7 @@ from autodist.detection.model_info import ModelInfo, describe_model
 from autodist.planning.plans import Plan
 from autodist.tensorflow.keras_patches import apply_workarounds
 from autodist.tensorflow.placement import is_built, model_strategy
-from autodist.upstream.keras_trainer import traced_draws
+from autodist.upstream.keras_trainer import SYMBOLIC_BUILD_TRAINING, traced_draws
 from autodist.upstream.surface import available
 from autodist.upstream.tf_data import is_batched
 
@@ -93,7 +93,7 @@ def _builds_here(strategy: Any, the_plan: Plan) -> bool:
     import tensorflow as tf
 
     return (
-        "symbolic_build_training" in the_plan.keras_workarounds
+        SYMBOLIC_BUILD_TRAINING.in_plan(the_plan)
         and strategy is not None
         and strategy is tf.distribute.get_strategy()
         and int(strategy.num_replicas_in_sync) == the_plan.num_replicas

@@ -20,7 +20,15 @@ from autodist.core.input_kinds import Input, Stream
 from autodist.detection.model_info import keras_flavor_of, overrides
 from autodist.planning.global_batch import every_replica_fed
 from autodist.upstream.keras_models import symbolic_build
-from autodist.upstream.keras_own_steps import OWN_STEP_METHODS, own_steps, share_weights, unshare_weights
+from autodist.upstream.keras_own_steps import (
+    OWN_STEP_METHODS,
+    OWN_STEP_REPLICA_MEAN,
+    UNEVEN_SHARES_WEIGHTED,
+    own_steps,
+    share_weights,
+    unshare_weights,
+)
+from autodist.upstream.keras_trainer import SYMBOLIC_BUILD_READS_INPUT
 from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
 from autodist.upstream.workaround import Act
 
@@ -66,7 +74,7 @@ def build_from_generator(model: Any, data: Input, distribution: Any, the_plan: A
     otherwise read and lose it). Any other input comes back as it is."""
     if not isinstance(data, Stream) or the_plan.keras_flavor != "keras3":
         return data
-    if "symbolic_build_reads_input" not in the_plan.keras_workarounds:
+    if not SYMBOLIC_BUILD_READS_INPUT.in_plan(the_plan):
         return data
     x = data.raw
     first = next(x)
@@ -96,7 +104,7 @@ def steps_as_one_device(model: Any, the_plan: Any) -> bool:
     """Run a Keras 3 model's own ``train_step``/``test_step`` (or Keras's, when the model defines
     ``compute_loss``) with one device's losses and the replicas' mean gradient, when the plan has
     the ``own_step_replica_mean`` workaround and more than one replica. ``True`` when it does."""
-    if "own_step_replica_mean" not in the_plan.keras_workarounds or the_plan.num_replicas < 2:
+    if not OWN_STEP_REPLICA_MEAN.in_plan(the_plan) or the_plan.num_replicas < 2:
         return False
     if the_plan.keras_flavor != "keras3" or not any(overrides(model, name) for name in OWN_STEP_METHODS):
         return False
@@ -115,7 +123,7 @@ def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:
     taken off."""
     kind = the_plan.type
     wanted = (
-        "uneven_shares_weighted" in the_plan.keras_workarounds
+        UNEVEN_SHARES_WEIGHTED.in_plan(the_plan)
         and the_plan.num_replicas > 1
         and kind.backend == "tensorflow"
         and kind.shares_batches

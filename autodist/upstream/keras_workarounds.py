@@ -37,6 +37,12 @@ MIRRORED_STEPS_PER_EXECUTION = Workaround(
     affected=(("3.7.0", None),),
     if_fixed="steps_per_execution=1 trains the same steps, only with more calls (warned)",
     how="compile settings",
+    compile_setting="steps_per_execution",
+    changed=lambda value: 1 if isinstance(value, int) and value > 1 else None,
+    warning=(
+        "steps_per_execution={value} is set to 1 under {strategy}: Keras {version} fails there with 'You must feed "
+        "a value for placeholder tensor' (keras-team/keras#19246)."
+    ),
 )
 
 
@@ -51,6 +57,13 @@ MIRRORED_JIT_COMPILE = Workaround(
     affected=EVERY_RELEASE,
     if_fixed="without XLA the same model trains, only without compilation (warned)",
     how="compile settings",
+    compile_setting="jit_compile",
+    changed=lambda value: False if value is True else None,
+    warning=(
+        "jit_compile=True is turned off under {strategy}: Keras {version} fails there ('Trying to access resource "
+        "... located in device ... from device ...'). The model trains without XLA; use a single-device plan to "
+        "keep XLA."
+    ),
 )
 
 
@@ -67,6 +80,11 @@ SHORT_EPOCH_STEPS_PER_EXECUTION = Workaround(
     affected=(("3.3.0", AGGREGATION_PASSED),),
     if_fixed="steps_per_execution=1 trains the same steps, only with more calls",
     how="a default autodist picks",
+    warning=(
+        "steps_per_execution stays 1: Keras {version} runs every call's steps whatever is left of the epoch, so an "
+        "epoch shorter than one call fails ('NoneType' object is not iterable) or ends with empty logs, and a call "
+        "that runs out of data loses its logs (keras-team/keras#20390, fixed in 3.7.0)"
+    ),
 )
 
 

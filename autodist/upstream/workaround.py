@@ -94,6 +94,12 @@ class Workaround:
     #: It adds work to every training step on every replica (its cost is measured:
     #: ``python -m tests.corpus --speed --workarounds``).
     in_step: bool = False
+    #: A compile setting it changes where Keras's step runs under mirrored variables (``how`` is
+    #: "compile settings"): the setting, the value it gives one that fails there (``None``: keep it),
+    #: and the warning (``{strategy}``, ``{version}``, ``{value}``: the value it changed).
+    compile_setting: str = ""
+    changed: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+    warning: str = ""
     #: Every workaround, by name: set once, by the registry that declares them all
     #: (:mod:`autodist.upstream.keras_workarounds`), for the setting's names and the untested warning.
     registry: ClassVar[Mapping[str, Workaround]] = MappingProxyType({})
@@ -155,6 +161,19 @@ class Workaround:
             warn_untested(str(keras_version), self.registry.values())
             return bool(self.if_fixed)
         return True
+
+    def in_plan(self, plan: Any) -> bool:
+        """Whether ``plan`` applies it (its ``keras_workarounds`` name it)."""
+        return self.name in plan.keras_workarounds
+
+    def compile_override(
+        self, settings: Mapping[str, Any], strategy: str, version: str | None
+    ) -> tuple[Any, str] | None:
+        """The value it gives its compile setting among ``settings``, and the warning that says so;
+        ``None`` where it changes none."""
+        value = settings.get(self.compile_setting) if self.changed is not None else None
+        new = None if value is None else self.changed(value)
+        return None if new is None else (new, self.warning.format(strategy=strategy, version=version, value=value))
 
     def row(self) -> str:
         """Its row of docs/keras-workarounds.md."""
