@@ -30,12 +30,14 @@ import dataclasses
 import functools
 import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from autodist.detection.ray_train import is_data_iterator
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
+from autodist.core.batching import own_shard
 from autodist.process import draws_kept
+from autodist.ray.data import from_ray_data
 from autodist.upstream.tf_data import (
     dataset_batch_size,
     finite_cardinality,
@@ -132,6 +134,43 @@ class Input:
         except TypeError:
             return None
 
+    def first_batch_spec(self) -> Any:
+        """The model inputs of one batch, or their specs, read without spending anything of the
+        input (what a traced training call is made from); ``None`` for an input that cannot be
+        read twice (a generator)."""
+        return None
+
+    def timing_form(self, fit_kwargs: Mapping[str, Any]) -> tuple[Any, Any, int | None, bool] | None:
+        """``(x, y, samples trained per epoch, whether x is a tf.data.Dataset)`` as ``strategy="tune"``
+        times a copy of the model on it (``None`` samples: unknown or endless); ``None`` for an
+        input that cannot be read twice."""
+        return None
+
+    def probe_sample(self, count: int) -> Any:
+        """Its first ``count`` samples, where autodist reads them as Keras does (the batch probe); ``None``."""
+        return None
+
+    def first_batch_taken(self) -> tuple[Any, Input] | None:
+        """Its first batch, read, and the input with it put back, for an input that loses what is
+        read of it (a generator: Keras's symbolic build would); ``None`` for any other."""
+        return None
+
+    def read_on_tensorflow(self, batch: int | None) -> tuple[Input, int | None]:
+        """The input as TensorFlow reads it, and the global batch: itself, and ``batch``."""
+        return self, batch
+
+    def graph_form(self) -> tuple[Any, Any] | None:
+        """``(x, y)`` as a ``tf.data`` pipeline can be rebuilt from them in another process (what
+        parameter-server workers read): arrays, or a pipeline of TensorFlow ops; ``None`` for Python
+        objects (a generator, a ``PyDataset``), which stay where they were made."""
+        return None
+
+    def batch_needed(self, requested: int | None) -> bool:
+        """Whether autodist must be told its batch to split it over replicas (``requested``: the
+        batch the call asks for, ``None``: none given or found): only a dataset whose batch it
+        cannot read, and which is not a worker's own shard, does."""
+        return False
+
 
 class NoInput(Input):
     """``x=None``."""
@@ -221,6 +260,18 @@ class Arrays(Input):
         except (TypeError, ValueError):  # a tensor that cannot be sliced (a SparseTensor): not peeked
             return None
 
+    def first_batch_spec(self) -> Any:
+        return self.first_inputs()
+
+    def timing_form(self, fit_kwargs: Mapping[str, Any]) -> tuple[Any, Any, int | None, bool] | None:
+        return self.arrays, self.targets, self.training_samples(fit_kwargs), False
+
+    def probe_sample(self, count: int) -> Any:
+        return None if self.from_pandas else self.head(count)  # pandas: left alone
+
+    def graph_form(self) -> tuple[Any, Any] | None:
+        return self.arrays, self.targets
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Dataset(Input):
@@ -248,6 +299,27 @@ class Dataset(Input):
         element = next(iter((self.raw if is_batched(self.raw) else self.raw.batch(1)).take(1)))
         return element[0] if isinstance(element, tuple) else element
 
+    def graph_form(self) -> tuple[Any, Any] | None:
+        return self.raw, self.y
+
+    def batch_needed(self, requested: int | None) -> bool:
+        # sharding OFF: each worker's own part (Ray Data's to_tf), its batches the worker's, as with model.fit
+        return requested is None and not own_shard(self.raw)
+
+    def first_batch_spec(self) -> Any:
+        """Its element spec, a batch dimension added where it is not batched."""
+        import tensorflow as tf
+
+        spec = self.raw.element_spec
+        inputs = spec[0] if isinstance(spec, tuple) else spec
+        if not is_batched(self.raw):
+            inputs = tf.nest.map_structure(lambda s: tf.TensorSpec((None, *s.shape), s.dtype), inputs)
+        return inputs
+
+    def timing_form(self, fit_kwargs: Mapping[str, Any]) -> tuple[Any, Any, int | None, bool] | None:
+        count = int(self.raw.cardinality())  # batches; endless (-1) or unknown (-2)
+        return self.raw, None, count * (self.own_batch() or 1) if count > 0 else None, True
+
 
 class _BatchesItself(Input):
     batches_itself: ClassVar[bool] = True
@@ -274,12 +346,25 @@ class IndexedBatches(_BatchesItself):
         element = first_batch(self.raw)
         return element[0] if isinstance(element, tuple) else element
 
+    def first_batch_spec(self) -> Any:
+        return self.first_inputs()  # x[0], as Keras reads it for its signature
+
 
 class Stream(_BatchesItself):
     """A generator or iterator of batches: read once, its length unknown unless it has one."""
 
     def length_unknown(self) -> bool:
         return inspect.isgenerator(self.raw) or not hasattr(self.raw, "__len__")
+
+    def first_batch_taken(self) -> tuple[Any, Input] | None:
+        x = self.raw
+        first = next(x)
+
+        def put_back() -> Iterator[Any]:  # a generator, as Keras accepts
+            yield first
+            yield from x
+
+        return first, Stream(put_back(), self.y)
 
 
 class DatasetCreator(_BatchesItself):
@@ -292,6 +377,11 @@ class RayShard(Input):
 
     def first_inputs(self) -> Any:
         return None
+
+    def read_on_tensorflow(self, batch: int | None) -> tuple[Input, int | None]:
+        """This worker's ``tf.data.Dataset`` of it (:func:`autodist.ray.data.from_ray_data`), and its global batch."""
+        dataset, batch = from_ray_data(self.raw, self.y, batch)
+        return Dataset(dataset), batch
 
 
 class Other(Input):

@@ -115,6 +115,7 @@ class TrainingInput(NamedTuple):
     data: Input
     fit_kwargs: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
+    shuffled_by_autodist: bool = False  # arrays autodist shuffles as a dataset, in an order of its own
 
 
 def _updated(fit_kwargs: Mapping[str, Any], *, without: tuple[str, ...] = (), **changes: Any) -> dict[str, Any]:
@@ -272,7 +273,7 @@ def _arrays_as_dataset(
             changes["steps_per_epoch"] = steps
     warnings_ = (_drop_warning(train_samples, batch),) if drop else ()
     kwargs = _updated(fit_kwargs, without=("validation_split", "sample_weight"), **changes)
-    return TrainingInput(Dataset(train), kwargs, tuple(w for w in warnings_ if w))
+    return TrainingInput(Dataset(train), kwargs, tuple(w for w in warnings_ if w), shuffled_by_autodist=shuffle)
 
 
 _PER_WORKER_SHUFFLE_NOTE = (
@@ -439,7 +440,7 @@ def last_batch(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> La
         return LastBatch(0, 0, ())
     if not batch or fit_kwargs.get("steps_per_epoch") is not None:
         return None
-    count = data.epoch_samples(fit_kwargs) if isinstance(data, (Arrays, Dataset)) else None
+    count = data.epoch_samples(fit_kwargs)
     if not count:
         return None
     last = count % batch

@@ -22,36 +22,15 @@ import contextlib
 import dataclasses
 from typing import Any
 
-from autodist.core.input_kinds import Arrays, Dataset, IndexedBatches, Input
+from autodist.core.input_kinds import Input
 from autodist.detection.model_info import ModelInfo, describe_model
 from autodist.planning.plans import Plan
 from autodist.tensorflow.keras_patches import apply_workarounds
 from autodist.tensorflow.placement import is_built, model_strategy
 from autodist.upstream.keras_trainer import SYMBOLIC_BUILD_TRAINING, traced_draws
 from autodist.upstream.surface import available
-from autodist.upstream.tf_data import is_batched
 
-__all__ = ["first_batch_spec", "traced_model_info"]
-
-
-def first_batch_spec(data: Input) -> Any:
-    """The model inputs of one batch, or their specs, read without spending anything of the
-    input: an array's first sample, a dataset's element spec (a batch dimension added where it is
-    not batched), a ``PyDataset``'s ``[0]`` (Keras reads it for its signature too); ``None`` for a
-    generator and other inputs that cannot be read twice."""
-    if isinstance(data, Arrays):
-        return data.first_inputs()
-    if isinstance(data, Dataset):
-        import tensorflow as tf
-
-        spec = data.raw.element_spec
-        inputs = spec[0] if isinstance(spec, tuple) else spec
-        if not is_batched(data.raw):
-            inputs = tf.nest.map_structure(lambda s: tf.TensorSpec((None, *s.shape), s.dtype), inputs)
-        return inputs
-    if isinstance(data, IndexedBatches):
-        return data.first_inputs()
-    return None
+__all__ = ["traced_model_info"]
 
 
 def traced_model_info(model: Any, data: Input, the_plan: Plan, info: ModelInfo) -> ModelInfo | None:
@@ -70,7 +49,7 @@ def traced_model_info(model: Any, data: Input, the_plan: Plan, info: ModelInfo) 
     strategy = model_strategy(model)
     if not is_built(model) and not _builds_here(strategy, the_plan):
         return None
-    batch = first_batch_spec(data)
+    batch = data.first_batch_spec()
     if batch is None:
         return None
     if not is_built(model):  # the plan's creation-time workarounds (BatchNormalization's statistics) first

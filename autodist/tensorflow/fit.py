@@ -46,7 +46,7 @@ from autodist.planning.tune_rules import TUNE
 from autodist.tensorflow import parameter_server
 from autodist.tensorflow.current_strategy import complete as complete_activation
 from autodist.core.fit_call import FitCall
-from autodist.core.batching import own_shard, shared_shuffle_seed
+from autodist.core.batching import shared_shuffle_seed
 from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
 from autodist.tensorflow.batch_probe import SAMPLES as PROBED
 from autodist.tensorflow.batch_probe import batch_mixing_check
@@ -54,7 +54,6 @@ from autodist.tensorflow.comm_check import check_communication
 from autodist.tensorflow.draws import traced_model_info
 from autodist.tensorflow.metric_state import metric_state_notes
 from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
-from autodist.core.input_kinds import Arrays, Dataset, RayShard
 from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input, shuffles_read_ahead
 from autodist.process import STATE
 from autodist.tensorflow.keras_patches import (
@@ -72,7 +71,6 @@ from autodist.tensorflow.placement import (
     script_strategy,
     stuck,
 )
-from autodist.ray.data import from_ray_data
 from autodist.tensorflow.activation_record import current as current_activation
 from autodist.resume.guard import guard_for, ray_owns_backups
 from autodist.resume.resumed_fit import fit_resuming
@@ -125,10 +123,10 @@ def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
 def _read(call: FitCall) -> FitCall:
     """The call with its input as TensorFlow reads it: a Ray Data shard as this worker's
     ``tf.data.Dataset``, with the global batch; any other input as it is."""
-    if not isinstance(call.data, RayShard):
+    data, batch = call.data.read_on_tensorflow(call.requested_batch)
+    if data is call.data:
         return call
-    dataset, batch = from_ray_data(call.data.raw, call.data.y, call.requested_batch)
-    return dataclasses.replace(call, data=Dataset(dataset), batch_size=batch, requested_batch=batch)
+    return dataclasses.replace(call, data=data, batch_size=batch, requested_batch=batch)
 
 
 def _start(call: FitCall) -> Started:
@@ -389,8 +387,7 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
             ray_saves=saves,
         )
         data = call.data  # its first samples probed: arrays autodist reads as Keras does (pandas: left alone)
-        probed = isinstance(data, Arrays) and not data.from_pandas and the_plan.num_replicas > 1
-        sample = data.head(PROBED) if isinstance(data, Arrays) and probed else None
+        sample = data.probe_sample(PROBED) if the_plan.num_replicas > 1 else None
         probe = batch_mixing_check(keras, sample, the_plan.num_replicas, the_plan.per_replica_batch_size)
         callbacks += [probe] if probe is not None else []
         with distribution.scope():
@@ -434,10 +431,7 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
 def _order_note(call: FitCall, ready: TrainingInput) -> str:
     """Why a resumed run cannot read the rest of an epoch in the uninterrupted run's order: arrays
     that autodist shuffles as a dataset, with no global seed (a new seed each run)."""
-    autodist_shuffles = (
-        isinstance(call.data, Arrays) and isinstance(ready.data, Dataset) and call.fit_kwargs.get("shuffle", True)
-    )
-    if autodist_shuffles and global_seed() is None:
+    if ready.shuffled_by_autodist and global_seed() is None:
         return (
             "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new "
             "order after a restart"
@@ -500,9 +494,7 @@ def _plan_for(
         **options,
     )
     data = call.data
-    if isinstance(data, Dataset) and requested is None and the_plan.num_replicas > 1 and not own_shard(data.raw):
-        # A dataset with sharding OFF is each worker's own part (Ray Data's to_tf): its batches
-        # are the worker's, as with model.fit, and nothing of it is autodist's to split.
+    if data.batch_needed(requested) and the_plan.num_replicas > 1:
         raise BatchSizeError(
             "autodist could not find the batch size of the tf.data.Dataset passed as x, and it "
             f"must split each batch over {the_plan.num_replicas} replicas. Expected a dataset "

@@ -13,10 +13,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from autodist.core.input_kinds import Input, Stream
+from autodist.core.input_kinds import Input
 from autodist.detection.model_info import keras_flavor_of, overrides
 from autodist.planning.global_batch import every_replica_fed
 from autodist.upstream.keras_models import symbolic_build
@@ -72,20 +72,15 @@ def build_from_generator(model: Any, data: Input, distribution: Any, the_plan: A
     """Build a Keras 3 model from a generator's first batch, and return the generator with that
     batch put back, when the plan has the ``symbolic_build_reads_input`` workaround (Keras would
     otherwise read and lose it). Any other input comes back as it is."""
-    if not isinstance(data, Stream) or the_plan.keras_flavor != "keras3":
+    if the_plan.keras_flavor != "keras3" or not SYMBOLIC_BUILD_READS_INPUT.in_plan(the_plan):
         return data
-    if not SYMBOLIC_BUILD_READS_INPUT.in_plan(the_plan):
+    taken = data.first_batch_taken()
+    if taken is None:
         return data
-    x = data.raw
-    first = next(x)
+    first, data = taken
     with distribution.scope():
         symbolic_build(model, first)
-
-    def put_back() -> Iterator[Any]:  # a generator, as Keras accepts
-        yield first
-        yield from x
-
-    return Stream(put_back(), data.y)
+    return data
 
 
 def _own_steps_under_autodist(model: Any) -> None:

@@ -35,7 +35,7 @@ from autodist.jobs.heartbeat import beat
 from autodist.log import warn_all
 from autodist.core.batching import shared_shuffle_seed
 from autodist.core.callbacks import needs_each_step, uses_batch_hooks
-from autodist.core.input_kinds import Arrays, Dataset, Input, numpy_view
+from autodist.core.input_kinds import Input, numpy_view
 from autodist.tensorflow.ps_input import dataset_fn_for, gather, index_batches, steps_per_epoch, whole_arrays_fn
 from autodist.tensorflow.ps_input import first_batch as _first_batch
 from autodist.tensorflow.ps_input import pass_samples
@@ -168,7 +168,8 @@ def train(model: Any, strategy: Any, data: Input, the_plan: Any, epochs: int, fi
         AutodistError: for an input the workers cannot rebuild (a generator, a PyDataset).
     """
     assert the_plan.global_batch_size is not None
-    if not isinstance(data, (Arrays, Dataset)):
+    form = data.graph_form()
+    if form is None:
         raise AutodistError(
             f"Parameter-server training cannot read a {data.name} as its input: the "
             "workers rebuild the input pipeline from its TensorFlow graph, and Python objects "
@@ -180,7 +181,7 @@ def train(model: Any, strategy: Any, data: Input, the_plan: Any, epochs: int, fi
     if "sample_weight" in kwargs:
         kwargs["sample_weight"] = numpy_view(kwargs["sample_weight"])
     loop = fit_tf_keras if the_plan.keras_flavor == "tf_keras" else fit_keras3
-    x, y = (data.arrays, data.targets) if isinstance(data, Arrays) else (data.raw, data.y)
+    x, y = form
     return loop(model, strategy, x, y, global_batch_size=the_plan.global_batch_size, epochs=epochs, fit_kwargs=kwargs)
 
 

@@ -56,7 +56,7 @@ from autodist.planning.tune_rules import (
 )
 from autodist.core.batching import prepare_dataset
 from autodist.core.compile_settings import apply_compile_settings
-from autodist.core.input_kinds import Arrays, Dataset, Input, num_samples
+from autodist.core.input_kinds import Input, num_samples
 from autodist.core.inputs import slice_samples
 from autodist.tensorflow.placement import build_in_scope, move_into_scope
 from autodist.tensorflow.strategies import start
@@ -92,7 +92,8 @@ def tuned_plan(
             "strategy='tune' on a cluster or TPU keeps the rule's plan: the workers and devices stay, and TensorFlow "
             "allows one such strategy per process, so every worker takes the same plan",
         )
-    data = _timing_input(given, fit_kwargs or {})
+    form = given.timing_form(fit_kwargs or {})
+    data = _Input(*form) if form is not None else None
     if data is None:
         return _with_reason(
             auto,
@@ -270,17 +271,6 @@ class _Input:
     y: Any
     samples: int | None  # trained per epoch; None: a dataset of unknown or endless size
     dataset: bool
-
-
-def _timing_input(given: Input, fit_kwargs: Mapping[str, Any]) -> _Input | None:
-    """What ``tune`` times on: arrays (pandas as numpy), or a dataset; ``None`` for an input that
-    cannot be read twice."""
-    if isinstance(given, Dataset):
-        count = int(given.raw.cardinality())  # batches; endless (-1) or unknown (-2)
-        return _Input(given.raw, None, count * (given.own_batch() or 1) if count > 0 else None, True)
-    if not isinstance(given, Arrays):
-        return None
-    return _Input(given.arrays, given.targets, given.training_samples(fit_kwargs), False)
 
 
 def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input, gate: _Gate | None = None) -> float:
