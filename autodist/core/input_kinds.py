@@ -87,6 +87,9 @@ class Input:
         """``x`` as numpy arrays or tensors (pandas as Keras reads it); ``None`` unless :class:`Arrays`."""
         return None
 
+    #: Whether ``x`` is numpy arrays or pandas only (what autodist may order itself).
+    numpy_only: ClassVar[bool] = False
+
     def own_batch(self) -> int | None:
         """The batch the input brings itself (a batched dataset's, a ``PyDataset``'s first); ``None``."""
         return None

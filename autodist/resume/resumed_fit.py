@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,25 +92,12 @@ def phases(
     would shuffle get autodist's epoch orders from ``order_seed`` (:func:`epoch_order`), one
     ``fit`` an epoch, from the start of a run too (``step=0``)."""
     kwargs = {key: value for key, value in kwargs.items() if key not in ("epochs", "callbacks")}
-    if order_seed is not None and isinstance(data, Arrays) and ordered_by_autodist(data, kwargs):
+    if order_seed is not None and ordered_by_autodist(data, kwargs):
         return _ordered_phases(data.arrays, data.targets, kwargs, epoch, step, epochs, order_seed)
-    x, y, dataset = data.raw, data.y, isinstance(data, Dataset)
-    stream = dataset and kwargs.get("steps_per_epoch") is not None and _endless(x)
-    if step == 0 and not stream:
-        return Phases((Phase(x, y, {**kwargs, "initial_epoch": epoch, "epochs": epochs}),))
-    if stream:
-        found = _stream_phases(x, kwargs, epoch, step)
-    elif dataset and kwargs.get("steps_per_epoch") is None and finite_cardinality(x) is not None:
-        note = _SHUFFLED_DATASET if shuffles(x) else ""
-        found = (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
-    elif (
-        isinstance(data, Arrays)
-        and kwargs.get("steps_per_epoch") is None
-        and kwargs.get("batch_size")
-        and not kwargs.get("shuffle", True)
-    ):
-        found = _array_phases(data.arrays, data.targets, kwargs, step)
-    else:
+    if step == 0 and not _streamed(data, kwargs):
+        return Phases((Phase(data.raw, data.y, {**kwargs, "initial_epoch": epoch, "epochs": epochs}),))
+    found = _skipped(data, kwargs, epoch, step)
+    if found is None:
         return None
     first, rest, batches, note = found
     if batches is not None and step >= batches:  # saved after the epoch's last batch: resume after it
@@ -134,7 +122,7 @@ def ordered_by_autodist(data: Input, kwargs: Mapping[str, Any]) -> bool:
     ``steps_per_epoch``) and would shuffle. Tensors are left to Keras (a string tensor cannot
     become a numpy array Keras takes)."""
     shuffled = kwargs.get("shuffle", True) is True
-    arrays = isinstance(data, Arrays) and data.numpy_only and numpy_only(kwargs.get("sample_weight"))
+    arrays = data.numpy_only and numpy_only(kwargs.get("sample_weight"))
     return shuffled and arrays and kwargs.get("steps_per_epoch") is None and bool(kwargs.get("batch_size"))
 
 
@@ -220,6 +208,44 @@ ORDERED_NOTE = (
     "model.fit, but not the same numbers. Pass shuffle=False, or backup_dir=False, to keep "
     "Keras's order."
 )
+
+
+@functools.singledispatch
+def _streamed(data: Input, kwargs: Mapping[str, Any]) -> bool:
+    """Whether the input is read as one endless stream, ``steps_per_epoch`` batches an epoch (an
+    epoch's start is then a place in it, not its start): a repeated dataset only."""
+    return False
+
+
+@_streamed.register
+def _(data: Dataset, kwargs: Mapping[str, Any]) -> bool:
+    return kwargs.get("steps_per_epoch") is not None and _endless(data.raw)
+
+
+@functools.singledispatch
+def _skipped(data: Input, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
+    """How the input resumes after ``step`` batches of ``epoch``: the first epoch's input and
+    keywords, the later epochs', the epoch's batches and what is inexact (``None``: it cannot
+    skip batches: a generator, a ``PyDataset``, shuffled arrays autodist does not order)."""
+    return None
+
+
+@_skipped.register
+def _(data: Dataset, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
+    x = data.raw
+    if _streamed(data, kwargs):
+        return _stream_phases(x, kwargs, epoch, step)
+    if kwargs.get("steps_per_epoch") is not None or finite_cardinality(x) is None:
+        return None
+    note = _SHUFFLED_DATASET if shuffles(x) else ""
+    return (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
+
+
+@_skipped.register
+def _(data: Arrays, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
+    if kwargs.get("steps_per_epoch") is not None or not kwargs.get("batch_size") or kwargs.get("shuffle", True):
+        return None
+    return _array_phases(data.arrays, data.targets, kwargs, step)
 
 
 def _endless(dataset: Any) -> bool:
