@@ -131,11 +131,10 @@ def test_a_ray_data_shard_without_its_label_column_is_refused_with_the_columns(y
 
 def test_a_ray_data_shard_on_jax_is_refused_with_the_ways_that_work():
     from autodist.core.input_kinds import classify
-    from autodist.jax.runtime import _refuse_ray_data
 
     with pytest.raises(autodist.AutodistError, match=r"Ray Data shard.*JAX.*shard\.to_tf\(.*KERAS_BACKEND=tensorflow"):
-        _refuse_ray_data(classify(DataIterator("x", "y")))
-    _refuse_ray_data(classify([1, 2]))
+        classify(DataIterator("x", "y")).refuse_on_jax()
+    classify([1, 2]).refuse_on_jax()
 
 
 def test_in_a_ray_worker_the_saves_travel_in_rays_checkpoints_and_sigterm_is_noticed_at_exit(tensorflow_imported, monkeypatch, tmp_path):

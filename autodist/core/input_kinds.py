@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from autodist.detection.ray_train import is_data_iterator
+from autodist.errors import AutodistError
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.core.batching import own_shard
 from autodist.process import draws_kept
@@ -76,6 +77,14 @@ class Input:
 
     #: Keras refuses ``batch_size`` for it: it yields ready-made batches.
     batches_itself: ClassVar[bool] = False
+    #: Where :func:`classify` asks it, among the kinds (lowest first): a kind that takes what a later
+    #: one takes too comes first.
+    rank: ClassVar[int] = 100
+
+    @staticmethod
+    def takes(x: Any) -> bool:
+        """Whether ``x`` is of this kind (:func:`classify`)."""
+        return False
 
     @property
     def name(self) -> str:
@@ -89,6 +98,15 @@ class Input:
 
     #: Whether ``x`` is numpy arrays or pandas only (what autodist may order itself).
     numpy_only: ClassVar[bool] = False
+    #: Whether Keras on JAX shards it over the processes itself (``auto_shard_dataset``).
+    sharded_by_keras: ClassVar[bool] = False
+
+    def refuse_on_jax(self) -> None:
+        """Nothing, where Keras on JAX reads it.
+
+        Raises:
+            AutodistError: it cannot (a Ray Data shard), with the fix.
+        """
 
     def own_batch(self) -> int | None:
         """The batch the input brings itself (a batched dataset's, a ``PyDataset``'s first); ``None``."""
@@ -178,6 +196,12 @@ class Input:
 class NoInput(Input):
     """``x=None``."""
 
+    rank: ClassVar[int] = 0
+
+    @staticmethod
+    def takes(x: Any) -> bool:
+        return x is None
+
     def first_inputs(self) -> Any:
         return None
 
@@ -188,6 +212,12 @@ class Arrays(Input):
     ``raw`` with pandas as numpy (``raw`` itself where it holds no pandas), ``targets`` the same
     of ``y``: converted when first asked for, so an input Keras reads itself (one device, say) is
     never copied; :meth:`head` converts only the first samples."""
+
+    rank: ClassVar[int] = 60
+
+    @staticmethod
+    def takes(x: Any) -> bool:
+        return _array_like(x)
 
     @functools.cached_property
     def arrays(self) -> Any:
@@ -280,6 +310,10 @@ class Arrays(Input):
 class Dataset(Input):
     """A ``tf.data.Dataset`` (not a distributed one)."""
 
+    sharded_by_keras: ClassVar[bool] = True
+    rank: ClassVar[int] = 20
+    takes = staticmethod(is_dataset)
+
     def own_batch(self) -> int | None:
         return dataset_batch_size(self.raw)  # read from the pipeline's graph: nothing is iterated
 
@@ -335,6 +369,12 @@ class _BatchesItself(Input):
 class IndexedBatches(_BatchesItself):
     """A Keras ``PyDataset`` or ``Sequence``: ready-made batches read by index (``x[i]``)."""
 
+    rank: ClassVar[int] = 40
+
+    @staticmethod
+    def takes(x: Any) -> bool:
+        return any(cls.__name__ in ("PyDataset", "Sequence") for cls in type(x).__mro__)
+
     def own_batch(self) -> int | None:
         return self._first_batch_size
 
@@ -356,6 +396,12 @@ class IndexedBatches(_BatchesItself):
 class Stream(_BatchesItself):
     """A generator or iterator of batches: read once, its length unknown unless it has one."""
 
+    rank: ClassVar[int] = 30
+
+    @staticmethod
+    def takes(x: Any) -> bool:
+        return inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)
+
     def length_unknown(self) -> bool:
         return inspect.isgenerator(self.raw) or not hasattr(self.raw, "__len__")
 
@@ -373,10 +419,27 @@ class Stream(_BatchesItself):
 class DatasetCreator(_BatchesItself):
     """tf_keras's ``DatasetCreator``: a function that makes each worker's dataset."""
 
+    rank: ClassVar[int] = 50
+
+    @staticmethod
+    def takes(x: Any) -> bool:
+        return any(cls.__name__ == "DatasetCreator" for cls in type(x).__mro__)
+
 
 class RayShard(Input):
     """This worker's shard of a Ray Data dataset (``ray.data.DataIterator``), ``y`` its label
     column(s): TensorFlow reads it as a ``tf.data.Dataset`` (:func:`autodist.ray.data.from_ray_data`)."""
+
+    rank: ClassVar[int] = 10
+    takes = staticmethod(is_data_iterator)
+
+    def refuse_on_jax(self) -> None:
+        raise AutodistError(
+            "autodist.fit got a Ray Data shard (ray.train.get_dataset_shard) as x, and Keras runs on "
+            "JAX here: autodist reads Ray Data shards on TensorFlow only. Expected arrays or a "
+            "tf.data.Dataset on JAX. Pass shard.to_tf(feature_columns=..., label_columns=..., "
+            "batch_size=...) or numpy arrays, or train with KERAS_BACKEND=tensorflow."
+        )
 
     def first_inputs(self) -> Any:
         return None
@@ -393,26 +456,20 @@ class Other(Input):
 
 def classify(x: Any, y: Any = None) -> Input:
     """The kind of input ``x`` is, with its targets ``y``: the one place autodist looks at what
-    the caller passed as training data."""
-    if x is None:
-        return NoInput(None, y)
-    if is_data_iterator(x):
-        return RayShard(x, y)
-    if is_dataset(x):
-        return Dataset(x, y)
-    if inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator):
-        return Stream(x, y)
-    if _indexed(x):
-        return IndexedBatches(x, y)
-    if any(cls.__name__ == "DatasetCreator" for cls in type(x).__mro__):
-        return DatasetCreator(x, y)
-    if _array_like(x):
-        return Arrays(x, y)
-    return Other(x, y)
+    the caller passed as training data. Each kind says what it takes (``takes``), asked in the
+    order of their ``rank`` (a kind defined elsewhere, a test's own, too); :class:`Other` takes the rest."""
+    kinds = sorted(_kinds(), key=lambda kind: kind.rank)
+    return next((kind for kind in kinds if kind.takes(x)), Other)(x, y)
 
 
-def _indexed(x: Any) -> bool:
-    return any(cls.__name__ in ("PyDataset", "Sequence") for cls in type(x).__mro__)
+def _kinds() -> list[type[Input]]:
+    """Every kind of input defined so far: Python's own record of :class:`Input`'s subclasses."""
+    found, pending = [], list(Input.__subclasses__())
+    while pending:
+        kind = pending.pop(0)
+        pending += kind.__subclasses__()
+        found.append(kind)
+    return found
 
 
 def numpy_view(data: Any) -> Any:

@@ -18,11 +18,22 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from autodist.core.input_kinds import Arrays, Dataset, Input, NoInput, Stream, classify, numpy_view
+from autodist.core.input_kinds import (
+    Arrays,
+    Dataset,
+    DatasetCreator,
+    IndexedBatches,
+    Input,
+    NoInput,
+    Stream,
+    classify,
+    numpy_view,
+)
 from autodist.errors import ArgumentError, BatchSizeError
 from autodist.log import get_logger
 from autodist.planning.global_batch import every_replica_fed, shares_of
@@ -133,26 +144,51 @@ def prepare_input(
 ) -> TrainingInput:
     """The input ready for the plan, and new ``fit`` keywords: ``batch_size`` where Keras batches
     the input itself, ``steps_per_epoch``/``shuffle``/``validation_data`` where autodist takes the
-    batching over. Nothing passed in is changed."""
-    batch = the_plan.global_batch_size
-    assert batch is not None
-    drop = the_plan.drop_remainder
-    if isinstance(data, Dataset):
-        return _dataset_ready(data, the_plan, fit_kwargs, batch_given)
-    multi_worker = the_plan.type.collective_workers
-    per_worker_shuffle = (_PER_WORKER_SHUFFLE_NOTE,) if multi_worker and fit_kwargs.get("shuffle", True) else ()
-    if isinstance(data, NoInput) or data.batches_itself:  # ready-made batches: Keras reads them as they are
-        return TrainingInput(data, dict(fit_kwargs), () if isinstance(data, Stream) else per_worker_shuffle)
-    own_dataset = multi_worker or drop
-    if the_plan.num_replicas > 1 and (why := data.unsplittable()) is not None:
-        raise ArgumentError(
-            f"{why}: it cannot train on the {the_plan.num_replicas} replicas of {the_plan.strategy.value}, and one "
-            "device was not possible here (the plan's reasons say why: a strategy asked for, a multi-worker job, "
-            "or a model built under the strategy that cannot be moved). Fix: set AUTODIST_STRATEGY=default before "
-            "the script starts (one device, as model.fit), or give the input as tensors or numpy arrays"
-        )
-    if not isinstance(data, Arrays):  # Keras batches it, or says in its own words why it cannot
-        return TrainingInput(data, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
+    batching over (each kind its own way: :func:`_ready`). Nothing passed in is changed."""
+    assert the_plan.global_batch_size is not None
+    return _ready(data, the_plan, fit_kwargs, batch_given, shuffle_seed)
+
+
+def _per_worker_shuffle(the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The note for an input Keras shuffles itself, on each worker in its own order."""
+    return (_PER_WORKER_SHUFFLE_NOTE,) if the_plan.type.collective_workers and fit_kwargs.get("shuffle", True) else ()
+
+
+@functools.singledispatch
+def _ready(
+    data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool, shuffle_seed: Callable[[], int]
+) -> TrainingInput:
+    """An input autodist cannot batch (a list, say): Keras batches it, or says in its own words why
+    it cannot; it must split over the replicas."""
+    _splits(data, the_plan)
+    own_dataset = the_plan.type.collective_workers or the_plan.drop_remainder
+    kwargs = _updated(fit_kwargs, batch_size=the_plan.global_batch_size)
+    return TrainingInput(data, kwargs, _per_worker_shuffle(the_plan, fit_kwargs) if own_dataset else ())
+
+
+@_ready.register(NoInput)
+@_ready.register(IndexedBatches)
+@_ready.register(DatasetCreator)
+def _(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any], *_: Any) -> TrainingInput:
+    """Ready-made batches (or none): Keras reads them as they are."""
+    return TrainingInput(data, dict(fit_kwargs), _per_worker_shuffle(the_plan, fit_kwargs))
+
+
+@_ready.register
+def _(data: Stream, the_plan: Plan, fit_kwargs: Mapping[str, Any], *_: Any) -> TrainingInput:
+    """A generator's batches, read as they come (Keras shuffles none of them)."""
+    return TrainingInput(data, dict(fit_kwargs))
+
+
+@_ready.register
+def _(
+    data: Arrays, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool, shuffle_seed: Callable[[], int]
+) -> TrainingInput:
+    """Arrays: Keras batches them as the caller gave them, but where a replica would get no sample
+    (:func:`_fewer_samples_than_replicas`), and on several workers or a TPU, where autodist makes
+    them the dataset every worker reads alike (:func:`_arrays_as_dataset`)."""
+    _splits(data, the_plan)
+    own_dataset = the_plan.type.collective_workers or the_plan.drop_remainder
     if not fit_kwargs.get("validation_split"):
         fewer = _fewer_samples_than_replicas(data, the_plan, fit_kwargs)
         if fewer is not None:
@@ -160,12 +196,29 @@ def prepare_input(
                 fewer if not own_dataset else _arrays_as_dataset(fewer.data, the_plan, fewer.fit_kwargs, shuffle_seed)
             )
     if not own_dataset or (data.y is None and fit_kwargs.get("sample_weight") is not None):
-        # Keras batches the input itself, as the caller gave it
-        return TrainingInput(data, _updated(fit_kwargs, batch_size=batch), per_worker_shuffle if own_dataset else ())
+        return _ready.dispatch(Input)(data, the_plan, fit_kwargs, batch_given, shuffle_seed)  # as the caller gave it
     return _arrays_as_dataset(data, the_plan, fit_kwargs, shuffle_seed)
 
 
-def _dataset_ready(data: Dataset, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool) -> TrainingInput:
+def _splits(data: Input, the_plan: Plan) -> None:
+    """Nothing, where the input's batches split over the plan's replicas.
+
+    Raises:
+        ArgumentError: they cannot (a composite tensor that cannot be sliced), with the fix.
+    """
+    if the_plan.num_replicas > 1 and (why := data.unsplittable()) is not None:
+        raise ArgumentError(
+            f"{why}: it cannot train on the {the_plan.num_replicas} replicas of {the_plan.strategy.value}, and one "
+            "device was not possible here (the plan's reasons say why: a strategy asked for, a multi-worker job, "
+            "or a model built under the strategy that cannot be moved). Fix: set AUTODIST_STRATEGY=default before "
+            "the script starts (one device, as model.fit), or give the input as tensors or numpy arrays"
+        )
+
+
+@_ready.register
+def _dataset_ready(
+    data: Dataset, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool, *_: Any
+) -> TrainingInput:
     """A ``tf.data.Dataset`` re-batched to the global batch and sharded (:func:`prepare_dataset`);
     left as it is where it is this worker's own part (Ray Data's ``to_tf``) and no batch is given."""
     x, batch, drop = data.raw, the_plan.global_batch_size, the_plan.drop_remainder
@@ -254,7 +307,7 @@ def _arrays_as_dataset(
     # the dataset is shuffled already, the same on every worker
     changes: dict[str, Any] = {"shuffle": False}
     if isinstance(given_validation, tuple):
-        if all(isinstance(classify(part), Arrays) for part in given_validation if part is not None):
+        if all(classify(part).arrays is not None for part in given_validation if part is not None):
             changes["validation_data"] = arrays_to_dataset(
                 *(numpy_view(part) for part in given_validation),
                 global_batch_size=batch,

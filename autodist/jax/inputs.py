@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -71,22 +72,34 @@ def local_inputs(
     Raises:
         AutodistError: several processes and an input that is neither arrays nor a tf.data.Dataset.
     """
-    kwargs = dict(fit_kwargs)
-    if isinstance(data, Dataset):
-        x = data.raw
-        return _dataset(x, batch, part), data.y, kwargs, _dataset_warning(x, batch, part)
-    if not isinstance(data, Arrays):
-        if part.processes > 1:
-            raise AutodistError(
-                f"autodist.fit got {data.name} as x in a {part.processes}-process JAX job. "
-                "Expected numpy arrays (autodist gives each process its part of every batch) or a "
-                "tf.data.Dataset (Keras shards it). Pass arrays or a tf.data.Dataset."
-            )
-        note = (
-            f"autodist cannot re-batch a {data.name}: each of its batches must split evenly over the "
-            f"{part.replicas} replicas of the JAX mesh's batch axis, or JAX stops with an IndivisibleError"
+    return _local(data, dict(fit_kwargs), batch, part)
+
+
+@functools.singledispatch
+def _local(data: Input, kwargs: dict[str, Any], batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+    """An input autodist cannot cut: as it is, with a warning; refused in a job of several processes."""
+    if part.processes > 1:
+        raise AutodistError(
+            f"autodist.fit got {data.name} as x in a {part.processes}-process JAX job. "
+            "Expected numpy arrays (autodist gives each process its part of every batch) or a "
+            "tf.data.Dataset (Keras shards it). Pass arrays or a tf.data.Dataset."
         )
-        return data.raw, data.y, kwargs, [note] if part.replicas > 1 else []
+    note = (
+        f"autodist cannot re-batch a {data.name}: each of its batches must split evenly over the "
+        f"{part.replicas} replicas of the JAX mesh's batch axis, or JAX stops with an IndivisibleError"
+    )
+    return data.raw, data.y, kwargs, [note] if part.replicas > 1 else []
+
+
+@_local.register
+def _(data: Dataset, kwargs: dict[str, Any], batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+    """A dataset at the global batch, each batch cut to split over the replicas (Keras shards it)."""
+    return _dataset(data.raw, batch, part), data.y, kwargs, _dataset_warning(data.raw, batch, part)
+
+
+@_local.register
+def _(data: Arrays, kwargs: dict[str, Any], batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+    """Arrays: this process's rows of every global batch (:func:`rows`), validation's too."""
     x, y = data.arrays, data.targets
     kwargs["batch_size"] = batch // part.processes
     warnings: list[str] = []
@@ -110,7 +123,7 @@ def local_inputs(
             "would shard the dataset only with datasets for both. Expected the same kind for both. "
             "Pass validation arrays (or validation_split), or a tf.data.Dataset for x too."
         )
-    if isinstance(validation, (tuple, list)) and validation and isinstance(classify(validation[0]), Arrays):
+    if isinstance(validation, (tuple, list)) and validation and classify(validation[0]).arrays is not None:
         val_batch = int(kwargs.get("validation_batch_size") or batch)
         val_rows = rows(_length(validation[0]), batch=val_batch, part=part)
         warnings += _cut_warning("validation", _length(validation[0]), val_batch, part)

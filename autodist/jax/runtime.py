@@ -33,7 +33,7 @@ from autodist.detection import ray_train  # ray_train.ray_train_worker: the one 
 from autodist.detection.cluster import detect_cluster
 from autodist.detection.hardware import detect
 from autodist.errors import AutodistError, RuntimeAlreadyStartedError, StrategyUnavailableError
-from autodist.core.input_kinds import Dataset, Input, RayShard
+from autodist.core.input_kinds import Input
 from autodist.jax.inputs import Part, local_inputs
 from autodist.log import warn_all
 from autodist.core.detect_and_plan import plan_here
@@ -257,7 +257,7 @@ def train(
     x, y, kwargs, warnings = local_inputs(data, fit_kwargs, batch=batch, part=part)
     warn_all(warnings)
     if distribution is not None:  # Keras shards a tf.data.Dataset over the processes; arrays are split above
-        distribution.auto_shard_dataset = isinstance(data, Dataset)
+        distribution.auto_shard_dataset = data.sharded_by_keras
     place(model, distribution)
     with distribution_scope(distribution):
         return model.fit(x, y, epochs=epochs, **kwargs)
@@ -276,7 +276,7 @@ def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
             TensorFlow).
     """
     _refuse_backups(call.backup_dir)
-    _refuse_ray_data(call.data)
+    call.data.refuse_on_jax()
     snapshot, _ = _here(environ)
     batch_size = call.requested_batch
 
@@ -400,16 +400,6 @@ def _here(environ: Mapping[str, str]) -> tuple[Any, Any]:
         join_processes(detect_cluster(environ))
         return detect(environ), None
     return dataclasses.replace(detect(environ), cluster=ray_cluster), ray_cluster
-
-
-def _refuse_ray_data(data: Input) -> None:
-    if isinstance(data, RayShard):
-        raise AutodistError(
-            "autodist.fit got a Ray Data shard (ray.train.get_dataset_shard) as x, and Keras runs on "
-            "JAX here: autodist reads Ray Data shards on TensorFlow only. Expected arrays or a "
-            "tf.data.Dataset on JAX. Pass shard.to_tf(feature_columns=..., label_columns=..., "
-            "batch_size=...) or numpy arrays, or train with KERAS_BACKEND=tensorflow."
-        )
 
 
 def _refuse_backups(backup_dir: Any) -> None:
