@@ -1,6 +1,6 @@
-"""A new strategy needs one file and its test: it registers itself by being defined, answers
-every question autodist asks of a strategy (or is refused by the one who asks), and the planner
-takes it by name. Each kind of a test's own is taken away after its test."""
+"""A new strategy, or a new kind of input, needs one file and its test: it registers itself by
+being defined, answers every question autodist asks of it, and the planner (or ``classify``) takes
+it. Each kind of a test's own is taken away after its test."""
 
 from __future__ import annotations
 
@@ -81,3 +81,24 @@ def test_a_strategy_of_its_own_is_one_file_that_registers_itself_and_the_planner
     assert "pinned" not in TYPES
     with pytest.raises(Exception, match="pinned"):
         plan(snapshot, strategy="pinned")
+
+
+def test_an_input_of_its_own_is_one_file_that_classify_takes_and_fit_makes_ready():
+    import numpy as np
+
+    from autodist.core.input_kinds import Arrays, classify
+    from autodist.core.inputs import prepare_input
+
+    pairs = [(np.ones((4, 2)), np.zeros(4)), (np.ones((4, 2)), np.ones(4))]
+    assert isinstance(classify(pairs), Arrays)  # before its file, a list of arrays
+    the_plan = plan(HardwareSnapshot.cpu_only(), batch_size=4)
+    with own("input_kind") as module:
+        data = classify(pairs)
+        assert type(data) is module.Pairs and data.own_batch() == 4 and data.batches_per_epoch(None, {}) == 2
+        made = prepare_input(data, the_plan, {"shuffle": False})
+        assert type(made.data).__name__ == "Stream" and made.fit_kwargs == {"shuffle": False, "steps_per_epoch": 2}
+        assert [y.tolist() for _, y in made.data.raw] == [[0, 0, 0, 0], [1, 1, 1, 1]]
+        del data, made
+    del module
+    gc.collect()
+    assert isinstance(classify(pairs), Arrays)  # its file forgotten, the list is arrays again

@@ -215,3 +215,20 @@ def test_no_module_but_strategy_types_asks_which_strategy_it_is():
                 if asked & type_names:
                     found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: {ast.unparse(node)}")
     assert found == []
+
+
+def test_no_module_but_input_kinds_asks_which_kind_an_input_is():
+    """An input's behaviour is its kind's (``core/input_kinds.py``): no other module asks
+    ``isinstance`` of a kind; a layer above answers a question per kind with ``Input.answers``."""
+    from autodist.core import input_kinds
+
+    kind_names = {name for name, value in vars(input_kinds).items() if isinstance(value, type) and issubclass(value, input_kinds.Input)}
+    found = []
+    for name, path in MODULES.items():
+        if name == "core.input_kinds":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance" and len(node.args) == 2:
+                if {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} & kind_names:
+                    found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []

@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import inspect
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from autodist.detection.ray_train import is_data_iterator
@@ -85,6 +85,23 @@ class Input:
     def takes(x: Any) -> bool:
         """Whether ``x`` is of this kind (:func:`classify`)."""
         return False
+
+    @classmethod
+    def answers(cls, question: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A decorator for a layer above this one (a backend's preparation, resume): the function
+        is this kind's answer to ``question`` (its first argument the input), kept on the kind, so
+        a kind without one of its own answers as its base does. What the answer needs of that layer
+        stays there; nothing asks which kind an input is."""
+
+        def kept(answer: Callable[..., Any]) -> Callable[..., Any]:
+            setattr(cls, f"_answer_{question}", staticmethod(answer))
+            return answer
+
+        return kept
+
+    def answer(self, question: str, *args: Any) -> Any:
+        """This input's answer to ``question`` (:meth:`answers`), its kind's or its base's."""
+        return getattr(self, f"_answer_{question}")(self, *args)
 
     @property
     def name(self) -> str:

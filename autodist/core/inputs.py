@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -55,6 +54,7 @@ __all__ = [
     "one_iterator_per_run",
     "READ_AHEAD_NOTE",
     "shuffles_read_ahead",
+    "READY",
     "prepare_input",
     "slice_samples",
     "take_samples",
@@ -144,9 +144,13 @@ def prepare_input(
 ) -> TrainingInput:
     """The input ready for the plan, and new ``fit`` keywords: ``batch_size`` where Keras batches
     the input itself, ``steps_per_epoch``/``shuffle``/``validation_data`` where autodist takes the
-    batching over (each kind its own way: :func:`_ready`). Nothing passed in is changed."""
+    batching over (each kind its own way, its answer to :data:`READY`). Nothing passed in is changed."""
     assert the_plan.global_batch_size is not None
-    return _ready(data, the_plan, fit_kwargs, batch_given, shuffle_seed)
+    return data.answer(READY, the_plan, fit_kwargs, batch_given, shuffle_seed)
+
+
+#: The question an input answers for ``model.fit`` on TensorFlow (:meth:`Input.answers`): itself, ready for the plan.
+READY = "ready"
 
 
 def _per_worker_shuffle(the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[str, ...]:
@@ -154,7 +158,7 @@ def _per_worker_shuffle(the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> tuple[
     return (_PER_WORKER_SHUFFLE_NOTE,) if the_plan.type.collective_workers and fit_kwargs.get("shuffle", True) else ()
 
 
-@functools.singledispatch
+@Input.answers(READY)
 def _ready(
     data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool, shuffle_seed: Callable[[], int]
 ) -> TrainingInput:
@@ -166,22 +170,22 @@ def _ready(
     return TrainingInput(data, kwargs, _per_worker_shuffle(the_plan, fit_kwargs) if own_dataset else ())
 
 
-@_ready.register(NoInput)
-@_ready.register(IndexedBatches)
-@_ready.register(DatasetCreator)
-def _(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any], *_: Any) -> TrainingInput:
+@NoInput.answers(READY)
+@IndexedBatches.answers(READY)
+@DatasetCreator.answers(READY)
+def _batches(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any], *_: Any) -> TrainingInput:
     """Ready-made batches (or none): Keras reads them as they are."""
     return TrainingInput(data, dict(fit_kwargs), _per_worker_shuffle(the_plan, fit_kwargs))
 
 
-@_ready.register
-def _(data: Stream, the_plan: Plan, fit_kwargs: Mapping[str, Any], *_: Any) -> TrainingInput:
+@Stream.answers(READY)
+def _stream(data: Stream, the_plan: Plan, fit_kwargs: Mapping[str, Any], *_: Any) -> TrainingInput:
     """A generator's batches, read as they come (Keras shuffles none of them)."""
     return TrainingInput(data, dict(fit_kwargs))
 
 
-@_ready.register
-def _(
+@Arrays.answers(READY)
+def _arrays(
     data: Arrays, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool, shuffle_seed: Callable[[], int]
 ) -> TrainingInput:
     """Arrays: Keras batches them as the caller gave them, but where a replica would get no sample
@@ -196,7 +200,7 @@ def _(
                 fewer if not own_dataset else _arrays_as_dataset(fewer.data, the_plan, fewer.fit_kwargs, shuffle_seed)
             )
     if not own_dataset or (data.y is None and fit_kwargs.get("sample_weight") is not None):
-        return _ready.dispatch(Input)(data, the_plan, fit_kwargs, batch_given, shuffle_seed)  # as the caller gave it
+        return _ready(data, the_plan, fit_kwargs, batch_given, shuffle_seed)  # as the caller gave it
     return _arrays_as_dataset(data, the_plan, fit_kwargs, shuffle_seed)
 
 
@@ -215,7 +219,7 @@ def _splits(data: Input, the_plan: Plan) -> None:
         )
 
 
-@_ready.register
+@Dataset.answers(READY)
 def _dataset_ready(
     data: Dataset, the_plan: Plan, fit_kwargs: Mapping[str, Any], batch_given: bool, *_: Any
 ) -> TrainingInput:

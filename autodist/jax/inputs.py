@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,7 +38,10 @@ from autodist.errors import AutodistError
 from autodist.core.batching import prepare_dataset, samples_per_pass
 from autodist.core.input_kinds import Arrays, Dataset, Input, classify
 
-__all__ = ["Part", "local_inputs", "rows"]
+__all__ = ["LOCAL", "Part", "local_inputs", "rows"]
+
+#: The question an input answers on JAX (:meth:`~autodist.core.input_kinds.Input.answers`): this process's part of it.
+LOCAL = "local"
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,10 @@ def local_inputs(
     Raises:
         AutodistError: several processes and an input that is neither arrays nor a tf.data.Dataset.
     """
-    return _local(data, dict(fit_kwargs), batch, part)
+    return data.answer(LOCAL, dict(fit_kwargs), batch, part)
 
 
-@functools.singledispatch
+@Input.answers(LOCAL)
 def _local(data: Input, kwargs: dict[str, Any], batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
     """An input autodist cannot cut: as it is, with a warning; refused in a job of several processes."""
     if part.processes > 1:
@@ -91,14 +93,18 @@ def _local(data: Input, kwargs: dict[str, Any], batch: int, part: Part) -> tuple
     return data.raw, data.y, kwargs, [note] if part.replicas > 1 else []
 
 
-@_local.register
-def _(data: Dataset, kwargs: dict[str, Any], batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+@Dataset.answers(LOCAL)
+def _local_dataset(
+    data: Dataset, kwargs: dict[str, Any], batch: int, part: Part
+) -> tuple[Any, Any, dict[str, Any], list[str]]:
     """A dataset at the global batch, each batch cut to split over the replicas (Keras shards it)."""
     return _dataset(data.raw, batch, part), data.y, kwargs, _dataset_warning(data.raw, batch, part)
 
 
-@_local.register
-def _(data: Arrays, kwargs: dict[str, Any], batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+@Arrays.answers(LOCAL)
+def _local_arrays(
+    data: Arrays, kwargs: dict[str, Any], batch: int, part: Part
+) -> tuple[Any, Any, dict[str, Any], list[str]]:
     """Arrays: this process's rows of every global batch (:func:`rows`), validation's too."""
     x, y = data.arrays, data.targets
     kwargs["batch_size"] = batch // part.processes

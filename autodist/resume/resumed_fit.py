@@ -33,7 +33,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -94,9 +93,9 @@ def phases(
     kwargs = {key: value for key, value in kwargs.items() if key not in ("epochs", "callbacks")}
     if order_seed is not None and ordered_by_autodist(data, kwargs):
         return _ordered_phases(data.arrays, data.targets, kwargs, epoch, step, epochs, order_seed)
-    if step == 0 and not _streamed(data, kwargs):
+    if step == 0 and not data.answer(STREAMED, kwargs):
         return Phases((Phase(data.raw, data.y, {**kwargs, "initial_epoch": epoch, "epochs": epochs}),))
-    found = _skipped(data, kwargs, epoch, step)
+    found = data.answer(SKIPPED, kwargs, epoch, step)
     if found is None:
         return None
     first, rest, batches, note = found
@@ -210,19 +209,23 @@ ORDERED_NOTE = (
 )
 
 
-@functools.singledispatch
+#: What an input answers on resume (:meth:`~autodist.core.input_kinds.Input.answers`).
+STREAMED, SKIPPED = "streamed", "skipped"
+
+
+@Input.answers(STREAMED)
 def _streamed(data: Input, kwargs: Mapping[str, Any]) -> bool:
     """Whether the input is read as one endless stream, ``steps_per_epoch`` batches an epoch (an
     epoch's start is then a place in it, not its start): a repeated dataset only."""
     return False
 
 
-@_streamed.register
-def _(data: Dataset, kwargs: Mapping[str, Any]) -> bool:
+@Dataset.answers(STREAMED)
+def _dataset_streamed(data: Dataset, kwargs: Mapping[str, Any]) -> bool:
     return kwargs.get("steps_per_epoch") is not None and _endless(data.raw)
 
 
-@functools.singledispatch
+@Input.answers(SKIPPED)
 def _skipped(data: Input, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
     """How the input resumes after ``step`` batches of ``epoch``: the first epoch's input and
     keywords, the later epochs', the epoch's batches and what is inexact (``None``: it cannot
@@ -230,10 +233,10 @@ def _skipped(data: Input, kwargs: Mapping[str, Any], epoch: int, step: int) -> A
     return None
 
 
-@_skipped.register
-def _(data: Dataset, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
+@Dataset.answers(SKIPPED)
+def _dataset_skipped(data: Dataset, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
     x = data.raw
-    if _streamed(data, kwargs):
+    if _dataset_streamed(data, kwargs):
         return _stream_phases(x, kwargs, epoch, step)
     if kwargs.get("steps_per_epoch") is not None or finite_cardinality(x) is None:
         return None
@@ -241,8 +244,8 @@ def _(data: Dataset, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
     return (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
 
 
-@_skipped.register
-def _(data: Arrays, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
+@Arrays.answers(SKIPPED)
+def _arrays_skipped(data: Arrays, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
     if kwargs.get("steps_per_epoch") is not None or not kwargs.get("batch_size") or kwargs.get("shuffle", True):
         return None
     return _array_phases(data.arrays, data.targets, kwargs, step)
