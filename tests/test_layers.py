@@ -232,3 +232,31 @@ def test_no_module_but_input_kinds_asks_which_kind_an_input_is():
                 if {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} & kind_names:
                     found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: {ast.unparse(node)}")
     assert found == []
+
+
+def test_no_module_but_its_own_reaches_a_workaround_by_its_name():
+    """A workaround's behaviour is its object's: another module reaches it by the object (its
+    ``in_plan``, its fields), never by comparing or looking up its name."""
+    from autodist.upstream.keras_workarounds import WORKAROUNDS
+
+    names = set(WORKAROUNDS)
+    found = []
+    for name, path in MODULES.items():
+        if name in ("upstream.keras_workarounds",):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        declared = {
+            kw.value.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "Workaround"
+            for kw in node.keywords
+            if kw.arg == "name" and isinstance(kw.value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            literals = (
+                [node.slice] if isinstance(node, ast.Subscript) else [node.left, *node.comparators] if isinstance(node, ast.Compare) else []
+            )
+            for literal in literals:
+                if isinstance(literal, ast.Constant) and literal.value in names - declared:
+                    found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
