@@ -67,7 +67,7 @@ def test_a_strategy_of_its_own_is_one_file_that_registers_itself_and_the_planner
     snapshot = HardwareSnapshot.cpu_only(num_cpu_devices=2)
     with own("strategy") as module:
         pinned = module.Pinned.the
-        assert TYPES["pinned"] is pinned and StrategyKind("pinned") is module.Pinned.kind
+        assert TYPES["pinned"] is pinned and StrategyKind("pinned") == module.Pinned.kind == "pinned"
         found = answers(pinned, snapshot)
         assert found["single_device"] and not found["tune"] and found["keras_refusal"] is None
         made = plan(snapshot, strategy="pinned", batch_size=30)
@@ -81,6 +81,8 @@ def test_a_strategy_of_its_own_is_one_file_that_registers_itself_and_the_planner
     assert "pinned" not in TYPES
     with pytest.raises(Exception, match="pinned"):
         plan(snapshot, strategy="pinned")
+    with pytest.raises(ValueError, match="pinned"):
+        StrategyKind("pinned")  # a kind only while its type exists
 
 
 def test_an_input_of_its_own_is_one_file_that_classify_takes_and_fit_makes_ready():

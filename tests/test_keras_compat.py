@@ -471,7 +471,11 @@ def test_first_batch_reads_old_and_new_epoch_iterator_shapes():
 
 def test_overrides_only_for_keras3_mirrored():
     args = dict(jit_compile=True, steps_per_execution=4, environ={})
-    assert compile_overrides("mirrored", "keras3", "3.15.1", **args)[0] == {"jit_compile": False, "steps_per_execution": 1}
+    overrides, warnings = compile_overrides("mirrored", "keras3", "3.15.1", **args)
+    assert list(overrides.items()) == [("jit_compile", False), ("steps_per_execution", 1)]
+    assert warnings[0].startswith("jit_compile=True is turned off under mirrored: Keras 3.15.1 fails there")
+    assert warnings[1].startswith("steps_per_execution=4 is set to 1 under mirrored: Keras 3.15.1 fails there")
+    assert compile_overrides("a name no strategy has", "keras3", "3.15.1", **args)[0] == {}
     assert compile_overrides("central_storage", "keras3", "3.15.1", **args)[0] == {}
     assert compile_overrides("mirrored", "tf_keras", "2.21.0", **args)[0] == {}
     assert compile_overrides("mirrored", "keras3", "3.15.1", jit_compile="auto", steps_per_execution=1, environ={})[0] == {}

@@ -198,6 +198,7 @@ def test_no_module_but_strategy_types_asks_which_strategy_it_is():
     from autodist.planning import strategy_types
 
     type_names = {name for name, value in vars(strategy_types).items() if isinstance(value, type) and issubclass(value, strategy_types.StrategyType)}
+    kind_values = {kind.value for kind in strategy_types.StrategyKind}
     found = []
     for name, path in MODULES.items():
         if name == "planning.strategy_types":
@@ -205,10 +206,14 @@ def test_no_module_but_strategy_types_asks_which_strategy_it_is():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
             value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            if isinstance(value, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
-                kinds = [n for n in ast.walk(value) if isinstance(n, ast.Attribute) and n.attr.isupper() and ast.unparse(n.value) in ("StrategyKind", "K")]
-                if kinds:
-                    found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: a table of strategy kinds")
+            kinds = [
+                n
+                for n in (ast.walk(value) if value is not None else ())
+                if (isinstance(n, ast.Attribute) and n.attr.isupper() and ast.unparse(n.value) in ("StrategyKind", "K"))
+                or (isinstance(n, ast.Constant) and n.value in kind_values)
+            ]
+            if len(kinds) >= 2:  # a tuple, set or dict of them, as they are or wrapped (MappingProxyType)
+                found.append(f"autodist/{path.relative_to(ROOT / 'autodist')}:{node.lineno}: a table of strategy kinds")
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance" and len(node.args) == 2:
                 asked = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}

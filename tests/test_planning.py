@@ -375,6 +375,26 @@ def test_each_strategy_is_one_type_that_answers_what_autodist_asks_of_it():
         "data_parallel": ("distributes", "shares_batches", "jax"),
         "model_parallel": ("distributes", "shares_batches", "jax"),
     }
+    owned = {
+        kind: tuple(
+            name
+            for name in ("single_host", "on_tpu", "mirrors_variables", "one_device_when_unsplit")
+            if getattr(kind_type, name)
+        )
+        + (kind_type.variables_home, kind_type.adopts, kind_type.jax_equivalent, kind_type.tune_order)
+        for kind, kind_type in TYPES.items()
+    }
+    assert owned == {
+        "default": ("single_host", None, (), None, (1, 0)),
+        "one_device": ("single_host", None, ("OneDeviceStrategy",), "default", (1, 1)),
+        "mirrored": ("single_host", "mirrors_variables", "one_device_when_unsplit", None, ("MirroredStrategy",), "data_parallel", (0, 2)),
+        "central_storage": ("single_host", "host", ("CentralStorageStrategy",), "model_parallel", (2, 3)),
+        "multi_worker_mirrored": ("mirrors_variables", None, ("CollectiveAllReduceStrategy",), "data_parallel", (0, 0)),
+        "parameter_server": ("ps tasks", ("ParameterServerStrategyV2",), "data_parallel", (0, 0)),
+        "tpu": ("on_tpu", None, ("TPUStrategyV2", "TPUStrategy"), "data_parallel", (0, 0)),
+        "data_parallel": (None, (), None, (0, 0)),
+        "model_parallel": (None, (), None, (0, 0)),
+    }
     snapshot = make_snapshot(num_cpu_devices=2)
     for kind in ("one_device", "mirrored", "central_storage"):
         the_plan = plan(snapshot, strategy=kind, batch_size=30)

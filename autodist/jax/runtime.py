@@ -157,11 +157,15 @@ def build_distribution(the_plan: Plan) -> Any:
             "for. Plan on this machine (autodist.fit, or autodist.plan() without a snapshot)."
         )
     if the_plan.type.backend != "jax":
-        raise AutodistError(
-            f"The plan is {the_plan.strategy.value}, a tf.distribute strategy, and Keras runs on JAX here. Expected a "
-            "keras.distribution plan (data_parallel, model_parallel). Plan it here, with autodist.plan()."
-        )
+        _no_mesh(the_plan)
     return the_plan.type.build(the_plan)
+
+
+def _no_mesh(the_plan: Plan) -> None:
+    raise AutodistError(
+        f"The plan is {the_plan.strategy.value} with no device mesh. Expected a model_parallel plan with its mesh "
+        "(its shape, axis names and layout map). Plan it with autodist.plan(), or give Plan(mesh=Mesh(...))."
+    )
 
 
 @DataParallel.builds
@@ -177,10 +181,7 @@ def _model_parallel(the_plan: Plan) -> Any:
 
     mesh = the_plan.mesh
     if mesh is None:
-        raise AutodistError(
-            f"The plan is {the_plan.strategy.value} with no device mesh. Expected a model_parallel plan with its mesh "
-            "(its shape, axis names and layout map). Plan it with autodist.plan(), or give Plan(mesh=Mesh(...))."
-        )
+        _no_mesh(the_plan)
     device_mesh = kd.DeviceMesh(shape=mesh.shape, axis_names=list(mesh.axes), devices=kd.list_devices())
     layout_map = kd.LayoutMap(device_mesh)
     for path, spec in mesh.layout_map:

@@ -86,7 +86,8 @@ def choose_kind(
             memory estimate fits the GPUs (``memory.refuse``; else the plan warns).
     """
     if forced is not None:
-        strategy_type(forced).check_forced(snapshot)
+        if strategy_type(forced).backend == "tensorflow":  # a JAX plan is checked by its own planner
+            strategy_type(forced).check_forced(snapshot)
         return Choice(forced, (f"strategy={forced.value!r} was forced by {forced_by}",))
     cluster = snapshot.cluster
     if snapshot.tpu is not None:

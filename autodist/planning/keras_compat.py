@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from autodist.planning.strategy_types import strategy_type
+from autodist.planning.strategy_types import TYPES, strategy_type
 from autodist.upstream.keras_trainer import SYMBOLIC_BUILD_READS_INPUT
 from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
 from autodist.upstream.versions import version_tuple
@@ -76,7 +76,7 @@ def compile_overrides(
     """
     overrides: dict[str, Any] = {}
     warnings: list[str] = []
-    if keras_flavor != "keras3" or not strategy_type(strategy).mirrors_variables:
+    if keras_flavor != "keras3" or str(strategy) not in TYPES or not strategy_type(strategy).mirrors_variables:
         return overrides, warnings
     settings = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
     for fix in (w for setting in settings for w in WORKAROUNDS.values() if w.compile_setting == setting):

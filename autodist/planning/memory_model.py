@@ -37,9 +37,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autodist.planning.strategy_types import strategy_type
+from autodist.planning.strategy_types import TYPES
 
 __all__ = ["MemoryEstimate", "estimate", "largest_batch_that_fits"]
+
+
+def _home(strategy: str) -> str | None:
+    """Where ``strategy`` keeps its variables when not on every device (a name no type has: on them)."""
+    kind = TYPES.get(str(strategy))
+    return None if kind is None else kind.variables_home
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ class MemoryEstimate:
             f"device ({parts})"
         )
         if self.host:
-            line += f"; {_gib(self.host_bytes)} on the {strategy_type(self.strategy).variables_home}"
+            line += f"; {_gib(self.host_bytes)} on the {_home(self.strategy) or 'host'}"
         if not self.activations_estimated:
             line += "; activations as a fraction (layer sizes unknown)"
         return line
@@ -125,7 +131,7 @@ def estimate(strategy: str, info: Any, per_replica_batch: int, *, activation_fra
         activations = 2 * int(info.activation_elements) * max(1, per_replica_batch) * int(info.bytes_per_param)
     else:
         activations = int(activation_fraction * (weights + gradients))
-    if strategy_type(strategy).variables_home:  # the variables live elsewhere; the devices compute
+    if _home(strategy):  # the variables live elsewhere; the devices compute
         device = {"gradients": gradients, "weights (transient copy)": weights, "activations": activations}
         host = {"weights": weights, "optimizer slots": slot_bytes, "optimizer step": update}
         return MemoryEstimate(strategy, per_replica_batch, device, host, known)

@@ -99,9 +99,8 @@ class StrategyKind(str, Enum):
         """The kind of a strategy type defined elsewhere (a test's own): a member made for it."""
         if not isinstance(value, str) or value not in _defined():
             return None
-        member = str.__new__(cls, value)
+        member = str.__new__(cls, value)  # not kept: the name is a kind only while its type exists
         member._name_, member._value_ = value.upper(), value
-        cls._value2member_map_[value] = member  # one member per name, as the seven have
         return member
 
 
@@ -270,8 +269,9 @@ class StrategyType:
         """
         if self._builder is None:
             raise StrategyUnavailableError(
-                f"Unknown strategy {self.kind.value!r}: nothing builds it on the {self.backend} backend. Expected "
-                f"one of {', '.join(k for k, t in _defined().items() if t._builder is not None)}."
+                f"This version of autodist cannot build {self.kind.value!r}: nothing builds it on the {self.backend} "
+                "backend. Use a strategy autodist builds, or create the strategy yourself and call model.fit inside "
+                "strategy.scope()."
             )
         return self._builder(plan)
 
@@ -595,8 +595,9 @@ def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[st
 
 
 def _defined() -> dict[str, StrategyType]:
-    """Every strategy type defined so far, by its kind's name, in the order they were defined:
-    Python's own record of :class:`StrategyType`'s subclasses (a test's own type too)."""
+    """Every strategy type defined so far, by its kind's name: Python's own record of
+    :class:`StrategyType`'s subclasses (a test's own type too), its direct subclasses first, each
+    level in the order its classes were defined."""
     found, pending = {}, list(StrategyType.__subclasses__())
     while pending:
         cls = pending.pop(0)

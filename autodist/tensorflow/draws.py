@@ -13,7 +13,7 @@ workarounds that act when a layer is built; elsewhere only a built model is trac
 
 Example:
     >>> from autodist.core.input_kinds import classify
-    >>> first_batch_spec(classify(iter([])))  # a generator: nothing is read ahead
+    >>> classify(iter([])).first_batch_spec()  # a generator: nothing is read ahead
 """
 
 from __future__ import annotations

@@ -170,6 +170,12 @@ def _create(plan: Plan) -> Any:
         existing = [s for k, s in STATE.strategies.items() if strategy_type(k[0]).collective_workers]
         if existing:  # collectives are configured once per process: one MultiWorkerMirrored
             return existing[0]
+    if strategy_type(kind).backend != "tensorflow":
+        raise StrategyUnavailableError(
+            f"This version of autodist cannot build {kind.value!r}. "
+            "Expected one of the seven StrategyKind values. Use one of those, "
+            "or create the strategy yourself and call model.fit inside strategy.scope()."
+        )
     return strategy_type(kind).build(plan)
 
 
