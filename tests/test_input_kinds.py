@@ -182,3 +182,38 @@ def test_an_input_that_cannot_be_split_is_refused_on_replicas_with_the_fix():
         prepare_input(classify(_Masked(), np.ones((3, 1))), kept, {})
     said = str(caught.value)
     assert "holds a _Masked" in said and "2 replicas of mirrored" in said and "AUTODIST_STRATEGY=default" in said
+
+
+def test_each_kind_answers_for_itself_what_fit_tune_and_the_probe_ask():
+    """What each kind says of itself, by value: its form for ``tune``, the batch probe's sample
+    (pandas is left alone), a generator's first batch put back in front of the rest, what
+    parameter servers can rebuild; and how ``fit`` makes each ready-made kind ready (as Keras reads
+    it, the per-worker shuffle note where Keras shuffles it on a cluster, never for a generator)."""
+    import pandas as pd
+
+    from autodist.core.inputs import prepare_input
+    from autodist.detection.cluster import ClusterInfo
+    from autodist.planning.plans import Plan
+
+    arrays = classify(np.arange(10.0).reshape(5, 2), np.arange(5.0))
+    x, y, samples, dataset = arrays.timing_form({"validation_split": 0.2})
+    assert (x.shape, y.shape, samples, dataset) == ((5, 2), (5,), 4, False)
+    assert arrays.probe_sample(2).tolist() == [[0.0, 1.0], [2.0, 3.0]] and arrays.graph_form()[1] is arrays.targets
+    frame = classify(pd.DataFrame({"a": [1.0, 2.0]}), np.ones(2))
+    assert frame.probe_sample(1) is None and frame.timing_form({})[2] == 2
+    for other in (classify(iter([])), classify(PyDataset()), classify([1, "a"]), classify(None)):
+        assert other.timing_form({}) is None and other.probe_sample(2) is None and other.graph_form() is None
+    taken = classify(iter([("a", 1), ("b", 2)]), None).first_batch_taken()
+    assert taken[0] == ("a", 1) and list(taken[1].raw) == [("a", 1), ("b", 2)] and isinstance(taken[1], Stream)
+    assert classify(PyDataset()).first_batch_taken() is None and not classify(PyDataset()).batch_needed(None)
+
+    cluster = ClusterInfo("TF_CONFIG", "worker", 0, {"worker": ["a:1", "b:1"]})
+    on_cluster = Plan("multi_worker_mirrored", 2, num_workers=2, cluster=cluster, global_batch_size=8)
+    note = prepare_input(classify(PyDataset()), on_cluster, {"shuffle": True}).warnings
+    assert len(note) == 1 and "on each worker in its own order" in note[0]
+    generator = prepare_input(classify(iter([])), on_cluster, {"shuffle": True})
+    assert generator.warnings == () and generator.fit_kwargs == {"shuffle": True}
+    other = prepare_input(classify([1, "a"]), on_cluster, {"shuffle": True})
+    assert other.fit_kwargs == {"shuffle": True, "batch_size": 8} and len(other.warnings) == 1
+    alone = prepare_input(classify([1, "a"]), Plan("default", 1, global_batch_size=8), {})
+    assert (alone.fit_kwargs, alone.warnings) == ({"batch_size": 8}, ())
