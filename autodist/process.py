@@ -25,7 +25,18 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["STATE", "ProcessState", "draws_kept", "once", "put_back", "replace", "replaced", "reset"]
+__all__ = [
+    "STATE",
+    "ProcessState",
+    "draws_kept",
+    "installing",
+    "once",
+    "put_back",
+    "put_back_by",
+    "replace",
+    "replaced",
+    "reset",
+]
 
 
 @dataclasses.dataclass(eq=False)
@@ -38,7 +49,9 @@ class ProcessState:
         warned: the keys of the once-a-process warnings already said (:func:`once`).
         patched: the TensorFlow and Keras functions the upstream patches replaced, by patching
             module, then by name (a patch is applied once, until :func:`reset` puts them back).
-        replaced: each attribute :func:`replace` set, in order, with what its owner held before.
+        replaced: each attribute :func:`replace` set, in order, with what its owner held before and
+            who set it (the workaround installing then, :func:`installing`; ``""``: the activation).
+        undos: each installed workaround's own undo, in the order they were installed.
         symbolic_build: the behaviours of the patched Keras symbolic build in force.
         ours: autodist's strategy, once made current (the guard on other strategies' scopes).
         thread: per-thread depths and flags: inside a model's own step, inside another
@@ -64,7 +77,8 @@ class ProcessState:
     probed: dict[str, Any] = dataclasses.field(default_factory=dict)
     warned: set[str] = dataclasses.field(default_factory=set)
     patched: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    replaced: list[tuple[Any, str, Any]] = dataclasses.field(default_factory=list)
+    replaced: list[tuple[Any, str, Any, str]] = dataclasses.field(default_factory=list)
+    undos: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
     symbolic_build: set[str] = dataclasses.field(default_factory=set)
     ours: Any = None
     thread: threading.local = dataclasses.field(default_factory=threading.local)
@@ -113,8 +127,27 @@ def replace(owner: Any, name: str, value: Any) -> None:
     """Set ``owner.name`` (a TensorFlow or Keras class, module or object: the one way autodist
     changes one) to ``value``, recording what the owner held itself, so that :func:`put_back` and
     :func:`reset` put it back (an attribute it inherited is deleted again)."""
-    STATE.replaced.append((owner, name, vars(owner).get(name, _INHERITED)))
+    STATE.replaced.append((owner, name, vars(owner).get(name, _INHERITED), STATE.per_thread("installing", "")))
     setattr(owner, name, value)
+
+
+@contextlib.contextmanager
+def installing(by: str) -> Iterator[None]:
+    """What :func:`replace` sets inside is ``by``'s, for :func:`put_back_by` to put back."""
+    before = STATE.per_thread("installing", "")
+    STATE.thread.installing = by
+    try:
+        yield
+    finally:
+        STATE.thread.installing = before
+
+
+def put_back_by(by: str) -> None:
+    """Undo every :func:`replace` made while ``by`` was installing, the newest first."""
+    for index in range(len(STATE.replaced) - 1, -1, -1):
+        if STATE.replaced[index][3] == by:
+            _restore(*STATE.replaced[index][:3])
+            del STATE.replaced[index]
 
 
 def put_back(owner: Any, name: str) -> None:
@@ -123,7 +156,7 @@ def put_back(owner: Any, name: str) -> None:
     not replaced. A record that cannot be put back stays, for :func:`reset` to name."""
     for index in range(len(STATE.replaced) - 1, -1, -1):
         if STATE.replaced[index][0] is owner and STATE.replaced[index][1] == name:
-            _restore(*STATE.replaced[index])
+            _restore(*STATE.replaced[index][:3])
             del STATE.replaced[index]
             return
 
@@ -145,17 +178,27 @@ def _named(owner: Any) -> str:
 
 def replaced() -> list[str]:
     """The attributes replaced now, as ``module.Owner.name``, in the order they were set."""
-    return [f"{_named(owner)}.{name}" for owner, name, _ in STATE.replaced]
+    return [f"{_named(owner)}.{name}" for owner, name, *_ in STATE.replaced]
 
 
 def reset() -> None:
-    """Put :data:`STATE` back as a fresh process has it, for tests: every attribute
-    :func:`replace` set put back (the newest first): the workarounds' and the activation's alike,
-    and every field anew (so a patch or the activation can be applied again).
-    An attribute that cannot be put back is named in a ``RuntimeError``, after the rest is reset."""
+    """Put :data:`STATE` back as a fresh process has it, for tests: each installed workaround's own
+    undo, the last installed first, then every other attribute :func:`replace` set put back (the
+    activation's, the newest first), and every field anew (so a patch or the activation can be
+    applied again). An attribute that cannot be put back is named in a ``RuntimeError``, after the
+    rest is reset."""
     failed = []
+    while STATE.undos:
+        by, undo = STATE.undos[-1]
+        try:
+            undo()
+        except (AttributeError, TypeError) as err:
+            failed.append(f"the workaround {by}: {err}")
+        finally:
+            if STATE.undos and STATE.undos[-1][0] == by:
+                STATE.undos.pop()
     while STATE.replaced:
-        owner, name, before = STATE.replaced.pop()
+        owner, name, before, _by = STATE.replaced.pop()
         try:
             _restore(owner, name, before)
         except (AttributeError, TypeError) as err:

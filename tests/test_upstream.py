@@ -112,7 +112,7 @@ def test_the_reset_puts_back_every_attribute_the_workarounds_replaced(tensorflow
     names = [name for name in PATCHES if WORKAROUNDS[name].is_active(keras.__version__, {})]
     applied = apply_workarounds(names)
     first: dict = {}
-    for owner, name, before in STATE.replaced:
+    for owner, name, before, _by in STATE.replaced:
         first.setdefault((owner, name), before)
     count = len(replaced())
     assert applied and count >= len(applied), (applied, replaced())
@@ -122,6 +122,20 @@ def test_the_reset_puts_back_every_attribute_the_workarounds_replaced(tensorflow
         assert vars(owner).get(name, process._INHERITED) is before, (owner, name)
     assert apply_workarounds(names) == applied and len(replaced()) == count
     report(f"reset: {count} attributes of Keras and TensorFlow replaced by {len(applied)} workarounds, 0 after the reset")
+    # each workaround's own undo: its attributes put back, the others' kept; installed again, as before
+    for name in reversed(applied):
+        mine: dict = {}
+        for owner, attribute, before, by in STATE.replaced:
+            if by == name:
+                mine.setdefault((owner, attribute), before)  # what it found there: Keras's, or an earlier patch
+        others = [(owner, attribute) for owner, attribute, _before, by in STATE.replaced if by != name]
+        WORKAROUNDS[name].undo()  # what its install added to the state goes with it
+        assert all(vars(o).get(a, process._INHERITED) is before for (o, a), before in mine.items()), name
+        assert [(o, a) for o, a, *_ in STATE.replaced] == others and all(by != name for by, _ in STATE.undos), name
+    assert replaced() == [] and STATE.undos == [] and not STATE.symbolic_build
+    assert apply_workarounds(names) == applied and len(replaced()) == count and len(STATE.undos) == len(applied)
+    reset()
+    assert replaced() == [] and STATE.undos == []
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,7 @@ def apply_workarounds(names: Iterable[str]) -> list[str]:
         prepare_own_steps=_own_steps_under_autodist,
     )
     wanted = set(names)
-    return [name for name in PATCHES if name in wanted and WORKAROUNDS[name].install(act)]  # type: ignore[misc]
+    return [name for name in PATCHES if name in wanted and WORKAROUNDS[name].installed(act)]
 
 
 def build_from_generator(model: Any, data: Input, distribution: Any, the_plan: Any) -> Input:

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from autodist.errors import AutodistError, AutodistWarning
 from autodist.log import user_stacklevel
-from autodist.process import once
+from autodist.process import STATE, installing, once, put_back_by
 from autodist.settings import KERAS_COMPAT_ENV, keras_compat_setting
 from autodist.upstream.versions import NEWEST_TESTED, release_order, version_tuple
 
@@ -161,6 +161,35 @@ class Workaround:
             warn_untested(str(keras_version), self.registry.values())
             return bool(self.if_fixed)
         return True
+
+    def installed(self, act: Act) -> bool:
+        """Its patch in place (:attr:`install`, once per process; ``False`` where its touch is off),
+        with what it replaced and added to the process state kept for its :meth:`undo`."""
+        assert self.install is not None, f"{self.name} patches nothing"
+        known = any(by == self.name for by, _ in STATE.undos)
+        before = {(module, key) for module, found in STATE.patched.items() for key in found}, set(STATE.symbolic_build)
+        with installing(self.name):
+            done = self.install(act)
+        if done and not known:
+            added = {(m, k) for m, found in STATE.patched.items() for k in found} - before[0]
+            behaviours = set(STATE.symbolic_build) - before[1]
+            STATE.undos.append((self.name, lambda: self._taken_out(added, behaviours)))
+        return done
+
+    def undo(self) -> None:
+        """Its patch taken out, where it is installed: what it replaced put back (a patch another
+        workaround shares goes with it; installing that one again puts it back), and what its
+        install added to the process state dropped. :func:`autodist.process.reset` undoes each."""
+        for by, undo in list(STATE.undos):
+            if by == self.name:
+                undo()
+
+    def _taken_out(self, added: set[tuple[str, str]], behaviours: set[str]) -> None:
+        put_back_by(self.name)
+        for module, key in added:  # its originals' keys: installing it again patches again
+            STATE.patched.get(module, {}).pop(key, None)
+        STATE.symbolic_build.difference_update(behaviours)
+        STATE.undos[:] = [(by, undo) for by, undo in STATE.undos if by != self.name]
 
     def in_plan(self, plan: Any) -> bool:
         """Whether ``plan`` applies it (its ``keras_workarounds`` name it)."""
