@@ -144,7 +144,7 @@ class Workaround:
         """
         env = os.environ if environ is None else environ
         mode, left_out = keras_compat_setting(env)
-        unknown = sorted(left_out - set(self.registry))
+        unknown = sorted(left_out - set(self.registry)) if left_out else []
         if unknown:
             raise AutodistError(
                 f"{KERAS_COMPAT_ENV} leaves out {', '.join(unknown)}, which is no workaround of autodist's "
