@@ -12,7 +12,7 @@ import pytest
 import autodist
 from autodist.detection import cluster, ray_train
 from autodist.detection.model_info import ModelInfo
-from autodist.planning.planner import plan, plan_for_built_model
+from autodist.planning.planner import plan, refine
 from tests.conftest import make_snapshot
 
 RAY_TF_CONFIG = json.dumps({"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 0}})
@@ -40,7 +40,7 @@ def test_a_keras3_model_built_under_tf_use_legacy_keras_gets_the_keras3_workarou
     snapshot = make_snapshot(num_cpu_devices=2)
     at_first = plan(dataclasses.replace(snapshot, keras_flavor="tf_keras"), batch_size=64)
     assert (at_first.strategy.value, at_first.keras_flavor, at_first.keras_workarounds) == ("mirrored", "tf_keras", ())
-    built = plan_for_built_model(at_first, ModelInfo(keras_flavor="keras3", keras_version="3.15.1"), {})
+    built = refine(at_first, ModelInfo(keras_flavor="keras3", keras_version="3.15.1"), {})
     assert built.keras_flavor == "keras3" and "aggregating_variable_updates" in built.keras_workarounds
 
 

@@ -22,10 +22,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +118,16 @@ class ChiefDuties:
     def _set(self, obj: Any, attribute: str, value: Any) -> None:
         self._changed.append((obj, attribute, getattr(obj, attribute)))
         setattr(obj, attribute, value)
+
+    @contextlib.contextmanager
+    def held(self, callbacks: list[Any] | None) -> Iterator[list[Any]]:
+        """:meth:`prepare`'s callbacks for the ``fit`` inside; :meth:`restore` after, however it ends."""
+        succeeded = False
+        try:
+            yield self.prepare(callbacks)
+            succeeded = True
+        finally:
+            self.restore(succeeded=succeeded)
 
     def restore(self, *, succeeded: bool) -> None:
         """Put the user's callbacks back as they were and remove private files."""

@@ -29,6 +29,7 @@ from autodist.upstream.keras_models import set_jit_compile
 __all__ = [
     "apply_compile_overrides",
     "apply_compile_settings",
+    "compiled_for",
     "apply_steps_per_execution",
     "mixed_precision_while_building",
 ]
@@ -75,6 +76,17 @@ def apply_compile_settings(model: Any, the_plan: Plan) -> Callable[[], None]:
     """
     apply_compile_overrides(model, the_plan.compile_overrides)
     return apply_steps_per_execution(model, the_plan)
+
+
+@contextlib.contextmanager
+def compiled_for(model: Any, the_plan: Plan) -> Iterator[None]:
+    """The plan's compile settings on the model for one ``fit`` inside
+    (:func:`apply_compile_settings`), its own ``steps_per_execution`` back after, however it ends."""
+    restore = apply_compile_settings(model, the_plan)
+    try:
+        yield
+    finally:
+        restore()
 
 
 def apply_steps_per_execution(model: Any, the_plan: Plan) -> Callable[[], None]:

@@ -13,8 +13,8 @@
   distribution, by ``init``, ``@distributed`` or a builder function, already has them).
 - :func:`train`: ``model.fit`` inside the distribution's scope, which gives back the caller's own
   distribution setting afterwards.
-- :func:`fit_on_jax`: ``autodist.fit``'s flow on JAX: join, detect, plan, build (a builder
-  function is called under the distribution), place, train; ``history.plan`` is the plan.
+- :func:`fit_on_jax`, :class:`JaxFit`: ``autodist.fit``'s stages on JAX (:mod:`autodist.core.fit_template`):
+  join and detect, plan, build (a builder function is called under the distribution), place, train.
 
 Example:
     >>> from autodist.planning.plans import Plan, StrategyKind
@@ -39,6 +39,7 @@ from autodist.log import warn_all
 from autodist.core.detect_and_plan import plan_here
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.core.fit_call import FitCall
+from autodist.core.fit_template import Placed, Prepared, Started, run_fit
 from autodist.core.callbacks import ChiefDuties, final_callbacks
 from autodist.core.compile_settings import mixed_precision_while_building
 from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
@@ -269,64 +270,92 @@ def _process_id(the_plan: Plan) -> int:
 
 
 def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
-    """``autodist.fit`` on JAX, for the frozen call (:class:`autodist.core.fit_call.FitCall`).
+    """``autodist.fit`` on JAX, for the frozen call: :func:`autodist.core.fit_template.run_fit`
+    with :class:`JaxFit`'s stages.
 
     Raises:
         AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet), and
             for a Ray Data shard as input (read it with ``shard.iter_jax_batches`` or train on
             TensorFlow).
     """
-    _refuse_backups(call.backup_dir)
-    call.data.refuse_on_jax()
-    snapshot, _ = _here(environ)
-    batch_size = call.requested_batch
+    return run_fit(JaxFit(environ), call)
 
-    def plan_for(model: Any) -> Plan:
+
+class JaxFit:
+    """The stages of one ``fit`` on JAX (:class:`autodist.core.fit_template.FitStages`): the
+    processes joined and the machine detected when planning; a model built by the caller's
+    function under the distribution it is planned for, or on the host when too large to build
+    replicated, then planned and sharded."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.snapshot: Any = None
+        self.unsized = False  # too large for one device: its variables decide the layout, once they exist
+        self.said: tuple[str, ...] = ()
+
+    def read(self, call: FitCall) -> FitCall:
+        _refuse_backups(call.backup_dir)
+        call.data.refuse_on_jax()
+        return call
+
+    def _plan_for(self, call: FitCall, model: Any) -> Plan:
         options = {} if call.gpu_memory_fraction is None else {"gpu_memory_fraction": call.gpu_memory_fraction}
         return plan_here(
-            environ,
-            snapshot=snapshot,
+            self.environ,
+            snapshot=self.snapshot,
             model=model,
             num_params=call.num_params,
-            batch_size=batch_size,
+            batch_size=call.requested_batch,
             strategy=call.strategy,
             peer_timeout_seconds=call.peer_timeout_seconds,
             **options,
         )
 
-    if call.builder is None:
-        the_plan = plan_for(call.model)
-        distribution, model = build_distribution(the_plan), call.model
-        with mixed_precision_while_building(call.mixed_precision, None, the_plan) as notes:
-            pass  # only its warning, with mixed_precision=True: this model was built already
-    else:
-        model, the_plan, distribution, notes = _built(call, plan_for, mixed_precision_while_building)
-    warn_all(list(the_plan.warnings) + list(notes))
-    history = _train_with_duties(model, call, the_plan, distribution, environ)
-    history.plan = the_plan
-    return history
+    def plan(self, call: FitCall) -> Plan:
+        self.snapshot, _ = _here(self.environ)
+        if call.builder is None:
+            return self._plan_for(call, call.model)
+        try:
+            return self._plan_for(call, None)
+        except StrategyUnavailableError:
+            self.unsized = True
+            return Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")
 
+    def start(self, call: FitCall, the_plan: Plan) -> Started:
+        return Started(the_plan, None if self.unsized else build_distribution(the_plan))
 
-def _built(call: FitCall, plan_for: Any, precision: Any) -> tuple[Any, Plan, Any, list[str]]:
-    """The model built by ``call.builder`` under the distribution it is planned for; one too large
-    to build replicated (``num_params``) is built on the host, then planned and sharded."""
-    try:
-        first: Plan | None = plan_for(None)
-    except StrategyUnavailableError:
-        first = None  # too large for one device: its variables decide the layout, once they exist
-    distribution = build_distribution(first) if first is not None else None
-    where = distribution_scope(distribution) if first is not None else _on_the_host()
-    with (
-        where,
-        precision(
-            call.mixed_precision, call.builder, first or Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")
-        ) as notes,
-    ):
-        model = call.builder()
-    sized = plan_for(model)
-    if first is None or (sized.strategy, sized.mesh) != (first.strategy, first.mesh):  # sharded now
-        return model, sized, build_distribution(sized), notes
-    return model, first, distribution, notes
+    def place(self, call: FitCall, started: Started) -> Placed:
+        """The caller's model (its variables take the layouts when it trains), or the one its
+        function builds under the distribution (on the host, where too large to build replicated)."""
+        where = (
+            contextlib.nullcontext()
+            if call.builder is None
+            else _on_the_host()
+            if self.unsized
+            else distribution_scope(started.distribution)
+        )
+        with where, mixed_precision_while_building(call.mixed_precision, call.builder, started.plan) as notes:
+            model = call.builder() if call.builder is not None else call.model
+        self.said = tuple(notes)  # a model given: only the warning, with mixed_precision=True (it was built already)
+        return Placed(model)
+
+    def refine(self, call: FitCall, started: Started, placed: Placed) -> Started:
+        """A built model planned with its size: sharded now where that changes the layout."""
+        if call.builder is None:
+            return started
+        sized = self._plan_for(call, placed.trained)
+        if self.unsized or (sized.strategy, sized.mesh) != (started.plan.strategy, started.plan.mesh):
+            return Started(sized, build_distribution(sized))
+        return started
+
+    def prepare(self, call: FitCall, started: Started, placed: Placed) -> Prepared:
+        return Prepared(call, tuple(started.plan.warnings) + self.said)
+
+    def train(self, call: FitCall, started: Started, placed: Placed) -> Any:
+        return _train_with_duties(placed.trained, call, started.plan, started.distribution, self.environ)
+
+    def copy_back(self, trained: Any, model: Any) -> None:
+        """Nothing: on JAX the model trains where it is, never moved."""
 
 
 @contextlib.contextmanager
@@ -418,19 +447,9 @@ def _train_with_duties(model: Any, call: FitCall, the_plan: Plan, distribution: 
     import keras
 
     cluster = the_plan.cluster if the_plan.num_workers > 1 else None
-    duties = ChiefDuties(cluster, keras, False, dict(environ))
-    kwargs = dict(call.fit_kwargs)
-    succeeded = False
-    try:
-        kwargs["callbacks"] = final_callbacks(
-            keras,
-            duties.prepare(kwargs.get("callbacks")),
-            environ=environ,
-            ray_report=call.ray_report,
-            ray_checkpoint=call.ray_checkpoint,
+    given = call.fit_kwargs.get("callbacks")
+    with ChiefDuties(cluster, keras, False, dict(environ)).held(given) as prepared:
+        callbacks = final_callbacks(
+            keras, prepared, environ=environ, ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint
         )
-        history = train(model, call.data, the_plan, distribution, call.epochs, kwargs)
-        succeeded = True
-    finally:
-        duties.restore(succeeded=succeeded)
-    return history
+        return train(model, call.data, the_plan, distribution, call.epochs, {**call.fit_kwargs, "callbacks": callbacks})

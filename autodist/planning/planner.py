@@ -56,7 +56,7 @@ from autodist.planning.tune_rules import TUNE
 from autodist.settings import STRATEGY_ENV, check_settings, strategy_setting, strategy_source
 from autodist.planning.strategy_types import strategy_type
 
-__all__ = ["check_strategy_setting", "plan", "plan_for_built_model", "workarounds_before_building"]
+__all__ = ["check_strategy_setting", "plan", "refine", "workarounds_before_building"]
 
 
 def plan(
@@ -164,24 +164,8 @@ def plan(
         params,
     )
     threads = choosers.choose_coordinator_threads(snapshot, kind.value, layout.value.num_workers, flavor)
-    overrides = choosers.choose_compile_overrides(kind.value, flavor, version, info, env)
-    workarounds = choosers.choose_workarounds(kind.value, flavor, version, env)
-    steps = _steps_per_execution(snapshot.cluster, kind.value, flavor, version, info, env, fit_facts)
-    made = (
-        unbuilt,
-        kind,
-        layout,
-        estimates,
-        batch,
-        threads,
-        overrides,
-        workarounds,
-        steps,
-        choosers.choose_data_parallel_notes(
-            kind.value, layout.value.num_replicas, per_replica, info, version, workarounds.value
-        ),
-    )
-    return Plan(
+    made = (unbuilt, kind, layout, estimates, batch, threads)
+    unrefined = Plan(
         strategy=kind.value,
         **dataclasses.asdict(layout.value),
         **{
@@ -189,7 +173,6 @@ def plan(
             for name in ("global_batch_size", "per_replica_batch_size", "requested_batch_size")
         },
         num_cpu_devices=snapshot.num_cpu_devices,
-        compile_overrides=overrides.value,
         footprint_bytes=estimates.value[0].device_bytes if estimates.value else None,
         memory=estimates.value,
         keras_flavor=flavor,
@@ -199,10 +182,65 @@ def plan(
         inter_op_threads=threads.value,
         tpu=snapshot.tpu if strategy_type(kind.value).on_tpu else None,
         drop_remainder=strategy_type(kind.value).drops_remainder,
-        steps_per_execution=steps.value,
-        keras_workarounds=workarounds.value,
         reasons=tuple(reason for choice in made for reason in choice.reasons),
         warnings=snapshot.diagnostics + tuple(warning for choice in made for warning in choice.warnings),
+    )
+    return _refined(unrefined, info, flavor, version, env, fit_facts)
+
+
+def refine(
+    the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: FitFacts | None = None, kept: Any = None
+) -> Plan:
+    """``the_plan`` with the decisions that follow the model, made again from ``info``: its Keras
+    flavor and the refusals of that Keras, the workarounds, the compile overrides,
+    ``steps_per_execution``, and what each replica draws. For a model known better after planning:
+    one autodist built from a function in the strategy's scope, or one whose random layers a
+    traced training call read. Pure, like :func:`plan`; what the plan said of the model before is
+    replaced, not repeated. The strategy, its layout, batch and memory stay.
+
+    Example:
+        >>> from autodist.detection.hardware import HardwareSnapshot
+        >>> made = plan(HardwareSnapshot.cpu_only(num_cpu_devices=2), environ={})
+        >>> info = ModelInfo(keras_flavor="keras3", keras_version="3.15.1", jit_compile=True)
+        >>> refine(made, info, {}).compile_overrides
+        {'jit_compile': False}
+    """
+    flavor = info.keras_flavor or the_plan.keras_flavor
+    version = info.keras_version or the_plan.keras_version
+    _refuse_for_keras(the_plan.strategy, flavor, version, kept, info.mixed_precision)
+    return _refined(the_plan, info, flavor, version, environ, fit_facts)
+
+
+def _refined(
+    base: Plan,
+    info: ModelInfo,
+    flavor: str,
+    version: str | None,
+    environ: Mapping[str, str],
+    fit_facts: FitFacts | None,
+) -> Plan:
+    """``base`` with the model's part from ``info``, in place of what it said of a model before."""
+    kind = base.strategy
+    overrides = choosers.choose_compile_overrides(kind, flavor, version, info, environ)
+    workarounds = choosers.choose_workarounds(kind, flavor, version, environ)
+    steps = _steps_per_execution(base.cluster, kind, flavor, version, info, environ, fit_facts)
+    notes = choosers.choose_data_parallel_notes(
+        kind, base.num_replicas, base.per_replica_batch_size, info, version, workarounds.value
+    )
+    made = (overrides, workarounds, steps, notes)
+    said = tuple(r for c in made for r in c.reasons), tuple(w for c in made for w in c.warnings)
+    before_reasons, before_warnings = base.model_said
+    return dataclasses.replace(
+        base,
+        # the model's own: TF_USE_LEGACY_KERAS=1 (Ray Train sets it) does not make a Keras 3 model tf_keras
+        keras_flavor=flavor,
+        keras_version=info.keras_version or base.keras_version,
+        keras_workarounds=workarounds.value,
+        compile_overrides=overrides.value,
+        steps_per_execution=steps.value,
+        reasons=tuple(r for r in base.reasons if r not in before_reasons) + said[0],
+        warnings=tuple(w for w in base.warnings if w not in before_warnings) + said[1],
+        model_said=said,
     )
 
 
@@ -418,7 +456,7 @@ def workarounds_before_building(
     builds with is known only after it has run (``TF_USE_LEGACY_KERAS=1``, which Ray Train sets,
     says tf_keras, and the function may build with Keras 3 all the same), and Keras 3's
     creation-time workarounds (BatchNormalization's statistics, random layers' seeds) must be in
-    before it builds; they touch Keras 3 only. What :func:`plan_for_built_model` then picks is
+    before it builds; they touch Keras 3 only. What :func:`refine` then picks is
     among them.
 
     Example:
@@ -430,41 +468,3 @@ def workarounds_before_building(
     if built_from_function and the_plan.keras_flavor == "tf_keras":
         return choosers.choose_workarounds(the_plan.strategy, "keras3", keras_version, environ).value
     return the_plan.keras_workarounds
-
-
-def plan_for_built_model(
-    the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: FitFacts | None = None
-) -> Plan:
-    """``the_plan`` with the decisions that follow the model (its Keras flavor and workarounds, the
-    compile overrides, ``steps_per_execution``) for a model known only after planning: one that
-    autodist built from a function inside the strategy's scope. Pure, like :func:`plan`; the
-    earlier ``steps_per_execution`` reason is replaced.
-
-    Example:
-        >>> from autodist.detection.hardware import HardwareSnapshot
-        >>> made = plan(HardwareSnapshot.cpu_only(num_cpu_devices=2), environ={})
-        >>> info = ModelInfo(keras_flavor="keras3", keras_version="3.15.1", jit_compile=True)
-        >>> plan_for_built_model(made, info, {}).compile_overrides
-        {'jit_compile': False}
-    """
-    flavor = info.keras_flavor or the_plan.keras_flavor
-    version = info.keras_version or the_plan.keras_version
-    overrides = choosers.choose_compile_overrides(the_plan.strategy, flavor, info.keras_version, info, environ)
-    workarounds = choosers.choose_workarounds(the_plan.strategy, flavor, version, environ)
-    _refuse_for_keras(the_plan.strategy, flavor, version, None, info.mixed_precision)
-    steps = _steps_per_execution(the_plan.cluster, the_plan.strategy, flavor, version, info, environ, fit_facts)
-    notes = choosers.choose_data_parallel_notes(
-        the_plan.strategy, the_plan.num_replicas, the_plan.per_replica_batch_size, info, version, workarounds.value
-    )
-    kept = tuple(reason for reason in the_plan.reasons if not reason.startswith("steps_per_execution"))
-    return dataclasses.replace(
-        the_plan,
-        # the model's own: TF_USE_LEGACY_KERAS=1 (Ray Train sets it) does not make a Keras 3 model tf_keras
-        keras_flavor=flavor,
-        keras_version=version,
-        keras_workarounds=workarounds.value,
-        compile_overrides=overrides.value,
-        steps_per_execution=steps.value,
-        reasons=kept + steps.reasons + notes.reasons,
-        warnings=the_plan.warnings + overrides.warnings + notes.warnings,
-    )

@@ -102,6 +102,8 @@ class Plan:
         keras_backend: the Keras 3 backend the plan is for (``tensorflow`` or ``jax``).
         mesh: Keras on JAX: the device mesh (:class:`~autodist.planning.strategy_types.Mesh`: its
             shape, axis names and ``model_parallel``'s layout map); ``None`` without one.
+        model_said: the reasons and warnings among ``reasons`` and ``warnings`` that follow the
+            model, which :func:`autodist.planning.planner.refine` replaces.
     """
 
     strategy: StrategyKind
@@ -130,6 +132,7 @@ class Plan:
     warnings: tuple[str, ...] = ()
     keras_backend: str = "tensorflow"
     mesh: Mesh | None = None
+    model_said: tuple[tuple[str, ...], tuple[str, ...]] = field(default=((), ()), compare=False, repr=False)
 
     @property
     def type(self) -> StrategyType:

@@ -35,11 +35,12 @@ Example:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,6 +260,16 @@ class Guard:
         saved = self.save(model, "done", position, metrics=False, extra=record) is not None
         last = {key: values[-1] for key, values in record["history"].items() if values}
         _exit(self, position, finished=True, model=model, logs=last, saved=saved)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The ``fit`` inside guarded; :meth:`close` after, ``finished`` where it ended without an error."""
+        finished = False
+        try:
+            yield
+            finished = True
+        finally:
+            self.close(finished=finished)
 
     def close(self, *, finished: bool) -> None:
         """Give SIGTERM back; after a finished fit (or always, for a staging folder), remove the

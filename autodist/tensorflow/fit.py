@@ -1,23 +1,22 @@
-"""``autodist.fit`` on TensorFlow: ``model.fit`` under the strategy autodist chose, from plan to History.
+"""``autodist.fit`` on TensorFlow: the stages of :mod:`autodist.core.fit_template`, each a method of
+:class:`TensorFlowFit`, each stage's work in its own module:
 
-Typed stages, each a value the next one reads, each step's work in its own module:
-
-1. the call (:class:`~autodist.core.fit_call.FitCall`, its input classified once), read as
-   TensorFlow reads it: a Ray Data shard becomes this worker's dataset (:func:`_read`);
-2. :class:`Started`: the strategy's plan (:func:`autodist.core.detect_and_plan.plan_here`; a TPU's
-   with its real core count) and the strategy built before anything else touches the runtime
-   (:func:`autodist.tensorflow.strategies.start`); a parameter-server worker or ps task serves
-   here and ends, and ``strategy="tune"`` picks here (:mod:`autodist.tensorflow.tuning`);
-3. :class:`Built`: the plan's Keras workarounds, applied once, before the model is built; the
-   model that trains (:mod:`autodist.tensorflow.placement`); the final plan, frozen: the one step
-   where the model changes it (a model built from a function: its flavor and compile settings; a
-   multi-worker job: the communication check), each change with its reason; the notes;
-4. the History: the plan's type picks the loop: parameter servers'
-   (:mod:`autodist.tensorflow.parameter_server`), or ``fit`` in the scope on the input made ready
-   for the plan (:mod:`autodist.core.inputs`) with the plan's compile settings
-   (:mod:`autodist.core.compile_settings`), the chief's duties (:mod:`autodist.core.callbacks`) and,
-   with a backup folder, resume (:mod:`autodist.resume`);
-5. the trained state copied back into the caller's model.
+- read: a Ray Data shard becomes this worker's dataset; the strategy made current at import is completed;
+- plan: the strategy's plan (:func:`autodist.core.detect_and_plan.plan_here`), refined with the random
+  layers a traced training call reads (:mod:`autodist.tensorflow.draws`); the script's own strategy
+  kept; a parameter-server worker or ps task serves here and ends; ``strategy="tune"`` picks here
+  (:mod:`autodist.tensorflow.tuning`);
+- start: the strategy built before anything else touches the runtime
+  (:func:`autodist.tensorflow.strategies.start`; a TPU's plan with its real core count);
+- place: the plan's Keras workarounds, applied once, before the model is built; the model that
+  trains (:mod:`autodist.tensorflow.placement`);
+- refine: a model built from a function refines the plan (:func:`autodist.planning.planner.refine`);
+  a multi-worker job checks its communication;
+- prepare: the input as it trains, the replicas' shares, the notes;
+- train: the plan's type picks the loop: parameter servers' (:mod:`autodist.tensorflow.parameter_server`),
+  or ``fit`` in the scope on the input made ready for the plan (:mod:`autodist.core.inputs`) with
+  the plan's compile settings (:mod:`autodist.core.compile_settings`), the chief's duties
+  (:mod:`autodist.core.callbacks`) and, with a backup folder, resume (:mod:`autodist.resume`).
 
 Each stage returns new values: the caller's ``fit`` keywords are never changed; what
 ``model.fit`` itself would change (the model's weights, a generator it reads, a compile setting
@@ -32,7 +31,7 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from autodist.detection.hardware import detect
 from autodist.detection.model_info import describe_model, keras_module, overrides
@@ -40,12 +39,13 @@ from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, log_plan, warn_all
 from autodist.planning.steps_per_execution import FitFacts
 from autodist.core.detect_and_plan import plan_here
-from autodist.planning.planner import plan_for_built_model, workarounds_before_building
+from autodist.planning.planner import refine, workarounds_before_building
 from autodist.planning.plans import Plan
 from autodist.planning.tune_rules import TUNE
 from autodist.tensorflow import parameter_server
 from autodist.tensorflow.current_strategy import complete as complete_activation
 from autodist.core.fit_call import FitCall
+from autodist.core.fit_template import Placed, Prepared, Started, run_fit
 from autodist.core.batching import shared_shuffle_seed
 from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
 from autodist.tensorflow.batch_probe import SAMPLES as PROBED
@@ -53,7 +53,7 @@ from autodist.tensorflow.batch_probe import batch_mixing_check
 from autodist.tensorflow.comm_check import check_communication
 from autodist.tensorflow.draws import traced_model_info
 from autodist.tensorflow.metric_state import metric_state_notes
-from autodist.core.compile_settings import apply_compile_settings, mixed_precision_while_building
+from autodist.core.compile_settings import compiled_for, mixed_precision_while_building
 from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input, shuffles_read_ahead
 from autodist.process import STATE
 from autodist.tensorflow.keras_patches import (
@@ -64,7 +64,6 @@ from autodist.tensorflow.keras_patches import (
     trains_under,
 )
 from autodist.tensorflow.placement import (
-    Placed,
     copy_training_state,
     move_into_scope,
     place_model,
@@ -80,108 +79,133 @@ from autodist.settings import strategy_setting, verbose_setting
 from autodist.upstream.tf_runtime import global_seed
 from autodist.upstream.versions import module_version
 
-__all__ = ["fit_on_tensorflow"]
-
-
-class Started(NamedTuple):
-    """Stage 1, the strategy: its plan (the model's part not known yet), the strategy, built, and
-    whether it is the script's own; what the call tells the planner (``facts``)."""
-
-    plan: Plan
-    distribution: Any
-    kept: bool
-    facts: FitFacts
-
-
-class Built(NamedTuple):
-    """Stage 2, the model: the final plan (frozen from here), the strategy, the model that trains,
-    the call with its input as it trains, and what is said before training."""
-
-    plan: Plan
-    distribution: Any
-    placed: Placed
-    call: FitCall
-    notes: tuple[str, ...]
+__all__ = ["TensorFlowFit", "fit_on_tensorflow"]
 
 
 def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
-    """``autodist.fit`` on TensorFlow, for the frozen call, in stages, each a value of its own:
-    the input read (:func:`_read`: Ray Data joins here) → :class:`Started` (:func:`_start`:
-    parameter-server tasks serve here, ``tune`` picks here) → :class:`Built` (:func:`_build`: the
-    workarounds applied, the model placed, the final plan) → the History (:func:`_train`:
-    parameter servers, resume and Ray's reports join here) → the trained state copied back."""
-    call = _read(call)
-    complete_activation()  # the strategy made current at import, if it is still pending
-    started = _start(call)
-    built = _build(call, started, environ)
-    warn_all(list(built.notes))
-    with _copy_back_on_interrupt(call.model, built.placed):
-        history = _train(built)
-    return _finish(history, call.model, built)
+    """``autodist.fit`` on TensorFlow, for the frozen call: :func:`autodist.core.fit_template.run_fit`
+    with TensorFlow's stages."""
+    return run_fit(TensorFlowFit(environ), call)
 
 
-def _read(call: FitCall) -> FitCall:
-    """The call with its input as TensorFlow reads it: a Ray Data shard as this worker's
-    ``tf.data.Dataset``, with the global batch; any other input as it is."""
-    data, batch = call.data.read_on_tensorflow(call.requested_batch)
-    if data is call.data:
-        return call
-    return dataclasses.replace(call, data=data, batch_size=batch, requested_batch=batch)
+class TensorFlowFit:
+    """The stages of one ``fit`` on TensorFlow (:class:`autodist.core.fit_template.FitStages`),
+    each a method, what they learn of the call (``facts``) and say before training kept here."""
 
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.facts = FitFacts()
+        self.own: Any = None  # the script's own strategy, kept
+        self.said: tuple[str, ...] = ()  # what placing the model said (its precision)
 
-def _start(call: FitCall) -> Started:
-    """The strategy's plan and the strategy (:func:`_plan_and_build`), made the one autodist trains under."""
-    facts = _fit_facts(call)
-    strategy_plan, distribution, kept = _plan_and_build(call, facts)
-    trains_under(distribution)
-    return Started(strategy_plan, distribution, kept, facts)
+    def read(self, call: FitCall) -> FitCall:
+        """The call with its input as TensorFlow reads it: a Ray Data shard as this worker's
+        ``tf.data.Dataset``, with the global batch; any other input as it is. The strategy made
+        current at import, if it is still pending, is made current now."""
+        data, batch = call.data.read_on_tensorflow(call.requested_batch)
+        complete_activation()
+        if data is call.data:
+            return call
+        return dataclasses.replace(call, data=data, batch_size=batch, requested_batch=batch)
 
+    def plan(self, call: FitCall) -> Plan:
+        """The plan: the script's own strategy's, where the model was built in its scope; else
+        autodist's, served (parameter-server worker and ps tasks end here) and tuned where asked."""
+        self.facts = _fit_facts(call)
+        self.own = _scripts_own_strategy(call)
+        if self.own is not None:
+            return _planned(call, self.facts, kept=describe_strategy(self.own))
+        auto = _planned(call, self.facts)
+        parameter_server.serve_if_this_task_serves(auto)
+        return _tuned(call, self.facts, auto) if strategy_setting(os.environ, call.strategy) == TUNE else auto
 
-def _build(call: FitCall, started: Started, environ: Mapping[str, str]) -> Built:
-    """The plan's Keras workarounds applied (once, before the model is built), the model placed,
-    the final plan, the input as it trains (a generator's first batch put back where the model
-    was built from it), the model's own steps and the replicas' shares set, and the notes."""
-    distribution = started.distribution
-    apply_workarounds(
-        workarounds_before_building(started.plan, call.builder is not None, module_version("keras"), environ)
-    )
-    with mixed_precision_while_building(call.mixed_precision, call.builder, started.plan) as precision_warnings:
-        # move_into_scope is looked up here, so a test or profiler may wrap this module's name
-        placed = place_model(call.model, call.builder, call.data, started.plan, distribution, move=move_into_scope)
-    the_plan = _final_plan(started.plan, call, placed, distribution, environ, started.facts)  # frozen from here
-    data = (
-        build_from_generator(placed.trained, call.data, distribution, the_plan)
-        if the_plan.type.distributes and not the_plan.type.asynchronous
-        else call.data
-    )
-    steps_as_one_device(placed.trained, the_plan)
-    split = last_batch(data, the_plan, call.fit_kwargs)
-    weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.last)
-    log_plan(the_plan, verbose_setting(environ))
-    if weighted:
-        get_logger().info(_WEIGHTED.format(split=_said_split(split)))
-    own_train_step = overrides(placed.trained, "train_step")
-    read_before = max(
-        (STATE.read_ahead[shuffle] for shuffle in data.repeated_shuffles() if shuffle in STATE.read_ahead), default=0
-    )
-    notes = input_notes(
-        data,
-        the_plan,
-        call.fit_kwargs,
-        kept=started.kept,
-        split=split,
-        weighted=weighted,
-        own_train_step=own_train_step,
-        read_ahead_before=read_before,
-    )
-    STATE.read_ahead.update(dict.fromkeys(shuffles_read_ahead(data, the_plan, call.fit_kwargs), the_plan.num_replicas))
-    said = (
-        tuple(the_plan.warnings)
-        + tuple(precision_warnings)
-        + tuple(notes)
-        + metric_state_notes(call.model, placed.trained)
-    )
-    return Built(the_plan, distribution, placed, dataclasses.replace(call, data=data), said)
+    def start(self, call: FitCall, the_plan: Plan) -> Started:
+        """The strategy (the Keras workarounds are applied once, when placing), made the one
+        autodist trains under; on a TPU, the batch planned again with the real number of cores."""
+        if self.own is not None:
+            started = Started(the_plan, self.own, kept=True)
+        else:
+            distribution = start(the_plan, workarounds=False)
+            done = current_activation()
+            shared = done is not None and done.shared and distribution is done.strategy
+            cores = int(distribution.num_replicas_in_sync) if the_plan.type.on_tpu else the_plan.num_replicas
+            built = _plan_for(call, self.facts, tpu_cores=cores) if cores != the_plan.num_replicas else the_plan
+            final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
+            started = Started(final, distribution)
+        _refuse_evaluator(started.plan)
+        trains_under(started.distribution)
+        return started
+
+    def place(self, call: FitCall, started: Started) -> Placed:
+        """The plan's Keras workarounds applied (once, before the model is built), and the model
+        that trains (:mod:`autodist.tensorflow.placement`)."""
+        apply_workarounds(
+            workarounds_before_building(started.plan, call.builder is not None, module_version("keras"), self.environ)
+        )
+        with mixed_precision_while_building(call.mixed_precision, call.builder, started.plan) as precision_warnings:
+            # move_into_scope is looked up here, so a test or profiler may wrap this module's name
+            placed = place_model(
+                call.model, call.builder, call.data, started.plan, started.distribution, move=move_into_scope
+            )
+        self.said = tuple(precision_warnings)
+        return placed
+
+    def refine(self, call: FitCall, started: Started, placed: Placed) -> Started:
+        """The plan ``fit`` trains on: a model built from a function refines it (its Keras flavor,
+        workarounds and compile settings, known once it is built; those it needs are among the
+        workarounds applied before building) and, on a multi-worker job, the communication check
+        (it warns when the workers cannot pay off)."""
+        built = (
+            refine(started.plan, describe_model(placed.trained), self.environ, self.facts)
+            if call.builder is not None
+            else started.plan
+        )
+        return started._replace(plan=check_communication(placed.trained, started.distribution, built))
+
+    def prepare(self, call: FitCall, started: Started, placed: Placed) -> Prepared:
+        """The input as it trains (a generator's first batch put back where the model was built
+        from it), the model's own steps and the replicas' shares set, and the notes."""
+        the_plan, distribution = started.plan, started.distribution
+        data = (
+            build_from_generator(placed.trained, call.data, distribution, the_plan)
+            if the_plan.type.distributes and not the_plan.type.asynchronous
+            else call.data
+        )
+        steps_as_one_device(placed.trained, the_plan)
+        split = last_batch(data, the_plan, call.fit_kwargs)
+        weighted = shares_weighted(placed.trained, the_plan, None if split is None else split.last)
+        log_plan(the_plan, verbose_setting(self.environ))
+        if weighted:
+            get_logger().info(_WEIGHTED.format(split=_said_split(split)))
+        own_train_step = overrides(placed.trained, "train_step")
+        read_before = max(
+            (STATE.read_ahead[shuffle] for shuffle in data.repeated_shuffles() if shuffle in STATE.read_ahead),
+            default=0,
+        )
+        notes = input_notes(
+            data,
+            the_plan,
+            call.fit_kwargs,
+            kept=started.kept,
+            split=split,
+            weighted=weighted,
+            own_train_step=own_train_step,
+            read_ahead_before=read_before,
+        )
+        STATE.read_ahead.update(
+            dict.fromkeys(shuffles_read_ahead(data, the_plan, call.fit_kwargs), the_plan.num_replicas)
+        )
+        said = tuple(the_plan.warnings) + self.said + tuple(notes) + metric_state_notes(call.model, placed.trained)
+        return Prepared(dataclasses.replace(call, data=data), said)
+
+    def train(self, call: FitCall, started: Started, placed: Placed) -> Any:
+        """The History: the plan's type picks the loop, the seam where parameter servers join
+        (:func:`_train_asynchronously`); every other strategy trains in sync (:func:`_train_in_sync`)."""
+        trainer = _train_asynchronously if started.plan.type.asynchronous else _train_in_sync
+        return trainer(call, started.plan, started.distribution, placed)
+
+    def copy_back(self, trained: Any, model: Any) -> None:
+        copy_training_state(trained, model)
 
 
 _WEIGHTED = (
@@ -228,46 +252,6 @@ def _fit_facts(call: FitCall) -> FitFacts:
 _SMALL_BATCH = 64
 
 
-def _plan_and_build(call: FitCall, facts: FitFacts) -> tuple[Plan, Any, bool]:
-    """The strategy's plan, the strategy, and whether it is the script's own: planned, served
-    (parameter-server worker and ps tasks end here), tuned where asked, built; on a TPU, the batch
-    planned again with the real number of cores once connected. A model built in the scope of a
-    strategy the script created itself keeps that strategy. The Keras workarounds are not applied
-    here (the caller applies them once)."""
-    own = _scripts_own_strategy(call)
-    if own is not None:
-        kept = _planned(call, facts, kept=describe_strategy(own))
-        _refuse_evaluator(kept)
-        return kept, own, True
-    auto = _planned(call, facts)
-    parameter_server.serve_if_this_task_serves(auto)
-    chosen = _tuned(call, facts, auto) if strategy_setting(os.environ, call.strategy) == TUNE else auto
-    distribution = start(chosen, workarounds=False)
-    done = current_activation()
-    shared = done is not None and done.shared and distribution is done.strategy
-    cores = int(distribution.num_replicas_in_sync) if chosen.type.on_tpu else chosen.num_replicas
-    built = _plan_for(call, facts, tpu_cores=cores) if cores != chosen.num_replicas else chosen
-    final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
-    _refuse_evaluator(final)
-    return final, distribution, False
-
-
-def _final_plan(
-    strategy_plan: Plan, call: FitCall, placed: Placed, distribution: Any, environ: Mapping[str, str], facts: FitFacts
-) -> Plan:
-    """The plan ``fit`` trains on, frozen: the strategy's plan, and what the model changes in it,
-    each with its reason: a model built from a function (its Keras flavor, workarounds and
-    compile settings, known once it is built; the workarounds it needs are among those applied
-    before building) and, on a multi-worker job, the communication check (it warns when the
-    workers cannot pay off)."""
-    built = (
-        plan_for_built_model(strategy_plan, describe_model(placed.trained), environ, facts)
-        if call.builder is not None
-        else strategy_plan
-    )
-    return check_communication(placed.trained, distribution, built)
-
-
 _SHARED = (
     "the script's own MultiWorkerMirroredStrategy() is this strategy object: collectives are "
     "configured once per process, so autodist gave the script the strategy it had created"
@@ -307,21 +291,6 @@ def _refuse_evaluator(the_plan: Plan) -> None:
         )
 
 
-@contextlib.contextmanager
-def _copy_back_on_interrupt(model: Any, placed: Placed) -> Iterator[None]:
-    """Like model.fit, an interrupted fit (Ctrl-C, a callback raising) leaves the caller's model
-    with the training done so far."""
-    try:
-        yield
-    except BaseException:
-        if placed.moved:
-            try:
-                copy_training_state(placed.trained, model)
-            except Exception:  # the original error matters more
-                pass
-        raise
-
-
 def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingInput:
     multi_worker = the_plan.type.collective_workers
     ready = prepare_input(
@@ -333,13 +302,6 @@ def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingIn
     )
     warn_all(list(ready.warnings))
     return ready
-
-
-def _train(built: Built) -> Any:
-    """The History: the plan's type picks the loop, the seam where parameter servers join
-    (:func:`_train_asynchronously`); every other strategy trains in sync (:func:`_train_in_sync`)."""
-    trainer = _train_asynchronously if built.plan.type.asynchronous else _train_in_sync
-    return trainer(built.call, built.plan, built.distribution, built.placed)
 
 
 def _train_asynchronously(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
@@ -357,12 +319,11 @@ def _train_asynchronously(call: FitCall, the_plan: Plan, distribution: Any, plac
 
 
 def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
-    """``model.fit`` in the scope, with the chief's duties, the plan's compile settings
-    (``steps_per_execution`` given back after, whatever happens) and, with a backup folder,
-    preemption saves and a resume at the saved step (the seam where resume joins:
-    :mod:`autodist.resume.preemption`); a lost peer named (:class:`PeerError`)."""
-    import tensorflow as tf
-
+    """``model.fit`` in the scope, its concerns each a context put together here, each undone
+    however the fit ends: a lost peer named (:class:`PeerError`); with a backup folder, preemption
+    saves and a resume at the saved step (the seam where resume joins:
+    :mod:`autodist.resume.preemption`); the plan's compile settings (``steps_per_execution`` given
+    back after); the chief's duties; and, on several replicas, the batch probe."""
     trained = placed.trained
     keras = keras_module(the_plan.keras_flavor)
     ready = _ready_input(call, the_plan, distribution)
@@ -375,57 +336,58 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
     duties = ChiefDuties(
         cluster, keras, False if guard is not None or ray_owns_backups(call.backup_dir) else call.backup_dir
     )
-    restore_compiled = apply_compile_settings(trained, the_plan)
-    succeeded = False
-    try:
-        saves = guard.ray_saves if guard is not None else None
+    with (
+        _peers_named(the_plan, cluster),
+        guard.state.held() if guard is not None else contextlib.nullcontext(),
+        compiled_for(trained, the_plan),
+        duties.held(given) as prepared,
+    ):
         callbacks = final_callbacks(
             keras,
-            duties.prepare(given),
+            prepared,
             ray_report=call.ray_report,
             ray_checkpoint=call.ray_checkpoint,
-            ray_saves=saves,
+            ray_saves=guard.ray_saves if guard is not None else None,
         )
-        data = call.data  # its first samples probed: arrays autodist reads as Keras does (pandas: left alone)
-        sample = data.probe_sample(PROBED) if the_plan.num_replicas > 1 else None
+        # its first samples probed: arrays autodist reads as Keras does (pandas: left alone)
+        sample = call.data.probe_sample(PROBED) if the_plan.num_replicas > 1 else None
         probe = batch_mixing_check(keras, sample, the_plan.num_replicas, the_plan.per_replica_batch_size)
         callbacks += [probe] if probe is not None else []
         with distribution.scope():
             if guard is None:
-                history = trained.fit(
+                return trained.fit(
                     ready.data.raw, ready.data.y, epochs=call.epochs, **{**ready.fit_kwargs, "callbacks": callbacks}
                 )
-            else:
-                seed = lambda: shared_shuffle_seed(distribution if cluster is not None else None)  # noqa: E731
-                history = fit_resuming(
-                    trained,
-                    ready,
-                    call.epochs,
-                    callbacks,
-                    guard,
-                    keras,
-                    order_note=_order_note(call, ready),
-                    order_seed=seed,
-                )
-                guard.state.finish(trained, history)  # a SIGTERM too late to save a step: exits 75
-        succeeded = True
+            history = fit_resuming(
+                trained,
+                ready,
+                call.epochs,
+                callbacks,
+                guard,
+                keras,
+                order_note=_order_note(call, ready),
+                order_seed=lambda: shared_shuffle_seed(distribution if cluster is not None else None),
+            )
+            guard.state.finish(trained, history)  # a SIGTERM too late to save a step: exits 75
+            return history
+
+
+@contextlib.contextmanager
+def _peers_named(the_plan: Plan, cluster: Any) -> Iterator[None]:
+    """On a multi-worker job, a peer lost during training said as a :class:`PeerError`."""
+    import tensorflow as tf
+
+    try:
+        yield
     except (
         tf.errors.UnavailableError,
         tf.errors.DeadlineExceededError,
         tf.errors.CancelledError,
         tf.errors.AbortedError,
     ) as err:
-        if duties.cluster is None:
+        if cluster is None:
             raise
         raise PeerError(_peer_message(the_plan, err)) from err
-    finally:
-        try:
-            duties.restore(succeeded=succeeded)
-        finally:
-            restore_compiled()
-            if guard is not None:
-                guard.state.close(finished=succeeded)
-    return history
 
 
 def _order_note(call: FitCall, ready: TrainingInput) -> str:
@@ -439,21 +401,12 @@ def _order_note(call: FitCall, ready: TrainingInput) -> str:
     return ""
 
 
-def _finish(history: Any, model: Any, built: Built) -> Any:
-    """The History, with the plan; a model moved into the scope copied back into the caller's."""
-    if built.placed.moved:
-        copy_training_state(built.placed.trained, model)
-        history.set_model(model)
-        model.history = history
-    history.plan = built.plan
-    return history
-
-
 def _planned(call: FitCall, facts: FitFacts, kept: Any = None) -> Plan:
-    """The plan for the call (the script's own strategy ``kept``), made again with the layers that
+    """The plan for the call (the script's own strategy ``kept``), refined with the layers that
     draw random numbers read from a traced training call of the model
     (:mod:`autodist.tensorflow.draws`) where it splits batches over replicas and they differ from
-    the layer list's: what each replica draws is said of the layers the model runs."""
+    the layer list's: what each replica draws is said of the layers the model runs. A model the
+    call built, its size unknown before, is planned again with it."""
     the_plan = _plan_for(call, facts, kept=kept)
     if call.builder is not None:
         return the_plan
@@ -461,7 +414,9 @@ def _planned(call: FitCall, facts: FitFacts, kept: Any = None) -> Plan:
     traced = traced_model_info(call.model, call.data, the_plan, info)
     if traced is None or (traced.random_layers, traced.own_draw_layers) == (info.random_layers, info.own_draw_layers):
         return the_plan
-    return _plan_for(call, facts, kept=kept, model_info=traced)
+    if traced.num_params != info.num_params:
+        return _plan_for(call, facts, kept=kept, model_info=traced)
+    return refine(the_plan, traced, os.environ, facts, kept)
 
 
 def _plan_for(

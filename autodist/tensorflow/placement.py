@@ -24,8 +24,9 @@ import os
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
+from autodist.core.fit_template import Placed
 from autodist.core.input_kinds import Input
 from autodist.detection.model_info import is_compiled, is_model, keras_flavor_of, keras_module
 from autodist.errors import AutodistError, ModelPlacementError
@@ -52,7 +53,6 @@ __all__ = [
     "stuck",
     "unmovable",
     "place_model",
-    "Placed",
     "script_strategy",
     "warn_moved",
 ]
@@ -225,13 +225,6 @@ def build_in_scope(builder: Callable[[], Any], strategy: Any) -> Any:
             "model.compile(optimizer=..., loss=...) inside the function before returning it."
         )
     return model
-
-
-class Placed(NamedTuple):
-    """The model that trains, and whether it is a copy moved into the scope (copied back after)."""
-
-    trained: Any
-    moved: bool
 
 
 def place_model(
