@@ -56,7 +56,7 @@ from autodist.planning.tune_rules import TUNE
 from autodist.settings import STRATEGY_ENV, check_settings, strategy_setting, strategy_source
 from autodist.planning.strategy_types import strategy_type
 
-__all__ = ["check_strategy_setting", "plan", "refine", "workarounds_before_building"]
+__all__ = ["check_strategy_setting", "plan", "refine", "steps_on_one_device", "workarounds_before_building"]
 
 
 def plan(
@@ -209,6 +209,16 @@ def refine(
     version = info.keras_version or the_plan.keras_version
     _refuse_for_keras(the_plan.strategy, flavor, version, kept, info.mixed_precision)
     return _refined(the_plan, info, flavor, version, environ, fit_facts)
+
+
+def steps_on_one_device(
+    the_plan: Plan, info: ModelInfo, environ: Mapping[str, str], fit_facts: FitFacts | None = None
+) -> int | None:
+    """The ``steps_per_execution`` autodist sets for this model and fit on one device, whatever
+    ``the_plan``'s strategy: what ``strategy="tune"`` times one device's candidates with."""
+    flavor = info.keras_flavor or the_plan.keras_flavor
+    version = info.keras_version or the_plan.keras_version
+    return _steps_per_execution(the_plan.cluster, StrategyKind.DEFAULT, flavor, version, info, environ, fit_facts).value
 
 
 def _refined(

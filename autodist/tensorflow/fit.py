@@ -34,12 +34,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from autodist.detection.hardware import detect
-from autodist.detection.model_info import describe_model, keras_module, overrides
+from autodist.detection.model_info import ModelInfo, describe_model, keras_module, overrides
 from autodist.errors import BatchSizeError, PeerError, StrategyUnavailableError
 from autodist.log import get_logger, log_plan, warn_all
 from autodist.planning.steps_per_execution import FitFacts
 from autodist.core.detect_and_plan import plan_here
-from autodist.planning.planner import refine, workarounds_before_building
+from autodist.planning.planner import refine, steps_on_one_device, workarounds_before_building
 from autodist.planning.plans import Plan
 from autodist.planning.tune_rules import TUNE
 from autodist.tensorflow import parameter_server
@@ -276,8 +276,18 @@ def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
 
     epochs = max(1, call.epochs - int(call.fit_kwargs.get("initial_epoch") or 0))
     with mixed_precision_while_building(call.mixed_precision, call.builder, auto):  # copies built as the model will be
+        info = describe_model(call.model) if call.builder is None else ModelInfo()
         return tuned_plan(
-            snapshot, auto, plan_for, call.model, call.builder, call.data, epochs, os.environ, call.fit_kwargs
+            snapshot,
+            auto,
+            plan_for,
+            call.model,
+            call.builder,
+            call.data,
+            epochs,
+            os.environ,
+            call.fit_kwargs,
+            default_steps=steps_on_one_device(auto, info, os.environ, facts),
         )
 
 

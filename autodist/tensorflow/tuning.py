@@ -80,12 +80,15 @@ def tuned_plan(
     epochs: int,
     environ: Mapping[str, str],
     fit_kwargs: Mapping[str, Any] | None = None,
+    default_steps: int | None = None,
 ) -> Plan:
     """The plan ``strategy="tune"`` trains with: the fastest candidate (timed now, or cached),
     with every candidate's samples/s in its reasons. ``plan_for(kind)`` plans a strategy by name.
     On a cluster, a TPU, or an input that cannot be read twice, the rule's plan ``auto``; for a
     training too short to time even one candidate within its share, the first candidate.
-    ``fit_kwargs`` (``steps_per_epoch``, ``validation_split``) tell the planned training's length."""
+    ``fit_kwargs`` (``steps_per_epoch``, ``validation_split``) tell the planned training's length;
+    ``default_steps`` is the ``steps_per_execution`` autodist sets on one device
+    (:func:`autodist.planning.planner.steps_on_one_device`)."""
     if auto.cluster is not None or auto.type.on_tpu:
         return _with_reason(
             auto,
@@ -100,7 +103,6 @@ def tuned_plan(
             "strategy='tune' times arrays and tf.data datasets; this input (a generator, a PyDataset) cannot be read "
             "twice, so the plan is the rule's",
         )
-    default_steps = plan_for("one_device" if snapshot.gpus else "default").steps_per_execution
     found = {c.name: c for c in candidates(snapshot, default_steps=default_steps)}
     batch = int(auto.global_batch_size or 32)
     per_epoch = (fit_kwargs or {}).get("steps_per_epoch") or (-(-data.samples // batch) if data.samples else None)
