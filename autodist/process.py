@@ -72,6 +72,8 @@ class ProcessState:
         custom_loops: the plans and strategies of the ``@distributed`` loops running, innermost last.
         read_ahead: the repeated, reshuffling shuffles a replicated ``fit`` left after
             ``steps_per_epoch`` steps, read ahead of its last step, with its replicas (weakly held).
+        declared: the workarounds declared outside autodist's own modules (a test's own), by name,
+            while they exist (weakly held).
     """
 
     probed: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -97,6 +99,7 @@ class ProcessState:
     join_error: BaseException | None = None
     custom_loops: list[tuple[Any, Any]] = dataclasses.field(default_factory=list)
     read_ahead: Any = dataclasses.field(default_factory=weakref.WeakKeyDictionary)
+    declared: Any = dataclasses.field(default_factory=weakref.WeakValueDictionary)
 
     def originals(self, patcher: str) -> dict[str, Any]:
         """The originals one patching module replaced, by name (see ``patched``)."""

@@ -1,6 +1,7 @@
-"""A new strategy, or a new kind of input, needs one file and its test: it registers itself by
-being defined, answers every question autodist asks of it, and the planner (or ``classify``) takes
-it. Each kind of a test's own is taken away after its test."""
+"""A new strategy, a new kind of input or a new workaround needs one file and its test: it
+registers itself by being defined (a workaround by ``declare``), answers every question autodist
+asks of it, and the planner (or ``classify``) takes it. Each of a test's own is taken away after
+its test."""
 
 from __future__ import annotations
 
@@ -104,3 +105,35 @@ def test_an_input_of_its_own_is_one_file_that_classify_takes_and_fit_makes_ready
     del module
     gc.collect()
     assert isinstance(classify(pairs), Arrays)  # its file forgotten, the list is arrays again
+
+
+def test_a_workaround_of_its_own_is_one_file_that_plans_take_install_and_undo():
+    from autodist.process import reset
+    from autodist.tensorflow.keras_patches import apply_workarounds
+    from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS, declare
+
+    snapshot = HardwareSnapshot.cpu_only(num_cpu_devices=2, keras_version="3.15.1")
+    before = plan(snapshot, environ={}).keras_workarounds
+    with own("workaround") as module:
+        greeter, fixed = module.Greeter(), module.GREETING_FIXED
+        assert WORKAROUNDS["greeting_fixed"] is fixed and list(PATCHES)[-1] == "greeting_fixed"
+        made = plan(snapshot, environ={})
+        assert made.keras_workarounds == (*before, "greeting_fixed")
+        assert "greeting_fixed" not in plan(snapshot, environ={"AUTODIST_KERAS_COMPAT": "auto,-greeting_fixed"}).keras_workarounds
+        assert plan(snapshot, strategy="default", environ={}).keras_workarounds == ()  # no strategy: none
+        with pytest.raises(ValueError, match="greeting_fixed"):
+            declare(fixed)  # one workaround per name
+        assert greeter.greet() == "broken"
+        try:
+            assert apply_workarounds(["greeting_fixed"]) == ["greeting_fixed"] and greeter.greet() == "fixed"
+            fixed.undo()
+            assert greeter.greet() == "broken"
+            apply_workarounds(["greeting_fixed"])
+        finally:
+            reset()  # each workaround's own undo; a fresh process's registry
+        assert greeter.greet() == "broken" and "greeting_fixed" not in WORKAROUNDS
+        declare(fixed)  # declared again, then forgotten with its file
+        del greeter, fixed, made
+    del module
+    gc.collect()
+    assert "greeting_fixed" not in WORKAROUNDS and plan(snapshot, environ={}).keras_workarounds == before

@@ -3,7 +3,7 @@
 
 Each workaround is declared once, as one object, beside its patch (see
 :mod:`autodist.upstream.workaround`), and found there: a new one in a module of :data:`DECLARING`
-needs no line here. The three here patch nothing: they change compile settings or a default,
+needs no line here; one declared elsewhere (a test's own) joins by :func:`declare`. The three here patch nothing: they change compile settings or a default,
 which :mod:`autodist.planning.keras_compat` and the planner decide. The order of the table is the
 order of ``docs/keras-workarounds.md`` and the order the patches go in (:data:`PATCHES`).
 
@@ -16,14 +16,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType, ModuleType
 from typing import Any
 
+from autodist.process import STATE
 from autodist.upstream import keras_adapters, keras_optimizer, keras_own_steps, keras_trainer, keras_variables
 from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
 
-__all__ = ["DECLARING", "PATCHES", "WORKAROUNDS", "step_cost", "table"]
+__all__ = ["DECLARING", "PATCHES", "WORKAROUNDS", "declare", "step_cost", "table"]
 
 
 MIRRORED_STEPS_PER_EXECUTION = Workaround(
@@ -99,8 +100,7 @@ def _declared(module: ModuleType) -> list[Workaround]:
     return [value for value in vars(module).values() if isinstance(value, Workaround)]
 
 
-#: Every workaround, by name, in the order of the docs page and of installing.
-WORKAROUNDS = MappingProxyType(
+_BUILT_IN = MappingProxyType(
     {
         w.name: w
         for w in (
@@ -111,9 +111,61 @@ WORKAROUNDS = MappingProxyType(
         )
     }
 )
+_BUILT_IN_PATCHES = tuple(name for name, w in _BUILT_IN.items() if w.install is not None)
 
-#: The workarounds applied by patching Keras (the others change compile settings or defaults).
-PATCHES = tuple(name for name, w in WORKAROUNDS.items() if w.install is not None)
+
+def declare(workaround: Workaround) -> Workaround:
+    """``workaround``, declared outside :data:`DECLARING`'s modules (a test's own): in the
+    registry after autodist's own while it exists (:func:`autodist.process.reset` forgets it).
+
+    Raises:
+        ValueError: a workaround of that name is declared already.
+    """
+    if workaround.name in WORKAROUNDS:
+        raise ValueError(f"a workaround named {workaround.name!r} is declared already")
+    STATE.declared[workaround.name] = workaround
+    return workaround
+
+
+class _Registry(Mapping[str, Workaround]):
+    """autodist's workarounds, then those :func:`declare` adds, while they exist."""
+
+    def __getitem__(self, name: str) -> Workaround:
+        return _BUILT_IN[name] if name in _BUILT_IN else STATE.declared[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from _BUILT_IN
+        yield from list(STATE.declared)
+
+    def __len__(self) -> int:
+        return len(_BUILT_IN) + len(STATE.declared)
+
+
+class _Patches(Sequence[str]):
+    """The names of the workarounds that patch Keras, in the registry's order (the others change
+    compile settings or defaults)."""
+
+    def _names(self) -> tuple[str, ...]:
+        return _BUILT_IN_PATCHES + tuple(name for name, w in list(STATE.declared.items()) if w.install is not None)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __eq__(self, other: object) -> bool:
+        return self._names() == other
+
+
+#: Every workaround, by name, in the order of the docs page and of installing.
+WORKAROUNDS: Mapping[str, Workaround] = _Registry()
+
+#: The workarounds applied by patching Keras.
+PATCHES: Sequence[str] = _Patches()
 
 Workaround.registry = WORKAROUNDS  # the one registry: the setting's names and the untested warning read it
 
