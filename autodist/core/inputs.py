@@ -1,7 +1,7 @@
 """The training input, made ready for the plan: batched to the global batch, sharded, and read
 the same way on every worker; and the warnings where an input cannot match ``model.fit``.
 
-Used by :func:`autodist.tensorflow.fit.fit_on_tensorflow`. Each step returns new values and changes nothing
+Used by :class:`autodist.tensorflow.fit.TensorFlowFit`. Each step returns new values and changes nothing
 it is given: :func:`prepare_input` returns a :class:`TrainingInput` with new ``fit`` keywords
 (``batch_size``, ``steps_per_epoch``, ``shuffle``, ``validation_data`` where it takes them over),
 as ``model.fit`` will read them.

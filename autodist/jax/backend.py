@@ -4,7 +4,7 @@
   (:func:`autodist.jax.runtime.join_at_import`); on one host there is nothing to do at import;
 - ``init``: join, plan here, build the distribution (:func:`autodist.jax.runtime.init_on_jax`);
 - the scope: the distribution's (none for one device);
-- ``fit``: :func:`autodist.jax.runtime.fit_on_jax`.
+- ``fit``: :func:`autodist.core.fit_template.run_fit` with :class:`autodist.jax.runtime.JaxFit`'s stages.
 
 Only the hook's part is imported with ``import autodist`` under ``KERAS_BACKEND=jax``; the rest
 is imported when it runs (the one reason for imports inside functions here).
@@ -54,9 +54,10 @@ class JaxBackend:
         return distribution_scope(distribution)
 
     def fit(self, call: FitCall, environ: Mapping[str, str]) -> Any:
-        from autodist.jax.runtime import fit_on_jax
+        from autodist.core.fit_template import run_fit
+        from autodist.jax.runtime import JaxFit
 
-        return fit_on_jax(call, environ)
+        return run_fit(JaxFit(environ), call)
 
 
 def _join(environ: Mapping[str, str]) -> None:

@@ -13,7 +13,7 @@
   distribution, by ``init``, ``@distributed`` or a builder function, already has them).
 - :func:`train`: ``model.fit`` inside the distribution's scope, which gives back the caller's own
   distribution setting afterwards.
-- :func:`fit_on_jax`, :class:`JaxFit`: ``autodist.fit``'s stages on JAX (:mod:`autodist.core.fit_template`):
+- :class:`JaxFit`: ``autodist.fit``'s stages on JAX (:mod:`autodist.core.fit_template`):
   join and detect, plan, build (a builder function is called under the distribution), place, train.
 
 Example:
@@ -39,7 +39,7 @@ from autodist.log import warn_all
 from autodist.core.detect_and_plan import plan_here
 from autodist.planning.plans import Plan, StrategyKind
 from autodist.core.fit_call import FitCall
-from autodist.core.fit_template import Placed, Prepared, Started, run_fit
+from autodist.core.fit_template import Placed, Prepared, Started
 from autodist.core.callbacks import ChiefDuties, final_callbacks
 from autodist.core.compile_settings import mixed_precision_while_building
 from autodist.upstream.jax_runtime import backends_started, set_layout, takes_layouts
@@ -50,7 +50,7 @@ __all__ = [
     "build_distribution",
     "coordinates",
     "distribution_scope",
-    "fit_on_jax",
+    "JaxFit",
     "init_on_jax",
     "join_at_import",
     "join_processes",
@@ -269,18 +269,6 @@ def _process_id(the_plan: Plan) -> int:
     return coordinates(the_plan.cluster)[2] if the_plan.cluster is not None and the_plan.num_workers > 1 else 0
 
 
-def fit_on_jax(call: FitCall, environ: Mapping[str, str]) -> Any:
-    """``autodist.fit`` on JAX, for the frozen call: :func:`autodist.core.fit_template.run_fit`
-    with :class:`JaxFit`'s stages.
-
-    Raises:
-        AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet), and
-            for a Ray Data shard as input (read it with ``shard.iter_jax_batches`` or train on
-            TensorFlow).
-    """
-    return run_fit(JaxFit(environ), call)
-
-
 class JaxFit:
     """The stages of one ``fit`` on JAX (:class:`autodist.core.fit_template.FitStages`): the
     processes joined and the machine detected when planning; a model built by the caller's
@@ -294,6 +282,13 @@ class JaxFit:
         self.said: tuple[str, ...] = ()
 
     def read(self, call: FitCall) -> FitCall:
+        """The call as it is.
+
+        Raises:
+            AutodistError: for ``backup_dir=`` (backups and resuming are not built on JAX yet), and
+                for a Ray Data shard as input (read it with ``shard.iter_jax_batches`` or train on
+                TensorFlow).
+        """
         _refuse_backups(call.backup_dir)
         call.data.refuse_on_jax()
         return call

@@ -5,8 +5,9 @@
 - ``init``: plan here, serve (parameter-server ``worker``/``ps`` tasks end there), build the
   strategy and apply the Keras workarounds (:func:`autodist.tensorflow.strategies.start`);
 - the scope: the strategy's own;
-- ``fit``: :func:`autodist.tensorflow.fit.fit_on_tensorflow`, with the workers' collective ops that did
-  not match said as a ``CollectiveMismatchError`` (:mod:`autodist.tensorflow.collectives`).
+- ``fit``: :func:`autodist.core.fit_template.run_fit` with :class:`autodist.tensorflow.fit.TensorFlowFit`'s
+  stages, the workers' collective ops that did not match said as a ``CollectiveMismatchError``
+  (:mod:`autodist.tensorflow.collectives`).
 
 ``import autodist`` loads this module to install the hook, and nothing else of the TensorFlow
 side: each step imports its modules when it runs (the one reason for imports inside functions
@@ -58,14 +59,15 @@ class TensorFlowBackend:
         return distribution.scope()
 
     def fit(self, call: FitCall, environ: Mapping[str, str]) -> Any:
-        """``fit_on_tensorflow``; the workers' collective ops not matching (work on one worker
-        only, such as ``autodist.fit`` on the chief alone) raised as a ``CollectiveMismatchError``
-        that says so, with TensorFlow's error as its cause."""
+        """:func:`autodist.core.fit_template.run_fit` with TensorFlow's stages; the workers'
+        collective ops not matching (work on one worker only, such as ``autodist.fit`` on the chief
+        alone) raised as a ``CollectiveMismatchError`` that says so, with TensorFlow's error as its cause."""
+        from autodist.core.fit_template import run_fit
         from autodist.tensorflow.collectives import collective_mismatch
-        from autodist.tensorflow.fit import fit_on_tensorflow
+        from autodist.tensorflow.fit import TensorFlowFit
 
         try:
-            return fit_on_tensorflow(call, environ)
+            return run_fit(TensorFlowFit(environ), call)
         except Exception as err:
             mismatch = collective_mismatch(err, "in autodist.fit")
             if mismatch is None:

@@ -45,7 +45,7 @@ from autodist.planning.tune_rules import TUNE
 from autodist.tensorflow import parameter_server
 from autodist.tensorflow.current_strategy import complete as complete_activation
 from autodist.core.fit_call import FitCall
-from autodist.core.fit_template import Placed, Prepared, Started, run_fit
+from autodist.core.fit_template import Placed, Prepared, Started
 from autodist.core.batching import shared_shuffle_seed
 from autodist.core.callbacks import ChiefDuties, final_callbacks, needs_each_step, ray_reports_itself
 from autodist.tensorflow.batch_probe import SAMPLES as PROBED
@@ -79,13 +79,7 @@ from autodist.settings import strategy_setting, verbose_setting
 from autodist.upstream.tf_runtime import global_seed
 from autodist.upstream.versions import module_version
 
-__all__ = ["TensorFlowFit", "fit_on_tensorflow"]
-
-
-def fit_on_tensorflow(call: FitCall, environ: Mapping[str, str]) -> Any:
-    """``autodist.fit`` on TensorFlow, for the frozen call: :func:`autodist.core.fit_template.run_fit`
-    with TensorFlow's stages."""
-    return run_fit(TensorFlowFit(environ), call)
+__all__ = ["TensorFlowFit"]
 
 
 class TensorFlowFit:

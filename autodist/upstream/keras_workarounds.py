@@ -3,8 +3,9 @@
 
 Each workaround is declared once, as one object, beside its patch (see
 :mod:`autodist.upstream.workaround`), and found there: a new one in a module of :data:`DECLARING`
-needs no line here; one declared elsewhere (a test's own) joins by :func:`declare`. The three here patch nothing: they change compile settings or a default,
-which :mod:`autodist.planning.keras_compat` and the planner decide. The order of the table is the
+needs no line here; one declared elsewhere (a test's own) joins by :func:`declare`. The three
+here patch nothing: they change compile settings or a default, which
+:mod:`autodist.planning.keras_compat` and the planner decide. The order of the table is the
 order of ``docs/keras-workarounds.md`` and the order the patches go in (:data:`PATCHES`).
 
 Example:
