@@ -294,29 +294,17 @@ def plan_command(args: argparse.Namespace) -> dict[str, Any]:
     Raises:
         AutodistError: when the snapshot file cannot be read as JSON.
     """
+    # a dry run: a model that fits no GPU is a warning in the plan, not an error
+    asked = dict(num_params=args.num_params, batch_size=args.batch_size, strategy=args.strategy)
     if args.snapshot is not None:
         raw = read_json_file(
             args.snapshot, "--snapshot", "a JSON file as `python -m autodist inspect --json > snap.json` writes it"
         )
         snap = HardwareSnapshot.from_dict(raw.get("snapshot", raw) if isinstance(raw, dict) else raw)
         # a snapshot file: what another machine would plan, with no setting of this one
-        return plan(
-            snap,
-            num_params=args.num_params,
-            batch_size=args.batch_size,
-            strategy=args.strategy,
-            refuse_when_nothing_fits=False,
-        ).to_dict()
-    # this machine, as fit plans it (its AUTODIST_* settings included); a dry run: a model that
-    # fits no GPU is a warning in the plan, not an error
-    return plan_here(
-        os.environ,
-        snapshot=detect(fast=True),
-        num_params=args.num_params,
-        batch_size=args.batch_size,
-        strategy=args.strategy,
-        refuse_when_nothing_fits=False,
-    ).to_dict()
+        return plan(snap, **asked, refuse_when_nothing_fits=False).to_dict()
+    # this machine, as fit plans it (its AUTODIST_* settings included)
+    return plan_here(os.environ, snapshot=detect(fast=True), **asked, refuse_when_nothing_fits=False).to_dict()
 
 
 def read_json_file(path: str, flag: str, expected: str) -> Any:
@@ -524,28 +512,15 @@ def manifest_parser(subparsers: Any) -> None:
 def manifest_command(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The manifest's objects, every flag checked first (:class:`~autodist.jobs.kubernetes.ManifestSpec`)."""
     command = args.pod_command[1:] if args.pod_command[:1] == ["--"] else args.pod_command
-    spec = ManifestSpec.checked(
-        name=args.name,
-        workers=args.workers,
-        ps=args.ps,
-        image=args.image,
-        command=command,
-        gpus=args.gpus,
-        cpu=args.cpu,
-        memory=args.memory,
-        port=args.port,
-        namespace=args.namespace,
-        backup_claim=args.backup_claim,
-        timeout=args.timeout,
-        jobset=args.jobset,
-        user=args.user,
-        allow_root=args.allow_root,
-        writable_root=args.writable_root,
-        egress=args.egress,
-        cpu_limit=args.cpu_limit,
-        memory_limit=args.memory_limit,
-    )
-    return manifest_objects(spec)
+    flags = {name: getattr(args, name) for name in _MANIFEST_FLAGS}
+    return manifest_objects(ManifestSpec.checked(command=command, **flags))
+
+
+#: The flags of ``manifest`` that :meth:`ManifestSpec.checked` takes as they are (the command aside).
+_MANIFEST_FLAGS = tuple(
+    "name workers ps image gpus cpu memory port namespace backup_claim timeout jobset user allow_root writable_root "
+    "egress cpu_limit memory_limit".split()
+)
 
 
 # ----------------------------------------------------------------------------- main

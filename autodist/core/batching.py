@@ -19,42 +19,26 @@ from __future__ import annotations
 from typing import Any
 
 from autodist.errors import BatchSizeError
-from autodist.planning.global_batch import (
-    KERAS_DEFAULT_BATCH_SIZE,
-    BatchDecision,
-    adjust_global_batch,
-    dropped_samples,
-    validate_batch_size,
-)
+from autodist.planning.global_batch import adjust_global_batch
 from autodist.upstream.tf_data import (
-    Batching,
     dataset_batch_size,
     describe_batching,
     file_source_count,
     finite_cardinality,
-    is_batched,
-    samples_per_pass,
     variable_length_parts,
 )
 from autodist.upstream.tf_runtime import global_seed
 from autodist.process import STATE
 
 __all__ = [
-    "KERAS_DEFAULT_BATCH_SIZE",
-    "BatchDecision",
-    "dropped_samples",
-    "validate_batch_size",
-    "Batching",
     "adjust_global_batch",
     "arrays_to_dataset",
     "dataset_batch_size",
     "file_source_count",
     "describe_batching",
-    "is_batched",
     "variable_length_parts",
     "prepare_dataset",
     "own_shard",
-    "samples_per_pass",
     "shard_policy",
     "shared_shuffle_seed",
 ]

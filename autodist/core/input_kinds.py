@@ -253,7 +253,7 @@ class Arrays(Input):
     def numpy_only(self) -> bool:
         """Whether every array of ``x`` is a numpy array or pandas (tensors are left to Keras: a
         string tensor cannot become a numpy array Keras takes)."""
-        return _numpy_only(self.raw)
+        return numpy_only(self.raw)
 
     def head(self, count: int) -> Any:
         """The first ``count`` samples of ``x`` (fewer where it has fewer), pandas as numpy."""
@@ -539,21 +539,17 @@ def _unsliceable(x: Any) -> Any:
     return x if getattr(x, "shape", None) is not None and not hasattr(type(x), "__getitem__") else None
 
 
-def _numpy_only(x: Any) -> bool:
+def numpy_only(x: Any) -> bool:
+    """Whether ``x`` (a sample weight, say) is ``None`` or numpy arrays only, pandas read as numpy."""
     if x is None:
         return True
     if isinstance(x, Mapping):
-        return all(_numpy_only(value) for value in x.values())
+        return all(numpy_only(value) for value in x.values())
     if isinstance(x, (list, tuple)):
-        return bool(x) and all(_numpy_only(value) for value in x)
+        return bool(x) and all(numpy_only(value) for value in x)
     import numpy as np
 
     return isinstance(x, np.ndarray) or _pandas(x)
-
-
-def numpy_only(x: Any) -> bool:
-    """Whether ``x`` (a sample weight, say) is ``None`` or numpy arrays only, pandas read as numpy."""
-    return _numpy_only(x)
 
 
 def num_samples(x: Any) -> int:

@@ -35,12 +35,11 @@ from autodist.core.input_kinds import (
 )
 from autodist.errors import ArgumentError, BatchSizeError
 from autodist.log import get_logger
-from autodist.planning.global_batch import every_replica_fed, shares_of
+from autodist.planning.global_batch import dropped_samples, every_replica_fed, shares_of
 from autodist.planning.keras_compat import kept_strategy_order
 from autodist.planning.plans import Plan
 from autodist.core.batching import (
     arrays_to_dataset,
-    dropped_samples,
     own_shard,
     prepare_dataset,
     repeat_across_epochs,

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
-from autodist.detection.cluster_spec import KNOWN_TASK_TYPES, ClusterInfo, parse_tf_config, shorten, validate_cluster
+from autodist.detection.cluster_spec import ClusterInfo, parse_tf_config, shorten, validate_cluster
 from autodist.detection.kubernetes import KubernetesEnvironment
 from autodist import fields, files
 from autodist.errors import ClusterConfigError
@@ -32,7 +32,6 @@ from autodist.upstream.tf_runtime import slurm_hostlist
 
 __all__ = [
     "CLUSTER_ENVIRONMENTS",
-    "KNOWN_TASK_TYPES",
     "ClusterEnvironment",
     "ClusterInfo",
     "KubernetesEnvironment",

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -85,11 +86,7 @@ class ModelInfo:
 
 def keras_flavor_of(model: Any) -> str:
     """``"tf_keras"`` for a tf_keras model, else ``"keras3"``."""
-    module = type(model).__module__
-    for cls in type(model).__mro__:
-        if cls.__module__.startswith("tf_keras"):
-            return "tf_keras"
-    return "tf_keras" if module.startswith("tf_keras") else "keras3"
+    return "tf_keras" if any(cls.__module__.startswith("tf_keras") for cls in type(model).__mro__) else "keras3"
 
 
 def describe_model(model: Any) -> ModelInfo:
@@ -146,7 +143,7 @@ def describe_model(model: Any) -> ModelInfo:
         run_eagerly=bool(getattr(model, "run_eagerly", False)),
         activation_elements=activation_elements(model),
         variables=_trainable_paths(model),
-        own_train_step=overrides_train_step(model),
+        own_train_step=overrides(model, "train_step"),
         own_steps=tuple(name for name in ("train_step", "test_step", "compute_loss") if overrides(model, name)),
         own_steps_read_replicas=_reads_replicas(model, ("train_step", "test_step", "compute_loss")),
         mixed_precision=_mixed_policy(model),
@@ -181,21 +178,6 @@ def _function_initializers(model: Any) -> tuple[str, ...]:
             if callable(value) and not kerass:  # a Keras initializer, or a subclass of one, has a seed of its own
                 found.append(f"{layer.name}.{attribute}")
     return tuple(found)
-
-
-def overrides_train_step(model: Any) -> bool:
-    """Whether a class of the caller's own, between the model's class and Keras's, defines
-    ``train_step`` (:func:`overrides`).
-
-    Example:
-        >>> import keras
-        >>> class Custom(keras.Model):
-        ...     def train_step(self, data):
-        ...         return {}
-        >>> overrides_train_step(Custom()), overrides_train_step(keras.Sequential())
-        (True, False)
-    """
-    return overrides(model, "train_step")
 
 
 def overrides(model: Any, method: str) -> bool:
@@ -394,9 +376,7 @@ def multiply_adds(model: Any) -> int | None:
             return None
         for weight in weights:
             shape = [int(d) for d in getattr(weight, "shape", ())]
-            size = 1
-            for d in shape:
-                size *= d
+            size = math.prod(shape)
             positions = elements // shape[-1] if shape and shape[-1] and elements % shape[-1] == 0 else 1
             total += size * max(1, positions)
     return total if seen else None
@@ -422,10 +402,7 @@ def _output_elements(layer: Any) -> int | None:
         dims = list(getattr(output, "shape", None) or [])[1:]
         if any(d is None for d in dims):
             return None
-        count = 1
-        for d in dims:
-            count *= int(d)
-        total += count
+        total += math.prod(int(d) for d in dims)
     return total
 
 

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from autodist.errors import AutodistError
-from autodist.core.batching import prepare_dataset, samples_per_pass
+from autodist.core.batching import prepare_dataset
+from autodist.upstream.tf_data import samples_per_pass
 from autodist.core.input_kinds import Arrays, Dataset, Input, classify
 
 __all__ = ["LOCAL", "Part", "local_inputs", "rows"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from autodist.detection.kubernetes import INDEX_ENV, JOBSET_ENVS, MAX_TASKS, KubernetesLayout
+from autodist.detection.kubernetes import JOBSET_ENVS, MAX_TASKS, KubernetesLayout
 from autodist.errors import ArgumentError
 from autodist.jobs.exit_codes import PREEMPTED_EXIT_CODE
 from autodist.settings import (

@@ -68,18 +68,15 @@ from autodist.jobs.job_layout import (
 from autodist.jobs.launch_flags import (
     DEFAULT_GRACE,
     DEFAULT_STALL_TIMEOUT,
-    MIN_STALL_TIMEOUT,
     JobSpec,
     MachineLimits,
     check_start,
 )
-from autodist.settings import BACKUP_DIR_ENV as BACKUP_ENV
-from autodist.settings import GRACE_ENV, HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
+from autodist.settings import BACKUP_DIR_ENV, GRACE_ENV, HEARTBEAT_FILE_ENV, LAUNCH_ATTEMPT_ENV
 
 __all__ = [
     "DEFAULT_GRACE",
     "DEFAULT_STALL_TIMEOUT",
-    "MIN_STALL_TIMEOUT",
     "RESTART_DELAY_FIRST",
     "RESTART_DELAY_MAX",
     "STALL_EXIT_CODE",
@@ -93,7 +90,6 @@ __all__ = [
     "restart_delay",
 ]
 
-ATTEMPT_ENV = LAUNCH_ATTEMPT_ENV
 TAIL_LINES = 20
 
 
@@ -266,8 +262,8 @@ class Launcher:
                 **job.gpu_env.get(name, {}),
                 "TF_CONFIG": json.dumps(config),
                 "PYTHONUNBUFFERED": "1",
-                BACKUP_ENV: job.backup_dir,
-                ATTEMPT_ENV: str(attempt),
+                BACKUP_DIR_ENV: job.backup_dir,
+                LAUNCH_ATTEMPT_ENV: str(attempt),
                 HEARTBEAT_FILE_ENV: beat,
                 GRACE_ENV: f"{self.spec.grace:g}",  # the preemption agreement fits in it
             }

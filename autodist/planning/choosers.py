@@ -65,10 +65,6 @@ __all__ = [
 
 K = StrategyKind
 
-#: Steps per compiled call that autodist sets on the default and one-device strategies, for a
-#: Keras 3 model compiled with 1. ``python -m benchmarks`` measures 8 against 1 (MLP 784-256-256-10,
-#: default strategy; figures in benchmarks/README.md), with the same steps and weights.
-
 
 def choose_kind(
     snapshot: HardwareSnapshot,

@@ -41,17 +41,14 @@ from autodist.planning.strategy_types import TYPES, strategy_type
 from autodist.upstream.keras_trainer import SYMBOLIC_BUILD_READS_INPUT
 from autodist.upstream.keras_workarounds import PATCHES, WORKAROUNDS
 from autodist.upstream.versions import version_tuple
-from autodist.upstream.workaround import Workaround, warn_untested
 
 __all__ = [
     "KEPT_STRATEGY_ORDER",
     "PATCHES",
     "WORKAROUNDS",
-    "Workaround",
     "compile_overrides",
     "kept_strategy_order",
     "version_tuple",
-    "warn_untested",
 ]
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from autodist.core.inputs import take_samples
 from autodist.detection.model_info import describe_model
 from autodist.log import warn_all
 from autodist.upstream.keras_models import all_layers
@@ -63,14 +64,6 @@ def first_samples(x: Any) -> Any:
     return sample if len(lengths) == 1 and lengths.pop() >= SAMPLES else None
 
 
-def _half(sample: Any, part: slice) -> Any:
-    if isinstance(sample, dict):
-        return {key: _half(item, part) for key, item in sample.items()}
-    if isinstance(sample, (list, tuple)):
-        return type(sample)(_half(item, part) for item in sample)
-    return sample[part]
-
-
 def _can_probe(model: Any) -> bool:
     """Built, no stateful layer, no layer that draws random numbers (in inference a sampling
     layer may still draw, and a draw would move the seed training starts from)."""
@@ -94,7 +87,7 @@ def mixing_gap(model: Any, sample: Any) -> float | None:
     try:
         whole = model(sample, training=False)
         parts_of = (slice(0, SAMPLES // 2), slice(SAMPLES // 2, None))
-        halves = [model(_half(sample, part), training=False) for part in parts_of]
+        halves = [model(take_samples(sample, part), training=False) for part in parts_of]
         parts = [tf.nest.flatten(whole), *(tf.nest.flatten(half) for half in halves)]
     except Exception:  # a model whose call wants more than its fit inputs: nothing measured
         return None

@@ -218,10 +218,6 @@ def _with_reason(the_plan: Plan, reason: str) -> Plan:
     return dataclasses.replace(the_plan, reasons=(reason,) + the_plan.reasons)
 
 
-def _strategy_of(the_plan: Plan) -> Any:
-    return start(the_plan)
-
-
 def _time_all(
     plans: dict[str, Plan], source: Any, builder: Any, data: Any, samples: int | None, budget: float, gate: _Gate
 ) -> tuple[list[Timing], float]:
@@ -276,7 +272,7 @@ class _Input:
 
 
 def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input, gate: _Gate | None = None) -> float:
-    strategy = _strategy_of(the_plan)
+    strategy = start(the_plan)
     model = build_in_scope(builder, strategy) if builder is not None else move_into_scope(source, strategy)
     if gate is not None and not gate.allows(model):
         raise _Untimed()
@@ -314,13 +310,9 @@ def _timed_second_epoch(model: Any, x: Any, y: Any, kwargs: dict[str, Any], stra
 
 
 def _dataset_samples(dataset: Any) -> int:
-    return sum(int(next(iter(_flatten(batch))).shape[0]) for batch in dataset)
-
-
-def _flatten(structure: Any) -> list[Any]:
     import tensorflow as tf
 
-    return tf.nest.flatten(structure)
+    return sum(int(tf.nest.flatten(batch)[0].shape[0]) for batch in dataset)
 
 
 def _signature(model: Any, builder: Any) -> list[Any]:

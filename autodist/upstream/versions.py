@@ -119,7 +119,7 @@ def check_versions(
 ) -> list[str]:
     """The notes these installed versions deserve (newer than tested) for the packages of
     ``notes_for`` (a newer Keras is said where the plan applies its workarounds:
-    :func:`autodist.planning.keras_compat.warn_untested`).
+    :func:`autodist.upstream.workaround.warn_untested`).
 
     Raises:
         UnsupportedVersionError: a release older than the oldest supported one.
