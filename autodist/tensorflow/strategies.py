@@ -61,6 +61,13 @@ __all__ = [
 ]
 
 
+def _refuse_if_started(what: str) -> None:
+    """Raises a :class:`RuntimeAlreadyStartedError` where TensorFlow's runtime runs already: ``what``
+    must happen before it starts."""
+    if runtime_started():
+        raise RuntimeAlreadyStartedError(runtime_started_message(what))
+
+
 def building() -> bool:
     """Whether autodist is creating a strategy in this thread right now."""
     # How many :func:`build_strategy` calls this thread is in. A strategy's constructor starts the
@@ -86,13 +93,10 @@ def configure_cpu_devices(num_devices: int) -> None:
     wanted = num_devices if num_devices > 1 else 0
     if (len(current or []) or 0) == wanted or (wanted == 0 and not current):
         return
-    if runtime_started():
-        raise RuntimeAlreadyStartedError(
-            runtime_started_message(
-                f"AUTODIST_CPU_DEVICES={num_devices} asks for {num_devices} logical CPU devices "
-                f"(the runtime has {max(1, len(current or []))}); they can only be set"
-            )
-        )
+    _refuse_if_started(
+        f"AUTODIST_CPU_DEVICES={num_devices} asks for {num_devices} logical CPU devices "
+        f"(the runtime has {max(1, len(current or []))}); they can only be set"
+    )
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)]
     )
@@ -216,13 +220,10 @@ def _multi_worker_mirrored(plan: Plan) -> Any:
 
     cluster = plan.cluster
     assert cluster is not None
-    if runtime_started():
-        raise RuntimeAlreadyStartedError(
-            runtime_started_message(
-                "MultiWorkerMirroredStrategy must be created (TensorFlow would otherwise fail with "
-                "'Collective ops must be configured at program startup')"
-            )
-        )
+    _refuse_if_started(
+        "MultiWorkerMirroredStrategy must be created (TensorFlow would otherwise fail with "
+        "'Collective ops must be configured at program startup')"
+    )
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(cluster.cluster_spec),
         task_type=cluster.task_type,
@@ -270,10 +271,7 @@ def _parameter_server(plan: Plan) -> Any:
             "serve until the chief is done; or call "
             "autodist.tensorflow.parameter_server.serve_if_this_task_serves(plan)."
         )
-    if runtime_started():
-        raise RuntimeAlreadyStartedError(
-            runtime_started_message("ParameterServerStrategy must connect to the cluster on the chief")
-        )
+    _refuse_if_started("ParameterServerStrategy must connect to the cluster on the chief")
     if plan.inter_op_threads:
         tf.config.threading.set_inter_op_parallelism_threads(plan.inter_op_threads)
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
@@ -324,8 +322,7 @@ def _tpu(plan: Plan) -> Any:
     """Resolve, connect, initialise the TPU system, then create TPUStrategy: once, first."""
     import tensorflow as tf
 
-    if runtime_started():
-        raise RuntimeAlreadyStartedError(runtime_started_message("The TPU must be connected"))
+    _refuse_if_started("The TPU must be connected")
     name = plan.tpu.name if plan.tpu else None
     if plan.tpu is not None and plan.tpu.source == "COLAB_TPU_ADDR" and name and "://" not in name:
         name = f"grpc://{name}"
