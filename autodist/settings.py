@@ -320,30 +320,29 @@ def backup_dir_setting(environ: Mapping[str, str]) -> str | None:
 
 def activation_enabled(environ: Mapping[str, str]) -> bool:
     """Whether ``AUTODIST_ACTIVATE`` leaves the activation at TensorFlow import on (the default)."""
-    raw = environ.get(ACTIVATE_ENV, "")
-    value = raw.strip().lower()
-    if value in _OFF:
-        return False
-    if value in ("", "1", "on", "true", "yes"):
-        return True
-    raise AutodistError(
-        f"{ACTIVATE_ENV} must be on or off (Received: {ACTIVATE_ENV}={raw!r}). Expected 1, on, true "
-        "or yes (the default: the strategy made current when TensorFlow is imported), or 0, off, "
-        "false or no. Set one of these, or unset it."
+    return _switch(
+        environ, ACTIVATE_ENV, True, " (the default: the strategy made current when TensorFlow is imported)", ""
     )
 
 
 def verbose_setting(environ: Mapping[str, str]) -> bool:
     """Whether ``AUTODIST_VERBOSE`` asks for the whole plan at every fit (off by default)."""
-    raw = environ.get(VERBOSE_ENV, "")
+    return _switch(environ, VERBOSE_ENV, False, " (the whole plan at every fit)", " (the default: one line)")
+
+
+def _switch(environ: Mapping[str, str], name: str, default: bool, on: str, off: str) -> bool:
+    """An on/off setting: ``default`` unset; ``on`` and ``off`` say what each means in its error."""
+    raw = environ.get(name, "")
     value = raw.strip().lower()
-    if value in ("", *_OFF):
+    if value == "":
+        return default
+    if value in _OFF:
         return False
     if value in ("1", "on", "true", "yes"):
         return True
     raise AutodistError(
-        f"{VERBOSE_ENV} must be on or off (Received: {VERBOSE_ENV}={raw!r}). Expected 1, on, true or yes (the whole "
-        "plan at every fit), or 0, off, false or no (the default: one line). Set one of these, or unset it."
+        f"{name} must be on or off (Received: {name}={raw!r}). Expected 1, on, true or yes{on}, or 0, off, false "
+        f"or no{off}. Set one of these, or unset it."
     )
 
 

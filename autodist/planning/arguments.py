@@ -213,15 +213,9 @@ PLAN_PARAMETERS: dict[str, Parameter] = {
 INIT_PARAMETERS: dict[str, Parameter] = {
     name: PLAN_PARAMETERS[name]
     for name in (
-        "strategy",
-        "batch_size",
-        "model",
-        "num_params",
-        "gpu_memory_fraction",
-        "activation_fraction",
-        "optimizer_slots",
-        "peer_timeout_seconds",
-    )
+        "strategy batch_size model num_params gpu_memory_fraction activation_fraction optimizer_slots "
+        "peer_timeout_seconds"
+    ).split()
 }
 
 #: ``autodist.fit``'s own keywords (``model``, ``x``, ``y`` and ``model.fit``'s are checked apart).

@@ -142,15 +142,8 @@ class _EpochPhases(Sequence):  # type: ignore[type-arg]
     """One phase an epoch, each made when it is reached (a copy of the arrays in its order)."""
 
     def __init__(self, x: Any, y: Any, kwargs: Mapping[str, Any], epochs: range, step: int, seed: int, train: int):
-        self.x, self.y, self.kwargs, self.epochs, self.step, self.seed, self.train = (
-            x,
-            y,
-            kwargs,
-            epochs,
-            step,
-            seed,
-            train,
-        )
+        self.x, self.y, self.kwargs, self.epochs = x, y, kwargs, epochs
+        self.step, self.seed, self.train = step, seed, train
 
     def __len__(self) -> int:
         return len(self.epochs)
