@@ -146,9 +146,8 @@ class HardwareSnapshot:
                 "(autodist.detect() reads it from TF_CONFIG, SLURM, ...), or None. Build the snapshot with "
                 "autodist.detect()."
             )
-        _snapshot_fields(
-            {**data, "cluster": None}
-        )  # a ClusterInfo was checked where it was made (TF_CONFIG, Ray Train's own)
+        # a ClusterInfo was checked where it was made (TF_CONFIG, Ray Train's own)
+        _snapshot_fields({**data, "cluster": None})
         return self
 
     @classmethod

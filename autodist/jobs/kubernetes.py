@@ -96,9 +96,8 @@ GIVES_UP = MappingProxyType(
 )
 
 _NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # a DNS-1035 label: Service names must be one
-_QUANTITY = re.compile(
-    r"(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?"
-)  # Kubernetes's quantity, unsigned
+# Kubernetes's quantity, unsigned
+_QUANTITY = re.compile(r"(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?")
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")  # registry/name:tag or @sha256:digest
 #: JobSet's annotations on every pod, as the variables the pod reads (:data:`JOBSET_ENVS`).
 _JOBSET_ANNOTATIONS = tuple(

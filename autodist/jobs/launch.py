@@ -226,12 +226,8 @@ class Launcher:
             try:
                 self.out.write(line + "\n")
                 self.out.flush()
-            except (
-                BrokenPipeError,
-                ValueError,
-                OSError,
-            ):  # `launch ... | head` closed it: keep draining the tasks' output
-                pass
+            except (BrokenPipeError, ValueError, OSError):
+                pass  # `launch ... | head` closed it: keep draining the tasks' output
 
     @contextlib.contextmanager
     def _signals_deferred(self) -> Iterator[None]:

@@ -106,9 +106,8 @@ def plan(
         ('mirrored', 34)
     """
     settings = environ if isinstance(environ, Mapping) else {}
-    forced_by = strategy_source(
-        settings, strategy
-    )  # AUTODIST_STRATEGY is read here, for every caller that passes its environment
+    # AUTODIST_STRATEGY is read here, for every caller that passes its environment
+    forced_by = strategy_source(settings, strategy)
     strategy = strategy_setting(settings, strategy)
     checked = _check_arguments(
         snapshot,
@@ -451,9 +450,8 @@ def _coerce_kind(strategy: Any, backend: str = "tensorflow") -> StrategyKind | N
     # "tune" plans as "auto": fit then times the candidates (autodist.tensorflow.tuning)
     if strategy is None or (isinstance(strategy, str) and strategy.lower() in ("auto", TUNE)):
         return None
-    kind = StrategyKind(
-        str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower()
-    )  # a name checked by planning.arguments
+    # a name checked by planning.arguments
+    kind = StrategyKind(str(strategy.value if isinstance(strategy, Enum) else strategy).strip().lower())
     strategy_type(kind).check_backend(backend)
     return kind
 

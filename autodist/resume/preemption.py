@@ -114,9 +114,8 @@ class Guard:
             if not self.staging:  # a folder that outlives the process: worth holding the exit for
                 atexit.register(self._at_exit)
                 self.installed = True
-            if (
-                self.tf_task is not None
-            ):  # TensorFlow's own handler took SIGTERM: it says so in the coordination service
+            if self.tf_task is not None:
+                # TensorFlow's own handler took SIGTERM: it says so in the coordination service
                 watch_tf_notice(self.tf_task, self.received.set, stop=self.acted)
             return
         if threading.current_thread() is not threading.main_thread():
@@ -290,9 +289,8 @@ class Guard:
         if removed:
             for folder in (self.folder, os.path.dirname(self.folder), self.root if self.own_root else None):
                 _remove_if_empty(folder)
-        if (
-            self.received.is_set() and not self.notice_at_exit
-        ):  # came after the fit's end was agreed: as without autodist
+        if self.received.is_set() and not self.notice_at_exit:
+            # came after the fit's end was agreed: as without autodist
             self.received.clear()
             os.kill(os.getpid(), signal.SIGTERM)
 

@@ -333,9 +333,8 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
     ready = _ready_input(call, the_plan, distribution)
     cluster = the_plan.cluster if the_plan.type.collective_workers else None
     given = ready.fit_kwargs.get("callbacks")
-    ray_checkpoints = (
-        call.ray_report and call.ray_checkpoint and not ray_reports_itself(given)
-    )  # what can carry autodist's saves in Ray
+    # what can carry autodist's saves in Ray
+    ray_checkpoints = call.ray_report and call.ray_checkpoint and not ray_reports_itself(given)
     guard = guard_for(call.backup_dir, the_plan, given, keras, distribution, ray_checkpoints=ray_checkpoints)
     duties = ChiefDuties(
         cluster, keras, False if guard is not None or ray_owns_backups(call.backup_dir) else call.backup_dir
