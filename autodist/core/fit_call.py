@@ -48,6 +48,19 @@ class FitCall:
     ray_report: bool = True  # in a Ray Train worker: each epoch's metrics to ray.train.report
     ray_checkpoint: bool = True  # ... with worker 0's model as the epoch's ray.train.Checkpoint
 
+    def plan_keywords(self) -> dict[str, Any]:
+        """What the call tells the planner (:func:`autodist.core.detect_and_plan.plan_here`'s keywords):
+        its model's size where given, the global batch, the strategy, the peers' timeout and, where
+        given, the GPU memory fraction."""
+        given = {} if self.gpu_memory_fraction is None else {"gpu_memory_fraction": self.gpu_memory_fraction}
+        return dict(
+            num_params=self.num_params,
+            batch_size=self.requested_batch,
+            strategy=self.strategy,
+            peer_timeout_seconds=self.peer_timeout_seconds,
+            **given,
+        )
+
     @property
     def x(self) -> Any:
         """``x`` as the caller passed it: what ``model.fit`` reads."""

@@ -294,17 +294,7 @@ class JaxFit:
         return call
 
     def _plan_for(self, call: FitCall, model: Any) -> Plan:
-        options = {} if call.gpu_memory_fraction is None else {"gpu_memory_fraction": call.gpu_memory_fraction}
-        return plan_here(
-            self.environ,
-            snapshot=self.snapshot,
-            model=model,
-            num_params=call.num_params,
-            batch_size=call.requested_batch,
-            strategy=call.strategy,
-            peer_timeout_seconds=call.peer_timeout_seconds,
-            **options,
-        )
+        return plan_here(self.environ, snapshot=self.snapshot, model=model, **call.plan_keywords())
 
     def plan(self, call: FitCall) -> Plan:
         self.snapshot, _ = _here(self.environ)

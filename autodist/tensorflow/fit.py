@@ -430,11 +430,6 @@ def _plan_for(
     kept: Any = None,
     model_info: Any = None,
 ) -> Plan:
-
-    requested = call.requested_batch
-    options: dict[str, Any] = {}
-    if call.gpu_memory_fraction is not None:
-        options["gpu_memory_fraction"] = call.gpu_memory_fraction
     snapshot = snapshot if snapshot is not None else detect()
     if tpu_cores is not None and snapshot.tpu is not None:
         snapshot = dataclasses.replace(snapshot, tpu=dataclasses.replace(snapshot.tpu, num_cores=tpu_cores))
@@ -442,17 +437,12 @@ def _plan_for(
         os.environ,
         snapshot=snapshot,
         model=None if call.builder is not None else call.model,
-        num_params=call.num_params,
-        batch_size=requested,
-        strategy=call.strategy,
-        peer_timeout_seconds=call.peer_timeout_seconds,
         fit_facts=facts,
         kept=kept,
         **({"model_info": model_info} if model_info is not None else {}),
-        **options,
+        **call.plan_keywords(),
     )
-    data = call.data
-    if data.batch_needed(requested) and the_plan.num_replicas > 1:
+    if call.data.batch_needed(call.requested_batch) and the_plan.num_replicas > 1:
         raise BatchSizeError(
             "autodist could not find the batch size of the tf.data.Dataset passed as x, and it "
             f"must split each batch over {the_plan.num_replicas} replicas. Expected a dataset "
