@@ -152,6 +152,17 @@ def _dataset_batch(epoch_iterator: Any) -> Any:
     return spec
 
 
+def _training_call(model: Any, data_batch: Any) -> Any:
+    """The model called symbolically on ``data_batch``'s inputs, as its training step calls it
+    (``training=True`` where its ``call`` takes it)."""
+    from keras.src import backend, tree
+    from keras.src.trainers import data_adapters
+
+    x = data_adapters.data_adapter_utils.unpack_x_y_sample_weight(tree.map_structure(_symbolic_input, data_batch))[0]
+    takes_training = "training" in inspect.signature(model.call).parameters
+    return backend.compute_output_spec(model, x, **({"training": True} if takes_training else {}))
+
+
 def _symbolic_input(value: Any) -> Any:
     """A ``KerasTensor`` of ``value``'s shape and dtype (NumPy's strings and objects: Keras's ``string``)."""
     import keras
@@ -172,18 +183,11 @@ def build_as_training_step(model: Any, data_batch: Any) -> bool:
     nodes, so Keras's symbolic build (``training=False``) would keep every later call of it in
     inference, in each training step too. ``False`` where nothing needed building or the call
     failed (Keras's own build then runs and says why)."""
-    from keras.src import backend, tree
-    from keras.src.trainers import data_adapters
-
     if model.built and all(layer.built for layer in all_layers(model)):
         return False
 
     try:
-        x = data_adapters.data_adapter_utils.unpack_x_y_sample_weight(tree.map_structure(_symbolic_input, data_batch))[
-            0
-        ]
-        takes_training = "training" in inspect.signature(model.call).parameters
-        backend.compute_output_spec(model, x, **({"training": True} if takes_training else {}))
+        _training_call(model, data_batch)
     except Exception:  # the same call Keras's build makes next, which raises it with its own message
         return False
     return True
@@ -254,9 +258,7 @@ def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[st
     own is one whose class is not Keras's (a subclass of Dropout included). ``None`` where the call
     fails (the layer list decides then)."""
     import tensorflow as tf
-    from keras.src import backend, tree
     from keras.src.layers.layer import Layer
-    from keras.src.trainers import data_adapters
 
     owners: dict[Any, Any] = {}  # each random op, by the op, and the layer whose call made it
     original, tracer = Layer.__call__, threading.get_ident()
@@ -276,12 +278,8 @@ def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[st
     try:
         build_as_training_step(model, data_batch)  # built by a call of its own first: initializers draw too
         with names_as_they_were():  # a call to read the model: what it makes is not the script's
-            x = data_adapters.data_adapter_utils.unpack_x_y_sample_weight(
-                tree.map_structure(_symbolic_input, data_batch)
-            )[0]
-            takes_training = "training" in inspect.signature(model.call).parameters
             Layer.__call__ = __call__  # for this one call only; put back below
-            backend.compute_output_spec(model, x, **({"training": True} if takes_training else {}))
+            _training_call(model, data_batch)
     except Exception:
         return None
     finally:
