@@ -70,11 +70,11 @@ MAX_WAIT_SECONDS = 7 * 24 * 3600.0
 FIX = "Fix the value, or write the snapshot again with `python -m autodist inspect --json`."
 
 
-def _refuse(name: str, value: Any, expected: str, where: str, fix: str) -> AutodistError:
-    return AutodistError(f"{where}'s {name} is {shown(value)}. Expected {expected}. {fix}")
+def _refuse(name: str, value: Any, expected: str, where: str) -> AutodistError:
+    return AutodistError(f"{where}'s {name} is {shown(value)}. Expected {expected}. {FIX}")
 
 
-def count(name: str, value: Any, *, minimum: int = 0, maximum: int | None = None, where: str, fix: str = FIX) -> int:
+def count(name: str, value: Any, *, minimum: int = 0, maximum: int | None = None, where: str = "the snapshot") -> int:
     """An integer from ``minimum`` to ``maximum`` (a bool is not one)."""
     if (
         isinstance(value, bool)
@@ -83,28 +83,28 @@ def count(name: str, value: Any, *, minimum: int = 0, maximum: int | None = None
         or (maximum is not None and value > maximum)
     ):
         bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        raise _refuse(name, value, f"an integer {bound}", where, fix)
+        raise _refuse(name, value, f"an integer {bound}", where)
     return value
 
 
-def text(name: str, value: Any, *, where: str, fix: str = FIX) -> str:
+def text(name: str, value: Any, *, where: str = "the snapshot") -> str:
     """A string."""
     if not isinstance(value, str):
-        raise _refuse(name, value, "a string", where, fix)
+        raise _refuse(name, value, "a string", where)
     return value
 
 
-def flag(name: str, value: Any, *, where: str, fix: str = FIX) -> bool:
+def flag(name: str, value: Any, *, where: str = "the snapshot") -> bool:
     """``true`` or ``false``."""
     if not isinstance(value, bool):
-        raise _refuse(name, value, "true or false", where, fix)
+        raise _refuse(name, value, "true or false", where)
     return value
 
 
-def choice(name: str, value: Any, options: tuple[str, ...], *, where: str, fix: str = FIX) -> str:
+def choice(name: str, value: Any, options: tuple[str, ...], *, where: str = "the snapshot") -> str:
     """One of ``options`` (an unknown value is refused, not defaulted)."""
     if not isinstance(value, str) or value not in options:
-        raise _refuse(name, value, f"one of {', '.join(options)}", where, fix)
+        raise _refuse(name, value, f"one of {', '.join(options)}", where)
     return value
 
 
@@ -113,19 +113,19 @@ def optional(check: Any, name: str, value: Any, **kwargs: Any) -> Any:
     return None if value is None else check(name, value, **kwargs)
 
 
-def mapping(name: str, value: Any, *, where: str, fix: str = FIX) -> Mapping[str, Any]:
+def mapping(name: str, value: Any, *, where: str = "the snapshot") -> Mapping[str, Any]:
     """A JSON object."""
     if not isinstance(value, Mapping):
-        raise _refuse(name, value, "an object", where, fix)
+        raise _refuse(name, value, "an object", where)
     return value
 
 
-def sequence(name: str, value: Any, *, where: str, fix: str = FIX) -> list[Any]:
+def sequence(name: str, value: Any, *, where: str = "the snapshot") -> list[Any]:
     """A JSON list (``None`` is an empty one)."""
     if value is None:
         return []
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
-        raise _refuse(name, value, "a list", where, fix)
+        raise _refuse(name, value, "a list", where)
     return list(value)
 
 
@@ -291,12 +291,8 @@ def nearest(name: Any, options: Iterable[str]) -> str:
     return f" Did you mean {lowered[close[0]]!r}?" if close else ""
 
 
-def _fail(why: str = "") -> Any:
-    raise _Wrong(why)
-
-
-def wrong(hint: str) -> Any:
-    """Refuse the value a :class:`Kind` is converting, with ``hint`` (a sentence) ending the error."""
+def wrong(hint: str = "") -> Any:
+    """Refuse the value a :class:`Kind` is converting, with ``hint`` (a sentence), if any, ending the error."""
     raise _Wrong(hint)
 
 
@@ -314,9 +310,9 @@ def integer(minimum: int, maximum: int | None = None, *, integral_floats: bool =
         ):
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            _fail()
+            wrong()
         if value < minimum or (maximum is not None and value > maximum):
-            _fail()
+            wrong()
         return int(value)
 
     bound = f"of at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
@@ -328,12 +324,12 @@ def number(low: float, high: float, *, low_open: bool = False, high_open: bool =
 
     def convert(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            _fail()
+            wrong()
         value = float(value)
         below = value <= low if low_open else value < low
         above = value >= high if high_open else value > high
         if not math.isfinite(value) or below or above:
-            _fail()
+            wrong()
         return value
 
     return Kind(f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}", convert)
@@ -341,7 +337,7 @@ def number(low: float, high: float, *, low_open: bool = False, high_open: bool =
 
 def boolean() -> Kind:
     """``True`` or ``False`` (not ``0``, ``1`` or a string: a typo must not read as a switch)."""
-    return Kind("True or False", lambda value: value if isinstance(value, bool) else _fail())
+    return Kind("True or False", lambda value: value if isinstance(value, bool) else wrong())
 
 
 def path() -> Kind:
@@ -349,10 +345,10 @@ def path() -> Kind:
 
     def convert(value: Any) -> str:
         if not isinstance(value, (str, os.PathLike)):
-            _fail()
+            wrong()
         text = os.fspath(value)
         if not isinstance(text, str) or not text or "\0" in text:
-            _fail("" if isinstance(text, str) else "A bytes path is not one: pass os.fsdecode(path).")
+            wrong("" if isinstance(text, str) else "A bytes path is not one: pass os.fsdecode(path).")
         return text
 
     return Kind("a path (a str or os.PathLike, not empty)", convert)
@@ -365,12 +361,12 @@ def environ_mapping() -> Kind:
         if value is None:
             return value
         if not isinstance(value, Mapping):
-            _fail()
+            wrong()
         odd = next(
             ((key, item) for key, item in value.items() if not isinstance(key, str) or not isinstance(item, str)), None
         )
         if odd is not None:
-            _fail(f"Its entry {shown(odd[0])}: {shown(odd[1])} is not a str: str pair.")
+            wrong(f"Its entry {shown(odd[0])}: {shown(odd[1])} is not a str: str pair.")
         return value
 
     return Kind("None (os.environ) or a mapping of str to str", convert)
@@ -399,7 +395,7 @@ def either(*kinds: Kind) -> Kind:
                 return kind.convert(value)
             except (_Wrong, TypeError, ValueError):
                 continue
-        _fail()
+        wrong()
 
     return Kind(" or ".join(kind.expected for kind in kinds), convert)
 
@@ -419,9 +415,9 @@ def name_of(options: Iterable[str], *, enum: type | None = None) -> Kind:
         if enum is not None and isinstance(value, enum):
             value = value.value
         if not isinstance(value, str):
-            _fail()
+            wrong()
         if value.strip().lower() not in names:
-            _fail(nearest(value.strip(), names).strip())  # the hint: the closest name
+            wrong(nearest(value.strip(), names).strip())  # the hint: the closest name
         return value.strip().lower()
 
     return Kind(f"one of {', '.join(names)}", convert)
@@ -434,7 +430,7 @@ def folder() -> Kind:
         text = path().convert(value)
         problem = folder_problem(text)
         if problem:
-            _fail(f"{text} is not one: {problem}.")
+            wrong(f"{text} is not one: {problem}.")
         return text
 
     return Kind(

@@ -172,22 +172,19 @@ class HardwareSnapshot:
 def _snapshot_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of a snapshot's JSON checked for its type and range (unknown keys are
     ignored: a newer autodist may write more)."""
-    where = "the snapshot"
     opt = fields.optional
-    gpus = [
-        fields.mapping("gpus[]", gpu, where=where) for gpu in fields.sequence("gpus", data.get("gpus"), where=where)
-    ]
-    fields.count("len(gpus)", len(gpus), maximum=MAX_GPUS, where=where)
-    num_cpus = fields.count("num_cpus", data["num_cpus"], minimum=1, maximum=MAX_CPUS, where=where)
-    tpu = opt(fields.mapping, "tpu", data.get("tpu"), where=where)
+    gpus = [fields.mapping("gpus[]", gpu) for gpu in fields.sequence("gpus", data.get("gpus"))]
+    fields.count("len(gpus)", len(gpus), maximum=MAX_GPUS)
+    num_cpus = fields.count("num_cpus", data["num_cpus"], minimum=1, maximum=MAX_CPUS)
+    tpu = opt(fields.mapping, "tpu", data.get("tpu"))
     return {
-        "tensorflow_version": opt(fields.text, "tensorflow_version", data.get("tensorflow_version"), where=where),
-        "keras_version": opt(fields.text, "keras_version", data.get("keras_version"), where=where),
-        "keras_flavor": fields.choice("keras_flavor", data["keras_flavor"], ("keras3", "tf_keras"), where=where),
-        "platform": fields.text("platform", data["platform"], where=where),
+        "tensorflow_version": opt(fields.text, "tensorflow_version", data.get("tensorflow_version")),
+        "keras_version": opt(fields.text, "keras_version", data.get("keras_version")),
+        "keras_flavor": fields.choice("keras_flavor", data["keras_flavor"], ("keras3", "tf_keras")),
+        "platform": fields.text("platform", data["platform"]),
         "num_cpus": num_cpus,
         "host_memory_bytes": opt(
-            fields.count, "host_memory_bytes", data.get("host_memory_bytes"), maximum=MAX_MEMORY_BYTES, where=where
+            fields.count, "host_memory_bytes", data.get("host_memory_bytes"), maximum=MAX_MEMORY_BYTES
         ),
         # as AUTODIST_CPU_DEVICES on the machine itself (settings.cpu_devices_setting)
         "num_cpu_devices": fields.count(
@@ -195,51 +192,34 @@ def _snapshot_fields(data: Mapping[str, Any]) -> dict[str, Any]:
             data.get("num_cpu_devices", 1),
             minimum=1,
             maximum=max(MIN_CPU_DEVICES_BOUND, CPU_DEVICES_PER_CORE * num_cpus),
-            where=where,
         ),
         "gpus": tuple(
             GpuInfo(
-                fields.text("gpus[].name", gpu.get("name"), where=where),
-                opt(
-                    fields.count,
-                    "gpus[].memory_bytes",
-                    gpu.get("memory_bytes"),
-                    minimum=1,
-                    maximum=MAX_MEMORY_BYTES,
-                    where=where,
-                ),
-                opt(fields.text, "gpus[].compute_capability", gpu.get("compute_capability"), where=where),
+                fields.text("gpus[].name", gpu.get("name")),
+                opt(fields.count, "gpus[].memory_bytes", gpu.get("memory_bytes"), minimum=1, maximum=MAX_MEMORY_BYTES),
+                opt(fields.text, "gpus[].compute_capability", gpu.get("compute_capability")),
             )
             for gpu in gpus
         ),
-        "num_driver_gpus": opt(
-            fields.count, "num_driver_gpus", data.get("num_driver_gpus"), maximum=MAX_GPUS, where=where
-        ),
+        "num_driver_gpus": opt(fields.count, "num_driver_gpus", data.get("num_driver_gpus"), maximum=MAX_GPUS),
         "num_tensorflow_gpus": opt(
-            fields.count, "num_tensorflow_gpus", data.get("num_tensorflow_gpus"), maximum=MAX_GPUS, where=where
+            fields.count, "num_tensorflow_gpus", data.get("num_tensorflow_gpus"), maximum=MAX_GPUS
         ),
-        "tensorflow_cuda_build": opt(
-            fields.flag, "tensorflow_cuda_build", data.get("tensorflow_cuda_build"), where=where
-        ),
+        "tensorflow_cuda_build": opt(fields.flag, "tensorflow_cuda_build", data.get("tensorflow_cuda_build")),
         "tpu": None
         if not tpu
         else TpuInfo(
-            fields.text("tpu.source", tpu.get("source"), where=where),
-            opt(fields.text, "tpu.name", tpu.get("name"), where=where),
-            opt(fields.count, "tpu.num_cores", tpu.get("num_cores"), minimum=1, maximum=MAX_CPUS, where=where),
+            fields.text("tpu.source", tpu.get("source")),
+            opt(fields.text, "tpu.name", tpu.get("name")),
+            opt(fields.count, "tpu.num_cores", tpu.get("num_cores"), minimum=1, maximum=MAX_CPUS),
         ),
         "cluster": _snapshot_cluster(data.get("cluster")),
         "diagnostics": tuple(
-            fields.text("diagnostics[]", d, where=where)
-            for d in fields.sequence("diagnostics", data.get("diagnostics"), where=where)
+            fields.text("diagnostics[]", d) for d in fields.sequence("diagnostics", data.get("diagnostics"))
         ),
-        "keras_backend": fields.choice(
-            "keras_backend", data.get("keras_backend", "tensorflow"), KERAS_BACKENDS, where=where
-        ),
-        "jax_version": opt(fields.text, "jax_version", data.get("jax_version"), where=where),
-        "jax_devices": tuple(
-            _jax_device(d) for d in fields.sequence("jax_devices", data.get("jax_devices"), where=where)
-        ),
+        "keras_backend": fields.choice("keras_backend", data.get("keras_backend", "tensorflow"), KERAS_BACKENDS),
+        "jax_version": opt(fields.text, "jax_version", data.get("jax_version")),
+        "jax_devices": tuple(_jax_device(d) for d in fields.sequence("jax_devices", data.get("jax_devices"))),
     }
 
 
@@ -255,18 +235,12 @@ KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
 
 
 def _jax_device(raw: Any) -> JaxDevice:
-    where = "the snapshot"
-    device = fields.mapping("jax_devices[]", raw, where=where)
+    device = fields.mapping("jax_devices[]", raw)
     return JaxDevice(
-        fields.text("jax_devices[].platform", device.get("platform"), where=where),
-        fields.text("jax_devices[].kind", device.get("kind"), where=where),
+        fields.text("jax_devices[].platform", device.get("platform")),
+        fields.text("jax_devices[].kind", device.get("kind")),
         fields.optional(
-            fields.count,
-            "jax_devices[].memory_bytes",
-            device.get("memory_bytes"),
-            minimum=1,
-            maximum=MAX_MEMORY_BYTES,
-            where=where,
+            fields.count, "jax_devices[].memory_bytes", device.get("memory_bytes"), minimum=1, maximum=MAX_MEMORY_BYTES
         ),
     )
 
@@ -275,13 +249,13 @@ def _snapshot_cluster(raw: Any) -> ClusterInfo | None:
     """A snapshot's cluster, checked as TF_CONFIG is (task type and index inside the cluster)."""
     if raw is None:  # 0, false or "" are not a cluster: refused below
         return None
-    cluster = fields.mapping("cluster", raw, where="the snapshot")
+    cluster = fields.mapping("cluster", raw)
     info = validate_cluster(
         cluster.get("cluster_spec"),
         cluster.get("task_type"),
         cluster.get("task_index"),
-        source=f"the snapshot's cluster ({fields.text('cluster.source', cluster.get('source'), where='the snapshot')})",
+        source=f"the snapshot's cluster ({fields.text('cluster.source', cluster.get('source'))})",
         received=json.dumps(dict(cluster), default=str),
     )
-    rpc_layer = fields.optional(fields.text, "cluster.rpc_layer", cluster.get("rpc_layer"), where="the snapshot")
+    rpc_layer = fields.optional(fields.text, "cluster.rpc_layer", cluster.get("rpc_layer"))
     return ClusterInfo(cluster["source"], info.task_type, info.task_index, info.cluster_spec, rpc_layer)
