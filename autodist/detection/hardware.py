@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.metadata
 import importlib.util
@@ -91,10 +92,8 @@ def nvml_gpus() -> list[GpuInfo] | None:
             gpus.append(GpuInfo(name=name, memory_bytes=memory, compute_capability=capability))
         return gpus
     finally:
-        try:
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:
-            pass
 
 
 def tensorflow_gpus() -> list[GpuInfo] | None:

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -98,7 +99,7 @@ def beat(environ: Mapping[str, str] | None = None, *, done: bool = False) -> Non
     path = launcher_heartbeat(os.environ if environ is None else environ)
     if path is None:
         return
-    try:
+    with contextlib.suppress(OSError):  # the launcher is gone, or its folder: nothing to tell
         if done:
             os.remove(path)
             return
@@ -107,8 +108,6 @@ def beat(environ: Mapping[str, str] | None = None, *, done: bool = False) -> Non
             os.utime(descriptor)
         finally:
             os.close(descriptor)
-    except OSError:
-        pass  # the launcher is gone, or its folder: nothing to tell
 
 
 def heartbeat(keras_module: Any, *, per_batch: bool = True, environ: Mapping[str, str] | None = None) -> Any:

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
@@ -353,10 +354,8 @@ class JobFiles:
             self.network.close()
         shutil.rmtree(self.folder, ignore_errors=True)
         if self.lock is not None:  # autodist's own folder, not --backup-dir
-            try:
+            with contextlib.suppress(OSError):  # not empty: saves to resume from
                 os.rmdir(self.backup_dir)
-            except OSError:
-                pass  # saves to resume from
             try:
                 os.remove(self.backup_dir + ".lock")  # while held: see _lock
             finally:

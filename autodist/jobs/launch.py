@@ -222,12 +222,10 @@ class Launcher:
         check_start(self.spec, script, self.limits)
 
     def _print(self, line: str) -> None:
-        with self._lock:
-            try:
-                self.out.write(line + "\n")
-                self.out.flush()
-            except (BrokenPipeError, ValueError, OSError):
-                pass  # `launch ... | head` closed it: keep draining the tasks' output
+        # `launch ... | head` closed it: keep draining the tasks' output
+        with self._lock, contextlib.suppress(BrokenPipeError, ValueError, OSError):
+            self.out.write(line + "\n")
+            self.out.flush()
 
     @contextlib.contextmanager
     def _signals_deferred(self) -> Iterator[None]:
@@ -397,7 +395,8 @@ class Launcher:
                     return LaunchResult(TIMEOUT_EXIT_CODE, attempt + 1, message=reason, state=JobState.TIMED_OUT)
             raise AssertionError("unreachable: the last attempt returns")
         finally:
-            _restore_handlers(previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             if job is not None:
                 job.close()
 
@@ -411,10 +410,9 @@ class Launcher:
 
 
 def _wait(process: subprocess.Popen, timeout: float) -> None:
-    try:
+    # past the timeout, SIGKILL follows, or the process is unkillable (D state): nothing more to do
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pass  # SIGKILL follows, or the process is unkillable (D state): nothing more to do
 
 
 def _failed(outcome: _Outcome, attempts: int, summary: str) -> LaunchResult:
@@ -458,13 +456,6 @@ def _raise_on_termination(signals: dict[str, Any]) -> dict[int, Any]:
     return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
 
 
-def _restore_handlers(previous: dict[int, Any]) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
-
-
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -135,7 +136,5 @@ def _end(process: subprocess.Popen) -> None:
         process.wait(timeout=5)
     except Exception:
         process.kill()
-        try:
+        with contextlib.suppress(Exception):
             process.wait(timeout=5)
-        except Exception:
-            pass

@@ -105,10 +105,8 @@ def _fresh_fallback() -> str:
 
 def release_private_root() -> None:
     """Remove :func:`private_root` when nothing is left in it (autodist leaves no empty folder)."""
-    try:
+    with contextlib.suppress(OSError):  # in use by another job or run, or already gone
         os.rmdir(private_root_path())
-    except OSError:
-        pass  # in use by another job or run, or already gone
 
 
 def default_backup_root(cluster: ClusterInfo, environ: Mapping[str, str]) -> str:
@@ -161,7 +159,5 @@ def private_folder(folder: str) -> None:
         missing.append(folder)
         folder = os.path.dirname(folder)
     for path in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):  # another worker made it meanwhile
             os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass  # another worker made it meanwhile

@@ -94,10 +94,8 @@ def saves_from_checkpoint(saves: RaySaves) -> bool:
 def _metrics(epoch: int, logs: Mapping[str, Any] | None, **more: Any) -> dict[str, Any]:
     metrics: dict[str, Any] = {"epoch": epoch, **more}
     for name, value in (logs or {}).items():
-        try:
+        with contextlib.suppress(TypeError, ValueError):  # not a number: Ray's metrics are numbers
             metrics[name] = float(value)
-        except (TypeError, ValueError):
-            pass  # not a number: Ray's metrics are numbers
     return metrics
 
 
