@@ -162,20 +162,14 @@ def _versions_text(data: dict[str, Any] | None) -> list[str]:
     if not data:
         return []
     named = ", ".join(f"{name} {version}" for name, version in data["installed"].items() if version) or "none installed"
-    measured_prerelease = data.get("measured") and any(is_prerelease(v) for v in data["installed"].values())
-    verdict = (
-        "unsupported"
-        if data["error"]
-        else (
-            "newer than tested"
-            if data["notes"]
-            else (
-                "pre-releases the support matrix measured (its next sessions, docs/support-matrix.md)"
-                if measured_prerelease
-                else "supported (docs/support-matrix.md)"
-            )
-        )
-    )
+    if data["error"]:
+        verdict = "unsupported"
+    elif data["notes"]:
+        verdict = "newer than tested"
+    elif data.get("measured") and any(is_prerelease(v) for v in data["installed"].values()):
+        verdict = "pre-releases the support matrix measured (its next sessions, docs/support-matrix.md)"
+    else:
+        verdict = "supported (docs/support-matrix.md)"
     return [
         f"versions: {named}: {verdict}",
         *(f"  {line}" for line in ([data["error"]] if data["error"] else data["notes"])),
@@ -208,8 +202,7 @@ def _untested_text(versions: dict[str, Any] | None, rows: list[dict[str, str]] |
         "untested pair: each piece's state here, and the still-needed test that decides it "
         "(docs/support-matrix.md, 'Your own pair'):"
     ]
-    for row in rows or []:
-        lines.append(f"  touch {row['touch']}: {row['state']}; {row['still_needed']}")
+    lines += [f"  touch {row['touch']}: {row['state']}; {row['still_needed']}" for row in rows or []]
     for w in versions.get("workarounds") or []:
         state = {True: "applied where a plan needs it", False: "not applied"}.get(w["applied"], w["applied"])
         lines.append(f"  workaround {w['workaround']} (Keras {w['releases']}): {state}; {w['still_needed']}")
@@ -285,7 +278,7 @@ def plan_parser(subparsers: Any) -> None:
         help=f"one of {', '.join(STRATEGY_CHOICES)} (default auto)",
     )
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
-    parser.set_defaults(command=plan_command, render=lambda data: _plan_text(data))
+    parser.set_defaults(command=plan_command, render=_plan_text)
 
 
 def plan_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -419,15 +412,9 @@ def launch_command(args: argparse.Namespace) -> dict[str, Any]:
     dry run as for a launch (:class:`~autodist.jobs.launch.JobSpec`, :meth:`~autodist.jobs.launch.Launcher.check`)."""
     from autodist.jobs import launch
 
+    names = ("max_restarts", "timeout", "grace", "backup_dir", "stall_timeout")
     launcher = launch.Launcher(  # checks the counts and the limits
-        args.workers,
-        args.ps,
-        max_restarts=args.max_restarts,
-        timeout=args.timeout,
-        grace=args.grace,
-        backup_dir=args.backup_dir,
-        isolate=not args.no_isolate,
-        stall_timeout=args.stall_timeout,
+        args.workers, args.ps, isolate=not args.no_isolate, **{name: getattr(args, name) for name in names}
     )
     spec = launcher.spec
     if args.hosts is not None:  # a plan for other machines: their script, their limits
