@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -101,14 +102,11 @@ class KubernetesLayout:
 
     def cluster_spec(self) -> dict[str, list[str]]:
         """Every task's address, ``<host name>.<service>:<port + place in the cluster>``."""
-        spec: dict[str, list[str]] = {}
-        place = 0
-        for role, count in self.counts().items():
-            spec[role] = []
-            for index in range(count):
-                spec[role].append(f"{self.hostname(role, index)}.{self.service}:{self.port + place}")
-                place += 1
-        return spec
+        ports = itertools.count(self.port)
+        return {
+            role: [f"{self.hostname(role, index)}.{self.service}:{next(ports)}" for index in range(count)]
+            for role, count in self.counts().items()
+        }
 
 
 class KubernetesEnvironment:

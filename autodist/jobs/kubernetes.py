@@ -189,13 +189,8 @@ class ManifestSpec:
                 "Pass --egress open (the default: the pods' egress as the cluster has it) or --egress job (the "
                 "job's own pods and DNS only)."
             )
-        quantities = (
-            ("--cpu", cpu),
-            ("--memory", memory),
-            ("--cpu-limit", cpu_limit),
-            ("--memory-limit", memory_limit),
-        )
-        for flag, quantity in quantities:
+        quantities = {"--cpu": cpu, "--memory": memory, "--cpu-limit": cpu_limit, "--memory-limit": memory_limit}
+        for flag, quantity in quantities.items():
             if quantity is not None and not _QUANTITY.fullmatch(quantity):
                 raise ArgumentError(
                     f"{flag} {quantity!r} is not a Kubernetes quantity (Received: {flag} {json.dumps(quantity)}). "
@@ -349,15 +344,11 @@ def _network_policy(spec: ManifestSpec) -> dict[str, Any]:
 
 
 def _metadata(spec: ManifestSpec, name: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {
-        "name": name,
-        "labels": {JOB_LABEL: spec.layout.name, "app.kubernetes.io/managed-by": "autodist"},
-    }
-    if spec.namespace is not None:
-        metadata["namespace"] = spec.namespace
-    if spec.gives_up():
-        metadata["annotations"] = {GIVES_UP_KEY: " ".join(spec.gives_up())}
-    return metadata
+    """An object's: its pods' labels and annotations (:func:`_pod_metadata`), its name and namespace."""
+    pod = _pod_metadata(spec)
+    labels = pod.pop("labels") | {"app.kubernetes.io/managed-by": "autodist"}
+    namespace = {} if spec.namespace is None else {"namespace": spec.namespace}
+    return {"name": name, "labels": labels, **namespace, **pod}
 
 
 def _job(spec: ManifestSpec, role: str, count: int) -> dict[str, Any]:
@@ -390,10 +381,8 @@ def _job(spec: ManifestSpec, role: str, count: int) -> dict[str, Any]:
 def _pod_metadata(spec: ManifestSpec) -> dict[str, Any]:
     """A pod's labels (the Service and the NetworkPolicy select the job's pods by them), and what it
     gives up of the restricted defaults, where it does (``kubectl get pod -o yaml`` shows it)."""
-    metadata: dict[str, Any] = {"labels": {JOB_LABEL: spec.layout.name}}
-    if spec.gives_up():
-        metadata["annotations"] = {GIVES_UP_KEY: " ".join(spec.gives_up())}
-    return metadata
+    gives_up = {"annotations": {GIVES_UP_KEY: " ".join(spec.gives_up())}} if spec.gives_up() else {}
+    return {"labels": {JOB_LABEL: spec.layout.name}, **gives_up}
 
 
 def _pod(spec: ManifestSpec, role: str) -> dict[str, Any]:
@@ -472,10 +461,9 @@ _RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "nul
 
 
 def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    """A YAML scalar: a bool, an int, an empty dict or list (:func:`_lines` writes the others as blocks), a string."""
+    if isinstance(value, (bool, int, dict, list)):
+        return json.dumps(value)
     text = str(value)
     return text if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED else json.dumps(text)
 
@@ -513,7 +501,7 @@ def _lines(value: Any, indent: int) -> list[str]:
                 lines.append(f"{pad}{_scalar(key)}:")
                 lines += _lines(item, indent + (1 if isinstance(item, dict) else 0))
             else:
-                lines.append(f"{pad}{_scalar(key)}: {_empty(item)}")
+                lines.append(f"{pad}{_scalar(key)}: {_scalar(item)}")
         return lines
     for item in value:
         if isinstance(item, (dict, list)) and item:
@@ -521,13 +509,5 @@ def _lines(value: Any, indent: int) -> list[str]:
             lines.append(f"{pad}- {nested[0].lstrip()}")
             lines += nested[1:]
         else:
-            lines.append(f"{pad}- {_empty(item)}")
+            lines.append(f"{pad}- {_scalar(item)}")
     return lines
-
-
-def _empty(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{}"
-    if isinstance(value, list):
-        return "[]"
-    return _scalar(value)
