@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from typing import Protocol
@@ -247,12 +248,10 @@ def _check_slurm_size(nodelist: str, tasks_per_node: str, received: str) -> None
         autodist.errors.ClusterConfigError: SLURM lists more than 65536 nodes or tasks (Received: ). Expected the
         variables srun sets for one job of at most 65536 tasks. Check SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE.
     """
-    nodes = 0
-    for item in re.split(r",(?![^\[]*\])", nodelist):  # top-level items: "n[1-3]", "m1"
-        size = 1
-        for group in re.findall(r"\[([^\]]*)\]", item):
-            size *= sum(_range_size(part) for part in group.split(","))
-        nodes += size
+    nodes = sum(  # each top-level item ("n[1-3]", "m1"): the product of its groups' sizes
+        math.prod(sum(map(_range_size, group.split(","))) for group in re.findall(r"\[([^\]]*)\]", item))
+        for item in re.split(r",(?![^\[]*\])", nodelist)
+    )
     tasks = sum(
         int(count[:9] or 0) * int(times[:9] or 1)
         for count, times in re.findall(r"(\d+)(?:\(x(\d+)\))?", tasks_per_node)

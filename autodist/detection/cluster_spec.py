@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autodist import files
@@ -76,16 +76,8 @@ class ClusterInfo:
         return config
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "task_type": self.task_type,
-            "task_index": self.task_index,
-            "cluster_spec": {k: list(v) for k, v in self.cluster_spec.items()},
-            "rpc_layer": self.rpc_layer,
-            "num_workers": self.num_workers,
-            "num_ps": self.num_ps,
-            "is_chief": self.is_chief,
-        }
+        data = asdict(self) | {"cluster_spec": {k: list(v) for k, v in self.cluster_spec.items()}}
+        return data | {"num_workers": self.num_workers, "num_ps": self.num_ps, "is_chief": self.is_chief}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ClusterInfo:

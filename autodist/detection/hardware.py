@@ -142,10 +142,6 @@ def tpu_environment(environ: Mapping[str, str]) -> TpuInfo | None:
 # ----------------------------------------------------------------------------- detect
 
 
-def _cpu_devices(environ: Mapping[str, str]) -> int:
-    return cpu_devices_setting(environ, num_cpus())
-
-
 def _visible(gpus: list[GpuInfo], environ: Mapping[str, str]) -> list[GpuInfo]:
     """Apply ``CUDA_VISIBLE_DEVICES`` to the driver's list, as CUDA reads it.
 
@@ -245,7 +241,7 @@ def detect(environ: Mapping[str, str] | None = None, *, fast: bool = False) -> H
         platform=sys.platform,
         num_cpus=num_cpus(),
         host_memory_bytes=host_memory_bytes(),
-        num_cpu_devices=_cpu_devices(env),
+        num_cpu_devices=cpu_devices_setting(env, num_cpus()),
         gpus=tuple(_merge_gpus(visible_driver, tf_gpus)),
         num_driver_gpus=None if driver is None else len(driver),
         num_tensorflow_gpus=None if tf_gpus is None else len(tf_gpus),

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 import sys
@@ -131,6 +132,7 @@ def describe_model(model: Any) -> ModelInfo:
             bytes_per_param = 2
     flavor = keras_flavor_of(model)
     package = sys.modules.get("tf_keras" if flavor == "tf_keras" else "keras")
+    steps = ("train_step", "test_step", "compute_loss")
     return ModelInfo(
         num_params=num_params,
         optimizer=base,
@@ -144,8 +146,9 @@ def describe_model(model: Any) -> ModelInfo:
         activation_elements=activation_elements(model),
         variables=_trainable_paths(model),
         own_train_step=overrides(model, "train_step"),
-        own_steps=tuple(name for name in ("train_step", "test_step", "compute_loss") if overrides(model, name)),
-        own_steps_read_replicas=_reads_replicas(model, ("train_step", "test_step", "compute_loss")),
+        own_steps=tuple(name for name in steps if overrides(model, name)),
+        # a step that names num_replicas_in_sync scales its loss or metrics by the replicas itself
+        own_steps_read_replicas=_own_source_says(model, steps, lambda source: "num_replicas_in_sync" in source),
         mixed_precision=_mixed_policy(model),
         function_initializers=_function_initializers(model),
         **_layer_kinds(model),
@@ -216,13 +219,6 @@ def _own_source_says(obj: Any, methods: tuple[str, ...], says: Callable[[str], A
                 except (OSError, TypeError):
                     continue
     return False
-
-
-def _reads_replicas(model: Any, methods: tuple[str, ...]) -> bool:
-    """Whether the source of one of the model's own ``methods`` names ``num_replicas_in_sync``: a
-    step that scales its loss or metrics by the replicas itself. ``False`` when the source cannot
-    be read."""
-    return _own_source_says(model, methods, lambda source: "num_replicas_in_sync" in source)
 
 
 def _mixed_policy(model: Any) -> str | None:
@@ -328,12 +324,7 @@ def _trainable_paths(model: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
         weights = list(getattr(model, "trainable_weights", None) or [])
     except ValueError:  # tf_keras, not built
         return ()
-    found = []
-    for weight in weights:
-        path = getattr(weight, "path", None)
-        if isinstance(path, str):
-            found.append((path, tuple(int(d) for d in weight.shape)))
-    return tuple(found)
+    return tuple((w.path, tuple(int(d) for d in w.shape)) for w in weights if isinstance(getattr(w, "path", None), str))
 
 
 def activation_elements(model: Any) -> int | None:
@@ -418,10 +409,4 @@ def is_compiled(model: Any) -> bool:
 
 def keras_module(flavor: str) -> Any:
     """``tf_keras`` or ``keras``, as the flavor says."""
-    if flavor == "tf_keras":
-        import tf_keras
-
-        return tf_keras
-    import keras
-
-    return keras
+    return importlib.import_module("tf_keras" if flavor == "tf_keras" else "keras")
