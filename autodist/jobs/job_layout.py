@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import itertools
 import os
 import re
 import shlex
@@ -279,12 +280,8 @@ def visible_gpus(environ: Mapping[str, str]) -> list[str]:
     raw = environ.get("CUDA_VISIBLE_DEVICES")
     if raw is None:
         return [str(index) for index in range(len(hardware.nvml_gpus() or []))]
-    ids = []
-    for token in (part.strip() for part in raw.split(",")):
-        if not (token.isdigit() or token.startswith(("GPU-", "MIG-"))):
-            break
-        ids.append(token)
-    return ids
+    tokens = (part.strip() for part in raw.split(","))
+    return list(itertools.takewhile(lambda token: token.isdigit() or token.startswith(("GPU-", "MIG-")), tokens))
 
 
 def split_gpus(gpus: list[str], num_workers: int) -> list[str]:

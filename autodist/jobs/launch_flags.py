@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -121,10 +122,8 @@ def whole(flag: str, value: Any, minimum: int, meaning: str, *, maximum: int | N
     """
     number: int | None = None
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):  # not a whole number, or one of more than 4300 digits
             number = int(value.strip())
-        except ValueError:  # not a whole number, or one of more than 4300 digits
-            number = None
     elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
         number = int(value)
     if number is None or number < minimum or (maximum is not None and number > maximum):
@@ -154,10 +153,8 @@ def seconds(flag: str, value: Any, minimum: float, meaning: str, *, zero_is_off:
     """
     number: float | None = None
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             number = float(value.strip())
-        except ValueError:
-            number = None
     elif isinstance(value, numbers.Real) and not isinstance(value, bool):
         try:
             number = float(value)
@@ -322,50 +319,34 @@ def max_local_tasks(limits: MachineLimits) -> tuple[int, str]:
     """
     bounds: list[tuple[int, str]] = []
     if limits.open_files is not None:
-        bounds.append(
-            (
-                (limits.open_files - LAUNCHER_FDS) // TASK_FDS,
-                (
-                    f"The bound is the open-file limit (ulimit -n {limits.open_files}): the launcher holds "
-                    f"{TASK_FDS} file descriptor per task (its output pipe) and keeps {LAUNCHER_FDS} for itself. "
-                    "Run fewer tasks, or raise the limit (ulimit -n) before launching."
-                ),
-            )
+        reason = (
+            f"The bound is the open-file limit (ulimit -n {limits.open_files}): the launcher holds "
+            f"{TASK_FDS} file descriptor per task (its output pipe) and keeps {LAUNCHER_FDS} for itself. "
+            "Run fewer tasks, or raise the limit (ulimit -n) before launching."
         )
+        bounds.append(((limits.open_files - LAUNCHER_FDS) // TASK_FDS, reason))
     if limits.processes is not None:
-        bounds.append(
-            (
-                (limits.processes - LAUNCHER_THREADS) // TASK_THREADS,
-                (
-                    f"The bound is the process limit (ulimit -u {limits.processes}), which counts threads: a "
-                    f"TensorFlow task runs about {TASK_THREADS - 1} and the launcher reads each task's output "
-                    f"in one more, and {LAUNCHER_THREADS} are kept for the rest. Run fewer tasks, or raise the limit "
-                    "(ulimit -u)."
-                ),
-            )
+        reason = (
+            f"The bound is the process limit (ulimit -u {limits.processes}), which counts threads: a "
+            f"TensorFlow task runs about {TASK_THREADS - 1} and the launcher reads each task's output "
+            f"in one more, and {LAUNCHER_THREADS} are kept for the rest. Run fewer tasks, or raise the limit "
+            "(ulimit -u)."
         )
+        bounds.append(((limits.processes - LAUNCHER_THREADS) // TASK_THREADS, reason))
     if limits.memory_bytes is not None:
-        bounds.append(
-            (
-                limits.memory_bytes // TASK_MEMORY_BYTES,
-                (
-                    f"The bound is host memory: {limits.memory_bytes / 2**30:.1f} GiB holds "
-                    f"{limits.memory_bytes // TASK_MEMORY_BYTES} TensorFlow tasks of {TASK_MEMORY_BYTES // MIB} MiB "
-                    "each (the least a task takes, measured). Run fewer tasks, or spread the job over machines "
-                    "(--hosts prints a plan)."
-                ),
-            )
+        reason = (
+            f"The bound is host memory: {limits.memory_bytes / 2**30:.1f} GiB holds "
+            f"{limits.memory_bytes // TASK_MEMORY_BYTES} TensorFlow tasks of {TASK_MEMORY_BYTES // MIB} MiB "
+            "each (the least a task takes, measured). Run fewer tasks, or spread the job over machines "
+            "(--hosts prints a plan)."
         )
+        bounds.append((limits.memory_bytes // TASK_MEMORY_BYTES, reason))
     if limits.ports is not None:
-        bounds.append(
-            (
-                limits.ports,
-                (
-                    f"The bound is this machine's {limits.ports} ephemeral ports (net.ipv4.ip_local_port_range), "
-                    "one per task. Run fewer tasks, or spread the job over machines (--hosts prints a plan)."
-                ),
-            )
+        reason = (
+            f"The bound is this machine's {limits.ports} ephemeral ports (net.ipv4.ip_local_port_range), "
+            "one per task. Run fewer tasks, or spread the job over machines (--hosts prints a plan)."
         )
+        bounds.append((limits.ports, reason))
     if not bounds:
         import sys
 
