@@ -113,18 +113,16 @@ def _report(model: Any, metrics: dict[str, Any], state: dict[str, Any], saves: R
     """Every worker reports (a barrier); worker 0 with its model and its saves."""
     import ray.train  # imported already: this process is a Ray Train worker
 
-    if not chief:
-        with _checkpoint_folder() as folder:
-            model.save(os.path.join(folder, RAY_MODEL_FILE))  # saving may run collectives: every worker saves
-        ray.train.report(metrics)
-        return
     with _checkpoint_folder() as folder:
-        model.save(os.path.join(folder, RAY_MODEL_FILE))
-        with open(os.path.join(folder, RAY_STATE_FILE), "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-        if saves is not None:
-            saves.copy_into(folder)
-        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
+        model.save(os.path.join(folder, RAY_MODEL_FILE))  # saving may run collectives: every worker saves
+        if chief:
+            with open(os.path.join(folder, RAY_STATE_FILE), "w", encoding="utf-8") as handle:
+                json.dump(state, handle)
+            if saves is not None:
+                saves.copy_into(folder)
+            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
+    if not chief:  # once its folder is gone
+        ray.train.report(metrics)
 
 
 def report_saves(model: Any, saves: RaySaves, epoch: int, step: int, logs: Mapping[str, Any] | None = None) -> None:
