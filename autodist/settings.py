@@ -267,13 +267,8 @@ def grace_setting(environ: Mapping[str, str]) -> float | None:
         (6.0, None)
     """
     raw = environ.get(GRACE_ENV, "").strip()
-    return (
-        None
-        if not raw
-        else _seconds(
-            raw, GRACE_ENV, "It is the launcher's --grace: the seconds between SIGTERM and SIGKILL; for example 30."
-        )
-    )
+    meaning = "It is the launcher's --grace: the seconds between SIGTERM and SIGKILL; for example 30."
+    return _seconds(raw, GRACE_ENV, meaning) if raw else None
 
 
 def check_settings(environ: Mapping[str, str]) -> None:
@@ -379,11 +374,8 @@ def tune_budget_setting(environ: Mapping[str, str], default: float) -> float:
         (30.0, 60.0)
     """
     raw = environ.get(TUNE_BUDGET_ENV, "").strip()
-    return (
-        _seconds(raw, TUNE_BUDGET_ENV, 'It bounds how long strategy="tune" times candidates; for example 60.')
-        if raw
-        else default
-    )
+    meaning = 'It bounds how long strategy="tune" times candidates; for example 60.'
+    return _seconds(raw, TUNE_BUDGET_ENV, meaning) if raw else default
 
 
 def peer_timeout_setting(environ: Mapping[str, str], given: float | None = None) -> float | None:

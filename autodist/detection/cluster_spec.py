@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from autodist import files
@@ -274,9 +274,7 @@ def parse_tf_config(raw: str, *, source: str = "TF_CONFIG") -> ClusterInfo | Non
             f'{source} "rpc_layer" is {rpc_layer!r} (Received: {source}={shorten(raw)}). Expected one of '
             f'{", ".join(RPC_LAYERS)} (TensorFlow\'s servers speak gRPC). Remove it, or set "grpc".'
         )
-    if rpc_layer:
-        info = ClusterInfo(info.source, info.task_type, info.task_index, info.cluster_spec, rpc_layer)
-    return info
+    return replace(info, rpc_layer=rpc_layer) if rpc_layer else info
 
 
 def _from_sparse_cluster(sparse: Any, *, source: str, raw: str) -> dict[str, list[str]]:

@@ -390,7 +390,6 @@ def _lock(backup: str, command: list[str]) -> int:
 
 
 def _names(path: str, descriptor: int) -> bool:
-    """Whether ``path`` names the file open as ``descriptor``."""
     try:
         found, held = os.lstat(path), os.fstat(descriptor)
     except OSError:

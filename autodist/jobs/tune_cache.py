@@ -62,9 +62,6 @@ def write_cache(key: dict[str, Any], choice: str, timings: list[Timing], seconds
 def cached_decisions() -> list[dict[str, Any]]:
     """Every cached ``tune`` decision (for ``python -m autodist inspect``), newest first."""
     folder = _cache_folder()
-    found = []
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        record = read_cache(name[: -len(".json")]) if name.endswith(".json") else None
-        if record is not None:
-            found.append(record)
-    return sorted(found, key=lambda r: r.get("date", ""), reverse=True)
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    found = [read_cache(name[: -len(".json")]) for name in names if name.endswith(".json")]
+    return sorted((r for r in found if r is not None), key=lambda r: r.get("date", ""), reverse=True)
