@@ -152,15 +152,8 @@ def task_table(
     rows = []
     for host, config in zip(hosts, task_configs(cluster)):
         name = task_name(config)
-        rows.append(
-            {
-                "task": name,
-                "host": host,
-                "tf_config": config,
-                "env": dict((env or {}).get(name, {})),
-                "command": command,
-            }
-        )
+        extra = dict((env or {}).get(name, {}))
+        rows.append({"task": name, "host": host, "tf_config": config, "env": extra, "command": command})
     return rows
 
 

@@ -69,12 +69,7 @@ def private_root() -> str:
     if found:
         return found
     info = os.lstat(root)
-    for candidate in _fallbacks():
-        if _usable(candidate):
-            STATE.private_root = candidate
-            break
-    else:
-        _fresh_fallback()
+    STATE.private_root = next(filter(_usable, _fallbacks()), None) or _fresh_fallback()
     get_logger().warning(
         f"autodist: {root} is not a folder private to you (owner uid {info.st_uid}, mode "
         f"{stat.S_IMODE(info.st_mode):o}); autodist keeps its files in {STATE.private_root} instead. "
