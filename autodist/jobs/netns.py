@@ -75,7 +75,6 @@ class PrivateNetwork:
 
     def __init__(self, holder: subprocess.Popen, joins_user: bool) -> None:
         self.holder = holder
-        self.pid = holder.pid
         # Opened once, now: a task joins this namespace even if the holder has died since, and
         # never another process's, should its pid be reused.
         kinds = ("user", "net") if joins_user else ("net",)

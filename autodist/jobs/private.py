@@ -69,7 +69,9 @@ def private_root() -> str:
     if found:
         return found
     info = os.lstat(root)
-    STATE.private_root = next(filter(_usable, _fallbacks()), None) or _fresh_fallback()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    fallbacks = [os.path.join(folder, "autodist") for folder in (os.environ.get("XDG_RUNTIME_DIR"), cache) if folder]
+    STATE.private_root = next(filter(_usable, fallbacks), None) or _fresh_fallback()
     get_logger().warning(
         f"autodist: {root} is not a folder private to you (owner uid {info.st_uid}, mode "
         f"{stat.S_IMODE(info.st_mode):o}); autodist keeps its files in {STATE.private_root} instead. "
@@ -85,12 +87,6 @@ def _usable(path: str) -> str | None:
         return path if is_private_folder(os.lstat(path)) else None
     except OSError:
         return None
-
-
-def _fallbacks() -> list[str]:
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return [os.path.join(folder, "autodist") for folder in (runtime, cache) if folder]
 
 
 def _fresh_fallback() -> str:
