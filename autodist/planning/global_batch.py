@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import itertools
-
 import math
 import numbers
 from dataclasses import dataclass
@@ -150,8 +149,7 @@ def shares_of(batch: int, num_replicas: int) -> tuple[int, ...]:
 
 def feeds_every_replica(batch: int, num_replicas: int) -> bool:
     """Whether a batch of ``batch`` samples gives each of ``num_replicas`` replicas at least one,
-    split as TensorFlow splits a batch of a size it cannot see (Keras's array inputs): every
-    replica but the last takes ``ceil(batch / num_replicas)``, the last what remains.
+    split as TensorFlow splits it (:func:`shares_of`).
 
     Example:
         >>> feeds_every_replica(4, 3), feeds_every_replica(5, 3), feeds_every_replica(1, 1)
@@ -187,11 +185,8 @@ def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> t
         return None
     smaller = range(min(batch_size, num_samples) - 1, num_replicas - 1, -1)
     larger = range(max(batch_size + 1, num_replicas), num_samples + 1)
-    size = (
-        next((size for size in itertools.chain(smaller, larger) if fed(size)), None)
-        if num_samples >= num_replicas
-        else None
-    )
+    # both ranges are empty where there are fewer samples than replicas
+    size = next((size for size in itertools.chain(smaller, larger) if fed(size)), None)
     if size is not None:
         return size, 1
     copies = next(k for k in range(1, num_replicas + 1) if feeds_every_replica(num_samples * k, num_replicas))

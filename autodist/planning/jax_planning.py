@@ -119,10 +119,8 @@ def _choose_mesh(
     budget = int(fraction * min(memories)) if memories else None
     batch = batch_size or KERAS_DEFAULT_BATCH_SIZE
     replicated = _estimate(info, (), 1, math.ceil(batch / total))
-    if forced == K.DATA_PARALLEL or (
-        forced is None and (budget is None or replicated is None or replicated.device_bytes <= budget)
-    ):
-        fits = budget is None or replicated is None or replicated.device_bytes <= budget
+    fits = budget is None or replicated is None or replicated.device_bytes <= budget
+    if forced == K.DATA_PARALLEL or (forced is None and fits):
         why = (
             "device memory unknown (CPU devices)"
             if budget is None
