@@ -40,7 +40,7 @@ from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.fields import nearest, shown
 from autodist.planning import choosers
-from autodist.planning.arguments import STRATEGY_NAMES, check_plan_arguments, check_snapshot
+from autodist.planning.arguments import PLAN_PARAMETERS, STRATEGY_NAMES, check_plan_arguments, check_snapshot
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
 from autodist.planning.plans import (
@@ -109,24 +109,8 @@ def plan(
     # AUTODIST_STRATEGY is read here, for every caller that passes its environment
     forced_by = strategy_source(settings, strategy)
     strategy = strategy_setting(settings, strategy)
-    checked = _check_arguments(
-        snapshot,
-        dict(
-            model=model,
-            model_info=model_info,
-            num_params=num_params,
-            batch_size=batch_size,
-            strategy=strategy,
-            gpu_memory_fraction=gpu_memory_fraction,
-            activation_fraction=activation_fraction,
-            optimizer_slots=optimizer_slots,
-            peer_timeout_seconds=peer_timeout_seconds,
-            environ=environ,
-            fit_facts=fit_facts,
-            refuse_when_nothing_fits=refuse_when_nothing_fits,
-            kept=kept,
-        ),
-    )
+    # every keyword as given, in the signature's order (the first bad one is the one named), the strategy as set
+    checked = _check_arguments(snapshot, {name: value for name, value in locals().items() if name in PLAN_PARAMETERS})
     strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (
         checked.get(name, default) for name, default in _DEFAULTS
     )
@@ -266,9 +250,8 @@ def _choose(
     layout = choosers.choose_layout(snapshot, kind.value)
     if forced is not None:
         return kind, layout
-    unmovable = fit_facts.unmovable if fit_facts is not None else None
-    unsplittable = fit_facts.unsplittable if fit_facts is not None else None
-    return choosers.choose_unsplit(snapshot, kind, layout, batch_size, unmovable, unsplittable)
+    facts = fit_facts or FitFacts()
+    return choosers.choose_unsplit(snapshot, kind, layout, batch_size, facts.unmovable, facts.unsplittable)
 
 
 def _keep(
