@@ -503,7 +503,6 @@ def last_batch(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> La
 
 
 def _uneven_last_batch(split: LastBatch, replicas: int, batch: int) -> str:
-    """The warning for an epoch whose last batch does not split evenly over the replicas."""
     return (
         f"The last batch of each epoch, {split.last} of {split.count} samples (global batch {batch}), splits "
         f"{'/'.join(map(str, split.shares))} over {replicas} replicas. tf.distribute averages each "

@@ -67,13 +67,8 @@ def validate_batch_size(batch_size: Any, *, name: str = "batch_size") -> int:
         (64, 32)
     """
     value = batch_size
-    if (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, (bool, numbers.Integral))
-        and math.isfinite(value)
-        and float(value).is_integer()
-    ):
-        value = int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) and math.isfinite(value):
+        value = int(value) if float(value).is_integer() else value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_BATCH_SIZE:
         raise BatchSizeError(
             f"{name} must be an integer from 1 to {MAX_BATCH_SIZE} (Received: {name}={shown(batch_size)}, "
