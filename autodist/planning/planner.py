@@ -4,21 +4,9 @@
 given: the same inputs give the same plan, with the reasons for each choice as data. It is a
 short sequence of choosers (:mod:`autodist.planning.choosers`, where the rules are): the strategy, its
 layout, the global batch, the coordinator's threads, the compile settings and Keras workarounds,
-and ``steps_per_execution``. The plan's data type is in :mod:`autodist.planning.plans`.
-
-Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
-``steps_per_execution=1`` runs 8 steps per call (faster: ``python -m benchmarks``), unless a callback uses
-batch-level hooks, ``steps_per_epoch``/``validation_steps`` is given, the input's length is
-unknown, the model runs eagerly or the fit is shorter than 128 steps
-(:func:`autodist.planning.steps_per_execution.choose_steps_per_execution`);
-``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
-
-Memory: the plan estimates, per device, what the chosen strategy needs to train the model
-(weights, gradients, optimizer slots and step, and activations from the model's layer output
-sizes x the per-replica batch; :mod:`autodist.planning.memory_model`). With GPUs, the model trains
-replicated when that fits ``gpu_memory_fraction`` (default 0.9) of the smallest GPU, else under
-``central_storage`` when each GPU's part fits and the host holds the rest, else nowhere: a
-``StrategyUnavailableError`` with the numbers and the options.
+and ``steps_per_execution`` (its default on one device: :mod:`autodist.planning.steps_per_execution`). A
+model's memory per device decides between a replicated strategy and ``central_storage`` on GPUs
+(:mod:`autodist.planning.memory_model`). The plan's data type is in :mod:`autodist.planning.plans`.
 
 Example:
     >>> from autodist import HardwareSnapshot, GpuInfo, plan
