@@ -127,12 +127,9 @@ def _choose_mesh(
             else f"needs {_size(replicated.device_bytes if replicated else None)} per device of {_size(budget)} "
             f"({fraction:g} of the smallest device)"
         )
-        return (
-            1,
-            (),
-            ((f"the model fits one device: {why}",) if fits else ()),
-            (() if fits else (f"strategy='data_parallel' was forced and the model does not fit one device: it {why}",)),
-        )
+        if fits:
+            return 1, (), (f"the model fits one device: {why}",), ()
+        return 1, (), (), (f"strategy='data_parallel' was forced and the model does not fit one device: it {why}",)
     if not info.variables and forced is None:
         return _refused(
             f"The model needs {_size(replicated.device_bytes)} per device replicated, more than {_size(budget)} "
