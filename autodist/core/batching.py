@@ -36,7 +36,6 @@ __all__ = [
     "dataset_batch_size",
     "file_source_count",
     "describe_batching",
-    "variable_length_parts",
     "prepare_dataset",
     "own_shard",
     "shard_policy",
@@ -92,18 +91,13 @@ def prepare_dataset(
     import tensorflow as tf
 
     batching = describe_batching(dataset)
-    if not rebatch:
-        pass
-    elif not batching.batched:
+    if rebatch and not batching.batched:
         _refuse_variable_length(dataset, global_batch_size)
         dataset = dataset.batch(global_batch_size, drop_remainder=drop_remainder)
-    elif drop_remainder or batching.size != global_batch_size:
+    elif rebatch and (drop_remainder or batching.size != global_batch_size):
         dataset = dataset.rebatch(global_batch_size, drop_remainder=drop_remainder)
-    current = dataset.options().experimental_distribute.auto_shard_policy
-    if current == tf.data.experimental.AutoShardPolicy.AUTO:
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = shard_policy(dataset, num_workers)[0]
-        dataset = dataset.with_options(options)
+    if dataset.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.AUTO:
+        dataset = _sharded(dataset, shard_policy(dataset, num_workers)[0])
     return dataset
 
 
@@ -120,11 +114,11 @@ def _refuse_variable_length(dataset: Any, global_batch_size: int) -> None:
         )
 
 
-def _with_data_sharding(dataset: Any) -> Any:
+def _sharded(dataset: Any, policy: Any) -> Any:
     import tensorflow as tf
 
     options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    options.experimental_distribute.auto_shard_policy = policy
     return dataset.with_options(options)
 
 
@@ -166,6 +160,8 @@ def arrays_to_dataset(
 
     import tensorflow as tf
 
+    data_sharding = tf.data.experimental.AutoShardPolicy.DATA
+
     def slice_all(structure: Any, start: int, stop: int | None) -> Any:
         return tf.nest.map_structure(lambda a: a[start:stop], structure)
 
@@ -179,11 +175,8 @@ def arrays_to_dataset(
         split_at = int(math.floor(num_samples * (1.0 - validation_split)))
         validation_parts = tuple(None if p is None else slice_all(p, split_at, None) for p in parts)
         parts = tuple(None if p is None else slice_all(p, 0, split_at) for p in parts)
-        validation = _with_data_sharding(
-            tf.data.Dataset.from_tensor_slices(_pack(validation_parts)).batch(
-                global_batch_size, drop_remainder=drop_remainder
-            )
-        )
+        validation = tf.data.Dataset.from_tensor_slices(_pack(validation_parts))
+        validation = _sharded(validation.batch(global_batch_size, drop_remainder=drop_remainder), data_sharding)
         num_samples = split_at
     indices = _epoch_batches(num_samples, global_batch_size, drop_remainder=drop_remainder, shuffle=shuffle, seed=seed)
     data = tf.nest.map_structure(tf.convert_to_tensor, _pack(parts))
@@ -192,7 +185,7 @@ def arrays_to_dataset(
         lambda batch, arrays: tf.nest.map_structure(lambda a: tf.gather(a, batch, axis=0), arrays),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
-    return _with_data_sharding(train), validation
+    return _sharded(train, data_sharding), validation
 
 
 def _epoch_batches(num_samples: int, batch_size: int, *, drop_remainder: bool, shuffle: bool, seed: int) -> Any:

@@ -82,16 +82,15 @@ class ChiefDuties:
         user_backups = [cb for cb in callbacks if isinstance(cb, backup_cls)]
         for cb in user_backups if per_worker else ():  # Keras 3 shared-folder bug: one per worker
             self._set(cb, "backup_dir", backup_folder(cb.backup_dir, self.cluster.task_type, self.cluster.task_index))
-            _refresh_backup_paths(cb)
+            backup_paths_under(cb, cb.backup_dir)  # Keras derives file names from backup_dir in __init__
         if not self.cluster.is_chief:
             for cb in callbacks:
                 if isinstance(cb, backup_cls):
                     continue
                 for attribute in FILE_ATTRIBUTES:
                     value = getattr(cb, attribute, None)
-                    value = (
-                        os.fspath(value) if isinstance(value, os.PathLike) else value
-                    )  # a pathlib.Path in a callback of the user's own
+                    # a pathlib.Path in a callback of the user's own
+                    value = os.fspath(value) if isinstance(value, os.PathLike) else value
                     if isinstance(value, str) and value:
                         self._set(
                             cb,
@@ -134,7 +133,7 @@ class ChiefDuties:
         for obj, attribute, value in reversed(self._changed):
             setattr(obj, attribute, value)
             if attribute == "backup_dir":
-                _refresh_backup_paths(obj)
+                backup_paths_under(obj, obj.backup_dir)
         self._changed.clear()
         if self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
@@ -146,16 +145,9 @@ class ChiefDuties:
                 backup_folder(self._backup_root, self.cluster.task_type, self.cluster.task_index),
                 self._backup_root,
             ):
-                try:
+                with contextlib.suppress(OSError):
                     os.rmdir(folder)
-                except OSError:
-                    pass
             release_private_root()
-
-
-def _refresh_backup_paths(callback: Any) -> None:
-    """Keras derives file names from ``backup_dir`` in ``__init__``; keep them in step."""
-    backup_paths_under(callback, callback.backup_dir)
 
 
 #: Batch hooks that run during ``fit`` (validation runs the test ones).
@@ -169,14 +161,6 @@ BATCH_HOOKS = (
 )
 
 
-def _callback_base(callback: Any) -> Any:
-    """The Keras ``Callback`` class (Keras 3 or tf_keras) that ``callback`` derives from."""
-    for cls in type(callback).__mro__:
-        if cls.__name__ == "Callback" and cls.__module__.startswith(("keras", "tf_keras")):
-            return cls
-    return None
-
-
 def uses_batch_hooks(callback: Any) -> bool:
     """Whether a callback overrides a batch hook (a method or, as LambdaCallback does, an
     attribute). A callback that derives from no Keras ``Callback`` counts as using them.
@@ -186,7 +170,8 @@ def uses_batch_hooks(callback: Any) -> bool:
         >>> uses_batch_hooks(keras.callbacks.History()), uses_batch_hooks(keras.callbacks.TerminateOnNaN())
         (False, True)
     """
-    base = _callback_base(callback)
+    bases = type(callback).__mro__
+    base = next((c for c in bases if c.__name__ == "Callback" and c.__module__.startswith(("keras", "tf_keras"))), None)
     if base is None:
         return True
     for name in BATCH_HOOKS:

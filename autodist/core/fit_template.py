@@ -102,8 +102,6 @@ def _copied_back_if_interrupted(stages: FitStages, model: Any, placed: Placed) -
         yield
     except BaseException:
         if placed.moved:
-            try:
+            with contextlib.suppress(Exception):  # the original error matters more
                 stages.copy_back(placed.trained, model)
-            except Exception:  # the original error matters more
-                pass
         raise

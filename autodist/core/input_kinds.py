@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import collections.abc
 import dataclasses
 import functools
 import inspect
@@ -36,6 +35,7 @@ from typing import Any, ClassVar
 from autodist.detection.ray_train import is_data_iterator
 from autodist.errors import AutodistError
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
+from autodist.planning.strategy_types import subclasses
 from autodist.core.batching import own_shard
 from autodist.process import draws_kept
 from autodist.ray.data import from_ray_data
@@ -44,6 +44,7 @@ from autodist.upstream.tf_data import (
     finite_cardinality,
     is_batched,
     is_dataset,
+    leaves,
     reshuffles,
     repeated_shuffles,
     samples_per_pass,
@@ -234,7 +235,7 @@ class Arrays(Input):
 
     @staticmethod
     def takes(x: Any) -> bool:
-        return _array_like(x)
+        return all(_pandas(v) or (hasattr(v, "shape") and hasattr(v, "dtype")) for v in leaves(x))
 
     @functools.cached_property
     def arrays(self) -> Any:
@@ -247,7 +248,7 @@ class Arrays(Input):
     @property
     def from_pandas(self) -> bool:
         """Whether ``raw`` holds pandas objects (``arrays`` is then a converted copy)."""
-        return _holds_pandas(self.raw)
+        return any(_pandas(v) for v in leaves(self.raw))
 
     @functools.cached_property
     def numpy_only(self) -> bool:
@@ -276,9 +277,8 @@ class Arrays(Input):
         return num_samples(self.raw)
 
     def training_samples(self, fit_kwargs: Mapping[str, Any]) -> int:
-        """Samples ``fit`` trains on: all, less Keras's ``validation_split`` (unless
-        ``validation_data`` is given, which wins)."""
-        return training_samples(self.raw, fit_kwargs)
+        """Samples ``fit`` trains on: all, less Keras's ``validation_split`` (:func:`training_split`)."""
+        return training_split(self.raw, fit_kwargs)[0]
 
     def epoch_samples(self, fit_kwargs: Mapping[str, Any]) -> int | None:
         try:
@@ -417,7 +417,7 @@ class Stream(_BatchesItself):
 
     @staticmethod
     def takes(x: Any) -> bool:
-        return inspect.isgenerator(x) or isinstance(x, collections.abc.Iterator)
+        return inspect.isgenerator(x) or isinstance(x, Iterator)
 
     def length_unknown(self) -> bool:
         return inspect.isgenerator(self.raw) or not hasattr(self.raw, "__len__")
@@ -475,18 +475,8 @@ def classify(x: Any, y: Any = None) -> Input:
     """The kind of input ``x`` is, with its targets ``y``: the one place autodist looks at what
     the caller passed as training data. Each kind says what it takes (``takes``), asked in the
     order of their ``rank`` (a kind defined elsewhere, a test's own, too); :class:`Other` takes the rest."""
-    kinds = sorted(_kinds(), key=lambda kind: kind.rank)
+    kinds = sorted(subclasses(Input), key=lambda kind: kind.rank)
     return next((kind for kind in kinds if kind.takes(x)), Other)(x, y)
-
-
-def _kinds() -> list[type[Input]]:
-    """Every kind of input defined so far: Python's own record of :class:`Input`'s subclasses."""
-    found, pending = [], list(Input.__subclasses__())
-    while pending:
-        kind = pending.pop(0)
-        pending += kind.__subclasses__()
-        found.append(kind)
-    return found
 
 
 def numpy_view(data: Any) -> Any:
@@ -505,22 +495,6 @@ def _pandas(x: Any) -> bool:
     return type(x).__module__.startswith("pandas") and callable(getattr(x, "to_numpy", None))
 
 
-def _holds_pandas(x: Any) -> bool:
-    if isinstance(x, Mapping):
-        return any(_holds_pandas(v) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return any(_holds_pandas(v) for v in x)
-    return _pandas(x)
-
-
-def _array_like(x: Any) -> bool:
-    if isinstance(x, Mapping):
-        return all(_array_like(v) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return all(_array_like(v) for v in x)
-    return _pandas(x) or (hasattr(x, "shape") and hasattr(x, "dtype"))
-
-
 def _head(x: Any, count: int) -> Any:
     if isinstance(x, Mapping):
         return {key: _head(value, count) for key, value in x.items()}
@@ -530,13 +504,10 @@ def _head(x: Any, count: int) -> Any:
 
 
 def _unsliceable(x: Any) -> Any:
-    """The first leaf of ``x`` (in dicts, lists and tuples) that has a shape but cannot be sliced
-    (a composite tensor); ``None``."""
-    if isinstance(x, Mapping):
-        return next((found for value in x.values() if (found := _unsliceable(value)) is not None), None)
-    if isinstance(x, (list, tuple)):
-        return next((found for value in x if (found := _unsliceable(value)) is not None), None)
-    return x if getattr(x, "shape", None) is not None and not hasattr(type(x), "__getitem__") else None
+    """The first leaf of ``x`` that has a shape but cannot be sliced (a composite tensor); ``None``."""
+    return next(
+        (v for v in leaves(x) if getattr(v, "shape", None) is not None and not hasattr(type(v), "__getitem__")), None
+    )
 
 
 def numpy_only(x: Any) -> bool:
@@ -562,8 +533,8 @@ def num_samples(x: Any) -> int:
         3
     """
     first = x
-    while isinstance(first, (collections.abc.Mapping, list, tuple)) and len(first) > 0:
-        first = first[sorted(first)[0]] if isinstance(first, collections.abc.Mapping) else first[0]
+    while isinstance(first, (Mapping, list, tuple)) and len(first) > 0:
+        first = first[sorted(first)[0]] if isinstance(first, Mapping) else first[0]
     if not hasattr(first, "__len__") and getattr(first, "shape", None) is not None:
         # a composite tensor (tf.SparseTensor, a tf.experimental.ExtensionType with a shape): its
         # leading dimension, as Keras's data adapter reads it
@@ -571,11 +542,11 @@ def num_samples(x: Any) -> int:
     return int(len(first))
 
 
-def training_samples(x: Any, fit_kwargs: Mapping[str, Any]) -> int:
-    """Samples ``fit`` trains on of arrays ``x``: all, less Keras's ``validation_split`` (unless
-    ``validation_data`` is given, which wins)."""
+def training_split(x: Any, fit_kwargs: Mapping[str, Any]) -> tuple[int, float]:
+    """The samples ``fit`` trains on of arrays ``x``, and Keras's ``validation_split`` it holds out
+    of them (``0.0`` where ``validation_data`` is given, which wins, as in Keras)."""
     split = 0.0 if fit_kwargs.get("validation_data") is not None else float(fit_kwargs.get("validation_split") or 0.0)
-    return int(math.floor(num_samples(x) * (1.0 - split)))
+    return int(math.floor(num_samples(x) * (1.0 - split))), split
 
 
 def first_batch(x: Any) -> Any:
@@ -599,19 +570,13 @@ def first_batch_size(x: Any) -> int | None:
         16
     """
     try:
-        stack = [first_batch(x)]
+        first = first_batch(x)
     except Exception:  # noqa: BLE001 - the user's __getitem__; Keras raises it again, in its words
         return None
-    while stack:
-        part = stack.pop(0)
-        if isinstance(part, Mapping):
-            stack[:0] = list(part.values())
-        elif isinstance(part, (list, tuple)):
-            stack[:0] = list(part)
-        else:
-            shape = getattr(part, "shape", None)
-            try:
-                return int(shape[0])
-            except (TypeError, ValueError, IndexError):  # no shape, a scalar, an unknown size or rank: look further
-                continue
+    for part in leaves(first):
+        shape = getattr(part, "shape", None)
+        try:
+            return int(shape[0])
+        except (TypeError, ValueError, IndexError):  # no shape, a scalar, an unknown size or rank: look further
+            continue
     return None

@@ -32,6 +32,7 @@ from autodist.core.input_kinds import (
     Stream,
     classify,
     numpy_view,
+    training_split,
 )
 from autodist.errors import ArgumentError, BatchSizeError
 from autodist.log import get_logger
@@ -281,14 +282,11 @@ def _arrays_as_dataset(
 ) -> TrainingInput:
     """Multi-worker and TPU: the arrays as a dataset every worker reads the same way
     (:func:`autodist.core.batching.arrays_to_dataset`); the new ``fit`` keywords lose what it took over."""
-
     batch, drop = the_plan.global_batch_size, the_plan.drop_remainder
     assert batch is not None
     given_validation = fit_kwargs.get("validation_data")
-    # as in Keras: validation_data wins over validation_split
-    split = 0.0 if given_validation is not None else float(fit_kwargs.get("validation_split", 0.0) or 0.0)
+    train_samples, split = training_split(data.raw, fit_kwargs)
     num_samples = data.samples()
-    train_samples = int(math.floor(num_samples * (1.0 - split)))
     if train_samples == 0 or (drop and train_samples < batch):
         raise BatchSizeError(
             f"autodist has {train_samples} training samples (of {num_samples}) and a global batch of "
@@ -505,7 +503,6 @@ def last_batch(data: Input, the_plan: Plan, fit_kwargs: Mapping[str, Any]) -> La
 
 
 def _uneven_last_batch(split: LastBatch, replicas: int, batch: int) -> str:
-    """The warning for an epoch whose last batch does not split evenly over the replicas."""
     return (
         f"The last batch of each epoch, {split.last} of {split.count} samples (global batch {batch}), splits "
         f"{'/'.join(map(str, split.shares))} over {replicas} replicas. tf.distribute averages each "

@@ -308,11 +308,8 @@ def check_fit_arguments(
         _known_to_fit(model, kwargs)
     if "callbacks" in kwargs:
         kwargs["callbacks"] = _flat_callbacks(kwargs["callbacks"])
-    for name in (
-        "steps_per_epoch",
-        "validation_steps",
-        "initial_epoch",
-    ):  # validation_freq: tf_keras also takes a list; verbose: bools too
+    # validation_freq: tf_keras also takes a list; verbose: bools too
+    for name in ("steps_per_epoch", "validation_steps", "initial_epoch"):
         if kwargs.get(name) is not None:
             kwargs[name] = _count(name, kwargs[name])
     if kwargs.get("validation_split"):

@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import itertools
-
 import math
 import numbers
 from dataclasses import dataclass
@@ -68,13 +67,8 @@ def validate_batch_size(batch_size: Any, *, name: str = "batch_size") -> int:
         (64, 32)
     """
     value = batch_size
-    if (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, (bool, numbers.Integral))
-        and math.isfinite(value)
-        and float(value).is_integer()
-    ):
-        value = int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)) and math.isfinite(value):
+        value = int(value) if float(value).is_integer() else value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_BATCH_SIZE:
         raise BatchSizeError(
             f"{name} must be an integer from 1 to {MAX_BATCH_SIZE} (Received: {name}={shown(batch_size)}, "
@@ -150,8 +144,7 @@ def shares_of(batch: int, num_replicas: int) -> tuple[int, ...]:
 
 def feeds_every_replica(batch: int, num_replicas: int) -> bool:
     """Whether a batch of ``batch`` samples gives each of ``num_replicas`` replicas at least one,
-    split as TensorFlow splits a batch of a size it cannot see (Keras's array inputs): every
-    replica but the last takes ``ceil(batch / num_replicas)``, the last what remains.
+    split as TensorFlow splits it (:func:`shares_of`).
 
     Example:
         >>> feeds_every_replica(4, 3), feeds_every_replica(5, 3), feeds_every_replica(1, 1)
@@ -187,11 +180,8 @@ def every_replica_fed(num_samples: int, batch_size: int, num_replicas: int) -> t
         return None
     smaller = range(min(batch_size, num_samples) - 1, num_replicas - 1, -1)
     larger = range(max(batch_size + 1, num_replicas), num_samples + 1)
-    size = (
-        next((size for size in itertools.chain(smaller, larger) if fed(size)), None)
-        if num_samples >= num_replicas
-        else None
-    )
+    # both ranges are empty where there are fewer samples than replicas
+    size = next((size for size in itertools.chain(smaller, larger) if fed(size)), None)
     if size is not None:
         return size, 1
     copies = next(k for k in range(1, num_replicas + 1) if feeds_every_replica(num_samples * k, num_replicas))

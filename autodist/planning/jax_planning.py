@@ -119,22 +119,17 @@ def _choose_mesh(
     budget = int(fraction * min(memories)) if memories else None
     batch = batch_size or KERAS_DEFAULT_BATCH_SIZE
     replicated = _estimate(info, (), 1, math.ceil(batch / total))
-    if forced == K.DATA_PARALLEL or (
-        forced is None and (budget is None or replicated is None or replicated.device_bytes <= budget)
-    ):
-        fits = budget is None or replicated is None or replicated.device_bytes <= budget
+    fits = budget is None or replicated is None or replicated.device_bytes <= budget
+    if forced == K.DATA_PARALLEL or (forced is None and fits):
         why = (
             "device memory unknown (CPU devices)"
             if budget is None
             else f"needs {_size(replicated.device_bytes if replicated else None)} per device of {_size(budget)} "
             f"({fraction:g} of the smallest device)"
         )
-        return (
-            1,
-            (),
-            ((f"the model fits one device: {why}",) if fits else ()),
-            (() if fits else (f"strategy='data_parallel' was forced and the model does not fit one device: it {why}",)),
-        )
+        if fits:
+            return 1, (), (f"the model fits one device: {why}",), ()
+        return 1, (), (), (f"strategy='data_parallel' was forced and the model does not fit one device: it {why}",)
     if not info.variables and forced is None:
         return _refused(
             f"The model needs {_size(replicated.device_bytes)} per device replicated, more than {_size(budget)} "

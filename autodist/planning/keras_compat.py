@@ -2,23 +2,11 @@
 compile settings they change.
 
 Each workaround is one object (:class:`~autodist.upstream.workaround.Workaround`), declared beside
-its patch; :data:`WORKAROUNDS` is their registry (:mod:`autodist.upstream.keras_workarounds`). Each
-names its upstream bug, the Keras releases that have it (measured on each release of the support
-matrix, docs/support-matrix.md), the touches of private code it needs
-(:mod:`autodist.upstream.surface`), and a test in ``tests/test_keras_compat.py`` that reproduces
-the bug with plain Keras where the table says it is, and finds it absent where the table says it
-is not. That test fails the day a release behaves otherwise, which is the signal to change the
-table (or delete the workaround).
-
-Gating (:meth:`~autodist.upstream.workaround.Workaround.is_active`): a workaround is active on the
-releases of its ``affected`` ranges (``(first, fixed_in)``, ``fixed_in`` excluded; ``None``: not
-fixed in the newest release tested). On a Keras newer than every release it was tested on
-(``last_tested``), where the bug may or may not be fixed, it fails safe: each workaround is
-harmless where its bug is fixed (``if_fixed`` says why), so it stays applied, and autodist warns
-once (an ``AutodistWarning``) that names the untested version. Switching them off there would
-silently bring back the wrong numbers they exist to prevent. ``AUTODIST_KERAS_COMPAT=force``
-applies every workaround whatever the version; ``AUTODIST_KERAS_COMPAT=off`` applies none (to
-check whether one is still needed).
+its patch with its upstream bug, the Keras releases that have it and the test that fails the day a
+release behaves otherwise; :data:`WORKAROUNDS` is their registry (:mod:`autodist.upstream.keras_workarounds`).
+Gating is :meth:`~autodist.upstream.workaround.Workaround.is_active`. On a Keras newer than every
+release tested, each stays applied (harmless where its bug is fixed), with one warning: switching them
+off there would silently bring back the wrong numbers they exist to prevent.
 
 This module decides, and is pure: :func:`autodist.planning.choosers.choose_workarounds` names the
 :data:`PATCHES` a plan needs; :func:`compile_overrides` gives the compile settings. What a Keras

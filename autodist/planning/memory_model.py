@@ -39,7 +39,12 @@ from typing import Any
 
 from autodist.planning.strategy_types import TYPES
 
-__all__ = ["MemoryEstimate", "estimate", "largest_batch_that_fits"]
+__all__ = ["MemoryEstimate", "estimate", "format_gib", "largest_batch_that_fits"]
+
+
+def format_gib(num_bytes: int | None, unknown: str = "unknown") -> str:
+    """``17179869184`` → ``"16.0 GiB"``; ``unknown`` when ``None``."""
+    return unknown if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"
 
 
 def _home(strategy: str) -> str | None:
@@ -76,13 +81,7 @@ class MemoryEstimate:
         return sum(self.host.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "strategy": self.strategy,
-            "per_replica_batch": self.per_replica_batch,
-            "device": dict(self.device),
-            "host": dict(self.host),
-            "activations_estimated": self.activations_estimated,
-        }
+        return {**vars(self), "device": dict(self.device), "host": dict(self.host)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoryEstimate:
@@ -108,7 +107,7 @@ class MemoryEstimate:
             f"device ({parts})"
         )
         if self.host:
-            line += f"; {_gib(self.host_bytes)} on the {_home(self.strategy) or 'host'}"
+            line += f"; {format_gib(self.host_bytes)} on the {_home(self.strategy) or 'host'}"
         if not self.activations_estimated:
             line += "; activations as a fraction (layer sizes unknown)"
         return line
@@ -199,24 +198,26 @@ def fit_on_gpus(
     on_gpu = estimate(replicated, info, per_replica, activation_fraction=activation_fraction)
     central = estimate("central_storage", info, per_replica, activation_fraction=activation_fraction)
     both = (on_gpu, central)
-    where = f"{fraction:.0%} of the smallest GPU's {_gib(gpu_bytes)} ({_gib(budget)})"
+    where = f"{fraction:.0%} of the smallest GPU's {format_gib(gpu_bytes)} ({format_gib(budget)})"
     if on_gpu.device_bytes <= budget:
         return GpuFit(
-            replicated, both, f"training needs {_gib(on_gpu.device_bytes)} per GPU under {replicated}: it fits {where}"
+            replicated,
+            both,
+            f"training needs {format_gib(on_gpu.device_bytes)} per GPU under {replicated}: it fits {where}",
         )
     host_budget = None if host_bytes is None else int(host_bytes * fraction)
     host_fits = host_budget is None or central.host_bytes <= host_budget
-    does_not = f"training needs {_gib(on_gpu.device_bytes)} per GPU under {replicated}: it does not fit {where}"
+    does_not = f"training needs {format_gib(on_gpu.device_bytes)} per GPU under {replicated}: it does not fit {where}"
     if central.device_bytes <= budget and host_fits:
         host = (
             "host memory unknown"
             if host_budget is None
-            else f"{_gib(central.host_bytes)} of the host's {_gib(host_bytes)}"
+            else f"{format_gib(central.host_bytes)} of the host's {format_gib(host_bytes)}"
         )
         return GpuFit(
             "central_storage",
             both,
-            f"{does_not}; central_storage needs {_gib(central.device_bytes)} per GPU and {host}",
+            f"{does_not}; central_storage needs {format_gib(central.device_bytes)} per GPU and {host}",
         )
     return GpuFit(None, both, does_not, _nothing_fits(info, central, budget, host_bytes, host_budget, where))
 
@@ -226,15 +227,15 @@ def _nothing_fits(
 ) -> str:
     size = int(info.num_params) * int(info.bytes_per_param)
     gpu_part = (
-        f"central_storage still needs {_gib(central.device_bytes)} on each GPU ({size / 1e9:.1f} GB of gradients, "
-        f"a {size / 1e9:.1f} GB transient copy of the weights, {_gib(central.device['activations'])} of activations)"
+        f"central_storage still needs {format_gib(central.device_bytes)} on each GPU ({size / 1e9:.1f} GB of "
+        f"gradients, a {size / 1e9:.1f} GB transient copy of the weights, {format_gib(central.device['activations'])} "
+        "of activations)"
     )
     host_part = (
         ""
         if host_budget is None or central.host_bytes <= host_budget
-        else (
-            f", and {_gib(central.host_bytes)} of weights and optimizer state on the host, which has {_gib(host_bytes)}"
-        )
+        else f", and {format_gib(central.host_bytes)} of weights and optimizer state on the host, which has "
+        f"{format_gib(host_bytes)}"
     )
     batch = largest_batch_that_fits("central_storage", info, budget)
     if info.activation_elements is None:
@@ -251,7 +252,3 @@ def _nothing_fits(
         "'mixed_float16' halves activations; bfloat16 weights halve the rest); fewer parameters; "
         "or more memory per device (GPUs with more memory, or a cluster with ps tasks)."
     )
-
-
-def _gib(num_bytes: int | None) -> str:
-    return "unknown" if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"

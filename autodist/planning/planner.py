@@ -4,21 +4,9 @@
 given: the same inputs give the same plan, with the reasons for each choice as data. It is a
 short sequence of choosers (:mod:`autodist.planning.choosers`, where the rules are): the strategy, its
 layout, the global batch, the coordinator's threads, the compile settings and Keras workarounds,
-and ``steps_per_execution``. The plan's data type is in :mod:`autodist.planning.plans`.
-
-Performance default: on ``default`` and ``one_device``, a Keras 3 model compiled with
-``steps_per_execution=1`` runs 8 steps per call (faster: ``python -m benchmarks``), unless a callback uses
-batch-level hooks, ``steps_per_epoch``/``validation_steps`` is given, the input's length is
-unknown, the model runs eagerly or the fit is shorter than 128 steps
-(:func:`autodist.planning.steps_per_execution.choose_steps_per_execution`);
-``AUTODIST_STEPS_PER_EXECUTION=1`` turns it off.
-
-Memory: the plan estimates, per device, what the chosen strategy needs to train the model
-(weights, gradients, optimizer slots and step, and activations from the model's layer output
-sizes x the per-replica batch; :mod:`autodist.planning.memory_model`). With GPUs, the model trains
-replicated when that fits ``gpu_memory_fraction`` (default 0.9) of the smallest GPU, else under
-``central_storage`` when each GPU's part fits and the host holds the rest, else nowhere: a
-``StrategyUnavailableError`` with the numbers and the options.
+and ``steps_per_execution`` (its default on one device: :mod:`autodist.planning.steps_per_execution`). A
+model's memory per device decides between a replicated strategy and ``central_storage`` on GPUs
+(:mod:`autodist.planning.memory_model`). The plan's data type is in :mod:`autodist.planning.plans`.
 
 Example:
     >>> from autodist import HardwareSnapshot, GpuInfo, plan
@@ -40,7 +28,7 @@ from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import AutodistError, StrategyUnavailableError
 from autodist.fields import nearest, shown
 from autodist.planning import choosers
-from autodist.planning.arguments import STRATEGY_NAMES, check_plan_arguments, check_snapshot
+from autodist.planning.arguments import PLAN_PARAMETERS, STRATEGY_NAMES, check_plan_arguments, check_snapshot
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
 from autodist.planning.plans import (
@@ -109,24 +97,8 @@ def plan(
     # AUTODIST_STRATEGY is read here, for every caller that passes its environment
     forced_by = strategy_source(settings, strategy)
     strategy = strategy_setting(settings, strategy)
-    checked = _check_arguments(
-        snapshot,
-        dict(
-            model=model,
-            model_info=model_info,
-            num_params=num_params,
-            batch_size=batch_size,
-            strategy=strategy,
-            gpu_memory_fraction=gpu_memory_fraction,
-            activation_fraction=activation_fraction,
-            optimizer_slots=optimizer_slots,
-            peer_timeout_seconds=peer_timeout_seconds,
-            environ=environ,
-            fit_facts=fit_facts,
-            refuse_when_nothing_fits=refuse_when_nothing_fits,
-            kept=kept,
-        ),
-    )
+    # every keyword as given, in the signature's order (the first bad one is the one named), the strategy as set
+    checked = _check_arguments(snapshot, {name: value for name, value in locals().items() if name in PLAN_PARAMETERS})
     strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (
         checked.get(name, default) for name, default in _DEFAULTS
     )
@@ -266,9 +238,8 @@ def _choose(
     layout = choosers.choose_layout(snapshot, kind.value)
     if forced is not None:
         return kind, layout
-    unmovable = fit_facts.unmovable if fit_facts is not None else None
-    unsplittable = fit_facts.unsplittable if fit_facts is not None else None
-    return choosers.choose_unsplit(snapshot, kind, layout, batch_size, unmovable, unsplittable)
+    facts = fit_facts or FitFacts()
+    return choosers.choose_unsplit(snapshot, kind, layout, batch_size, facts.unmovable, facts.unsplittable)
 
 
 def _keep(

@@ -17,12 +17,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from autodist.detection.cluster import ClusterInfo
 from autodist.detection.snapshot import TpuInfo
-from autodist.planning.memory_model import MemoryEstimate
+from autodist.planning.memory_model import MemoryEstimate, format_gib
 from autodist.planning.strategy_types import Mesh, StrategyKind, StrategyType, strategy_type
 
 __all__ = ["Mesh", "Plan", "ScriptStrategy", "StrategyKind", "format_gib"]
@@ -156,34 +156,17 @@ class Plan:
         return self.mesh.layout_map if self.mesh is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in ("mesh", "model_said")}
+        return data | {
             "strategy": self.strategy.value,
-            "num_replicas": self.num_replicas,
             "devices": list(self.devices),
-            "parameter_device": self.parameter_device,
-            "cross_device_ops": self.cross_device_ops,
-            "num_workers": self.num_workers,
-            "global_batch_size": self.global_batch_size,
-            "per_replica_batch_size": self.per_replica_batch_size,
-            "requested_batch_size": self.requested_batch_size,
-            "num_cpu_devices": self.num_cpu_devices,
             "compile_overrides": dict(self.compile_overrides),
-            "footprint_bytes": self.footprint_bytes,
-            "keras_flavor": self.keras_flavor,
-            "keras_version": self.keras_version,
             "cluster": self.cluster.to_dict() if self.cluster else None,
-            "peer_timeout_seconds": self.peer_timeout_seconds,
-            "inter_op_threads": self.inter_op_threads,
-            "tpu": {"source": self.tpu.source, "name": self.tpu.name, "num_cores": self.tpu.num_cores}
-            if self.tpu
-            else None,
-            "drop_remainder": self.drop_remainder,
-            "steps_per_execution": self.steps_per_execution,
+            "tpu": asdict(self.tpu) if self.tpu else None,
             "keras_workarounds": list(self.keras_workarounds),
             "memory": [estimate.to_dict() for estimate in self.memory],
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
-            "keras_backend": self.keras_backend,
             "mesh_shape": list(self.mesh_shape),
             "mesh_axes": list(self.mesh_axes),
             "layout_map": [[path, list(spec)] for path, spec in self.layout_map],
@@ -269,8 +252,3 @@ def _mesh_from(data: Mapping[str, Any]) -> Mesh | None:
     if not data.get("mesh_shape"):
         return None
     return Mesh.from_dict({"shape": data["mesh_shape"], "axes": data.get("mesh_axes") or (), **data})
-
-
-def format_gib(num_bytes: int | None, unknown: str = "unknown") -> str:
-    """``17179869184`` → ``"16.0 GiB"``; ``unknown`` when ``None``."""
-    return unknown if num_bytes is None else f"{num_bytes / 2**30:.1f} GiB"

@@ -51,15 +51,13 @@ class FitFacts:
 
 
 def _why_steps_stay(info: ModelInfo, facts: FitFacts) -> str | None:
-    if info.run_eagerly:
-        return "the model runs eagerly"
-    if facts.batch_hooks:
-        return "a callback uses batch-level hooks"
-    if facts.steps_given:
-        return "steps_per_epoch or validation_steps is given"
-    if facts.length_unknown:
-        return "the input's length is unknown, and Keras 3 then counts optimizer steps differently"
-    return None
+    whys = (
+        (info.run_eagerly, "the model runs eagerly"),
+        (facts.batch_hooks, "a callback uses batch-level hooks"),
+        (facts.steps_given, "steps_per_epoch or validation_steps is given"),
+        (facts.length_unknown, "the input's length is unknown, and Keras 3 then counts optimizer steps differently"),
+    )
+    return next((why for applies, why in whys if applies), None)
 
 
 def choose_steps_per_execution(

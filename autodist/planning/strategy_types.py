@@ -594,17 +594,19 @@ def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[st
     ]
 
 
-def _defined() -> dict[str, StrategyType]:
-    """Every strategy type defined so far, by its kind's name: Python's own record of
-    :class:`StrategyType`'s subclasses (a test's own type too), its direct subclasses first, each
-    level in the order its classes were defined."""
-    found, pending = {}, list(StrategyType.__subclasses__())
+def subclasses(base: type) -> list[type]:
+    """Every subclass of ``base`` defined so far (a test's own too): Python's own record of them, the
+    direct subclasses first, each level in the order its classes were defined."""
+    found, pending = [], list(base.__subclasses__())
     while pending:
-        cls = pending.pop(0)
-        pending += cls.__subclasses__()
-        if "kind" in vars(cls):
-            found[getattr(cls.kind, "value", cls.kind)] = cls.the  # a plain name while its class is made
+        found.append(pending.pop(0))
+        pending += found[-1].__subclasses__()
     return found
+
+
+def _defined() -> dict[str, StrategyType]:
+    """Every strategy type defined so far, by its kind's name (a plain name while its class is made)."""
+    return {getattr(cls.kind, "value", cls.kind): cls.the for cls in subclasses(StrategyType) if "kind" in vars(cls)}
 
 
 class _Types(Mapping[str, StrategyType]):

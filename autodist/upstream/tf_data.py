@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "finite_cardinality",
     "is_batched",
     "is_dataset",
+    "leaves",
     "samples_per_pass",
     "reshuffles",
     "repeated_shuffles",
@@ -259,18 +261,19 @@ def _children(node: Any) -> list[Any]:
     dataset or a list, tuple or dict of datasets."""
     found: list[Any] = []
     for value in vars(node).values() if hasattr(node, "__dict__") else ():
-        for item in _leaves(value):
+        for item in leaves(value):
             if _pipeline_node(item) and item is not node and not any(item is seen for seen in found):
                 found.append(item)
     return found
 
 
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
+def leaves(value: Any) -> Iterator[Any]:
+    """What ``value`` holds in mappings, lists and tuples, depth first, in order (``value`` where it is none)."""
+    if isinstance(value, Mapping):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return [value]
+        return (leaf for item in value for leaf in leaves(item))
+    return iter((value,))
 
 
 def _pipeline_node(value: Any) -> bool:
