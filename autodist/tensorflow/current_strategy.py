@@ -126,9 +126,8 @@ def activate(environ: Mapping[str, str]) -> Activation:
         return done
     started = runtime_started()
     try:
-        for note in check_versions(
-            installed(), notes_for=("tensorflow", "tf_keras")
-        ):  # a newer Keras: said with its workarounds
+        # a newer Keras: said with its workarounds
+        for note in check_versions(installed(), notes_for=("tensorflow", "tf_keras")):
             get_logger().warning("autodist: %s", note)
         _split_cpu(environ, configure_cpu_devices)
         if started:

@@ -221,9 +221,8 @@ def _fit_facts(call: FitCall) -> FitFacts:
     """What the call's callbacks, keywords and input tell the planner (for ``steps_per_execution``)."""
     kwargs = call.fit_kwargs
     return FitFacts(
-        batch_hooks=any(
-            needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])
-        ),  # ModelCheckpoint per epoch: no
+        # ModelCheckpoint per epoch: no
+        batch_hooks=any(needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])),
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
         length_unknown=call.data.length_unknown(),
         total_steps=fit_steps(call.data, call.requested_batch, call.epochs, kwargs),
