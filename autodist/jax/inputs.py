@@ -109,16 +109,14 @@ def _local_arrays(
     """Arrays: this process's rows of every global batch (:func:`rows`), validation's too."""
     x, y = data.arrays, data.targets
     kwargs["batch_size"] = batch // part.processes
-    warnings: list[str] = []
     sample_weight = kwargs.pop("sample_weight", None)
     split = float(kwargs.pop("validation_split", 0.0) or 0.0)
-    total = _length(x)
     if split and kwargs.get("validation_data") is None:
-        at = int(math.floor(total * (1.0 - split)))
+        at = int(math.floor(_length(x) * (1.0 - split)))
         kwargs["validation_data"] = tuple(_take(a, slice(at, None)) for a in (x, y, sample_weight) if a is not None)
         x, y, sample_weight = (_take(a, slice(0, at)) for a in (x, y, sample_weight))
     picked = rows(_length(x), batch=batch, part=part)
-    warnings += _cut_warning("training", _length(x), batch, part)
+    warnings = _cut_warning("training", _length(x), batch, part)
     x, y = _take(x, picked), _take(y, picked)
     if sample_weight is not None:
         kwargs["sample_weight"] = _take(sample_weight, picked)
@@ -159,17 +157,13 @@ def _dataset(dataset: Any, batch: int, part: Part) -> Any:
 
 def _dataset_warning(dataset: Any, batch: int, part: Part) -> list[str]:
     count = samples_per_pass(dataset)
-    if count is None:
-        return (
-            [
-                f"the dataset's size is unknown: its last batch is cut to a multiple of the {part.replicas} replicas "
-                f"of the JAX mesh's batch axis (fewer than {part.replicas} samples per epoch left out) when it does "
-                "not split"
-            ]
-            if part.replicas > 1
-            else []
-        )
-    return _cut_warning("training", count, batch, part)
+    if count is None and part.replicas > 1:
+        return [
+            f"the dataset's size is unknown: its last batch is cut to a multiple of the {part.replicas} replicas "
+            f"of the JAX mesh's batch axis (fewer than {part.replicas} samples per epoch left out) when it does "
+            "not split"
+        ]
+    return _cut_warning("training", count, batch, part) if count is not None else []
 
 
 def _cut_warning(what: str, count: int, batch: int, part: Part) -> list[str]:
