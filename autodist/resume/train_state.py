@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -317,10 +318,8 @@ def matches(variables: list[Any], values: list[np.ndarray]) -> bool:
 
 def _remove(folder: str, name: str) -> None:
     for suffix in (".json", ".npz"):  # the JSON first: a half-removed save is not listed
-        try:
+        with contextlib.suppress(OSError):
             os.remove(os.path.join(folder, name + suffix))
-        except OSError:
-            pass
 
 
 def discard_after(folder: str, kept: Save) -> None:
@@ -336,10 +335,8 @@ def clear(folder: str) -> None:
     for file in os.listdir(folder) if os.path.isdir(folder) else []:
         if file.lstrip(".").startswith(tuple(f"{kind}-" for kind in KINDS)):
             os.remove(os.path.join(folder, file))
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(folder)
-    except OSError:
-        pass
 
 
 def _read(variable: Any) -> Any:
@@ -357,9 +354,6 @@ def restore_metrics(strategy: Any, variables: list[Any], values: list[np.ndarray
         for variable, value in zip(variables, values):
             summed = "SUM" in str(getattr(variable, "aggregation", "")).upper()
             mine = tf.where(first, value, tf.zeros_like(value)) if summed else tf.constant(value)
-            if add:
-                variable.assign_add(tf.cast(mine, variable.dtype))
-            else:
-                variable.assign(tf.cast(mine, variable.dtype))
+            (variable.assign_add if add else variable.assign)(tf.cast(mine, variable.dtype))
 
     tf.function(lambda: strategy.run(per_replica))()  # eager strategy.run warns of its overhead
