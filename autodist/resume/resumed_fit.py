@@ -207,7 +207,8 @@ def _streamed(data: Input, kwargs: Mapping[str, Any]) -> bool:
 
 @Dataset.answers(STREAMED)
 def _dataset_streamed(data: Dataset, kwargs: Mapping[str, Any]) -> bool:
-    return kwargs.get("steps_per_epoch") is not None and _endless(data.raw)
+    # -1: tf.data.INFINITE_CARDINALITY
+    return kwargs.get("steps_per_epoch") is not None and int(data.raw.cardinality()) == -1
 
 
 @Input.answers(SKIPPED)
@@ -234,10 +235,6 @@ def _arrays_skipped(data: Arrays, kwargs: Mapping[str, Any], epoch: int, step: i
     if kwargs.get("steps_per_epoch") is not None or not kwargs.get("batch_size") or kwargs.get("shuffle", True):
         return None
     return _array_phases(data.arrays, data.targets, kwargs, step)
-
-
-def _endless(dataset: Any) -> bool:
-    return int(dataset.cardinality()) == -1  # tf.data.INFINITE_CARDINALITY
 
 
 def _stream_phases(dataset: Any, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
