@@ -237,10 +237,7 @@ def _slot_layout(variable: Any, model: Any, layouts: Mapping[int, Any], distribu
 @contextlib.contextmanager
 def distribution_scope(distribution: Any) -> Iterator[None]:
     """``distribution`` current inside, the caller's own setting (or none) back after."""
-    if distribution is None:
-        yield
-        return
-    with distribution.scope():
+    with distribution.scope() if distribution is not None else contextlib.nullcontext():
         yield
 
 
