@@ -127,10 +127,6 @@ def _optimizer_variables(model: Any) -> list[Any]:
     return found
 
 
-def _shapes(groups: dict[str, list[Any]]) -> dict[str, list[list[int]]]:
-    return {name: [list(np.shape(value)) for value in values] for name, values in groups.items()}
-
-
 @dataclass(frozen=True)
 class Save:
     """One save in a folder: its file name (without suffix), kind and position."""
@@ -155,11 +151,15 @@ def save(
 ) -> Save:
     """Write the variables' values, then the position and ``extra`` (atomically), as
     ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
-    values = {name: [np.asarray(_read(v)) for v in variables] for name, variables in groups.items()}
+    values = {
+        name: [np.asarray(v.numpy() if hasattr(v, "numpy") else v) for v in variables]
+        for name, variables in groups.items()
+    }
     private_folder(folder)
     name = f"{kind}-{position.epoch:06d}-{position.step:08d}"
     arrays = {f"{group}_{i}": value for group, found in values.items() for i, value in enumerate(found)}
-    record = {"position": asdict(position), "shapes": _shapes(values), **(extra or {})}
+    shapes = {group: [list(np.shape(value)) for value in found] for group, found in values.items()}
+    record = {"position": asdict(position), "shapes": shapes, **(extra or {})}
     try:
         write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
         write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
@@ -337,10 +337,6 @@ def clear(folder: str) -> None:
             os.remove(os.path.join(folder, file))
     with contextlib.suppress(OSError):
         os.rmdir(folder)
-
-
-def _read(variable: Any) -> Any:
-    return variable.numpy() if hasattr(variable, "numpy") else np.asarray(variable)
 
 
 def restore_metrics(strategy: Any, variables: list[Any], values: list[np.ndarray], *, add: bool = False) -> None:
