@@ -11,11 +11,10 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from autodist.entry.backends import backend_for
@@ -61,16 +60,6 @@ def current_plan() -> Plan | None:
     # A process-wide stack, not a ContextVar: MirroredStrategy runs each replica's function in a
     # thread of its own, and context variables do not reach new threads.
     return STATE.custom_loops[-1][0] if STATE.custom_loops else None
-
-
-@contextlib.contextmanager
-def _activate(the_plan: Plan, strategy: Any, scope: Any) -> Iterator[None]:
-    STATE.custom_loops.append((the_plan, strategy))
-    try:
-        with scope:
-            yield
-    finally:
-        STATE.custom_loops.pop()
 
 
 def distributed(fn: F | None = None, **options: Any) -> Any:
@@ -121,8 +110,13 @@ def distributed(fn: F | None = None, **options: Any) -> Any:
                 kwargs["plan"] = the_plan
             if "strategy" in parameters and "strategy" not in kwargs:
                 kwargs["strategy"] = distribution
-            with _activate(the_plan, distribution, backend.scope(distribution)):
-                return function(*args, **kwargs)
+            scope = backend.scope(distribution)
+            STATE.custom_loops.append((the_plan, distribution))
+            try:
+                with scope:
+                    return function(*args, **kwargs)
+            finally:
+                STATE.custom_loops.pop()
 
         return wrapper  # type: ignore[return-value]
 

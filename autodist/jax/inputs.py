@@ -43,6 +43,8 @@ __all__ = ["LOCAL", "Part", "local_inputs", "rows"]
 
 #: The question an input answers on JAX (:meth:`~autodist.core.input_kinds.Input.answers`): this process's part of it.
 LOCAL = "local"
+#: What an input answers to it: ``(x, y, fit_kwargs, warnings)`` for this process's ``model.fit``.
+_Local = tuple[Any, Any, dict[str, Any], list[str]]
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,7 @@ def rows(count: int, *, batch: int, part: Part) -> np.ndarray:
     return np.concatenate(picked) if picked else np.arange(0)
 
 
-def local_inputs(
-    data: Input, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part
-) -> tuple[Any, Any, dict[str, Any], list[str]]:
+def local_inputs(data: Input, fit_kwargs: Mapping[str, Any], *, batch: int, part: Part) -> _Local:
     """``(x, y, fit_kwargs, warnings)`` for this process's ``model.fit`` with the global ``batch``:
     arrays cut and split as the module says, with the batch sizes per process; a dataset re-batched
     and cut; any other input as it is, with a warning.
@@ -79,7 +79,7 @@ def local_inputs(
 
 
 @Input.answers(LOCAL)
-def _local(data: Input, kwargs: dict[str, Any], batch: int, part: Part) -> tuple[Any, Any, dict[str, Any], list[str]]:
+def _local(data: Input, kwargs: dict[str, Any], batch: int, part: Part) -> _Local:
     """An input autodist cannot cut: as it is, with a warning; refused in a job of several processes."""
     if part.processes > 1:
         raise AutodistError(
@@ -95,30 +95,24 @@ def _local(data: Input, kwargs: dict[str, Any], batch: int, part: Part) -> tuple
 
 
 @Dataset.answers(LOCAL)
-def _local_dataset(
-    data: Dataset, kwargs: dict[str, Any], batch: int, part: Part
-) -> tuple[Any, Any, dict[str, Any], list[str]]:
+def _local_dataset(data: Dataset, kwargs: dict[str, Any], batch: int, part: Part) -> _Local:
     """A dataset at the global batch, each batch cut to split over the replicas (Keras shards it)."""
     return _dataset(data.raw, batch, part), data.y, kwargs, _dataset_warning(data.raw, batch, part)
 
 
 @Arrays.answers(LOCAL)
-def _local_arrays(
-    data: Arrays, kwargs: dict[str, Any], batch: int, part: Part
-) -> tuple[Any, Any, dict[str, Any], list[str]]:
+def _local_arrays(data: Arrays, kwargs: dict[str, Any], batch: int, part: Part) -> _Local:
     """Arrays: this process's rows of every global batch (:func:`rows`), validation's too."""
     x, y = data.arrays, data.targets
     kwargs["batch_size"] = batch // part.processes
-    warnings: list[str] = []
     sample_weight = kwargs.pop("sample_weight", None)
     split = float(kwargs.pop("validation_split", 0.0) or 0.0)
-    total = _length(x)
     if split and kwargs.get("validation_data") is None:
-        at = int(math.floor(total * (1.0 - split)))
+        at = int(math.floor(_length(x) * (1.0 - split)))
         kwargs["validation_data"] = tuple(_take(a, slice(at, None)) for a in (x, y, sample_weight) if a is not None)
         x, y, sample_weight = (_take(a, slice(0, at)) for a in (x, y, sample_weight))
     picked = rows(_length(x), batch=batch, part=part)
-    warnings += _cut_warning("training", _length(x), batch, part)
+    warnings = _cut_warning("training", _length(x), batch, part)
     x, y = _take(x, picked), _take(y, picked)
     if sample_weight is not None:
         kwargs["sample_weight"] = _take(sample_weight, picked)
@@ -159,17 +153,13 @@ def _dataset(dataset: Any, batch: int, part: Part) -> Any:
 
 def _dataset_warning(dataset: Any, batch: int, part: Part) -> list[str]:
     count = samples_per_pass(dataset)
-    if count is None:
-        return (
-            [
-                f"the dataset's size is unknown: its last batch is cut to a multiple of the {part.replicas} replicas "
-                f"of the JAX mesh's batch axis (fewer than {part.replicas} samples per epoch left out) when it does "
-                "not split"
-            ]
-            if part.replicas > 1
-            else []
-        )
-    return _cut_warning("training", count, batch, part)
+    if count is None and part.replicas > 1:
+        return [
+            f"the dataset's size is unknown: its last batch is cut to a multiple of the {part.replicas} replicas "
+            f"of the JAX mesh's batch axis (fewer than {part.replicas} samples per epoch left out) when it does "
+            "not split"
+        ]
+    return _cut_warning("training", count, batch, part) if count is not None else []
 
 
 def _cut_warning(what: str, count: int, batch: int, part: Part) -> list[str]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -185,16 +186,9 @@ def _model_parallel(the_plan: Plan) -> Any:
         _no_mesh(the_plan)
     device_mesh = kd.DeviceMesh(shape=mesh.shape, axis_names=list(mesh.axes), devices=kd.list_devices())
     layout_map = kd.LayoutMap(device_mesh)
-    for path, spec in mesh.layout_map:
-        layout_map[_exact(path)] = spec
+    for path, spec in mesh.layout_map:  # keys are regular expressions: each matches its path only
+        layout_map[re.escape(path)] = spec
     return kd.ModelParallel(layout_map=layout_map, batch_dim_name=mesh.axes[0], auto_shard_dataset=False)
-
-
-def _exact(path: str) -> str:
-    """A ``LayoutMap`` key that matches ``path`` only (keys are regular expressions)."""
-    import re
-
-    return re.escape(path)
 
 
 def place(model: Any, distribution: Any) -> int:
@@ -243,10 +237,7 @@ def _slot_layout(variable: Any, model: Any, layouts: Mapping[int, Any], distribu
 @contextlib.contextmanager
 def distribution_scope(distribution: Any) -> Iterator[None]:
     """``distribution`` current inside, the caller's own setting (or none) back after."""
-    if distribution is None:
-        yield
-        return
-    with distribution.scope():
+    with distribution.scope() if distribution is not None else contextlib.nullcontext():
         yield
 
 
@@ -254,7 +245,8 @@ def train(
     model: Any, data: Input, the_plan: Plan, distribution: Any, epochs: int, fit_kwargs: Mapping[str, Any]
 ) -> Any:
     """``model.fit`` under ``distribution`` with this process's part of the arrays."""
-    part = Part(_process_id(the_plan), the_plan.num_workers, the_plan.num_replicas)
+    process = coordinates(the_plan.cluster)[2] if the_plan.cluster is not None and the_plan.num_workers > 1 else 0
+    part = Part(process, the_plan.num_workers, the_plan.num_replicas)
     batch = int(the_plan.global_batch_size or 32)
     x, y, kwargs, warnings = local_inputs(data, fit_kwargs, batch=batch, part=part)
     warn_all(warnings)
@@ -263,10 +255,6 @@ def train(
     place(model, distribution)
     with distribution_scope(distribution):
         return model.fit(x, y, epochs=epochs, **kwargs)
-
-
-def _process_id(the_plan: Plan) -> int:
-    return coordinates(the_plan.cluster)[2] if the_plan.cluster is not None and the_plan.num_workers > 1 else 0
 
 
 class JaxFit:

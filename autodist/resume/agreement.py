@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -174,7 +175,6 @@ class ClusterAgreement:
     def common(self, available: list[Save]) -> list[Save]:
         """The saves every worker has (a worker that died may have missed its peers' last one):
         each worker posts the names of its own, and reads every other worker's."""
-
         key = f"autodist/resume/{self.fit_id}"
         set_key_value(f"{key}/{self.task_index}", json.dumps([found.name for found in available]))
         names = {found.name for found in available}
@@ -192,7 +192,6 @@ class ClusterAgreement:
     def any_preempted(self, mine: bool) -> bool:
         """At the end of ``fit``: whether any worker got SIGTERM (after the last step, none can
         propose one), so that all save the finished fit, or none does."""
-
         key = f"autodist/end/{self.fit_id}"
         set_key_value(f"{key}/{self.task_index}", "1" if mine else "0")
         deadline = time.monotonic() + END_TIMEOUT_S
@@ -216,7 +215,6 @@ class ClusterAgreement:
     def _watch(self) -> None:
         """Take the proposal, acknowledge it, take the decision; after ``abandon``, end the
         process if its main thread has not (it may be blocked in an all-reduce)."""
-
         try:
             value = get_key_value(self.key)  # blocks until some worker sets it
         except Exception:  # the cluster is going away
@@ -244,7 +242,6 @@ class ClusterAgreement:
     def propose(self, finished: int) -> None:
         """Propose the step, wait for every worker's acknowledgement and write the decision;
         when another worker proposed first, wait for its proposal instead."""
-
         try:
             set_key_value(self.key, str(self.proposal(finished)))
         except Exception:  # already set, by another worker's proposal (or the end of fit)
@@ -259,10 +256,8 @@ class ClusterAgreement:
             except Exception:
                 missing.append(index)
         decision = COMMIT if not missing else json.dumps({"missing": missing})
-        try:
+        with contextlib.suppress(Exception):  # the coordination service is going away: this worker decides for itself
             set_key_value(f"{self.key}/decision", decision)
-        except Exception:
-            pass  # the coordination service is going away: this worker decides for itself
         self._decide(decision)
         self._received.wait(max(0.0, deadline - time.monotonic()))
 
@@ -300,8 +295,5 @@ class ClusterAgreement:
 
     def close(self) -> None:
         """Wake every watcher: the fit is over."""
-
-        try:
+        with contextlib.suppress(Exception):  # a proposal, or another worker's "done", is there already
             set_key_value(self.key, "done")
-        except Exception:
-            pass  # a proposal, or another worker's "done", is there already

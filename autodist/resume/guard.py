@@ -82,7 +82,6 @@ def guard_for(
     callback, and then there is no guard); a worker group that Ray restarts takes them from
     ``ray.train.get_checkpoint()``. SIGTERM is noticed where it arrives in a Ray worker
     (:class:`autodist.resume.preemption.Guard`)."""
-
     fit_id = next_fit_id()  # every fit counts, guarded or not: workers must agree on the ids
     cluster = the_plan.cluster
     multi_worker = the_plan.type.collective_workers and cluster is not None and cluster.num_workers >= 2
@@ -110,9 +109,8 @@ def guard_for(
     )
     folder = os.path.join(task, f"fit-{fit_id}")  # one folder per fit: a second fit must not resume the first
     holding = _hold(folder, the_plan)
-    ray_saves = (
-        RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}", needed_for_resume) if in_ray else None
-    )  # worker 0's, the same on every worker
+    # worker 0's, the same on every worker
+    ray_saves = RaySaves(folder, f"{RAY_SAVES_FOLDER}/fit-{fit_id}", needed_for_resume) if in_ray else None
     if ray_saves is not None:
         saves_from_checkpoint(ray_saves)  # a restarted worker group: the saves its predecessor reported
     if multi_worker:

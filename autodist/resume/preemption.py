@@ -334,11 +334,9 @@ def _cost(newest: Position | None, now: Position) -> str:
 
 
 def _remove_if_empty(folder: str | None) -> None:
-    try:
-        if folder:
+    if folder:
+        with contextlib.suppress(OSError):  # other workers' folders, or the user's files
             os.rmdir(folder)
-    except OSError:
-        pass  # other workers' folders, or the user's files
     release_private_root()
 
 
@@ -436,10 +434,6 @@ def _save_epoch(model: Any, state: Guard, position: Position, extra: dict | None
     return _scalars(model)
 
 
-def _metric_variables(model: Any) -> list[Any]:
-    return [v for metric in model.metrics for v in metric.variables]
-
-
 def restore_state(model: Any, state: Guard, *, finished: bool = False) -> list[Any] | None:
     """Restore weights and optimizer from the save; return its metric values, to restore when
     the epoch begins (or, in tf_keras, after its first step builds the metrics). ``finished``:
@@ -452,7 +446,11 @@ def restore_state(model: Any, state: Guard, *, finished: bool = False) -> list[A
     saved = train_state.load(state.folder, found.name) or {}
     missing = [name for name in groups if name not in saved or not train_state.matches(groups[name], saved[name])]
     if missing:
-        raise_mismatch(state.folder, found.name, missing)
+        raise AutodistError(
+            f"autodist found the save {found.name} in {state.folder} to resume from, but its {', '.join(missing)} "
+            "do not match this model's (another model, or a changed one). Expected the model of the "
+            "run that saved it. Remove the folder to start afresh, or pass backup_dir= another folder."
+        )
     for name in groups:
         for variable, value in zip(groups[name], saved[name]):
             variable.assign(value)
@@ -473,17 +471,9 @@ def restore_state(model: Any, state: Guard, *, finished: bool = False) -> list[A
     return saved.get("metrics") if found.kind == "step" else None
 
 
-def raise_mismatch(folder: str, name: str, groups: list[str]) -> None:
-    raise AutodistError(
-        f"autodist found the save {name} in {folder} to resume from, but its {', '.join(groups)} "
-        "do not match this model's (another model, or a changed one). Expected the model of the "
-        "run that saved it. Remove the folder to start afresh, or pass backup_dir= another folder."
-    )
-
-
 def _apply_metrics(model: Any, state: Guard, values: list[Any], *, add: bool, last_try: bool) -> bool:
     """Give the metrics the saved state; ``False`` when they do not match it (not built yet)."""
-    variables = _metric_variables(model)
+    variables = [v for metric in model.metrics for v in metric.variables]
     if not train_state.matches(variables, values):
         if last_try:
             get_logger().warning(

@@ -53,7 +53,7 @@ from autodist.resume.train_state import (
     set_aside,
 )
 from autodist.log import warn_all
-from autodist.core.input_kinds import Arrays, Dataset, Input, num_samples, numpy_only, numpy_view
+from autodist.core.input_kinds import Arrays, Dataset, Input, numpy_only, numpy_view, training_samples
 from autodist.core.inputs import slice_samples, take_samples
 
 __all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "restore_finished", "run_phases"]
@@ -168,19 +168,11 @@ class _EpochPhases(Sequence):  # type: ignore[type-arg]
 def _ordered_phases(x: Any, y: Any, kwargs: Mapping[str, Any], epoch: int, step: int, epochs: int, seed: int) -> Phases:
     """Shuffled arrays in autodist's epoch orders: the training part in the order of
     :func:`epoch_order`, after the ``step`` batches trained; ``validation_split``'s part kept."""
-    samples = num_samples(x)
-    split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
-    train = int(math.floor(samples * (1.0 - split)))
-    batches = math.ceil(train / int(kwargs["batch_size"]))
+    train, batches, held_out = _training_part(x, y, kwargs)
     if step >= batches:
         epoch, step = epoch + 1, 0
     weights = kwargs.get("sample_weight")
-    changes: dict[str, Any] = {"shuffle": False, "validation_split": 0.0}
-    if split:
-        validation = (slice_samples(x, train, None), slice_samples(y, train, None))
-        changes["validation_data"] = validation + (
-            (slice_samples(weights, train, None),) if weights is not None else ()
-        )
+    changes: dict[str, Any] = {"shuffle": False, "validation_split": 0.0, **held_out}
     if weights is not None:
         changes["sample_weight"] = slice_samples(numpy_view(weights), 0, train)
     x, y = slice_samples(x, 0, train), slice_samples(y, 0, train)
@@ -215,7 +207,8 @@ def _streamed(data: Input, kwargs: Mapping[str, Any]) -> bool:
 
 @Dataset.answers(STREAMED)
 def _dataset_streamed(data: Dataset, kwargs: Mapping[str, Any]) -> bool:
-    return kwargs.get("steps_per_epoch") is not None and _endless(data.raw)
+    # -1: tf.data.INFINITE_CARDINALITY
+    return kwargs.get("steps_per_epoch") is not None and int(data.raw.cardinality()) == -1
 
 
 @Input.answers(SKIPPED)
@@ -244,10 +237,6 @@ def _arrays_skipped(data: Arrays, kwargs: Mapping[str, Any], epoch: int, step: i
     return _array_phases(data.arrays, data.targets, kwargs, step)
 
 
-def _endless(dataset: Any) -> bool:
-    return int(dataset.cardinality()) == -1  # tf.data.INFINITE_CARDINALITY
-
-
 def _stream_phases(dataset: Any, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
     """An endless dataset read ``steps_per_epoch`` batches an epoch, one stream from the first
     epoch of the run (``initial_epoch``) on: skip every batch the run has read."""
@@ -262,22 +251,29 @@ def _stream_phases(dataset: Any, kwargs: Mapping[str, Any], epoch: int, step: in
 def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
     """Unshuffled arrays that Keras batches: the training part sliced after the trained samples,
     the validation part (``validation_split``) kept as it was."""
-    samples = num_samples(x)
-    split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
-    train = int(math.floor(samples * (1.0 - split)))
+    train, batches, changes = _training_part(x, y, kwargs)
     batch = int(kwargs["batch_size"])
-    batches = math.ceil(train / batch)
     weights = kwargs.get("sample_weight")
-    changes: dict[str, Any] = {"validation_split": 0.0} if split else {}
-    if split:
-        validation = (slice_samples(x, train, None), slice_samples(y, train, None))
-        changes["validation_data"] = validation + (
-            (slice_samples(weights, train, None),) if weights is not None else ()
-        )
     if weights is not None:
         changes["sample_weight"] = slice_samples(weights, step * batch, train)
     first = (slice_samples(x, step * batch, train), slice_samples(y, step * batch, train), {**kwargs, **changes})
     return first, (x, y, dict(kwargs)), batches, ""
+
+
+def _training_part(x: Any, y: Any, kwargs: Mapping[str, Any]) -> tuple[int, int, dict[str, Any]]:
+    """Arrays' training samples, their batches an epoch, and the keywords that keep
+    ``validation_split``'s part (the samples after them) as ``validation_data``."""
+    split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
+    train = training_samples(x, kwargs)
+    batches = math.ceil(train / int(kwargs["batch_size"]))
+    if not split:
+        return train, batches, {}
+    held_out = (x, y) if kwargs.get("sample_weight") is None else (x, y, kwargs["sample_weight"])
+    return (
+        train,
+        batches,
+        {"validation_split": 0.0, "validation_data": tuple(slice_samples(part, train, None) for part in held_out)},
+    )
 
 
 def _inexact_warning(epoch: int, step: int, batches: int | None, note: str) -> str:
@@ -377,28 +373,18 @@ def fit_resuming(
     common = state.agreement.common([found for found in saves(state.folder) if readable(state.folder, found.name)])
     if common:
         state.order_seed = record(state.folder, common[-1].name).get("order_seed")
+    kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
     plan, state.resume_from = (
-        _resume_plan(
-            ready,
-            {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"},
-            epochs,
-            common,
-            state.folder,
-            state.order_seed,
-        )
-        if common
-        else (None, None)
+        _resume_plan(ready, kwargs, epochs, common, state.folder, state.order_seed) if common else (None, None)
     )
     if broken:
         warn_all([_damaged_warning(state.folder, aside, broken, state.resume_from)])
     if state.resume_from is not None:
         state.resumed_history(state.resume_from)
-    late = [
-        cb for cb in callbacks if getattr(cb, "autodist_after_guard", False)
-    ]  # Ray's report: after the epoch's last save
+    # Ray's report: after the epoch's last save
+    late = [cb for cb in callbacks if getattr(cb, "autodist_after_guard", False)]
     run_history = _run_history(keras_module, state.entries)
     callbacks = [armed.first, *[cb for cb in callbacks if cb not in late], armed.last, *late, run_history]
-    kwargs = {key: value for key, value in ready.fit_kwargs.items() if key != "callbacks"}
     if state.resume_from is None:
         clear(state.folder)  # saves no peer has, or a stale one: this run starts afresh
         ordered = order_seed is not None and ordered_by_autodist(ready.data, kwargs)
@@ -420,14 +406,10 @@ def fit_resuming(
     if plan is None:  # its saves say the run finished: nothing is trained
         return restore_finished(model, state, keras_module)
     position = state.resume_from.position
-    warn_all(
-        list(plan.warnings)
-        + (
-            [_inexact_warning(position.epoch, position.step, plan.batches, order_note)]
-            if order_note and position.step
-            else []
-        )
-    )
+    warnings = list(plan.warnings)
+    if order_note and position.step:
+        warnings.append(_inexact_warning(position.epoch, position.step, plan.batches, order_note))
+    warn_all(warnings)
     if len(plan.phases) == 1 and plan.phases[0].batch_offset == 0:
         only = plan.phases[0]
         return model.fit(only.x, only.y, callbacks=callbacks, **only.kwargs)

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -126,10 +127,6 @@ def _optimizer_variables(model: Any) -> list[Any]:
     return found
 
 
-def _shapes(groups: dict[str, list[Any]]) -> dict[str, list[list[int]]]:
-    return {name: [list(np.shape(value)) for value in values] for name, values in groups.items()}
-
-
 @dataclass(frozen=True)
 class Save:
     """One save in a folder: its file name (without suffix), kind and position."""
@@ -154,11 +151,15 @@ def save(
 ) -> Save:
     """Write the variables' values, then the position and ``extra`` (atomically), as
     ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
-    values = {name: [np.asarray(_read(v)) for v in variables] for name, variables in groups.items()}
+    values = {
+        name: [np.asarray(v.numpy() if hasattr(v, "numpy") else v) for v in variables]
+        for name, variables in groups.items()
+    }
     private_folder(folder)
     name = f"{kind}-{position.epoch:06d}-{position.step:08d}"
     arrays = {f"{group}_{i}": value for group, found in values.items() for i, value in enumerate(found)}
-    record = {"position": asdict(position), "shapes": _shapes(values), **(extra or {})}
+    shapes = {group: [list(np.shape(value)) for value in found] for group, found in values.items()}
+    record = {"position": asdict(position), "shapes": shapes, **(extra or {})}
     try:
         write_privately(os.path.join(folder, f"{name}.npz"), lambda handle: np.savez(handle, **arrays))
         write_privately(os.path.join(folder, f"{name}.json"), lambda handle: handle.write(json.dumps(record).encode()))
@@ -317,10 +318,8 @@ def matches(variables: list[Any], values: list[np.ndarray]) -> bool:
 
 def _remove(folder: str, name: str) -> None:
     for suffix in (".json", ".npz"):  # the JSON first: a half-removed save is not listed
-        try:
+        with contextlib.suppress(OSError):
             os.remove(os.path.join(folder, name + suffix))
-        except OSError:
-            pass
 
 
 def discard_after(folder: str, kept: Save) -> None:
@@ -336,14 +335,8 @@ def clear(folder: str) -> None:
     for file in os.listdir(folder) if os.path.isdir(folder) else []:
         if file.lstrip(".").startswith(tuple(f"{kind}-" for kind in KINDS)):
             os.remove(os.path.join(folder, file))
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(folder)
-    except OSError:
-        pass
-
-
-def _read(variable: Any) -> Any:
-    return variable.numpy() if hasattr(variable, "numpy") else np.asarray(variable)
 
 
 def restore_metrics(strategy: Any, variables: list[Any], values: list[np.ndarray], *, add: bool = False) -> None:
@@ -357,9 +350,6 @@ def restore_metrics(strategy: Any, variables: list[Any], values: list[np.ndarray
         for variable, value in zip(variables, values):
             summed = "SUM" in str(getattr(variable, "aggregation", "")).upper()
             mine = tf.where(first, value, tf.zeros_like(value)) if summed else tf.constant(value)
-            if add:
-                variable.assign_add(tf.cast(mine, variable.dtype))
-            else:
-                variable.assign(tf.cast(mine, variable.dtype))
+            (variable.assign_add if add else variable.assign)(tf.cast(mine, variable.dtype))
 
     tf.function(lambda: strategy.run(per_replica))()  # eager strategy.run warns of its overhead

@@ -13,6 +13,7 @@ same collective in the same order. Each takes a warm-up call and the median of a
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 import time
 from typing import Any
@@ -43,7 +44,7 @@ def check_communication(model: Any, strategy: Any, the_plan: Plan) -> Plan:
     except Exception as err:
         return _with(the_plan, f"communication check skipped: one step on zeros failed ({type(err).__name__})")
     all_reduce_ms = _median_ms(_all_reduce(strategy, variables))
-    size = sum(int(_count(v)) * _itemsize(v) for v in variables)
+    size = sum(math.prod(int(dim) for dim in v.shape) * _itemsize(v) for v in variables)
     reason, warning = communication_note(the_plan.num_workers, per_replica * local, size, compute_ms, all_reduce_ms)
     get_logger().info(reason)
     if warning:
@@ -103,13 +104,6 @@ def _median_ms(function: Any) -> float:
         function()
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times)
-
-
-def _count(variable: Any) -> int:
-    count = 1
-    for dim in variable.shape:
-        count *= int(dim)
-    return count
 
 
 def _itemsize(variable: Any) -> int:

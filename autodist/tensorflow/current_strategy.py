@@ -126,11 +126,14 @@ def activate(environ: Mapping[str, str]) -> Activation:
         return done
     started = runtime_started()
     try:
-        for note in check_versions(
-            installed(), notes_for=("tensorflow", "tf_keras")
-        ):  # a newer Keras: said with its workarounds
+        # a newer Keras: said with its workarounds
+        for note in check_versions(installed(), notes_for=("tensorflow", "tf_keras")):
             get_logger().warning("autodist: %s", note)
-        _split_cpu(environ, configure_cpu_devices)
+        count = cpu_devices_setting(environ, num_cpus())  # a bad or unbounded value: recorded, and raised again by fit
+        if count >= 2:
+            # already started: build_strategy raises it again, with the fix, when a plan needs the devices
+            with contextlib.suppress(RuntimeAlreadyStartedError):
+                configure_cpu_devices(count)
         if started:
             outcome = Activation(ops_before_import=True)
         elif not activation_enabled(environ):
@@ -410,15 +413,6 @@ def _complete_then_count() -> None:
     that ``complete`` installs comes too late for it)."""
     complete()
     _count_variable()
-
-
-def _split_cpu(environ: Mapping[str, str], configure: Callable[[int], None]) -> None:
-    count = cpu_devices_setting(environ, num_cpus())  # a bad or unbounded value: recorded, and raised again by fit
-    if count >= 2:
-        try:
-            configure(count)
-        except RuntimeAlreadyStartedError:
-            pass  # build_strategy raises it again, with the fix, when a plan needs the devices
 
 
 def on_script_strategy(strategy_class: type) -> None:

@@ -221,9 +221,8 @@ def _fit_facts(call: FitCall) -> FitFacts:
     """What the call's callbacks, keywords and input tell the planner (for ``steps_per_execution``)."""
     kwargs = call.fit_kwargs
     return FitFacts(
-        batch_hooks=any(
-            needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])
-        ),  # ModelCheckpoint per epoch: no
+        # ModelCheckpoint per epoch: no
+        batch_hooks=any(needs_each_step(callback) for callback in (kwargs.get("callbacks") or [])),
         steps_given=kwargs.get("steps_per_epoch") is not None or kwargs.get("validation_steps") is not None,
         length_unknown=call.data.length_unknown(),
         total_steps=fit_steps(call.data, call.requested_batch, call.epochs, kwargs),
@@ -295,19 +294,6 @@ def _refuse_evaluator(the_plan: Plan) -> None:
         )
 
 
-def _ready_input(call: FitCall, the_plan: Plan, distribution: Any) -> TrainingInput:
-    multi_worker = the_plan.type.collective_workers
-    ready = prepare_input(
-        call.data,
-        the_plan,
-        call.fit_kwargs,
-        batch_given=call.batch_size is not None,
-        shuffle_seed=lambda: shared_shuffle_seed(distribution if multi_worker else None),
-    )
-    warn_all(list(ready.warnings))
-    return ready
-
-
 def _train_asynchronously(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
     """Parameter-server training (:mod:`autodist.tensorflow.parameter_server`): the chief's loop,
     with the final callbacks, no batch-level hooks (the workers step asynchronously)."""
@@ -330,7 +316,15 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
     back after); the chief's duties; and, on several replicas, the batch probe."""
     trained = placed.trained
     keras = keras_module(the_plan.keras_flavor)
-    ready = _ready_input(call, the_plan, distribution)
+    multi_worker = the_plan.type.collective_workers
+    ready = prepare_input(
+        call.data,
+        the_plan,
+        call.fit_kwargs,
+        batch_given=call.batch_size is not None,
+        shuffle_seed=lambda: shared_shuffle_seed(distribution if multi_worker else None),
+    )
+    warn_all(list(ready.warnings))
     cluster = the_plan.cluster if the_plan.type.collective_workers else None
     given = ready.fit_kwargs.get("callbacks")
     # what can carry autodist's saves in Ray

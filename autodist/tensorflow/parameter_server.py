@@ -208,10 +208,9 @@ def fit_keras3(
     steps = _steps(x, global_batch_size, fit_kwargs.pop("steps_per_epoch", None))
     shuffle = bool(fit_kwargs.pop("shuffle", True))
     user_callbacks = fit_kwargs.pop("callbacks", None) or []
-    for ignored in ("batch_size", "steps_per_execution"):  # batching is the plan's; steps are scheduled one by one
+    # batching is the plan's; steps are scheduled one by one; of the unsupported, only empty values (None, 0.0) are left
+    for ignored in ("batch_size", "steps_per_execution", *UNSUPPORTED_KERAS3):
         fit_kwargs.pop(ignored, None)
-    for rejected in UNSUPPORTED_KERAS3:  # only empty values (None, 0.0) are left here
-        fit_kwargs.pop(rejected, None)
     if fit_kwargs:
         raise AutodistError(
             f"fit keywords {sorted(fit_kwargs)} are not supported for Keras 3 under parameter-server "

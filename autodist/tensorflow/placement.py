@@ -38,9 +38,7 @@ from autodist.tensorflow.strategies import is_autodists
 from autodist.settings import ACTIVATE_ENV, STRATEGY_ENV
 from autodist.upstream.keras_models import all_layers, relocate
 from autodist.upstream.surface import available
-from autodist.upstream.keras_models import (
-    model_strategy as strategy_of_model,
-)  # this module's model_strategy reads the flavor
+from autodist.upstream.keras_models import model_strategy as strategy_of_model  # model_strategy here reads the flavor
 from autodist.process import once
 
 __all__ = [
@@ -82,10 +80,8 @@ def script_strategy(model: Any) -> Any:
 
 def needs_move(model: Any, the_plan: Plan, distribution: Any) -> bool:
     """Whether the model's variables live under another strategy than ``distribution``."""
-    current_strategy = model_strategy(model)
-    if not the_plan.type.distributes:
-        return current_strategy is not None and current_strategy is not distribution
-    return current_strategy is not distribution
+    strategy = model_strategy(model)
+    return strategy is not distribution and (the_plan.type.distributes or strategy is not None)
 
 
 def unmovable(model: Any) -> str | None:
@@ -284,9 +280,8 @@ def _move_cause(the_plan: Plan, own: str | None = None) -> tuple[str, str]:
             "script, above TensorFlow and Keras"
         )
     made = done.plan.strategy.value if done.plan is not None else "no strategy"
-    if (
-        done.script_strategy is not None
-    ):  # shared too: autodist's steps aside for the script's MultiWorkerMirroredStrategy()
+    if done.script_strategy is not None:
+        # shared too: autodist's steps aside for the script's MultiWorkerMirroredStrategy()
         return "script", (
             f"the script created its own {done.script_strategy}, so autodist's {made} stepped "
             "aside (one strategy per process), and this model was built outside that "
@@ -343,8 +338,7 @@ def copy_training_state(source: Any, target: Any) -> None:
     src_opt, dst_opt = getattr(source, "optimizer", None), getattr(target, "optimizer", None)
     if src_opt is None or dst_opt is None:
         return
-    src_vars = _variables(src_opt)
-    dst_vars = _variables(dst_opt)
+    src_vars, dst_vars = _variables(src_opt), _variables(dst_opt)
     if len(dst_vars) < len(src_vars):
         strategy = model_strategy(target)
         with strategy.scope() if strategy is not None else contextlib.nullcontext():

@@ -40,9 +40,7 @@ def steps_per_epoch(num_samples: int, global_batch_size: int) -> int:
 
 def _samples(dataset: Any) -> Any:
     """The dataset one sample per element: unbatched if it is batched, as it is otherwise."""
-    if is_batched(dataset):
-        return dataset.unbatch()
-    return dataset
+    return dataset.unbatch() if is_batched(dataset) else dataset
 
 
 def dataset_fn_for(

@@ -107,15 +107,12 @@ def tuned_plan(
     batch = int(auto.global_batch_size or 32)
     per_epoch = (fit_kwargs or {}).get("steps_per_epoch") or (-(-data.samples // batch) if data.samples else None)
     steps = epochs * int(per_epoch) if per_epoch else None  # None: a dataset of unknown size
+    samples = steps * batch if steps else None
     policy = keras_module(auto.keras_flavor).mixed_precision.global_policy().name  # a builder builds under it
     key = cache_key(snapshot, _signature(model, builder) + [policy], batch, environ.get(STEPS_PER_EXECUTION_ENV, ""))
     budget = tune_budget_setting(environ, DEFAULT_TUNE_BUDGET_SECONDS)
     cached = read_cache(key["digest"])
-    if (
-        cached is not None
-        and cached.get("choice") in found
-        and _cache_serves(cached, steps * batch if steps else None, budget)
-    ):
+    if cached is not None and cached.get("choice") in found and _cache_serves(cached, samples, budget):
         timings = [Timing(**t) for t in cached["timings"]]
         why = (
             f"strategy='tune': cached decision of {cached['date']} ({cache_path(key['digest'])}): "
@@ -124,7 +121,7 @@ def tuned_plan(
         return _with_reason(_plan_of(found[cached["choice"]], plan_for), why)
     plans = {name: _plan_of(candidate, plan_for) for name, candidate in found.items()}
     gate = _Gate(steps, batch, budget, "/gpu:0" if snapshot.gpus else "/cpu:0")
-    timings, spent = _time_all(plans, model, builder, data, steps * batch if steps else None, budget, gate)
+    timings, spent = _time_all(plans, model, builder, data, samples, budget, gate)
     if gate.untimed:  # on CPUs the first candidate, the fastest in python -m benchmarks (decision quality)
         first = next(iter(plans))
         chosen, which = (
@@ -279,18 +276,15 @@ def _samples_per_second(the_plan: Plan, source: Any, builder: Any, data: _Input,
     apply_compile_settings(model, the_plan)
     batch = int(the_plan.global_batch_size or 32)
     if data.dataset:
+        import tensorflow as tf
+
         x, y, kwargs = prepare_dataset(data.x, batch, 1, drop_remainder=False, rebatch=True).take(TIMED_STEPS), None, {}
-        seen = _dataset_samples(x)
+        seen = sum(int(tf.nest.flatten(step)[0].shape[0]) for step in x)
     else:
-        count = min(num_samples(data.x), TIMED_STEPS * batch)
-        x, y, kwargs = (
-            slice_samples(data.x, 0, count),
-            slice_samples(data.y, 0, count),
-            {"batch_size": batch, "shuffle": False},
-        )
-        seen = count
-    seconds = _timed_second_epoch(model, x, y, kwargs, strategy)
-    return seen / seconds
+        seen = min(num_samples(data.x), TIMED_STEPS * batch)
+        x, y = slice_samples(data.x, 0, seen), slice_samples(data.y, 0, seen)
+        kwargs = {"batch_size": batch, "shuffle": False}
+    return seen / _timed_second_epoch(model, x, y, kwargs, strategy)
 
 
 def _timed_second_epoch(model: Any, x: Any, y: Any, kwargs: dict[str, Any], strategy: Any) -> float:
@@ -309,17 +303,10 @@ def _timed_second_epoch(model: Any, x: Any, y: Any, kwargs: dict[str, Any], stra
     return max(marks["end1"] - marks["begin1"], 1e-9)
 
 
-def _dataset_samples(dataset: Any) -> int:
-    import tensorflow as tf
-
-    return sum(int(tf.nest.flatten(batch)[0].shape[0]) for batch in dataset)
-
-
 def _signature(model: Any, builder: Any) -> list[Any]:
     """The model's class, layers, weight shapes and optimizer; for a model-building function, its
     name and code, with the code of what it calls and the values it reads (building a model only
     to read it would cost more than the lookup); and autodist's version."""
-
     version = ["autodist", package_version("autodist")]
     if builder is not None:
         return ["builder", getattr(builder, "__qualname__", type(builder).__name__), _code_digest(builder), *version]
