@@ -53,7 +53,7 @@ from autodist.resume.train_state import (
     set_aside,
 )
 from autodist.log import warn_all
-from autodist.core.input_kinds import Arrays, Dataset, Input, numpy_only, numpy_view, training_samples
+from autodist.core.input_kinds import Arrays, Dataset, Input, numpy_only, numpy_view, training_split
 from autodist.core.inputs import slice_samples, take_samples
 
 __all__ = ["Phase", "Phases", "fit_resuming", "phased_callbacks", "phases", "restore_finished", "run_phases"]
@@ -263,8 +263,7 @@ def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
 def _training_part(x: Any, y: Any, kwargs: Mapping[str, Any]) -> tuple[int, int, dict[str, Any]]:
     """Arrays' training samples, their batches an epoch, and the keywords that keep
     ``validation_split``'s part (the samples after them) as ``validation_data``."""
-    split = 0.0 if kwargs.get("validation_data") is not None else float(kwargs.get("validation_split") or 0.0)
-    train = training_samples(x, kwargs)
+    train, split = training_split(x, kwargs)
     batches = math.ceil(train / int(kwargs["batch_size"]))
     if not split:
         return train, batches, {}
