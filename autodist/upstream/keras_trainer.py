@@ -25,7 +25,7 @@ from typing import Any
 
 from autodist.upstream import roles
 from autodist.upstream.keras_models import all_layers
-from autodist.upstream.surface import available
+from autodist.upstream.surface import available, patch_once
 from autodist.upstream.workaround import EVERY_RELEASE, NO_SYMBOLIC_BUILD, Workaround
 from autodist.process import STATE, draws_kept, replace
 
@@ -433,13 +433,10 @@ def _read_whole() -> bool:
     return tf.executing_eagerly() and outside_a_step
 
 
-def patch_metric_results_as_numbers() -> bool:
+@patch_once("get_metrics_result", "keras.metrics_result")
+def patch_metric_results_as_numbers() -> Any:
     """A model's ``get_metrics_result`` under a strategy: every scalar a Python float, as one
-    device's are. Idempotent; ``False`` where the touch is off."""
-    if "get_metrics_result" in STATE.originals(__name__):
-        return True
-    if not available("keras.metrics_result"):
-        return False
+    device's are."""
     base = roles.find("base_trainer")
     original = base.get_metrics_result
 
@@ -450,8 +447,7 @@ def patch_metric_results_as_numbers() -> bool:
         return {key: _as_one_device_logs(value) for key, value in logs.items()}
 
     replace(base, "get_metrics_result", get_metrics_result)
-    STATE.originals(__name__)["get_metrics_result"] = original
-    return True
+    return original
 
 
 def metrics_holding_state(model: Any) -> tuple[tuple[str, float | None], ...]:
@@ -524,17 +520,13 @@ def _repeated(value: Any, copies: int) -> Any:
     return tree.map_structure(lambda leaf: _repeated_leaf(leaf, copies), value)
 
 
-def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
+@patch_once("every_replica_fed", "keras.trainer_loops")
+def patch_every_replica_fed(decide: Any, prepare: Any = None) -> Any:
     """``evaluate`` and ``predict`` on array-like inputs under a replicated strategy (every
     worker passes the same arrays, as with ``model.fit``): re-batched (``decide(samples, batch_size, replicas)``:
     :func:`autodist.planning.global_batch.every_replica_fed`) so that no replica gets an empty
     share, where Keras would hand it one. ``prepare(model)`` runs first (a model evaluated under
-    autodist's strategy that never went through ``autodist.fit`` gets what fit would give it).
-    Idempotent; ``False`` where the touch is off."""
-    if "every_replica_fed" in STATE.originals(__name__):
-        return True
-    if not available("keras.trainer_loops"):
-        return False
+    autodist's strategy that never went through ``autodist.fit`` gets what fit would give it)."""
     from keras.src import tree
 
     trainer = roles.find("tf_trainer")
@@ -575,8 +567,7 @@ def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
 
     replace(trainer, "evaluate", evaluate)
     replace(trainer, "predict", predict)
-    STATE.originals(__name__)["every_replica_fed"] = (original_evaluate, original_predict)
-    return True
+    return original_evaluate, original_predict
 
 
 # --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---

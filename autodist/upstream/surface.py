@@ -20,10 +20,13 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from autodist.errors import AutodistWarning
 from autodist.upstream.probes import (
@@ -43,7 +46,7 @@ from autodist.process import STATE, once
 from autodist.upstream.versions import named
 from autodist.upstream.workaround import NO_SYMBOLIC_BUILD
 
-__all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "resolve", "status"]
+__all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "patch_once", "resolve", "status"]
 
 
 _K3 = (
@@ -811,6 +814,28 @@ def available(name: str) -> bool:
             stacklevel=user_stacklevel(),
         )
     return False
+
+
+def patch_once(key: str, touch: str, unless: Callable[[], bool] = lambda: False) -> Callable[..., Any]:
+    """A ``patch_*`` function applied once per process: the function patches and returns what it replaced, kept as
+    ``key`` of its module's originals (:meth:`autodist.process.ProcessState.originals`), and the decorated one
+    returns whether the patch is in place. Idempotent; ``False`` (nothing patched) where ``unless()`` or the touch
+    ``touch`` is off: Keras's own code then runs."""
+
+    def decorate(patch: Callable[..., Any]) -> Callable[..., bool]:
+        @functools.wraps(patch)
+        def in_place(*args: Any, **kwargs: Any) -> bool:
+            originals = STATE.originals(patch.__module__)
+            if key in originals:
+                return True
+            if unless() or not available(touch):
+                return False
+            originals[key] = patch(*args, **kwargs)
+            return True
+
+        return in_place
+
+    return decorate
 
 
 def status() -> list[dict[str, str]]:
