@@ -40,6 +40,7 @@ __all__ = [
     "installed",
     "module_version",
     "named",
+    "package_version",
     "release_order",
     "tensorflow_version",
     "version_tuple",
@@ -187,15 +188,19 @@ def module_version(name: str) -> str | None:
     return None
 
 
+def package_version(name: str) -> str | None:
+    """Installed version of a distribution, without importing it."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def tensorflow_version() -> str | None:
     """TensorFlow's version from package metadata (any of its wheels), without importing it: its
     ``__version__`` lives in its compiled library."""
-    for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+    found = (package_version(dist) for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"))
+    return next((version for version in found if version is not None), None)
 
 
 def installed() -> dict[str, str | None]:
