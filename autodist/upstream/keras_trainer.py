@@ -185,7 +185,6 @@ def build_as_training_step(model: Any, data_batch: Any) -> bool:
     failed (Keras's own build then runs and says why)."""
     if model.built and all(layer.built for layer in all_layers(model)):
         return False
-
     try:
         _training_call(model, data_batch)
     except Exception:  # the same call Keras's build makes next, which raises it with its own message
@@ -290,13 +289,12 @@ def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[st
     return ours, theirs
 
 
-def _install_symbolic_build() -> None:
+@patch_once("symbolic_build", "keras.symbolic_build")
+def _install_symbolic_build() -> Any:
     """Replace Keras 3's ``_maybe_symbolic_build`` and ``_symbolic_build`` once; what they do
     follows ``STATE.symbolic_build``."""
     from keras.src import tree
 
-    if "symbolic_build" in STATE.originals(__name__):
-        return
     trainer, base = roles.find("tf_trainer"), roles.find("base_trainer")
     original_build, original_symbolic = trainer._maybe_symbolic_build, base._symbolic_build
 
@@ -352,7 +350,7 @@ def _install_symbolic_build() -> None:
 
     replace(trainer, "_maybe_symbolic_build", _maybe_symbolic_build)
     replace(base, "_symbolic_build", _symbolic_build)
-    STATE.originals(__name__)["symbolic_build"] = original_build
+    return original_build
 
 
 def patch_trainer(names: Any) -> list[str]:
@@ -366,8 +364,7 @@ def patch_trainer(names: Any) -> list[str]:
     """
     names = set(names)
     applied = [name for name in SYMBOLIC_BUILD_PATCHES if name in names]
-    if applied and available("keras.symbolic_build"):
-        _install_symbolic_build()
+    if applied and _install_symbolic_build():
         STATE.symbolic_build.update(applied)
     else:
         applied = []
