@@ -146,10 +146,9 @@ class LiveSequence(_Live, Sequence[Any]):
 
 def once(key: str) -> bool:
     """``True`` the first time ``key`` is asked for in this process (a once-a-process warning)."""
-    if key in STATE.warned:
-        return False
+    first = key not in STATE.warned
     STATE.warned.add(key)
-    return True
+    return first
 
 
 #: What :func:`replace` records where the owner held no attribute of that name itself (it inherited it).

@@ -62,10 +62,9 @@ def name_reads_outside_replicas(strategy: Any, error_for: Callable[[Any, BaseExc
     ``strategy.run``), raise ``error_for(variable, error)`` from TensorFlow's ``ValueError`` instead
     of that error alone (touch ``keras.variable_handle``). Every other read, and every other error,
     is Keras's own. Idempotent; ``False`` where the touch is off."""
-    variable_class = roles.find("tf_variable") if available("keras.variable_handle") else None
-    if variable_class is None:
+    if not available("keras.variable_handle"):
         return False
-    return name_handle_reads(variable_class, lambda variable: variable._value, strategy, error_for)
+    return name_handle_reads(roles.find("tf_variable"), lambda variable: variable._value, strategy, error_for)
 
 
 @patch_once("assign_add", "keras.variable_updates")
@@ -191,10 +190,7 @@ def patch_variable_aggregation() -> Any:
     variable_class = roles.find("tf_variable")
     synchronizations = {"auto": tf.VariableSynchronization.AUTO, "on_read": tf.VariableSynchronization.ON_READ}
     aggregations = {
-        "none": tf.VariableAggregation.NONE,
-        "sum": tf.VariableAggregation.SUM,
-        "mean": tf.VariableAggregation.MEAN,
-        "only_first_replica": tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        name: getattr(tf.VariableAggregation, name.upper()) for name in ("none", "sum", "mean", "only_first_replica")
     }
 
     def create(self: Any, value: Any) -> None:
