@@ -364,10 +364,8 @@ def patch_trainer(names: Any) -> list[str]:
     """
     names = set(names)
     applied = [name for name in SYMBOLIC_BUILD_PATCHES if name in names]
-    if applied and _install_symbolic_build():
-        STATE.symbolic_build.update(applied)
-    else:
-        applied = []
+    applied = applied if applied and _install_symbolic_build() else []
+    STATE.symbolic_build.update(applied)
     if "multi_worker_scalar_reduce" in names and available("keras.reduce_per_replica"):
         from keras.src import tree
 

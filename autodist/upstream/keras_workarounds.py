@@ -97,16 +97,9 @@ SHORT_EPOCH_STEPS_PER_EXECUTION = Workaround(
 DECLARING = (keras_variables, keras_own_steps, keras_optimizer, keras_trainer, keras_adapters)
 
 
+# DECLARING's, then the three above
 _BUILT_IN = MappingProxyType(
-    {
-        w.name: w
-        for w in (
-            *(w for module in DECLARING for w in vars(module).values() if isinstance(w, Workaround)),
-            MIRRORED_STEPS_PER_EXECUTION,
-            MIRRORED_JIT_COMPILE,
-            SHORT_EPOCH_STEPS_PER_EXECUTION,
-        )
-    }
+    {w.name: w for space in [*map(vars, DECLARING), globals()] for w in space.values() if isinstance(w, Workaround)}
 )
 
 

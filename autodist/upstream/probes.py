@@ -186,12 +186,11 @@ def _coordination_key_value() -> Absence | None:
 
     try:
         context = resolve("tensorflow.python.eager.context.Context")
-        getter, setter = context.get_config_key_value, context.set_config_key_value
+        getter, _ = context.get_config_key_value, context.set_config_key_value  # both there
         if "timeout_in_ms" not in inspect.signature(getter).parameters:
             return Absence(
                 "the timeout_in_ms parameter of tensorflow.python.eager.context.Context.get_config_key_value"
             )
-        del setter
     except LookupError as missing:
         return Absence(str(missing.args[0]))
     return None

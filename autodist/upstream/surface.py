@@ -860,14 +860,12 @@ def status() -> list[dict[str, str]]:
 def table() -> list[str]:
     """The rows of docs/upstream.md's table, header first (``python -m autodist.upstream.pages``
     writes them)."""
-    rows = [
+    return [
         "| touch | what it touches | why | measured on | its probe | when it is off | still-needed test |",
         "|---|---|---|---|---|---|---|",
+        *(
+            f"| `{touch.name}` | {', '.join(f'`{piece}`' for piece in touch.touches)} | {touch.why} | {touch.measured} "
+            f"| {describe(touch.probe)} | {touch.off} | `{touch.still_needed}` |"
+            for touch in TOUCHES.values()
+        ),
     ]
-    for touch in TOUCHES.values():
-        what = ", ".join(f"`{piece}`" for piece in touch.touches)
-        rows.append(
-            f"| `{touch.name}` | {what} | {touch.why} | {touch.measured} | {describe(touch.probe)} | {touch.off} "
-            f"| `{touch.still_needed}` |"
-        )
-    return rows

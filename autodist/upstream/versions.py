@@ -137,18 +137,16 @@ def check_versions(
             "(docs/support-matrix.md). Upgrade them: pip install "
             f"{' '.join(repr(_PINS[name]) for name, version in versions.items() if name in OLDEST and version)}."
         )
-    notes = []
-    for name, version in versions.items():
-        if name in notes_for and version and version_tuple(version)[:2] > version_tuple(NEWEST_TESTED[name])[:2]:
-            notes.append(
-                f"{_LABELS[name]} {version} is newer than the releases autodist was tested on (up to "
-                f"{NEWEST_TESTED[name]}). Unverified there: the Keras workarounds (each stays applied "
-                "only where it is harmless once fixed), and the touches of private code listed by "
-                "`python -m autodist inspect` (each checks that what it needs exists and turns "
-                "itself off with a warning where it does not). Compare a first run with model.fit "
-                "on one device."
-            )
-    return notes
+    return [
+        f"{_LABELS[name]} {version} is newer than the releases autodist was tested on (up to "
+        f"{NEWEST_TESTED[name]}). Unverified there: the Keras workarounds (each stays applied "
+        "only where it is harmless once fixed), and the touches of private code listed by "
+        "`python -m autodist inspect` (each checks that what it needs exists and turns "
+        "itself off with a warning where it does not). Compare a first run with model.fit "
+        "on one device."
+        for name, version in versions.items()
+        if name in notes_for and version and version_tuple(version)[:2] > version_tuple(NEWEST_TESTED[name])[:2]
+    ]
 
 
 #: Where Keras and tf_keras write their own ``__version__``, under each package's folder, first
