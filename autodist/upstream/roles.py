@@ -55,11 +55,8 @@ def _module(name: str) -> ModuleType:
 
 def _defined_in(module: ModuleType) -> list[type]:
     """The classes ``module`` defines, each once (an alias kept for an old name is the same class)."""
-    found: dict[int, type] = {}
-    for value in vars(module).values():
-        if inspect.isclass(value) and value.__module__ == module.__name__:
-            found.setdefault(id(value), value)
-    return list(found.values())
+    classes = [c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == module.__name__]
+    return list({id(c): c for c in classes}.values())
 
 
 def _root(classes: list[type]) -> type | None:

@@ -841,20 +841,16 @@ def patch_once(key: str, touch: str, unless: Callable[[], bool] = lambda: False)
 def status() -> list[dict[str, str]]:
     """Every touch and its state here (``on``, ``not needed``, ``off``), probing those not probed
     yet: what ``python -m autodist inspect`` shows."""
-    rows = []
-    for name, touch in TOUCHES.items():
-        missing = absence(name)
-        state = "on" if missing is None else ("not needed" if missing.expected else "off")
-        rows.append(
-            {
-                "touch": name,
-                "state": state,
-                "missing": "" if missing is None else missing.what,
-                "off": touch.off,
-                "still_needed": touch.still_needed,
-            }
-        )
-    return rows
+    return [
+        {
+            "touch": name,
+            "state": "on" if (missing := absence(name)) is None else ("not needed" if missing.expected else "off"),
+            "missing": "" if missing is None else missing.what,
+            "off": touch.off,
+            "still_needed": touch.still_needed,
+        }
+        for name, touch in TOUCHES.items()
+    ]
 
 
 def table() -> list[str]:
