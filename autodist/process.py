@@ -22,10 +22,12 @@ import itertools
 import threading
 import weakref
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "LiveMapping",
+    "LiveSequence",
     "STATE",
     "ProcessState",
     "draws_kept",
@@ -114,12 +116,39 @@ class ProcessState:
 STATE = ProcessState()
 
 
+class _Live:
+    """A read-only view whose content ``read()`` gives anew at each use (a table that a test's own
+    entries join while they exist, and leave at :func:`reset`)."""
+
+    def __init__(self, read: Callable[[], Any]) -> None:
+        self.read = read
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.read()[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.read())
+
+    def __len__(self) -> int:
+        return len(self.read())
+
+
+class LiveMapping(_Live, Mapping[Any, Any]):
+    """A mapping read anew at each use (see :class:`_Live`)."""
+
+
+class LiveSequence(_Live, Sequence[Any]):
+    """A sequence read anew at each use (see :class:`_Live`), equal to what it reads."""
+
+    def __eq__(self, other: object) -> bool:
+        return self.read() == other
+
+
 def once(key: str) -> bool:
     """``True`` the first time ``key`` is asked for in this process (a once-a-process warning)."""
-    if key in STATE.warned:
-        return False
+    first = key not in STATE.warned
     STATE.warned.add(key)
-    return True
+    return first
 
 
 #: What :func:`replace` records where the owner held no attribute of that name itself (it inherited it).

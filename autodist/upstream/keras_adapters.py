@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from autodist.process import STATE, replace
-from autodist.upstream.surface import available
+from autodist.process import replace
+from autodist.upstream.surface import patch_once
 from autodist.upstream.workaround import Workaround
 
 __all__ = [
@@ -53,13 +53,10 @@ def _copying(generator: Any) -> Any:
     return (_copied(batch) for batch in generator)
 
 
-def patch_batches_copied() -> bool:
+@patch_once("batches_copied", "keras.python_batches")
+def patch_batches_copied() -> Any:
     """Copy every NumPy leaf of a batch that a PyDataset or a Python generator gives Keras, before
-    TensorFlow sees it. Idempotent; ``False`` where the touch is off."""
-    if "batches_copied" in STATE.originals(__name__):
-        return True
-    if not available("keras.python_batches"):
-        return False
+    TensorFlow sees it."""
     from keras.src.trainers.data_adapters.generator_data_adapter import GeneratorDataAdapter
     from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
 
@@ -74,8 +71,7 @@ def patch_batches_copied() -> bool:
 
     replace(PyDatasetAdapter, "_standardize_batch", _standardize_batch)
     replace(GeneratorDataAdapter, "__init__", __init__)
-    STATE.originals(__name__)["batches_copied"] = (standardize, init)
-    return True
+    return standardize, init
 
 
 # --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---

@@ -46,17 +46,13 @@ def flattens_layers(model: Any) -> bool:
 def compiled_flag(model: Any) -> bool:
     """Whether ``compile`` was called: Keras 3's public ``compiled``, tf_keras's ``_is_compiled``."""
     compiled = getattr(model, "compiled", None)
-    if compiled is None:
-        compiled = getattr(model, "_is_compiled", None)
-    return bool(compiled)
+    return bool(getattr(model, "_is_compiled", None) if compiled is None else compiled)
 
 
 def all_layers(model: Any) -> list[Any]:
     """Every layer of a model, nested ones included (``model.layers`` lists the top ones)."""
     flatten = getattr(model, "_flatten_layers", None)
-    if callable(flatten):
-        return list(flatten())
-    return list(getattr(model, "layers", []) or [])
+    return list(flatten()) if callable(flatten) else list(getattr(model, "layers", []) or [])
 
 
 def owns_seed_generators(layer: Any) -> bool:
@@ -120,9 +116,8 @@ def symbolic_build(model: Any, data_batch: Any) -> bool:
     if not (isinstance(data_batch, tuple) and len(data_batch) == 3):
         data_batch = data_adapter_utils.unpack_x_y_sample_weight(data_batch)
     before = STATE.per_thread("building_for_fit", False)
-    STATE.thread.building_for_fit = (
-        True  # built for fit: as its first training step builds it (symbolic_build_training)
-    )
+    # built for fit: as its first training step builds it (symbolic_build_training)
+    STATE.thread.building_for_fit = True
     try:
         model._symbolic_build(data_batch=data_batch)
     finally:
@@ -172,8 +167,7 @@ def optimizer_slots_ready(optimizer: Any, variables: list[Any]) -> None:
     if optimizer is None:
         return
     built = getattr(optimizer, "built", None)
-    if built is None:
-        built = getattr(optimizer, "_built", False)
+    built = getattr(optimizer, "_built", False) if built is None else built
     create = getattr(optimizer, "build", None) or getattr(optimizer, "_create_all_weights", None)
     if not built and create is not None:
         create(variables)

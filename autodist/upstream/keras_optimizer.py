@@ -42,7 +42,7 @@ from typing import Any
 
 from autodist.process import STATE, replace
 from autodist.upstream.keras_own_steps import in_own_step
-from autodist.upstream.surface import available
+from autodist.upstream.surface import patch_once
 from autodist.upstream.workaround import EVERY_RELEASE, GRADIENTS_REDUCED, Workaround
 
 __all__ = [
@@ -74,14 +74,10 @@ def divides_loss_itself() -> bool:
     return hasattr(loss, "scale_loss_for_distribution")
 
 
-def patch_distributed_gradients() -> bool:
+@patch_once("scale_loss", "keras.distributed_gradients", unless=divides_loss_itself)
+def patch_distributed_gradients() -> Any:
     """Sum the gradients over the replicas in the merge call (where Keras 3.3-3.4 leave them
-    unreduced), and divide ``fit``'s loss by the replicas (``scale_loss``) on 3.3-3.7. Idempotent; ``False`` where the
-    touch is off."""
-    if "scale_loss" in STATE.originals(__name__):
-        return True
-    if divides_loss_itself() or not available("keras.distributed_gradients"):
-        return False
+    unreduced), and divide ``fit``'s loss by the replicas (``scale_loss``) on 3.3-3.7."""
     import tensorflow as tf
     from keras.src.backend.tensorflow import optimizer as tf_optimizer
     from keras.src.optimizers import base_optimizer, loss_scale_optimizer
@@ -124,8 +120,8 @@ def patch_distributed_gradients() -> bool:
     originals = (base_optimizer.BaseOptimizer.scale_loss, loss_scale_optimizer.LossScaleOptimizer.scale_loss)
     replace(base_optimizer.BaseOptimizer, "scale_loss", scaled(originals[0]))
     replace(loss_scale_optimizer.LossScaleOptimizer, "scale_loss", scaled(originals[1]))
-    STATE.originals(__name__).update(reduce=original_reduce, scale_loss=originals)
-    return True
+    STATE.originals(__name__)["reduce"] = original_reduce
+    return originals
 
 
 def _build_across_replicas(optimizer: Any, variables: list[Any]) -> None:
@@ -144,14 +140,11 @@ def _build_across_replicas(optimizer: Any, variables: list[Any]) -> None:
     tf.distribute.get_replica_context().merge_call(build)
 
 
-def patch_optimizer_build() -> bool:
+@patch_once("build", "keras.optimizer_build")
+def patch_optimizer_build() -> Any:
     """An optimizer not built yet, applied in a replica's step under a strategy with more than
     one replica, is built across the replicas first (:func:`_build_across_replicas`); anywhere
-    else ``apply`` is Keras's. Idempotent; ``False`` where the touch is off."""
-    if "build" in STATE.originals(__name__):
-        return True
-    if not available("keras.optimizer_build"):
-        return False
+    else ``apply`` is Keras's."""
     import tensorflow as tf
     from keras.src.optimizers import base_optimizer
 
@@ -172,8 +165,7 @@ def patch_optimizer_build() -> bool:
         return original_apply(self, grads, trainable_variables)
 
     replace(base_optimizer.BaseOptimizer, "apply", apply)
-    STATE.originals(__name__)["build"] = original_apply
-    return True
+    return original_apply
 
 
 def replicas_alike_summed(grad: Any, replicas: int) -> Any:
@@ -240,7 +232,8 @@ def looked_up_once_per_step(grad: Any) -> bool:
     return True
 
 
-def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> bool:
+@patch_once("slices", "keras.replica_slices")
+def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> Any:
     """Sum the replicas' slices of a sparse gradient whose rows the step computes from constants
     alone (:func:`looked_up_once_per_step`) and that every replica takes at the same rows
     (:func:`replicas_alike_summed`), once Keras has all-reduced the gradients, under a strategy for
@@ -248,11 +241,7 @@ def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> bool:
     more than one replica; anywhere else Keras's reduction as it is. On Keras 3.3-3.4, whose
     reduction autodist runs in the merge call (``distributed_gradients``), the reduced gradient
     reaches every replica's update as the one tensor it is; a gradient returned unreduced is left
-    as it is. Idempotent; ``False`` where the touch is off."""
-    if "slices" in STATE.originals(__name__):
-        return True
-    if not available("keras.replica_slices"):
-        return False
+    as it is."""
     import tensorflow as tf
     from keras.src.backend.tensorflow import optimizer as tf_optimizer
 
@@ -279,9 +268,8 @@ def patch_replica_slices_summed(applies: Callable[[Any], bool]) -> bool:
             return after
         return replicas_alike_summed(first(after)[0], replicas)
 
-    STATE.originals(__name__)["slices"] = original
     replace(tf_optimizer.TFOptimizer, "_all_reduce_sum_gradients", _all_reduce_sum_gradients)
-    return True
+    return original
 
 
 # --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---

@@ -57,7 +57,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from autodist.upstream.surface import available
+from autodist.upstream.surface import patch_once
 from autodist.upstream.workaround import EVERY_RELEASE, Workaround
 from autodist.process import STATE, replace
 
@@ -253,18 +253,15 @@ def _gradient_factor(grads: list[Any]) -> Any:
     return factor
 
 
-def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> bool:
+@patch_once("compute_average_loss", "keras.own_steps")
+def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> Any:
     """Install the patches (Keras's loss scaling, ``BaseOptimizer.apply`` and
     ``LossScaleOptimizer.apply``; each acts only in a step of a model's own, and the loss scaling
     in a layer's ``call`` under a strategy for which ``applies(strategy)``: autodist's, or the
     script's once autodist.fit trained under it). On Keras 3.3-3.7,
     whose losses are not divided by the replicas, the workaround ``distributed_gradients``
     divides ``fit``'s loss in ``optimizer.scale_loss``; it asks :func:`in_own_step` and leaves a
-    step of the model's own alone. Idempotent; ``False`` where the touch is off."""
-    if "compute_average_loss" in STATE.originals(__name__):
-        return True
-    if not available("keras.own_steps"):
-        return False
+    step of the model's own alone."""
     import tensorflow as tf
     from keras.src.losses import loss as loss_module
 
@@ -284,24 +281,19 @@ def patch_own_steps(applies: Callable[[Any], bool] = lambda strategy: False) -> 
         return original_average(*args, **kwargs)
 
     replace(tf.nn, "compute_average_loss", compute_average_loss)
-    STATE.originals(__name__)["compute_average_loss"] = original_average
-    return True
+    return original_average
 
 
 #: The key of the optimizers' ``apply`` among this module's originals.
 _APPLY = "BaseOptimizer.apply"
 
 
-def patch_share_weights() -> bool:
+@patch_once(_APPLY, "keras.share_weights")
+def patch_share_weights() -> Any:
     """Install the optimizers' ``apply`` that weights a replica's gradients by its share of the
-    batch where :func:`share_weights` runs the step (the workaround ``uneven_shares_weighted``).
-    Idempotent; ``False`` where the touch is off."""
-    if _APPLY in STATE.originals(__name__):
-        return True
-    if not available("keras.share_weights"):
-        return False
+    batch where :func:`share_weights` runs the step (the workaround ``uneven_shares_weighted``)."""
     _patch_apply()
-    return True
+    return STATE.originals(__name__)[_APPLY]
 
 
 def summed_over_samples(target: Any, rows: int | None = None) -> bool:

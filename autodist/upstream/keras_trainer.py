@@ -25,7 +25,7 @@ from typing import Any
 
 from autodist.upstream import roles
 from autodist.upstream.keras_models import all_layers
-from autodist.upstream.surface import available
+from autodist.upstream.surface import available, patch_once
 from autodist.upstream.workaround import EVERY_RELEASE, NO_SYMBOLIC_BUILD, Workaround
 from autodist.process import STATE, draws_kept, replace
 
@@ -185,7 +185,6 @@ def build_as_training_step(model: Any, data_batch: Any) -> bool:
     failed (Keras's own build then runs and says why)."""
     if model.built and all(layer.built for layer in all_layers(model)):
         return False
-
     try:
         _training_call(model, data_batch)
     except Exception:  # the same call Keras's build makes next, which raises it with its own message
@@ -290,13 +289,12 @@ def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[st
     return ours, theirs
 
 
-def _install_symbolic_build() -> None:
+@patch_once("symbolic_build", "keras.symbolic_build")
+def _install_symbolic_build() -> Any:
     """Replace Keras 3's ``_maybe_symbolic_build`` and ``_symbolic_build`` once; what they do
     follows ``STATE.symbolic_build``."""
     from keras.src import tree
 
-    if "symbolic_build" in STATE.originals(__name__):
-        return
     trainer, base = roles.find("tf_trainer"), roles.find("base_trainer")
     original_build, original_symbolic = trainer._maybe_symbolic_build, base._symbolic_build
 
@@ -352,7 +350,7 @@ def _install_symbolic_build() -> None:
 
     replace(trainer, "_maybe_symbolic_build", _maybe_symbolic_build)
     replace(base, "_symbolic_build", _symbolic_build)
-    STATE.originals(__name__)["symbolic_build"] = original_build
+    return original_build
 
 
 def patch_trainer(names: Any) -> list[str]:
@@ -366,11 +364,8 @@ def patch_trainer(names: Any) -> list[str]:
     """
     names = set(names)
     applied = [name for name in SYMBOLIC_BUILD_PATCHES if name in names]
-    if applied and available("keras.symbolic_build"):
-        _install_symbolic_build()
-        STATE.symbolic_build.update(applied)
-    else:
-        applied = []
+    applied = applied if applied and _install_symbolic_build() else []
+    STATE.symbolic_build.update(applied)
     if "multi_worker_scalar_reduce" in names and available("keras.reduce_per_replica"):
         from keras.src import tree
 
@@ -433,13 +428,10 @@ def _read_whole() -> bool:
     return tf.executing_eagerly() and outside_a_step
 
 
-def patch_metric_results_as_numbers() -> bool:
+@patch_once("get_metrics_result", "keras.metrics_result")
+def patch_metric_results_as_numbers() -> Any:
     """A model's ``get_metrics_result`` under a strategy: every scalar a Python float, as one
-    device's are. Idempotent; ``False`` where the touch is off."""
-    if "get_metrics_result" in STATE.originals(__name__):
-        return True
-    if not available("keras.metrics_result"):
-        return False
+    device's are."""
     base = roles.find("base_trainer")
     original = base.get_metrics_result
 
@@ -450,8 +442,7 @@ def patch_metric_results_as_numbers() -> bool:
         return {key: _as_one_device_logs(value) for key, value in logs.items()}
 
     replace(base, "get_metrics_result", get_metrics_result)
-    STATE.originals(__name__)["get_metrics_result"] = original
-    return True
+    return original
 
 
 def metrics_holding_state(model: Any) -> tuple[tuple[str, float | None], ...]:
@@ -524,17 +515,13 @@ def _repeated(value: Any, copies: int) -> Any:
     return tree.map_structure(lambda leaf: _repeated_leaf(leaf, copies), value)
 
 
-def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
+@patch_once("every_replica_fed", "keras.trainer_loops")
+def patch_every_replica_fed(decide: Any, prepare: Any = None) -> Any:
     """``evaluate`` and ``predict`` on array-like inputs under a replicated strategy (every
     worker passes the same arrays, as with ``model.fit``): re-batched (``decide(samples, batch_size, replicas)``:
     :func:`autodist.planning.global_batch.every_replica_fed`) so that no replica gets an empty
     share, where Keras would hand it one. ``prepare(model)`` runs first (a model evaluated under
-    autodist's strategy that never went through ``autodist.fit`` gets what fit would give it).
-    Idempotent; ``False`` where the touch is off."""
-    if "every_replica_fed" in STATE.originals(__name__):
-        return True
-    if not available("keras.trainer_loops"):
-        return False
+    autodist's strategy that never went through ``autodist.fit`` gets what fit would give it)."""
     from keras.src import tree
 
     trainer = roles.find("tf_trainer")
@@ -575,8 +562,7 @@ def patch_every_replica_fed(decide: Any, prepare: Any = None) -> bool:
 
     replace(trainer, "evaluate", evaluate)
     replace(trainer, "predict", predict)
-    STATE.originals(__name__)["every_replica_fed"] = (original_evaluate, original_predict)
-    return True
+    return original_evaluate, original_predict
 
 
 # --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autodist.upstream import roles
-from autodist.upstream.surface import available
+from autodist.upstream.surface import available, patch_once
 from autodist.upstream.tf_hooks import name_handle_reads
 from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
 from autodist.process import STATE, replace
@@ -62,20 +62,16 @@ def name_reads_outside_replicas(strategy: Any, error_for: Callable[[Any, BaseExc
     ``strategy.run``), raise ``error_for(variable, error)`` from TensorFlow's ``ValueError`` instead
     of that error alone (touch ``keras.variable_handle``). Every other read, and every other error,
     is Keras's own. Idempotent; ``False`` where the touch is off."""
-    variable_class = roles.find("tf_variable") if available("keras.variable_handle") else None
-    if variable_class is None:
+    if not available("keras.variable_handle"):
         return False
-    return name_handle_reads(variable_class, lambda variable: variable._value, strategy, error_for)
+    return name_handle_reads(roles.find("tf_variable"), lambda variable: variable._value, strategy, error_for)
 
 
-def patch_aggregating_variable_updates() -> bool:
+@patch_once("assign_add", "keras.variable_updates")
+def patch_aggregating_variable_updates() -> Any:
     """Make Keras 3 ``assign_add``/``assign_sub`` on SUM-aggregated distributed variables
     (AggregatingVariable, CachingVariable, MirroredVariable) a true delta update. Other variables
     keep Keras's own code path."""
-    if "assign_add" in STATE.originals(__name__):
-        return True
-    if not available("keras.variable_updates"):
-        return False
     import tensorflow as tf
     from tensorflow.python.distribute import ps_values, values
 
@@ -110,17 +106,14 @@ def patch_aggregating_variable_updates() -> bool:
 
     replace(variable_class, "assign_add", assign_add)
     replace(variable_class, "assign_sub", assign_sub)
-    STATE.originals(__name__).update(assign_add=original_add, assign_sub=original_sub)
-    return True
+    STATE.originals(__name__)["assign_sub"] = original_sub
+    return original_add
 
 
-def patch_batchnorm_moving_statistics() -> bool:
+@patch_once("batchnorm", "keras.batchnorm_statistics")
+def patch_batchnorm_moving_statistics() -> Any:
     """Create Keras 3 BatchNormalization's moving statistics with ``aggregation="mean"`` (the
     layers built from now on); other weights keep Keras's own settings."""
-    if "batchnorm" in STATE.originals(__name__):
-        return True
-    if not available("keras.batchnorm_statistics"):
-        return False
     from keras.src.layers.normalization.batch_normalization import BatchNormalization
 
     original = BatchNormalization.add_weight
@@ -131,8 +124,7 @@ def patch_batchnorm_moving_statistics() -> bool:
         return original(self, *args, **kwargs)
 
     replace(BatchNormalization, "add_weight", add_weight)
-    STATE.originals(__name__)["batchnorm"] = original
-    return True
+    return original
 
 
 def _aggregating_strategy() -> bool:
@@ -188,23 +180,17 @@ def _distribution_settings(variable: Any) -> tuple[str, str]:
     return "none", "auto"
 
 
-def patch_variable_aggregation() -> bool:
+@patch_once("initialize", "keras.variable_aggregation", unless=maps_aggregation)
+def patch_variable_aggregation() -> Any:
     """On a Keras that passes no aggregation to ``tf.Variable`` (3.3-3.6), pass what Keras 3.10
-    passes (:func:`_distribution_settings`). Idempotent; ``False`` where this Keras maps the
-    aggregation itself (then nothing is needed) or the touch is off."""
-    if "initialize" in STATE.originals(__name__):
-        return True
-    if maps_aggregation() or not available("keras.variable_aggregation"):
-        return False
+    passes (:func:`_distribution_settings`). ``False`` where this Keras maps the aggregation itself
+    (then nothing is needed)."""
     import tensorflow as tf
 
     variable_class = roles.find("tf_variable")
     synchronizations = {"auto": tf.VariableSynchronization.AUTO, "on_read": tf.VariableSynchronization.ON_READ}
     aggregations = {
-        "none": tf.VariableAggregation.NONE,
-        "sum": tf.VariableAggregation.SUM,
-        "mean": tf.VariableAggregation.MEAN,
-        "only_first_replica": tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        name: getattr(tf.VariableAggregation, name.upper()) for name in ("none", "sum", "mean", "only_first_replica")
     }
 
     def create(self: Any, value: Any) -> None:
@@ -237,9 +223,8 @@ def patch_variable_aggregation() -> bool:
 
         replace(variable_class, "_initialize_with_initializer", _initialize_with_initializer)
         STATE.originals(__name__)["initialize_with_initializer"] = with_initializer
-    STATE.originals(__name__)["initialize"] = original
     STATE.originals(__name__)["seed_state"] = original  # the seeds' aggregation is part of it here
-    return True
+    return original
 
 
 def _replica_in_sync() -> Any:
@@ -255,7 +240,8 @@ def _replica_in_sync() -> Any:
     return context.replica_id_in_sync_group
 
 
-def patch_replica_random_streams(applies: Callable[[Any], bool]) -> bool:
+@patch_once("seed_draws", "keras.seed_draws")
+def patch_replica_random_streams(applies: Callable[[Any], bool]) -> Any:
     """Give each replica its own stream of Keras 3 random draws (Dropout, noise, augmentation,
     ``keras.random`` with a ``SeedGenerator`` or none): the seed a ``SeedGenerator`` hands out in a
     replica's step is folded with the replica's id (``tf.random.experimental.stateless_fold_in``).
@@ -263,11 +249,7 @@ def patch_replica_random_streams(applies: Callable[[Any], bool]) -> bool:
     reproducible from ``keras.utils.set_random_seed``. Only under a strategy for which
     ``applies(strategy)`` (autodist's, or the script's once autodist.fit trained under it): a
     strategy autodist neither made nor adopted draws as Keras draws. Outside a step with replicas in
-    sync, Keras's own seed. Idempotent; ``False`` where the touch is off."""
-    if "seed_draws" in STATE.originals(__name__):
-        return True
-    if not available("keras.seed_draws"):
-        return False
+    sync, Keras's own seed."""
     import tensorflow as tf
     from keras.src.random.seed_generator import SeedGenerator
 
@@ -284,11 +266,11 @@ def patch_replica_random_streams(applies: Callable[[Any], bool]) -> bool:
         return tf.cast(folded, seed.dtype)
 
     replace(SeedGenerator, "next", next)
-    STATE.originals(__name__)["seed_draws"] = original
-    return True
+    return original
 
 
-def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> bool:
+@patch_once("global_seed", "keras.global_seed_generator")
+def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> Any:
     """Give every replica's step Keras's one global ``SeedGenerator`` (what ``keras.random.normal``
     and the other draws without a ``seed`` use, as the Keras guide's VAE ``Sampling`` layer does).
     Keras keeps it in thread-local state and makes it at its first use; under MirroredStrategy each
@@ -302,11 +284,7 @@ def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> bool:
     ``tf.data`` map drawing ``keras.random.uniform`` without a seed, keras.io's CutMix) makes it in
     the eager context, where Keras would make it inside the function and TensorFlow fails to lift
     the distributed variable out ("UnliftableError"), even before any ``fit``. Anywhere else Keras's
-    own. Idempotent; ``False`` where the touch is off."""
-    if "global_seed" in STATE.originals(__name__):
-        return True
-    if not available("keras.global_seed_generator"):
-        return False
+    own."""
     import tensorflow as tf
     from keras.src.backend.common import global_state
     from keras.src.backend.common.stateless_scope import in_stateless_scope
@@ -344,8 +322,7 @@ def patch_global_seed_in_replicas(applies: Callable[[Any], bool]) -> bool:
         return found
 
     replace(seed_generator, "global_seed_generator", global_seed_generator)
-    STATE.originals(__name__)["global_seed"] = original
-    return True
+    return original
 
 
 # --- the workarounds whose patches these are (autodist.upstream.keras_workarounds gathers them) ---

@@ -17,11 +17,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from types import MappingProxyType, ModuleType
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
-from autodist.process import STATE
+from autodist.process import STATE, LiveMapping, LiveSequence
 from autodist.upstream import keras_adapters, keras_optimizer, keras_own_steps, keras_trainer, keras_variables
 from autodist.upstream.workaround import AGGREGATION_PASSED, EVERY_RELEASE, Workaround
 
@@ -97,22 +97,10 @@ SHORT_EPOCH_STEPS_PER_EXECUTION = Workaround(
 DECLARING = (keras_variables, keras_own_steps, keras_optimizer, keras_trainer, keras_adapters)
 
 
-def _declared(module: ModuleType) -> list[Workaround]:
-    return [value for value in vars(module).values() if isinstance(value, Workaround)]
-
-
+# DECLARING's, then the three above
 _BUILT_IN = MappingProxyType(
-    {
-        w.name: w
-        for w in (
-            *(w for module in DECLARING for w in _declared(module)),
-            MIRRORED_STEPS_PER_EXECUTION,
-            MIRRORED_JIT_COMPILE,
-            SHORT_EPOCH_STEPS_PER_EXECUTION,
-        )
-    }
+    {w.name: w for space in [*map(vars, DECLARING), globals()] for w in space.values() if isinstance(w, Workaround)}
 )
-_BUILT_IN_PATCHES = tuple(name for name, w in _BUILT_IN.items() if w.install is not None)
 
 
 def declare(workaround: Workaround) -> Workaround:
@@ -128,45 +116,13 @@ def declare(workaround: Workaround) -> Workaround:
     return workaround
 
 
-class _Registry(Mapping[str, Workaround]):
-    """autodist's workarounds, then those :func:`declare` adds, while they exist."""
+#: Every workaround, by name, in the order of the docs page and of installing: autodist's, then
+#: those :func:`declare` adds, while they exist.
+WORKAROUNDS: Mapping[str, Workaround] = LiveMapping(lambda: _BUILT_IN | dict(STATE.declared))
 
-    def __getitem__(self, name: str) -> Workaround:
-        return _BUILT_IN[name] if name in _BUILT_IN else STATE.declared[name]
-
-    def __iter__(self) -> Iterator[str]:
-        yield from _BUILT_IN
-        yield from list(STATE.declared)
-
-    def __len__(self) -> int:
-        return len(_BUILT_IN) + len(STATE.declared)
-
-
-class _Patches(Sequence[str]):
-    """The names of the workarounds that patch Keras, in the registry's order (the others change
-    compile settings or defaults)."""
-
-    def _names(self) -> tuple[str, ...]:
-        return _BUILT_IN_PATCHES + tuple(name for name, w in list(STATE.declared.items()) if w.install is not None)
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._names()[index]
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __eq__(self, other: object) -> bool:
-        return self._names() == other
-
-
-#: Every workaround, by name, in the order of the docs page and of installing.
-WORKAROUNDS: Mapping[str, Workaround] = _Registry()
-
-#: The workarounds applied by patching Keras.
-PATCHES: Sequence[str] = _Patches()
+#: The names of the workarounds that patch Keras, in the registry's order (the others change compile
+#: settings or defaults).
+PATCHES: Sequence[str] = LiveSequence(lambda: tuple(name for name, w in WORKAROUNDS.items() if w.install is not None))
 
 Workaround.registry = WORKAROUNDS  # the one registry: the setting's names and the untested warning read it
 

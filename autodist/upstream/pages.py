@@ -68,8 +68,7 @@ def stale(root: Path, write: bool = False) -> list[str]:
     found = []
     for page, tables in PAGES.items():
         path = root / page
-        text = path.read_text(encoding="utf-8")
-        lines = text.split("\n")
+        lines = path.read_text(encoding="utf-8").split("\n")
         new = lines
         for table in tables:
             new = replace_table(new, table(root))

@@ -162,7 +162,6 @@ def _mentions(dotted: str, *names: str, when_absent_expected: str | None = None)
         lacking = [name for name in names if name not in source]
         return Absence(f"{dotted}'s {', '.join(lacking)}") if lacking else None
 
-    # type: ignore[attr-defined]
     probe.describes = f"finds {', '.join(f'`{name}`' for name in names)} in the source of `{dotted}`"
     return probe
 
@@ -187,12 +186,11 @@ def _coordination_key_value() -> Absence | None:
 
     try:
         context = resolve("tensorflow.python.eager.context.Context")
-        getter, setter = context.get_config_key_value, context.set_config_key_value
+        getter, _ = context.get_config_key_value, context.set_config_key_value  # both there
         if "timeout_in_ms" not in inspect.signature(getter).parameters:
             return Absence(
                 "the timeout_in_ms parameter of tensorflow.python.eager.context.Context.get_config_key_value"
             )
-        del setter
     except LookupError as missing:
         return Absence(str(missing.args[0]))
     return None
@@ -203,7 +201,6 @@ def _runtime_handle() -> Absence | None:
     return None if hasattr(context, "_context_handle") else Absence(f"{_CONTEXT}.context()._context_handle")
 
 
-# type: ignore[attr-defined]
 _runtime_handle.describes = "finds `_context_handle` on the eager context object (created, not started)"
 
 
@@ -218,7 +215,6 @@ _coordination_key_value.describes = (
     "finds `Context.get_config_key_value` with a `timeout_in_ms` parameter, and "
     "`set_config_key_value`"  # type: ignore[attr-defined]
 )
-# type: ignore[attr-defined]
 _slurm.describes = "finds `slurm_cluster_resolver.expand_hostlist` and `expand_tasks_per_node`"
 
 

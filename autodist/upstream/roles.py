@@ -55,11 +55,8 @@ def _module(name: str) -> ModuleType:
 
 def _defined_in(module: ModuleType) -> list[type]:
     """The classes ``module`` defines, each once (an alias kept for an old name is the same class)."""
-    found: dict[int, type] = {}
-    for value in vars(module).values():
-        if inspect.isclass(value) and value.__module__ == module.__name__:
-            found.setdefault(id(value), value)
-    return list(found.values())
+    classes = [c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == module.__name__]
+    return list({id(c): c for c in classes}.values())
 
 
 def _root(classes: list[type]) -> type | None:
@@ -91,10 +88,6 @@ def _tf_trainer() -> type:
     return found
 
 
-def _tf_trainer_module() -> ModuleType:
-    return sys.modules[_tf_trainer().__module__]
-
-
 def _backend_variable(backend: str) -> type:
     """The variable class Keras's ``backend`` package exports (``keras.src.backend.<backend>.Variable``)."""
     package = _module(f"keras.src.backend.{backend}")
@@ -103,10 +96,6 @@ def _backend_variable(backend: str) -> type:
     if not (inspect.isclass(variable) and any(base.__module__ == common for base in variable.__mro__[1:])):
         raise RoleMissing(f"keras.src.backend.{backend}.Variable (a subclass of {common}'s variable class)")
     return variable
-
-
-def _tf_ops_core() -> ModuleType:
-    return sys.modules[_backend_variable("tensorflow").__module__]
 
 
 #: Every role, by name.
@@ -136,7 +125,7 @@ ROLES: dict[str, Role] = {
             "the module of the TensorFlow trainer: its per-replica reduce",
             "the module `<tf_trainer>` is defined in",
             ("keras.src.backend.tensorflow.trainer (3.3-3.16)",),
-            _tf_trainer_module,
+            lambda: sys.modules[_tf_trainer().__module__],
         ),
         Role(
             "tf_variable",
@@ -153,7 +142,7 @@ ROLES: dict[str, Role] = {
             "the TensorFlow backend's core ops module",
             "the module `<tf_variable>` is defined in",
             ("keras.src.backend.tensorflow.core (3.3-3.15)", "keras.src.backend.tensorflow.ops.core (3.16)"),
-            _tf_ops_core,
+            lambda: sys.modules[_backend_variable("tensorflow").__module__],
         ),
         Role(
             "jax_variable",

@@ -20,10 +20,13 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from autodist.errors import AutodistWarning
 from autodist.upstream.probes import (
@@ -43,7 +46,7 @@ from autodist.process import STATE, once
 from autodist.upstream.versions import named
 from autodist.upstream.workaround import NO_SYMBOLIC_BUILD
 
-__all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "resolve", "status"]
+__all__ = ["Absence", "TOUCHES", "Touch", "available", "absence", "patch_once", "resolve", "status"]
 
 
 _K3 = (
@@ -813,36 +816,52 @@ def available(name: str) -> bool:
     return False
 
 
+def patch_once(key: str, touch: str, unless: Callable[[], bool] = lambda: False) -> Callable[..., Any]:
+    """A ``patch_*`` function applied once per process: the function patches and returns what it replaced, kept as
+    ``key`` of its module's originals (:meth:`autodist.process.ProcessState.originals`), and the decorated one
+    returns whether the patch is in place. Idempotent; ``False`` (nothing patched) where ``unless()`` or the touch
+    ``touch`` is off: Keras's own code then runs."""
+
+    def decorate(patch: Callable[..., Any]) -> Callable[..., bool]:
+        @functools.wraps(patch)
+        def in_place(*args: Any, **kwargs: Any) -> bool:
+            originals = STATE.originals(patch.__module__)
+            if key in originals:
+                return True
+            if unless() or not available(touch):
+                return False
+            originals[key] = patch(*args, **kwargs)
+            return True
+
+        return in_place
+
+    return decorate
+
+
 def status() -> list[dict[str, str]]:
     """Every touch and its state here (``on``, ``not needed``, ``off``), probing those not probed
     yet: what ``python -m autodist inspect`` shows."""
-    rows = []
-    for name, touch in TOUCHES.items():
-        missing = absence(name)
-        state = "on" if missing is None else ("not needed" if missing.expected else "off")
-        rows.append(
-            {
-                "touch": name,
-                "state": state,
-                "missing": "" if missing is None else missing.what,
-                "off": touch.off,
-                "still_needed": touch.still_needed,
-            }
-        )
-    return rows
+    return [
+        {
+            "touch": name,
+            "state": "on" if (missing := absence(name)) is None else ("not needed" if missing.expected else "off"),
+            "missing": "" if missing is None else missing.what,
+            "off": touch.off,
+            "still_needed": touch.still_needed,
+        }
+        for name, touch in TOUCHES.items()
+    ]
 
 
 def table() -> list[str]:
     """The rows of docs/upstream.md's table, header first (``python -m autodist.upstream.pages``
     writes them)."""
-    rows = [
+    return [
         "| touch | what it touches | why | measured on | its probe | when it is off | still-needed test |",
         "|---|---|---|---|---|---|---|",
+        *(
+            f"| `{touch.name}` | {', '.join(f'`{piece}`' for piece in touch.touches)} | {touch.why} | {touch.measured} "
+            f"| {describe(touch.probe)} | {touch.off} | `{touch.still_needed}` |"
+            for touch in TOUCHES.values()
+        ),
     ]
-    for touch in TOUCHES.values():
-        what = ", ".join(f"`{piece}`" for piece in touch.touches)
-        rows.append(
-            f"| `{touch.name}` | {what} | {touch.why} | {touch.measured} | {describe(touch.probe)} | {touch.off} "
-            f"| `{touch.still_needed}` |"
-        )
-    return rows

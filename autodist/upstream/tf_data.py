@@ -131,12 +131,8 @@ def describe_batching(dataset: Any) -> Batching:
         size = getattr(node, "_batch_size", getattr(node, "_batch_sizes", None))
         if size is not None and "atch" in name:
             # The batch step's input is samples (for rebatch it is batches: no count).
-            same_batches = finite_cardinality(dataset) == finite_cardinality(node)
-            samples = (
-                finite_cardinality(getattr(node, "_input_dataset", None))
-                if same_batches and name != "_RebatchDataset"
-                else None
-            )
+            same_batches = finite_cardinality(dataset) == finite_cardinality(node) and name != "_RebatchDataset"
+            samples = finite_cardinality(getattr(node, "_input_dataset", None)) if same_batches else None
             return Batching(True, _positive_int(size), name.strip("_"), samples)
         if name in _YIELDS_SAMPLES:
             return Batching(False, None, name.strip("_"))
@@ -185,8 +181,7 @@ def _batching_from_spec(dataset: Any, step: str) -> Batching:
     if max(ranks) == 1 and all(shape[0] is None for shape in shapes if shape is not None):
         return Batching(False, None, evidence + " (vectors of unknown length: variable-length samples)")
     leading = {shape[0] for shape in shapes if shape is not None and shape.rank}
-    size = leading.pop() if len(leading) == 1 else None
-    return Batching(True, size, evidence)
+    return Batching(True, leading.pop() if len(leading) == 1 else None, evidence)
 
 
 def samples_per_pass(dataset: Any) -> int | None:
@@ -304,16 +299,13 @@ def file_source_count(dataset: Any) -> int | None:
     It recognises file readers (``TFRecordDataset(files)``, ``TextLineDataset``,
     ``FixedLengthRecordDataset``) and ``interleave`` over a list of files (``list_files``).
     """
-    stack, seen = [dataset], 0
-    while stack and seen < 256:
-        node, seen = stack.pop(), seen + 1
+    for node in _walk(dataset):
         filenames = getattr(node, "_filenames", None)
         if filenames is not None and hasattr(filenames, "cardinality"):
             return finite_cardinality(filenames)
         function = getattr(node, "_map_func", None)
         if "Interleave" in type(node).__name__ and function is not None and _reads_files(function):
             return finite_cardinality(getattr(node, "_input_dataset", None))
-        stack.extend(_children(node))
     return None
 
 

@@ -227,12 +227,7 @@ def variable_origin(caller: Any) -> str:
     keras_types = _keras_object_types()
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
-        if module.partition(".")[0] in _KERAS_PACKAGES or (
-            keras_types
-            and frame.f_code.co_argcount
-            and frame.f_code.co_varnames[0] == "self"
-            and isinstance(frame.f_locals.get("self"), keras_types)
-        ):
+        if module.partition(".")[0] in _KERAS_PACKAGES or (keras_types and isinstance(_self_of(frame), keras_types)):
             return "another strategy's model" if _for_another_strategys_model(frame) else "keras"
         frame = frame.f_back
     return "script"
@@ -245,9 +240,7 @@ def _for_another_strategys_model(frame: Any) -> bool:
 
     current = tf.distribute.get_strategy()
     while frame is not None:
-        owner = (
-            frame.f_locals.get("self") if frame.f_code.co_argcount and frame.f_code.co_varnames[0] == "self" else None
-        )
+        owner = _self_of(frame)
         if owner is not None and callable(getattr(type(owner), "fit", None)):  # a model: its own dict only
             own = getattr(owner, "__dict__", {})
             made_under = own.get("_distribution_strategy") or own.get("_distribute_strategy")
@@ -255,6 +248,11 @@ def _for_another_strategys_model(frame: Any) -> bool:
                 return True
         frame = frame.f_back
     return False
+
+
+def _self_of(frame: Any) -> Any:
+    """The ``self`` of the method that runs in ``frame`` (``None``: no method)."""
+    return frame.f_locals.get("self") if frame.f_code.co_argcount and frame.f_code.co_varnames[0] == "self" else None
 
 
 def _file(frame: Any) -> str:

@@ -94,9 +94,7 @@ def get_key_value(key: str, timeout_ms: int | None = None) -> str:
     only where it is off). Blocks until the key is set, or ``timeout_ms`` passes."""
     from tensorflow.python.eager import context
 
-    if timeout_ms is None:
-        return context.context().get_config_key_value(key)
-    return context.context().get_config_key_value(key, timeout_in_ms=timeout_ms)
+    return context.context().get_config_key_value(key, **({} if timeout_ms is None else {"timeout_in_ms": timeout_ms}))
 
 
 def set_key_value(key: str, value: str) -> None:

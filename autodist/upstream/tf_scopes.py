@@ -123,13 +123,13 @@ class _Aside:
             self._set(self.aside)
 
 
-def aside() -> Any:
+def aside(strategy: Any = None) -> Any:
     """A context manager under which autodist's strategy is not current, where it is current
-    through activation alone (:func:`stepping_aside`), and is again after it; a no-op one
-    otherwise (nothing made current, inside a ``with scope()`` the script opened, or already
-    aside)."""
+    through activation alone (:func:`stepping_aside`, for ``strategy``'s scope), and is again after
+    it; a no-op one otherwise (nothing made current, inside a ``with scope()`` the script opened,
+    or already aside)."""
     try:
-        ours = stepping_aside()
+        ours = stepping_aside(strategy)
     except _UNEXPECTED:
         ours = None  # TensorFlow's own behaviour: nothing set aside
     return contextlib.nullcontext() if ours is None else _Aside(contextlib.nullcontext(), ours)
@@ -159,29 +159,15 @@ def _wrapped_enter_or_assert(original: Callable[[Any], Any]) -> Callable[[Any], 
 
     @contextlib.contextmanager
     def enter_or_assert_strategy(strategy: Any) -> Iterator[None]:
-        try:
-            aside = stepping_aside(strategy)
-        except _UNEXPECTED:
-            aside = None  # TensorFlow's own behaviour
-        if aside is None:
-            with original(strategy):
-                yield
-        else:
-            with _Aside(contextlib.nullcontext(), aside), original(strategy):
-                yield
+        with aside(strategy), original(strategy):
+            yield
 
     return enter_or_assert_strategy
 
 
 def _wrapped_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(*args: Any, **kwargs: Any) -> Any:
-        try:
-            aside = stepping_aside()
-        except _UNEXPECTED:
-            aside = None  # TensorFlow's own behaviour
-        if aside is None:
-            return original(*args, **kwargs)
-        with _Aside(contextlib.nullcontext(), aside):
+        with aside():
             return original(*args, **kwargs)
 
     return load

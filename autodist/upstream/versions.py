@@ -40,6 +40,7 @@ __all__ = [
     "installed",
     "module_version",
     "named",
+    "package_version",
     "release_order",
     "tensorflow_version",
     "version_tuple",
@@ -136,18 +137,16 @@ def check_versions(
             "(docs/support-matrix.md). Upgrade them: pip install "
             f"{' '.join(repr(_PINS[name]) for name, version in versions.items() if name in OLDEST and version)}."
         )
-    notes = []
-    for name, version in versions.items():
-        if name in notes_for and version and version_tuple(version)[:2] > version_tuple(NEWEST_TESTED[name])[:2]:
-            notes.append(
-                f"{_LABELS[name]} {version} is newer than the releases autodist was tested on (up to "
-                f"{NEWEST_TESTED[name]}). Unverified there: the Keras workarounds (each stays applied "
-                "only where it is harmless once fixed), and the touches of private code listed by "
-                "`python -m autodist inspect` (each checks that what it needs exists and turns "
-                "itself off with a warning where it does not). Compare a first run with model.fit "
-                "on one device."
-            )
-    return notes
+    return [
+        f"{_LABELS[name]} {version} is newer than the releases autodist was tested on (up to "
+        f"{NEWEST_TESTED[name]}). Unverified there: the Keras workarounds (each stays applied "
+        "only where it is harmless once fixed), and the touches of private code listed by "
+        "`python -m autodist inspect` (each checks that what it needs exists and turns "
+        "itself off with a warning where it does not). Compare a first run with model.fit "
+        "on one device."
+        for name, version in versions.items()
+        if name in notes_for and version and version_tuple(version)[:2] > version_tuple(NEWEST_TESTED[name])[:2]
+    ]
 
 
 #: Where Keras and tf_keras write their own ``__version__``, under each package's folder, first
@@ -187,15 +186,19 @@ def module_version(name: str) -> str | None:
     return None
 
 
+def package_version(name: str) -> str | None:
+    """Installed version of a distribution, without importing it."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def tensorflow_version() -> str | None:
     """TensorFlow's version from package metadata (any of its wheels), without importing it: its
     ``__version__`` lives in its compiled library."""
-    for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+    found = (package_version(dist) for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly"))
+    return next((version for version in found if version is not None), None)
 
 
 def installed() -> dict[str, str | None]:

@@ -18,11 +18,6 @@ patches nothing. The object carries everything about it:
 
 :mod:`autodist.upstream.keras_workarounds` gathers them; :mod:`autodist.planning.keras_compat`
 decides which a plan needs; :mod:`autodist.tensorflow.keras_patches` installs them.
-
-Example:
-    >>> from autodist.upstream.keras_workarounds import WORKAROUNDS
-    >>> WORKAROUNDS["variable_aggregation"].releases()
-    '3.3 to 3.6 (fixed in 3.7.0)'
 """
 
 from __future__ import annotations
