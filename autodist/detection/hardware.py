@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import importlib.metadata
-import importlib.util
 import os
 import sys
 from collections.abc import Mapping
@@ -31,20 +29,12 @@ from autodist.detection.jax_devices import jax_local_devices, keras_flavor, trai
 from autodist.detection.snapshot import GpuInfo, HardwareSnapshot, TpuInfo
 from autodist import fields
 from autodist.settings import cpu_devices_setting
-from autodist.upstream.versions import module_version, tensorflow_version
+from autodist.upstream.versions import module_version, package_version, tensorflow_version
 
 __all__ = ["GpuInfo", "HardwareSnapshot", "TpuInfo", "detect"]
 
 
 # ----------------------------------------------------------------------------- probes
-
-
-def package_version(name: str) -> str | None:
-    """Installed version of a distribution, without importing it."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def num_cpus() -> int:

@@ -53,6 +53,7 @@ from autodist.fields import (
     unknown_names,
     wrong,
 )
+from autodist.process import LiveSequence
 from autodist.planning.global_batch import MAX_BATCH_SIZE, validate_batch_size
 from autodist.planning.plans import ScriptStrategy, StrategyKind
 from autodist.planning.strategy_types import TYPES
@@ -73,18 +74,9 @@ __all__ = [
 ]
 
 
-class _StrategyNames(Sequence[str]):
-    """Every name ``strategy=`` takes: ``auto``, ``tune`` (``fit`` times the candidates) and each
-    strategy type's kind, read on each use (a type defined later, a test's own, too)."""
-
-    def __getitem__(self, index: Any) -> Any:
-        return ("auto", TUNE, *TYPES)[index]
-
-    def __len__(self) -> int:
-        return 2 + len(TYPES)
-
-
-STRATEGY_NAMES: Sequence[str] = _StrategyNames()
+#: Every name ``strategy=`` takes: ``auto``, ``tune`` (``fit`` times the candidates) and each
+#: strategy type's kind, read on each use (a type defined later, a test's own, too).
+STRATEGY_NAMES: Sequence[str] = LiveSequence(lambda: ("auto", TUNE, *TYPES))
 #: A quadrillion parameters: far above any model, low enough that byte counts stay exact.
 MAX_NUM_PARAMS = 10**15
 #: Optimizer slots per variable: Adam has 2, Adafactor 3; more is a typo.

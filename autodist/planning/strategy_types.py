@@ -41,13 +41,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Generic, TypeVar
 
 from autodist.detection.snapshot import HardwareSnapshot
 from autodist.errors import StrategyUnavailableError
+from autodist.process import LiveMapping
 from autodist.planning.global_batch import validate_batch_size
 from autodist.upstream.keras_variables import VARIABLE_AGGREGATION
 
@@ -609,21 +610,15 @@ def _defined() -> dict[str, StrategyType]:
     return {getattr(cls.kind, "value", cls.kind): cls.the for cls in subclasses(StrategyType) if "kind" in vars(cls)}
 
 
-class _Types(Mapping[str, StrategyType]):
+class _Types(LiveMapping):
     """The strategy types, by kind, read from their classes on each use (:func:`_defined`)."""
 
     def __getitem__(self, kind: str) -> StrategyType:
         return _defined()[kind.value if isinstance(kind, StrategyKind) else kind]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(_defined())
-
-    def __len__(self) -> int:
-        return len(_defined())
-
 
 #: One type per strategy, by kind: each counted as soon as it is defined (a test's own too).
-TYPES: Mapping[str, StrategyType] = _Types()
+TYPES: Mapping[str, StrategyType] = _Types(_defined)
 
 
 def strategy_type(kind: StrategyKind | str) -> StrategyType:
