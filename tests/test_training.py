@@ -171,6 +171,16 @@ def test_plan_logged_in_one_line_once_per_distinct_plan(cpu2):
     assert cpu2["num_plans_made"] > len(lines), (cpu2["num_plans_made"], lines)
 
 
+def test_each_fit_makes_one_plan_and_refines_it(cpu2, legacy):
+    """Issue 62: a fit plans once, then refines that plan with its model's facts (no plan again):
+    a model, one built outside the strategy, a function that builds one, a batch it rounds, a
+    dataset, a fit interrupted, each strategy forced; on tf_keras too."""
+    cases = [c for c in cpu2 if c.startswith("equivalence_")] + ["built_outside", "callable", "batch_33", "dataset"]
+    made = {case: cpu2[case]["plans_made"] for case in cases + ["interrupted"]}
+    made.update({f"tf_keras {case}": legacy[case]["plans_made"] for case in ("equivalence_auto", "callable")})
+    assert set(made.values()) == {1}, made
+
+
 def test_tf_keras_model_trains(legacy):
     assert legacy["flavor"] == "tf_keras"
     _check_equivalence(legacy["equivalence_auto"], "mirrored", 2)

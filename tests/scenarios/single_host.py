@@ -398,6 +398,13 @@ def case_interrupted() -> dict:
     return {"iterations": int(model.optimizer.iterations.numpy())}
 
 
+def counted(case, *args) -> dict:
+    """A case's results, with the plans autodist made while it ran (``plans_made``)."""
+    before = len(PLANS_MADE)
+    found = case(*args)
+    return {**found, "plans_made": len(PLANS_MADE) - before}
+
+
 def main() -> None:
     results: dict = {"flavor": FLAVOR, "logical_cpus": len(tf.config.list_logical_devices("CPU"))}
     ref = reference()
@@ -405,23 +412,23 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[2] == "equivalence":  # only the strategies' equivalence with one device
         strategies = ["auto", "central_storage"]
     for strategy in strategies:
-        results[f"equivalence_{strategy}"] = case_equivalence(strategy, *ref)
+        results[f"equivalence_{strategy}"] = counted(case_equivalence, strategy, *ref)
     if len(sys.argv) > 2 and sys.argv[2] == "equivalence":
         print("RESULT " + json.dumps(results))
         return
-    results["built_outside"] = case_built_outside()
-    results["callable"] = case_callable()
+    results["built_outside"] = counted(case_built_outside)
+    results["callable"] = counted(case_callable)
     results["drop_in"] = case_drop_in()
     with plain():
         ref_64 = build()
         ref_64.fit(X[:250], Y[:250], batch_size=64, epochs=1, shuffle=False, verbose=0)
     results["custom_loop_batches"] = case_custom_loop_batches(ref_64.get_weights())
     if FLAVOR == "keras3":
-        results["batch_33"] = case_batch_33()
+        results["batch_33"] = counted(case_batch_33)
         results["decorator"] = case_decorator(ref[0])
-        results["dataset"] = case_dataset()
+        results["dataset"] = counted(case_dataset)
         results["fit_keywords"] = case_fit_keywords()
-        results["interrupted"] = case_interrupted()
+        results["interrupted"] = counted(case_interrupted)
     results["plan_log_count"] = log_stream.getvalue().count("autodist plan:")
     results["num_plans_made"] = len(PLANS_MADE)
     results["plan_lines"] = [line for line in log_stream.getvalue().splitlines() if line.startswith("autodist plan:")]
