@@ -56,7 +56,6 @@ __all__ = [
     "choose_compile_overrides",
     "choose_coordinator_threads",
     "choose_kind",
-    "choose_layout",
     "choose_memory",
     "MemoryFacts",
     "choose_workarounds",
@@ -215,16 +214,6 @@ def choose_memory(
     return Choice(table)
 
 
-def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layout]:
-    """Devices, parameter device, all-reduce and workers for ``kind`` on this hardware.
-
-    Example:
-        >>> choose_layout(HardwareSnapshot.cpu_only(num_cpu_devices=2), K.MIRRORED).value.cross_device_ops
-        'collective'
-    """
-    return strategy_type(kind).layout(snapshot)
-
-
 def choose_unsplit(
     snapshot: HardwareSnapshot,
     kind: Choice[StrategyKind],
@@ -246,7 +235,7 @@ def choose_unsplit(
 
     Example:
         >>> snap = HardwareSnapshot.cpu_only(num_cpu_devices=2)
-        >>> kind, layout = choose_unsplit(snap, Choice(K.MIRRORED), choose_layout(snap, K.MIRRORED), 1)
+        >>> kind, layout = choose_unsplit(snap, Choice(K.MIRRORED), strategy_type(K.MIRRORED).layout(snap), 1)
         >>> kind.value.value, layout.value.num_replicas
         ('default', 1)
     """
@@ -274,7 +263,7 @@ def choose_unsplit(
         else f"{unsplittable}: it trains on one device, with one device's numbers (give it as tensors or "
         f"numpy arrays to train on {replicas} replicas)"
     )
-    return Choice(K.DEFAULT, kind.reasons + (reason,), kind.warnings), choose_layout(snapshot, K.DEFAULT)
+    return Choice(K.DEFAULT, kind.reasons + (reason,), kind.warnings), strategy_type(K.DEFAULT).layout(snapshot)
 
 
 def choose_batch(
