@@ -97,8 +97,14 @@ def plan(
     # AUTODIST_STRATEGY is read here, for every caller that passes its environment
     forced_by = strategy_source(settings, strategy)
     strategy = strategy_setting(settings, strategy)
+    # every setting checked (typos too): a setting is named as the setting, before the argument it became
+    if environ is None or isinstance(environ, Mapping):
+        check_settings(settings)
+        check_strategy_setting(settings)
+    check_snapshot("autodist.planning.planner.plan", snapshot, optional=False)
     # every keyword as given, in the signature's order (the first bad one is the one named), the strategy as set
-    checked = _check_arguments(snapshot, {name: value for name, value in locals().items() if name in PLAN_PARAMETERS})
+    given = {name: value for name, value in locals().items() if name in PLAN_PARAMETERS}
+    checked = check_plan_arguments("autodist.planning.planner.plan", given)
     strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (
         checked.get(name, default) for name, default in _DEFAULTS
     )
@@ -303,17 +309,6 @@ _DEFAULTS = (
     ("activation_fraction", DEFAULT_ACTIVATION_FRACTION),
     ("peer_timeout_seconds", DEFAULT_PEER_TIMEOUT_SECONDS),
 )
-
-
-def _check_arguments(snapshot: Any, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The planner's arguments, checked and converted (:mod:`autodist.planning.arguments`), and
-    every setting of its ``environ``, typos included."""
-    environ = given["environ"] if given["environ"] is not None else {}
-    if isinstance(environ, Mapping):  # a setting is named as the setting, before the argument it became
-        check_settings(environ)
-        check_strategy_setting(environ)
-    check_snapshot("autodist.planning.planner.plan", snapshot, optional=False)
-    return check_plan_arguments("autodist.planning.planner.plan", given)
 
 
 def _positive(estimates: choosers.Choice[Any], params: int | None) -> choosers.Choice[Any]:
