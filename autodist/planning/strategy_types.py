@@ -20,13 +20,8 @@ which answers what the rest of autodist asks of a strategy, instead of comparing
 - ``variables_home``: where its variables live, when not on every compute device (the memory model);
 - ``adopts``: the ``tf.distribute`` classes a script's own strategy is kept as;
 - ``jax_equivalent``: what does its job with ``keras.distribution``, for a TensorFlow strategy forced on JAX;
-- :meth:`StrategyType.layout`: its devices, parameter device, all-reduce and workers on this hardware;
-- :meth:`StrategyType.batch_rule`: what it asks of the global batch beyond a multiple of the replicas;
-- :meth:`StrategyType.check_forced`: why it cannot run here when a caller forces it;
-- :meth:`StrategyType.keras_refusal`: why a Keras release cannot train under it at all;
-- :meth:`StrategyType.tune_candidates`: its plans worth timing for ``strategy="tune"``;
-- :meth:`StrategyType.build`: the live strategy (or ``keras.distribution``) for a plan, by the
-  builder its backend's act layer gives it (:meth:`StrategyType.builds`).
+- and :class:`StrategyType`'s methods, each saying what it answers: ``layout``, ``batch_rule``,
+  ``check_forced``, ``keras_refusal``, ``tune_candidates`` and ``build`` (the live strategy).
 
 A type registers itself by being defined (a subclass with a ``kind``): a kind of a test's own is a
 :class:`StrategyKind` too once its type exists.
@@ -169,9 +164,7 @@ def _local(snapshot: HardwareSnapshot) -> tuple[tuple[str, ...], tuple[str, ...]
 
 class StrategyType:
     """One strategy autodist plans: what only it decides. Subclasses set the class attributes and
-    override what differs; an instance holds nothing (:data:`TYPES` has one of each). Defining a
-    subclass with a ``kind`` registers it; its backend's act layer gives it its builder
-    (:meth:`builds`)."""
+    override what differs; an instance holds nothing (:data:`TYPES` has one of each)."""
 
     kind: ClassVar[StrategyKind]
     the: ClassVar[StrategyType]
@@ -610,15 +603,9 @@ def _defined() -> dict[str, StrategyType]:
     return {getattr(cls.kind, "value", cls.kind): cls.the for cls in subclasses(StrategyType) if "kind" in vars(cls)}
 
 
-class _Types(LiveMapping):
-    """The strategy types, by kind, read from their classes on each use (:func:`_defined`)."""
-
-    def __getitem__(self, kind: str) -> StrategyType:
-        return _defined()[kind.value if isinstance(kind, StrategyKind) else kind]
-
-
-#: One type per strategy, by kind: each counted as soon as it is defined (a test's own too).
-TYPES: Mapping[str, StrategyType] = _Types(_defined)
+#: One type per strategy, by kind (a :class:`StrategyKind` hashes as its string): each counted as soon as it is
+#: defined (a test's own too), read from their classes on each use.
+TYPES: Mapping[str, StrategyType] = LiveMapping(_defined)
 
 
 def strategy_type(kind: StrategyKind | str) -> StrategyType:
