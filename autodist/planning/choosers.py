@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from autodist.detection.model_info import ModelInfo
 from autodist.detection.snapshot import HardwareSnapshot
@@ -40,7 +39,7 @@ from autodist.planning.global_batch import (
     adjust_global_batch,
     split_notes,
 )
-from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
+from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
 from autodist.upstream.keras_optimizer import DISTRIBUTED_GRADIENTS
 from autodist.upstream.keras_own_steps import OWN_STEP_REPLICA_MEAN
 from autodist.upstream.keras_variables import BATCHNORM_MOVING_STATISTICS, REPLICA_RANDOM_STREAMS
@@ -53,7 +52,6 @@ __all__ = [
     "Layout",
     "choose_batch",
     "choose_unsplit",
-    "choose_compile_overrides",
     "choose_coordinator_threads",
     "choose_kind",
     "choose_memory",
@@ -313,21 +311,6 @@ def choose_coordinator_threads(
             "on one ps task, placed round-robin. tf_keras (TF_USE_LEGACY_KERAS=1) partitions"
         )
     return Choice(threads, tuple(reasons))
-
-
-def choose_compile_overrides(
-    kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str]
-) -> Choice[dict[str, Any]]:
-    """Compile settings the strategy cannot run with, for the model the plan knows."""
-    overrides, warnings = compile_overrides(
-        kind.value,
-        flavor,
-        version,
-        jit_compile=info.jit_compile,
-        steps_per_execution=info.steps_per_execution,
-        environ=environ,
-    )
-    return Choice(overrides, warnings=tuple(warnings))
 
 
 def choose_workarounds(

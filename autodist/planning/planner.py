@@ -31,6 +31,7 @@ from autodist.planning import choosers
 from autodist.planning.arguments import PLAN_PARAMETERS, STRATEGY_NAMES, check_plan_arguments, check_snapshot
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
+from autodist.planning.keras_compat import compile_overrides
 from autodist.planning.plans import (
     DEFAULT_ACTIVATION_FRACTION,
     DEFAULT_GPU_MEMORY_FRACTION,
@@ -212,7 +213,9 @@ def _refined(
 ) -> Plan:
     """``base`` with the model's part from ``info``, in place of what it said of a model before."""
     kind = base.strategy
-    overrides = choosers.choose_compile_overrides(kind, flavor, version, info, environ)
+    settings = {"jit_compile": info.jit_compile, "steps_per_execution": info.steps_per_execution}
+    found, changed = compile_overrides(kind.value, flavor, version, **settings, environ=environ)
+    overrides = choosers.Choice(found, warnings=tuple(changed))  # what the strategy cannot run with
     workarounds = choosers.choose_workarounds(kind, flavor, version, environ)
     steps = _steps_per_execution(base.cluster, kind, flavor, version, info, environ, fit_facts)
     notes = choosers.choose_data_parallel_notes(
