@@ -8,12 +8,6 @@ as ``model.fit`` will read them.
 
 Every step reads the input as classified once at the entry (:mod:`autodist.core.input_kinds`), never
 the raw ``x``.
-
-Example:
-    >>> import numpy as np
-    >>> from autodist.core.input_kinds import classify
-    >>> fit_steps(classify(np.ones((100, 2))), None, 2, {})
-    8
 """
 
 from __future__ import annotations
