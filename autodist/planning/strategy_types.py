@@ -493,11 +493,26 @@ class Tpu(StrategyType):
 
     def batch_rule(self, snapshot: HardwareSnapshot, num_replicas: int, requested: int) -> tuple[int, list[str]]:
         """Each core's batch a multiple of 8 when the batch is large enough; the last batch dropped."""
-        reasons = _tpu_batch_reasons(snapshot, num_replicas)
-        if validate_batch_size(requested) >= num_replicas * 8:
-            reasons.insert(1, "each core's batch is a multiple of 8, the TPU's efficient shape (8x128 tiles)")
-            return 8, reasons
-        return 1, reasons
+        if snapshot.tpu is None or snapshot.tpu.num_cores is None:
+            cores = (
+                f"{num_replicas} TPU cores assumed until autodist connects (a v2-8/v3-8); the batch "
+                "is planned again with the real count once connected"
+            )
+        else:
+            cores = f"one replica per TPU core: {num_replicas}"
+        multiple = 8 if validate_batch_size(requested) >= num_replicas * 8 else 1
+        eight = (
+            ["each core's batch is a multiple of 8, the TPU's efficient shape (8x128 tiles)"] if multiple > 1 else []
+        )
+        return multiple, [
+            cores,
+            *eight,
+            "TPUs need static shapes: the last partial batch of an epoch is dropped "
+            "(drop_remainder), and fit warns with the number of samples dropped",
+            "bf16 mixed precision is recommended on TPU: pass mixed_precision=True to "
+            "autodist.fit (applied to models it builds) or set keras.mixed_precision's "
+            "'mixed_bfloat16' policy before building the model",
+        ]
 
     def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
         super().check_forced(snapshot, backend)
@@ -568,24 +583,6 @@ def _gpu_cross_ops(snapshot: HardwareSnapshot) -> Choice[str]:
             ),
         )
     return Choice("nccl" if snapshot.platform.startswith("linux") else "hierarchical_copy")
-
-
-def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[str]:
-    if snapshot.tpu is None or snapshot.tpu.num_cores is None:
-        cores = (
-            f"{num_replicas} TPU cores assumed until autodist connects (a v2-8/v3-8); the batch "
-            "is planned again with the real count once connected"
-        )
-    else:
-        cores = f"one replica per TPU core: {num_replicas}"
-    return [
-        cores,
-        "TPUs need static shapes: the last partial batch of an epoch is dropped "
-        "(drop_remainder), and fit warns with the number of samples dropped",
-        "bf16 mixed precision is recommended on TPU: pass mixed_precision=True to "
-        "autodist.fit (applied to models it builds) or set keras.mixed_precision's "
-        "'mixed_bfloat16' policy before building the model",
-    ]
 
 
 def subclasses(base: type) -> list[type]:
