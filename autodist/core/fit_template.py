@@ -23,7 +23,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any, NamedTuple, Protocol
 
 from autodist.core.fit_call import FitCall
@@ -84,24 +83,16 @@ def run_fit(stages: FitStages, call: FitCall) -> Any:
     started = stages.refine(call, started, placed)  # the plan is frozen from here
     prepared = stages.prepare(call, started, placed)
     warn_all(list(prepared.notes))
-    with _copied_back_if_interrupted(stages, call.model, placed):
+    try:
         history = stages.train(prepared.call, started, placed)
+    except BaseException:  # interrupted (Ctrl-C, a callback raising): the training done so far, as model.fit
+        if placed.moved:
+            with contextlib.suppress(Exception):  # the original error matters more
+                stages.copy_back(placed.trained, call.model)
+        raise
     if placed.moved:
         stages.copy_back(placed.trained, call.model)
         history.set_model(call.model)
         call.model.history = history
     history.plan = started.plan
     return history
-
-
-@contextlib.contextmanager
-def _copied_back_if_interrupted(stages: FitStages, model: Any, placed: Placed) -> Iterator[None]:
-    """Like model.fit, an interrupted fit (Ctrl-C, a callback raising) leaves the caller's model
-    with the training done so far."""
-    try:
-        yield
-    except BaseException:
-        if placed.moved:
-            with contextlib.suppress(Exception):  # the original error matters more
-                stages.copy_back(placed.trained, model)
-        raise

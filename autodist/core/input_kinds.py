@@ -2,17 +2,9 @@
 call was given and returns one :class:`Input` of the kind it is, and every later step asks that
 object, never the raw ``x`` again.
 
-The kinds, each with what ``fit`` asks of it (its length, the batch it brings, how its epochs
-end, how it is shuffled, its first inputs):
-
-- :class:`Arrays`: numpy arrays, tensors or pandas objects (also in a dict, list or tuple); pandas
-  read as Keras reads it (``to_numpy()``), with the caller's object kept for ``model.fit``;
-- :class:`Dataset`: a ``tf.data.Dataset`` (on JAX too);
-- :class:`IndexedBatches`: a Keras ``PyDataset`` or ``Sequence``, batches read by index;
-- :class:`Stream`: a generator or iterator of batches;
-- :class:`DatasetCreator`: tf_keras's ``DatasetCreator``;
-- :class:`RayShard`: this worker's Ray Data shard (``ray.train.get_dataset_shard``);
-- :class:`NoInput` (``x=None``) and :class:`Other` (what Keras reads, or refuses, in its own words).
+The kinds (:class:`Arrays`, :class:`Dataset`, :class:`IndexedBatches`, :class:`Stream`, :class:`DatasetCreator`,
+:class:`RayShard`, :class:`NoInput` and :class:`Other`: each class says what it is) answer what ``fit`` asks
+of an input: its length, the batch it brings, how its epochs end, how it is shuffled, its first inputs.
 
 Example:
     >>> import numpy as np
@@ -325,7 +317,7 @@ class Arrays(Input):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Dataset(Input):
-    """A ``tf.data.Dataset`` (not a distributed one)."""
+    """A ``tf.data.Dataset`` (not a distributed one; on JAX too)."""
 
     sharded_by_keras: ClassVar[bool] = True
     rank: ClassVar[int] = 20

@@ -8,12 +8,6 @@ as ``model.fit`` will read them.
 
 Every step reads the input as classified once at the entry (:mod:`autodist.core.input_kinds`), never
 the raw ``x``.
-
-Example:
-    >>> import numpy as np
-    >>> from autodist.core.input_kinds import classify
-    >>> fit_steps(classify(np.ones((100, 2))), None, 2, {})
-    8
 """
 
 from __future__ import annotations
@@ -438,30 +432,27 @@ def input_notes(
     notes = [order] if order else []
     if read_ahead_before:
         notes.append(READ_AHEAD_NOTE.format(replicas=read_ahead_before))
-    if weighted:
-        if own_train_step and (split is None or split.last):
-            if split is None:
-                where = f"this {data.name}'s batches may not split evenly"
-            elif split.shares:
-                where = (
-                    f"the last batch of each epoch, {split.last} of {split.count} samples, splits "
-                    f"{'/'.join(map(str, split.shares))}"
-                )
-            else:
-                where = f"the last batch of each epoch, {split.last} of {split.count} samples, may split unevenly"
-            notes.append(_OWN_STEP_UNEVEN_NOTE.format(where=where, replicas=the_plan.num_replicas))
-        if data.batches_itself and the_plan.num_replicas > 1:
-            own = data.own_batch()
-            if own is None or own < the_plan.num_replicas:
-                notes.append(_EMPTY_SHARE_NOTE.format(kind=data.name, replicas=the_plan.num_replicas))
-        return notes
+    if weighted and own_train_step and (split is None or split.last):
+        if split is None:
+            where = f"this {data.name}'s batches may not split evenly"
+        elif split.shares:
+            where = (
+                f"the last batch of each epoch, {split.last} of {split.count} samples, splits "
+                f"{'/'.join(map(str, split.shares))}"
+            )
+        else:
+            where = f"the last batch of each epoch, {split.last} of {split.count} samples, may split unevenly"
+        notes.append(_OWN_STEP_UNEVEN_NOTE.format(where=where, replicas=the_plan.num_replicas))
     if data.batches_itself and the_plan.num_replicas > 1:
         own = data.own_batch()
-        if own is not None and own % the_plan.num_replicas:
+        if weighted:
+            if own is None or own < the_plan.num_replicas:
+                notes.append(_EMPTY_SHARE_NOTE.format(kind=data.name, replicas=the_plan.num_replicas))
+        elif own is not None and own % the_plan.num_replicas:
             notes.append(_UNEVEN_OWN_BATCH_NOTE.format(kind=data.name, own=own, replicas=the_plan.num_replicas))
         else:  # its other batches (an uneven last one) are not read before training
             notes.append(_MOVABLE_INPUT_NOTE.format(kind=data.name, replicas=the_plan.num_replicas))
-    if split is not None and split.shares:
+    if not weighted and split is not None and split.shares:
         notes.append(_uneven_last_batch(split, the_plan.num_replicas, the_plan.global_batch_size))
     return notes
 

@@ -85,10 +85,6 @@ MAX_OPTIMIZER_SLOTS = 64
 MAX_ACTIVATION_FRACTION = 100.0
 
 
-def _instance(cls: type, expected: str) -> Kind:
-    return Kind(expected, lambda value: value if isinstance(value, cls) else _refuse())
-
-
 def _refuse() -> Any:
     raise TypeError
 
@@ -195,7 +191,7 @@ PLAN_PARAMETERS: dict[str, Parameter] = {
         ),
         Parameter(
             "kept",
-            _instance(ScriptStrategy, "a ScriptStrategy"),
+            Kind("a ScriptStrategy", lambda value: value if isinstance(value, ScriptStrategy) else _refuse()),
             "It is made by autodist.fit for a script's own strategy; leave it out.",
         ),
     )

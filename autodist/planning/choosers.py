@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from autodist.detection.model_info import ModelInfo
 from autodist.detection.snapshot import HardwareSnapshot
@@ -40,7 +39,7 @@ from autodist.planning.global_batch import (
     adjust_global_batch,
     split_notes,
 )
-from autodist.planning.keras_compat import PATCHES, WORKAROUNDS, compile_overrides
+from autodist.planning.keras_compat import PATCHES, WORKAROUNDS
 from autodist.upstream.keras_optimizer import DISTRIBUTED_GRADIENTS
 from autodist.upstream.keras_own_steps import OWN_STEP_REPLICA_MEAN
 from autodist.upstream.keras_variables import BATCHNORM_MOVING_STATISTICS, REPLICA_RANDOM_STREAMS
@@ -53,10 +52,8 @@ __all__ = [
     "Layout",
     "choose_batch",
     "choose_unsplit",
-    "choose_compile_overrides",
     "choose_coordinator_threads",
     "choose_kind",
-    "choose_layout",
     "choose_memory",
     "MemoryFacts",
     "choose_workarounds",
@@ -215,16 +212,6 @@ def choose_memory(
     return Choice(table)
 
 
-def choose_layout(snapshot: HardwareSnapshot, kind: StrategyKind) -> Choice[Layout]:
-    """Devices, parameter device, all-reduce and workers for ``kind`` on this hardware.
-
-    Example:
-        >>> choose_layout(HardwareSnapshot.cpu_only(num_cpu_devices=2), K.MIRRORED).value.cross_device_ops
-        'collective'
-    """
-    return strategy_type(kind).layout(snapshot)
-
-
 def choose_unsplit(
     snapshot: HardwareSnapshot,
     kind: Choice[StrategyKind],
@@ -246,7 +233,7 @@ def choose_unsplit(
 
     Example:
         >>> snap = HardwareSnapshot.cpu_only(num_cpu_devices=2)
-        >>> kind, layout = choose_unsplit(snap, Choice(K.MIRRORED), choose_layout(snap, K.MIRRORED), 1)
+        >>> kind, layout = choose_unsplit(snap, Choice(K.MIRRORED), strategy_type(K.MIRRORED).layout(snap), 1)
         >>> kind.value.value, layout.value.num_replicas
         ('default', 1)
     """
@@ -274,7 +261,7 @@ def choose_unsplit(
         else f"{unsplittable}: it trains on one device, with one device's numbers (give it as tensors or "
         f"numpy arrays to train on {replicas} replicas)"
     )
-    return Choice(K.DEFAULT, kind.reasons + (reason,), kind.warnings), choose_layout(snapshot, K.DEFAULT)
+    return Choice(K.DEFAULT, kind.reasons + (reason,), kind.warnings), strategy_type(K.DEFAULT).layout(snapshot)
 
 
 def choose_batch(
@@ -324,21 +311,6 @@ def choose_coordinator_threads(
             "on one ps task, placed round-robin. tf_keras (TF_USE_LEGACY_KERAS=1) partitions"
         )
     return Choice(threads, tuple(reasons))
-
-
-def choose_compile_overrides(
-    kind: StrategyKind, flavor: str, version: str | None, info: ModelInfo, environ: Mapping[str, str]
-) -> Choice[dict[str, Any]]:
-    """Compile settings the strategy cannot run with, for the model the plan knows."""
-    overrides, warnings = compile_overrides(
-        kind.value,
-        flavor,
-        version,
-        jit_compile=info.jit_compile,
-        steps_per_execution=info.steps_per_execution,
-        environ=environ,
-    )
-    return Choice(overrides, warnings=tuple(warnings))
 
 
 def choose_workarounds(

@@ -31,6 +31,7 @@ from autodist.planning import choosers
 from autodist.planning.arguments import PLAN_PARAMETERS, STRATEGY_NAMES, check_plan_arguments, check_snapshot
 from autodist.planning.global_batch import KERAS_DEFAULT_BATCH_SIZE
 from autodist.planning.jax_planning import plan_jax
+from autodist.planning.keras_compat import compile_overrides
 from autodist.planning.plans import (
     DEFAULT_ACTIVATION_FRACTION,
     DEFAULT_GPU_MEMORY_FRACTION,
@@ -97,26 +98,36 @@ def plan(
     # AUTODIST_STRATEGY is read here, for every caller that passes its environment
     forced_by = strategy_source(settings, strategy)
     strategy = strategy_setting(settings, strategy)
+    # every setting checked (typos too): a setting is named as the setting, before the argument it became
+    if environ is None or isinstance(environ, Mapping):
+        check_settings(settings)
+        check_strategy_setting(settings)
+    check_snapshot("autodist.planning.planner.plan", snapshot, optional=False)
     # every keyword as given, in the signature's order (the first bad one is the one named), the strategy as set
-    checked = _check_arguments(snapshot, {name: value for name, value in locals().items() if name in PLAN_PARAMETERS})
+    given = {name: value for name, value in locals().items() if name in PLAN_PARAMETERS}
+    checked = check_plan_arguments("autodist.planning.planner.plan", given)
     strategy, gpu_memory_fraction, activation_fraction, peer_timeout_seconds = (
         checked.get(name, default) for name, default in _DEFAULTS
     )
     info = model_info or (describe_model(model) if model is not None else ModelInfo())
     params = num_params if num_params is not None else info.num_params
     forced = _coerce_kind(strategy, snapshot.keras_backend)
+    slots = optimizer_slots if optimizer_slots is not None else info.optimizer_slots
+    sized = dataclasses.replace(info, num_params=params, optimizer_slots=slots)
     if snapshot.keras_backend == "jax":  # keras.distribution plans (autodist.planning.jax_planning)
-        return _on_jax(
+        made = plan_jax(
             snapshot,
-            dataclasses.replace(info, num_params=params),
-            (strategy, forced),
-            batch_size,
-            optimizer_slots,
-            gpu_memory_fraction,
-            refuse_when_nothing_fits,
-            peer_timeout_seconds,
+            sized,
+            batch_size=batch_size,
+            forced=forced,
+            gpu_memory_fraction=gpu_memory_fraction,
+            refuse_when_nothing_fits=refuse_when_nothing_fits,
         )
-    memory = _memory_facts(info, params, optimizer_slots, batch_size, activation_fraction, refuse_when_nothing_fits)
+        _positive(choosers.Choice(made.memory), params)
+        reasons = _opening(strategy, False).reasons + made.reasons  # what "tune" means there comes first
+        return dataclasses.replace(made, peer_timeout_seconds=float(peer_timeout_seconds), reasons=reasons)
+    facts = (sized, batch_size or KERAS_DEFAULT_BATCH_SIZE, activation_fraction, refuse_when_nothing_fits)
+    memory = None if params is None else choosers.MemoryFacts(*facts)
     flavor = info.keras_flavor or snapshot.keras_flavor
     version = info.keras_version or (snapshot.keras_version if flavor == snapshot.keras_flavor else None)
     env, unbuilt = (environ if environ is not None else {}), _opening(strategy, model is not None and params is None)
@@ -202,7 +213,9 @@ def _refined(
 ) -> Plan:
     """``base`` with the model's part from ``info``, in place of what it said of a model before."""
     kind = base.strategy
-    overrides = choosers.choose_compile_overrides(kind, flavor, version, info, environ)
+    settings = {"jit_compile": info.jit_compile, "steps_per_execution": info.steps_per_execution}
+    found, changed = compile_overrides(kind.value, flavor, version, **settings, environ=environ)
+    overrides = choosers.Choice(found, warnings=tuple(changed))  # what the strategy cannot run with
     workarounds = choosers.choose_workarounds(kind, flavor, version, environ)
     steps = _steps_per_execution(base.cluster, kind, flavor, version, info, environ, fit_facts)
     notes = choosers.choose_data_parallel_notes(
@@ -235,7 +248,7 @@ def _choose(
     fit_facts: FitFacts | None = None,
 ) -> tuple[choosers.Choice[StrategyKind], choosers.Choice[choosers.Layout]]:
     kind = choosers.choose_kind(snapshot, forced=forced, memory=memory, fraction=fraction, forced_by=forced_by)
-    layout = choosers.choose_layout(snapshot, kind.value)
+    layout = strategy_type(kind.value).layout(snapshot)
     if forced is not None:
         return kind, layout
     facts = fit_facts or FitFacts()
@@ -260,32 +273,6 @@ def _keep(
     )
     layout = choosers.Layout(kept.devices, kept.parameter_device, None, kept.num_workers, kept.num_replicas)
     return choosers.Choice(kept.kind, (reason,)), choosers.Choice(layout)
-
-
-def _on_jax(
-    snapshot: HardwareSnapshot,
-    info: ModelInfo,
-    strategy: tuple[Any, StrategyKind | None],
-    batch_size: int | None,
-    slots: int | None,
-    fraction: float,
-    refuse: bool,
-    timeout: float,
-) -> Plan:
-    """The plan on JAX (:func:`autodist.planning.jax_planning.plan_jax`), with what ``"tune"`` means there."""
-    info = dataclasses.replace(info, optimizer_slots=slots if slots is not None else info.optimizer_slots)
-    made = plan_jax(
-        snapshot,
-        info,
-        batch_size=batch_size,
-        forced=strategy[1],
-        gpu_memory_fraction=fraction,
-        refuse_when_nothing_fits=refuse,
-    )
-    _positive(choosers.Choice(made.memory), info.num_params)
-    return dataclasses.replace(
-        made, peer_timeout_seconds=float(timeout), reasons=_opening(strategy[0], False).reasons + made.reasons
-    )
 
 
 def _steps_per_execution(
@@ -327,17 +314,6 @@ _DEFAULTS = (
 )
 
 
-def _check_arguments(snapshot: Any, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The planner's arguments, checked and converted (:mod:`autodist.planning.arguments`), and
-    every setting of its ``environ``, typos included."""
-    environ = given["environ"] if given["environ"] is not None else {}
-    if isinstance(environ, Mapping):  # a setting is named as the setting, before the argument it became
-        check_settings(environ)
-        check_strategy_setting(environ)
-    check_snapshot("autodist.planning.planner.plan", snapshot, optional=False)
-    return check_plan_arguments("autodist.planning.planner.plan", given)
-
-
 def _positive(estimates: choosers.Choice[Any], params: int | None) -> choosers.Choice[Any]:
     """``estimates``, whose every part is positive where the model has weights: anything else
     is a bug in the facts it was given (a negative count that got through), refused rather than
@@ -355,21 +331,6 @@ def _positive(estimates: choosers.Choice[Any], params: int | None) -> choosers.C
             "optimizer_slots and activation_fraction, or report it as a bug of autodist."
         )
     return estimates
-
-
-def _memory_facts(
-    info: ModelInfo,
-    params: int | None,
-    optimizer_slots: int | None,
-    batch_size: int | None,
-    activation_fraction: float,
-    refuse: bool,
-) -> choosers.MemoryFacts | None:
-    if params is None:
-        return None
-    slots = optimizer_slots if optimizer_slots is not None else info.optimizer_slots
-    model = dataclasses.replace(info, num_params=params, optimizer_slots=slots)
-    return choosers.MemoryFacts(model, batch_size or KERAS_DEFAULT_BATCH_SIZE, activation_fraction, refuse)
 
 
 def _opening(strategy: Any, unbuilt: bool) -> choosers.Choice[None]:

@@ -174,13 +174,7 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Plan:
-        """The plan that :meth:`to_dict` wrote, so plans round-trip through JSON like snapshots.
-
-        Example:
-            >>> made = Plan(StrategyKind.DEFAULT, 1, global_batch_size=64, reasons=("cpu",))
-            >>> Plan.from_dict(made.to_dict()) == made
-            True
-        """
+        """The plan that :meth:`to_dict` wrote: plans round-trip through JSON like snapshots (the module's example)."""
         fields_ = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
         tpu = data.get("tpu")
         return cls(

@@ -20,13 +20,8 @@ which answers what the rest of autodist asks of a strategy, instead of comparing
 - ``variables_home``: where its variables live, when not on every compute device (the memory model);
 - ``adopts``: the ``tf.distribute`` classes a script's own strategy is kept as;
 - ``jax_equivalent``: what does its job with ``keras.distribution``, for a TensorFlow strategy forced on JAX;
-- :meth:`StrategyType.layout`: its devices, parameter device, all-reduce and workers on this hardware;
-- :meth:`StrategyType.batch_rule`: what it asks of the global batch beyond a multiple of the replicas;
-- :meth:`StrategyType.check_forced`: why it cannot run here when a caller forces it;
-- :meth:`StrategyType.keras_refusal`: why a Keras release cannot train under it at all;
-- :meth:`StrategyType.tune_candidates`: its plans worth timing for ``strategy="tune"``;
-- :meth:`StrategyType.build`: the live strategy (or ``keras.distribution``) for a plan, by the
-  builder its backend's act layer gives it (:meth:`StrategyType.builds`).
+- and :class:`StrategyType`'s methods, each saying what it answers: ``layout``, ``batch_rule``,
+  ``check_forced``, ``keras_refusal``, ``tune_candidates`` and ``build`` (the live strategy).
 
 A type registers itself by being defined (a subclass with a ``kind``): a kind of a test's own is a
 :class:`StrategyKind` too once its type exists.
@@ -169,9 +164,7 @@ def _local(snapshot: HardwareSnapshot) -> tuple[tuple[str, ...], tuple[str, ...]
 
 class StrategyType:
     """One strategy autodist plans: what only it decides. Subclasses set the class attributes and
-    override what differs; an instance holds nothing (:data:`TYPES` has one of each). Defining a
-    subclass with a ``kind`` registers it; its backend's act layer gives it its builder
-    (:meth:`builds`)."""
+    override what differs; an instance holds nothing (:data:`TYPES` has one of each)."""
 
     kind: ClassVar[StrategyKind]
     the: ClassVar[StrategyType]
@@ -500,11 +493,26 @@ class Tpu(StrategyType):
 
     def batch_rule(self, snapshot: HardwareSnapshot, num_replicas: int, requested: int) -> tuple[int, list[str]]:
         """Each core's batch a multiple of 8 when the batch is large enough; the last batch dropped."""
-        reasons = _tpu_batch_reasons(snapshot, num_replicas)
-        if validate_batch_size(requested) >= num_replicas * 8:
-            reasons.insert(1, "each core's batch is a multiple of 8, the TPU's efficient shape (8x128 tiles)")
-            return 8, reasons
-        return 1, reasons
+        if snapshot.tpu is None or snapshot.tpu.num_cores is None:
+            cores = (
+                f"{num_replicas} TPU cores assumed until autodist connects (a v2-8/v3-8); the batch "
+                "is planned again with the real count once connected"
+            )
+        else:
+            cores = f"one replica per TPU core: {num_replicas}"
+        multiple = 8 if validate_batch_size(requested) >= num_replicas * 8 else 1
+        eight = (
+            ["each core's batch is a multiple of 8, the TPU's efficient shape (8x128 tiles)"] if multiple > 1 else []
+        )
+        return multiple, [
+            cores,
+            *eight,
+            "TPUs need static shapes: the last partial batch of an epoch is dropped "
+            "(drop_remainder), and fit warns with the number of samples dropped",
+            "bf16 mixed precision is recommended on TPU: pass mixed_precision=True to "
+            "autodist.fit (applied to models it builds) or set keras.mixed_precision's "
+            "'mixed_bfloat16' policy before building the model",
+        ]
 
     def check_forced(self, snapshot: HardwareSnapshot, backend: str = "tensorflow") -> None:
         super().check_forced(snapshot, backend)
@@ -577,24 +585,6 @@ def _gpu_cross_ops(snapshot: HardwareSnapshot) -> Choice[str]:
     return Choice("nccl" if snapshot.platform.startswith("linux") else "hierarchical_copy")
 
 
-def _tpu_batch_reasons(snapshot: HardwareSnapshot, num_replicas: int) -> list[str]:
-    if snapshot.tpu is None or snapshot.tpu.num_cores is None:
-        cores = (
-            f"{num_replicas} TPU cores assumed until autodist connects (a v2-8/v3-8); the batch "
-            "is planned again with the real count once connected"
-        )
-    else:
-        cores = f"one replica per TPU core: {num_replicas}"
-    return [
-        cores,
-        "TPUs need static shapes: the last partial batch of an epoch is dropped "
-        "(drop_remainder), and fit warns with the number of samples dropped",
-        "bf16 mixed precision is recommended on TPU: pass mixed_precision=True to "
-        "autodist.fit (applied to models it builds) or set keras.mixed_precision's "
-        "'mixed_bfloat16' policy before building the model",
-    ]
-
-
 def subclasses(base: type) -> list[type]:
     """Every subclass of ``base`` defined so far (a test's own too): Python's own record of them, the
     direct subclasses first, each level in the order its classes were defined."""
@@ -610,15 +600,9 @@ def _defined() -> dict[str, StrategyType]:
     return {getattr(cls.kind, "value", cls.kind): cls.the for cls in subclasses(StrategyType) if "kind" in vars(cls)}
 
 
-class _Types(LiveMapping):
-    """The strategy types, by kind, read from their classes on each use (:func:`_defined`)."""
-
-    def __getitem__(self, kind: str) -> StrategyType:
-        return _defined()[kind.value if isinstance(kind, StrategyKind) else kind]
-
-
-#: One type per strategy, by kind: each counted as soon as it is defined (a test's own too).
-TYPES: Mapping[str, StrategyType] = _Types(_defined)
+#: One type per strategy, by kind (a :class:`StrategyKind` hashes as its string): each counted as soon as it is
+#: defined (a test's own too), read from their classes on each use.
+TYPES: Mapping[str, StrategyType] = LiveMapping(_defined)
 
 
 def strategy_type(kind: StrategyKind | str) -> StrategyType:
