@@ -1,22 +1,11 @@
 """``autodist.fit`` on TensorFlow: the stages of :mod:`autodist.core.fit_template`, each a method of
-:class:`TensorFlowFit`, each stage's work in its own module:
-
-- read: a Ray Data shard becomes this worker's dataset; the strategy made current at import is completed;
-- plan: the strategy's plan (:func:`autodist.core.detect_and_plan.plan_here`), refined with the random
-  layers a traced training call reads (:mod:`autodist.tensorflow.draws`); the script's own strategy
-  kept; a parameter-server worker or ps task serves here and ends; ``strategy="tune"`` picks here
-  (:mod:`autodist.tensorflow.tuning`);
-- start: the strategy built before anything else touches the runtime
-  (:func:`autodist.tensorflow.strategies.start`; a TPU's plan with its real core count);
-- place: the plan's Keras workarounds, applied once, before the model is built; the model that
-  trains (:mod:`autodist.tensorflow.placement`);
-- refine: a model built from a function refines the plan (:func:`autodist.planning.planner.refine`);
-  a multi-worker job checks its communication;
-- prepare: the input as it trains, the replicas' shares, the notes;
-- train: the plan's type picks the loop: parameter servers' (:mod:`autodist.tensorflow.parameter_server`),
-  or ``fit`` in the scope on the input made ready for the plan (:mod:`autodist.core.inputs`) with
-  the plan's compile settings (:mod:`autodist.core.compile_settings`), the chief's duties
-  (:mod:`autodist.core.callbacks`) and, with a backup folder, resume (:mod:`autodist.resume`).
+:class:`TensorFlowFit` that says what it does, each stage's work in its own module: the random layers a
+traced training call reads (:mod:`autodist.tensorflow.draws`), ``strategy="tune"``
+(:mod:`autodist.tensorflow.tuning`), the strategy (:mod:`autodist.tensorflow.strategies`), the model that
+trains (:mod:`autodist.tensorflow.placement`), parameter servers (:mod:`autodist.tensorflow.parameter_server`),
+the input made ready for the plan (:mod:`autodist.core.inputs`), the plan's compile settings
+(:mod:`autodist.core.compile_settings`), the chief's duties (:mod:`autodist.core.callbacks`) and resume
+(:mod:`autodist.resume`).
 
 Each stage returns new values: the caller's ``fit`` keywords are never changed; what
 ``model.fit`` itself would change (the model's weights, a generator it reads, a compile setting
@@ -106,7 +95,10 @@ class TensorFlowFit:
         """The plan: the script's own strategy's, where the model was built in its scope; else
         autodist's, served (parameter-server worker and ps tasks end here) and tuned where asked."""
         self.facts = _fit_facts(call)
-        self.own = _scripts_own_strategy(call)
+        # the strategy the script created itself and built the model in, kept with strategy="auto" (or "tune",
+        # which then times nothing)
+        keeps = call.builder is None and str(call.strategy).lower() in ("auto", TUNE)
+        self.own = script_strategy(call.model) if keeps else None
         if self.own is not None:
             return _planned(call, self.facts, kept=describe_strategy(self.own))
         auto = _planned(call, self.facts)
@@ -265,14 +257,6 @@ _SHARED = (
     "the script's own MultiWorkerMirroredStrategy() is this strategy object: collectives are "
     "configured once per process, so autodist gave the script the strategy it had created"
 )
-
-
-def _scripts_own_strategy(call: FitCall) -> Any:
-    """The strategy the script created itself and built ``call.model`` in, when ``fit`` keeps
-    it: ``strategy="auto"`` (or ``"tune"``, which then times nothing). ``None`` otherwise."""
-    if call.builder is not None or str(call.strategy).lower() not in ("auto", TUNE):
-        return None
-    return script_strategy(call.model)
 
 
 def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
