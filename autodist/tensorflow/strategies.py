@@ -91,7 +91,7 @@ def configure_cpu_devices(num_devices: int) -> None:
     cpu = tf.config.list_physical_devices("CPU")[0]
     current = tf.config.get_logical_device_configuration(cpu)
     wanted = num_devices if num_devices > 1 else 0
-    if (len(current or []) or 0) == wanted or (wanted == 0 and not current):
+    if len(current or []) == wanted:
         return
     _refuse_if_started(
         f"AUTODIST_CPU_DEVICES={num_devices} asks for {num_devices} logical CPU devices "
