@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ import numpy as np
 from autodist.errors import AutodistError
 from autodist.core.batching import prepare_dataset
 from autodist.upstream.tf_data import samples_per_pass
-from autodist.core.input_kinds import Arrays, Dataset, Input, classify
+from autodist.core.input_kinds import Arrays, Dataset, Input, classify, training_split
 
 __all__ = ["LOCAL", "Part", "local_inputs", "rows"]
 
@@ -106,9 +105,9 @@ def _local_arrays(data: Arrays, kwargs: dict[str, Any], batch: int, part: Part) 
     x, y = data.arrays, data.targets
     kwargs["batch_size"] = batch // part.processes
     sample_weight = kwargs.pop("sample_weight", None)
-    split = float(kwargs.pop("validation_split", 0.0) or 0.0)
-    if split and kwargs.get("validation_data") is None:
-        at = int(math.floor(_length(x) * (1.0 - split)))
+    at, split = training_split(x, kwargs)
+    kwargs.pop("validation_split", None)
+    if split:
         kwargs["validation_data"] = tuple(_take(a, slice(at, None)) for a in (x, y, sample_weight) if a is not None)
         x, y, sample_weight = (_take(a, slice(0, at)) for a in (x, y, sample_weight))
     picked = rows(_length(x), batch=batch, part=part)

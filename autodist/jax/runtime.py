@@ -234,11 +234,9 @@ def _slot_layout(variable: Any, model: Any, layouts: Mapping[int, Any], distribu
     return distribution.get_variable_layout(variable)
 
 
-@contextlib.contextmanager
-def distribution_scope(distribution: Any) -> Iterator[None]:
+def distribution_scope(distribution: Any) -> contextlib.AbstractContextManager[Any]:
     """``distribution`` current inside, the caller's own setting (or none) back after."""
-    with distribution.scope() if distribution is not None else contextlib.nullcontext():
-        yield
+    return distribution.scope() if distribution is not None else contextlib.nullcontext()
 
 
 def train(
@@ -325,7 +323,17 @@ class JaxFit:
         return Prepared(call, tuple(started.plan.warnings) + self.said)
 
     def train(self, call: FitCall, started: Started, placed: Placed) -> Any:
-        return _train_with_duties(placed.trained, call, started.plan, started.distribution, self.environ)
+        """:func:`train` with the launcher's heartbeat and, in a cluster, files written by the chief only."""
+        import keras
+
+        the_plan = started.plan
+        cluster = the_plan.cluster if the_plan.num_workers > 1 else None
+        with ChiefDuties(cluster, keras, False, dict(self.environ)).held(call.fit_kwargs.get("callbacks")) as prepared:
+            callbacks = final_callbacks(
+                keras, prepared, environ=self.environ, ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint
+            )
+            kwargs = {**call.fit_kwargs, "callbacks": callbacks}
+            return train(placed.trained, call.data, the_plan, started.distribution, call.epochs, kwargs)
 
     def copy_back(self, trained: Any, model: Any) -> None:
         """Nothing: on JAX the model trains where it is, never moved."""
@@ -413,16 +421,3 @@ def _refuse_backups(backup_dir: Any) -> None:
             "Expected backup_dir=None on JAX. Pass keras.callbacks.BackupAndRestore(...) in "
             "callbacks= yourself, or train with KERAS_BACKEND=tensorflow."
         )
-
-
-def _train_with_duties(model: Any, call: FitCall, the_plan: Plan, distribution: Any, environ: Mapping[str, str]) -> Any:
-    """:func:`train` with the launcher's heartbeat and, in a cluster, files written by the chief only."""
-    import keras
-
-    cluster = the_plan.cluster if the_plan.num_workers > 1 else None
-    given = call.fit_kwargs.get("callbacks")
-    with ChiefDuties(cluster, keras, False, dict(environ)).held(given) as prepared:
-        callbacks = final_callbacks(
-            keras, prepared, environ=environ, ray_report=call.ray_report, ray_checkpoint=call.ray_checkpoint
-        )
-        return train(model, call.data, the_plan, distribution, call.epochs, {**call.fit_kwargs, "callbacks": callbacks})

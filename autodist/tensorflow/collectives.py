@@ -39,10 +39,12 @@ def collective_mismatch(err: BaseException, where: str = "in autodist.fit") -> C
     if tf is None or not isinstance(err, tf.errors.OpError):
         return None
     message = str(err)
-    if not any(marker in message for marker in MARKERS) or not _multi_worker(message):
+    the_plan = getattr(current(), "plan", None)
+    # a cluster's collective ops: autodist's plan here is multi-worker, or the op's device names a cluster's task
+    planned = the_plan is not None and the_plan.type.collective_workers
+    if not any(marker in message for marker in MARKERS) or not (planned or _CLUSTER_DEVICE.search(message)):
         return None
-    done = current()
-    cluster = done.plan.cluster if done is not None and done.plan is not None else None
+    cluster = the_plan.cluster if the_plan is not None else None
     task = f"{cluster.task_type.capitalize()} {cluster.task_index}" if cluster is not None else "This worker"
     first_line = message.strip().splitlines()[0][:300]
     return CollectiveMismatchError(
@@ -59,11 +61,3 @@ def collective_mismatch(err: BaseException, where: str = "in autodist.fit") -> C
         "find its own error in its log.",
         err,
     )
-
-
-def _multi_worker(message: str) -> bool:
-    """Whether the collective ops were a cluster's: autodist's plan here is multi-worker, or the
-    op's device names a cluster's task."""
-    done = current()
-    planned = done is not None and done.plan is not None and done.plan.type.collective_workers
-    return planned or _CLUSTER_DEVICE.search(message) is not None

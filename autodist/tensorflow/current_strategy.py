@@ -225,9 +225,8 @@ def _complete(done: Any) -> None:
     keep_script_variables_plain(done.strategy, scripts_own, on_write=_written_in_replicas)
     name_distributed_reads_outside_replicas(done.strategy, _read_outside_replicas)
     name_reads_outside_replicas(done.strategy, _read_outside_replicas)
-    strategy = done.strategy
     when_imported(
-        ("tf_keras",), "tf_keras", lambda: name_tf_keras_losses_outside_replicas(strategy, _loss_outside_replicas)
+        ("tf_keras",), "tf_keras", lambda: name_tf_keras_losses_outside_replicas(done.strategy, _loss_outside_replicas)
     )
     tf.distribute.experimental_set_strategy(done.strategy)
     record(pending=False)
@@ -390,22 +389,22 @@ LOSS_OUTSIDE_REPLICAS = (
 )
 
 
+def _outside_replicas(message: str, name: str) -> ReplicaContextError:
+    """The named error ``message`` for ``name``, with the plan's strategy and replicas."""
+    the_plan = getattr(current(), "plan", None)
+    replicas, strategy = (the_plan.num_replicas, the_plan.strategy.value) if the_plan else ("several", "current")
+    return ReplicaContextError(message.format(name=name, strategy=strategy, replicas=replicas))
+
+
 def _loss_outside_replicas(loss: Any, error: BaseException) -> ReplicaContextError:
     """The named error for a tf_keras loss averaged over the batch in autodist's cross-replica context."""
-    done = current()
-    replicas = done.plan.num_replicas if done is not None and done.plan is not None else "several"
-    strategy = done.plan.strategy.value if done is not None and done.plan is not None else "current"
-    name = f"{type(loss).__name__} {getattr(loss, 'name', '')!r}".strip()
-    return ReplicaContextError(LOSS_OUTSIDE_REPLICAS.format(name=name, strategy=strategy, replicas=replicas))
+    return _outside_replicas(LOSS_OUTSIDE_REPLICAS, f"{type(loss).__name__} {getattr(loss, 'name', '')!r}".strip())
 
 
 def _read_outside_replicas(variable: Any, error: BaseException) -> ReplicaContextError:
     """The named error for a Keras variable of autodist's strategy read outside the replica context."""
-    done = current()
-    replicas = done.plan.num_replicas if done is not None and done.plan is not None else "several"
-    strategy = done.plan.strategy.value if done is not None and done.plan is not None else "current"
     name = getattr(variable, "path", None) or getattr(variable, "name", "a variable")
-    return ReplicaContextError(READ_OUTSIDE_REPLICAS.format(name=name, strategy=strategy, replicas=replicas))
+    return _outside_replicas(READ_OUTSIDE_REPLICAS, name)
 
 
 def _complete_then_count() -> None:

@@ -1,22 +1,11 @@
 """``autodist.fit`` on TensorFlow: the stages of :mod:`autodist.core.fit_template`, each a method of
-:class:`TensorFlowFit`, each stage's work in its own module:
-
-- read: a Ray Data shard becomes this worker's dataset; the strategy made current at import is completed;
-- plan: the strategy's plan (:func:`autodist.core.detect_and_plan.plan_here`), refined with the random
-  layers a traced training call reads (:mod:`autodist.tensorflow.draws`); the script's own strategy
-  kept; a parameter-server worker or ps task serves here and ends; ``strategy="tune"`` picks here
-  (:mod:`autodist.tensorflow.tuning`);
-- start: the strategy built before anything else touches the runtime
-  (:func:`autodist.tensorflow.strategies.start`; a TPU's plan with its real core count);
-- place: the plan's Keras workarounds, applied once, before the model is built; the model that
-  trains (:mod:`autodist.tensorflow.placement`);
-- refine: a model built from a function refines the plan (:func:`autodist.planning.planner.refine`);
-  a multi-worker job checks its communication;
-- prepare: the input as it trains, the replicas' shares, the notes;
-- train: the plan's type picks the loop: parameter servers' (:mod:`autodist.tensorflow.parameter_server`),
-  or ``fit`` in the scope on the input made ready for the plan (:mod:`autodist.core.inputs`) with
-  the plan's compile settings (:mod:`autodist.core.compile_settings`), the chief's duties
-  (:mod:`autodist.core.callbacks`) and, with a backup folder, resume (:mod:`autodist.resume`).
+:class:`TensorFlowFit` that says what it does, each stage's work in its own module: the random layers a
+traced training call reads (:mod:`autodist.tensorflow.draws`), ``strategy="tune"``
+(:mod:`autodist.tensorflow.tuning`), the strategy (:mod:`autodist.tensorflow.strategies`), the model that
+trains (:mod:`autodist.tensorflow.placement`), parameter servers (:mod:`autodist.tensorflow.parameter_server`),
+the input made ready for the plan (:mod:`autodist.core.inputs`), the plan's compile settings
+(:mod:`autodist.core.compile_settings`), the chief's duties (:mod:`autodist.core.callbacks`) and resume
+(:mod:`autodist.resume`).
 
 Each stage returns new values: the caller's ``fit`` keywords are never changed; what
 ``model.fit`` itself would change (the model's weights, a generator it reads, a compile setting
@@ -54,7 +43,7 @@ from autodist.tensorflow.comm_check import check_communication
 from autodist.tensorflow.draws import traced_model_info
 from autodist.tensorflow.metric_state import metric_state_notes
 from autodist.core.compile_settings import compiled_for, mixed_precision_while_building
-from autodist.core.inputs import TrainingInput, fit_steps, input_notes, last_batch, prepare_input, shuffles_read_ahead
+from autodist.core.inputs import fit_steps, input_notes, last_batch, prepare_input, shuffles_read_ahead
 from autodist.process import STATE
 from autodist.tensorflow.keras_patches import (
     apply_workarounds,
@@ -106,7 +95,10 @@ class TensorFlowFit:
         """The plan: the script's own strategy's, where the model was built in its scope; else
         autodist's, served (parameter-server worker and ps tasks end here) and tuned where asked."""
         self.facts = _fit_facts(call)
-        self.own = _scripts_own_strategy(call)
+        # the strategy the script created itself and built the model in, kept with strategy="auto" (or "tune",
+        # which then times nothing)
+        keeps = call.builder is None and str(call.strategy).lower() in ("auto", TUNE)
+        self.own = script_strategy(call.model) if keeps else None
         if self.own is not None:
             return _planned(call, self.facts, kept=describe_strategy(self.own))
         auto = _planned(call, self.facts)
@@ -126,7 +118,14 @@ class TensorFlowFit:
             built = _plan_for(call, self.facts, tpu_cores=cores) if cores != the_plan.num_replicas else the_plan
             final = dataclasses.replace(built, reasons=built.reasons + (_SHARED,)) if shared else built
             started = Started(final, distribution)
-        _refuse_evaluator(started.plan)
+        cluster = started.plan.cluster
+        if cluster is not None and cluster.task_type == "evaluator":
+            raise StrategyUnavailableError(
+                f"This process is the cluster's evaluator ({cluster.source}), and "
+                "autodist.fit trains. Expected fit on the chief and workers only. On the evaluator, "
+                "run keras.utils.SidecarEvaluator (or model.evaluate on the checkpoints the chief "
+                "writes) instead of autodist.fit."
+            )
         trains_under(started.distribution)
         return started
 
@@ -171,11 +170,6 @@ class TensorFlowFit:
         log_plan(the_plan, verbose_setting(self.environ))
         if weighted:
             get_logger().info(_WEIGHTED.format(split=_said_split(split)))
-        own_train_step = overrides(placed.trained, "train_step")
-        read_before = max(
-            (STATE.read_ahead[shuffle] for shuffle in data.repeated_shuffles() if shuffle in STATE.read_ahead),
-            default=0,
-        )
         notes = input_notes(
             data,
             the_plan,
@@ -183,8 +177,10 @@ class TensorFlowFit:
             kept=started.kept,
             split=split,
             weighted=weighted,
-            own_train_step=own_train_step,
-            read_ahead_before=read_before,
+            own_train_step=overrides(placed.trained, "train_step"),
+            read_ahead_before=max(
+                (STATE.read_ahead.get(shuffle, 0) for shuffle in data.repeated_shuffles()), default=0
+            ),
         )
         STATE.read_ahead.update(
             dict.fromkeys(shuffles_read_ahead(data, the_plan, call.fit_kwargs), the_plan.num_replicas)
@@ -194,9 +190,21 @@ class TensorFlowFit:
 
     def train(self, call: FitCall, started: Started, placed: Placed) -> Any:
         """The History: the plan's type picks the loop, the seam where parameter servers join
-        (:func:`_train_asynchronously`); every other strategy trains in sync (:func:`_train_in_sync`)."""
-        trainer = _train_asynchronously if started.plan.type.asynchronous else _train_in_sync
-        return trainer(call, started.plan, started.distribution, placed)
+        (:mod:`autodist.tensorflow.parameter_server`: the chief's loop, with the final callbacks, no
+        batch-level hooks, as the workers step asynchronously); every other strategy trains in sync
+        (:func:`_train_in_sync`)."""
+        the_plan = started.plan
+        if not the_plan.type.asynchronous:
+            return _train_in_sync(call, the_plan, started.distribution, placed)
+        callbacks = final_callbacks(
+            keras_module(the_plan.keras_flavor),
+            call.fit_kwargs.get("callbacks"),
+            per_batch=False,
+            ray_report=call.ray_report,
+            ray_checkpoint=call.ray_checkpoint,
+        )
+        kwargs = {**call.fit_kwargs, "callbacks": callbacks}
+        return parameter_server.train(placed.trained, started.distribution, call.data, the_plan, call.epochs, kwargs)
 
     def copy_back(self, trained: Any, model: Any) -> None:
         copy_training_state(trained, model)
@@ -251,14 +259,6 @@ _SHARED = (
 )
 
 
-def _scripts_own_strategy(call: FitCall) -> Any:
-    """The strategy the script created itself and built ``call.model`` in, when ``fit`` keeps
-    it: ``strategy="auto"`` (or ``"tune"``, which then times nothing). ``None`` otherwise."""
-    if call.builder is not None or str(call.strategy).lower() not in ("auto", TUNE):
-        return None
-    return script_strategy(call.model)
-
-
 def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
     """``strategy="tune"``: the fastest candidate plan, timed on copies of the model
     (:mod:`autodist.tensorflow.tuning`)."""
@@ -282,30 +282,6 @@ def _tuned(call: FitCall, facts: FitFacts, auto: Plan) -> Plan:
             call.fit_kwargs,
             default_steps=steps_on_one_device(auto, info, os.environ, facts),
         )
-
-
-def _refuse_evaluator(the_plan: Plan) -> None:
-    if the_plan.cluster is not None and the_plan.cluster.task_type == "evaluator":
-        raise StrategyUnavailableError(
-            f"This process is the cluster's evaluator ({the_plan.cluster.source}), and "
-            "autodist.fit trains. Expected fit on the chief and workers only. On the evaluator, "
-            "run keras.utils.SidecarEvaluator (or model.evaluate on the checkpoints the chief "
-            "writes) instead of autodist.fit."
-        )
-
-
-def _train_asynchronously(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
-    """Parameter-server training (:mod:`autodist.tensorflow.parameter_server`): the chief's loop,
-    with the final callbacks, no batch-level hooks (the workers step asynchronously)."""
-    callbacks = final_callbacks(
-        keras_module(the_plan.keras_flavor),
-        call.fit_kwargs.get("callbacks"),
-        per_batch=False,
-        ray_report=call.ray_report,
-        ray_checkpoint=call.ray_checkpoint,
-    )
-    kwargs = {**call.fit_kwargs, "callbacks": callbacks}
-    return parameter_server.train(placed.trained, distribution, call.data, the_plan, call.epochs, kwargs)
 
 
 def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Placed) -> Any:
@@ -334,7 +310,7 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
         cluster, keras, False if guard is not None or ray_owns_backups(call.backup_dir) else call.backup_dir
     )
     with (
-        _peers_named(the_plan, cluster),
+        _peers_named(cluster),
         guard.state.held() if guard is not None else contextlib.nullcontext(),
         compiled_for(trained, the_plan),
         duties.held(given) as prepared,
@@ -362,7 +338,7 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
                 callbacks,
                 guard,
                 keras,
-                order_note=_order_note(call, ready),
+                order_note=_UNORDERED if ready.shuffled_by_autodist and global_seed() is None else "",
                 order_seed=lambda: shared_shuffle_seed(distribution if cluster is not None else None),
             )
             guard.state.finish(trained, history)  # a SIGTERM too late to save a step: exits 75
@@ -370,7 +346,7 @@ def _train_in_sync(call: FitCall, the_plan: Plan, distribution: Any, placed: Pla
 
 
 @contextlib.contextmanager
-def _peers_named(the_plan: Plan, cluster: Any) -> Iterator[None]:
+def _peers_named(cluster: Any) -> Iterator[None]:
     """On a multi-worker job, a peer lost during training said as a :class:`PeerError`."""
     import tensorflow as tf
 
@@ -384,18 +360,24 @@ def _peers_named(the_plan: Plan, cluster: Any) -> Iterator[None]:
     ) as err:
         if cluster is None:
             raise
-        raise PeerError(_peer_message(the_plan, err)) from err
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise PeerError(
+            f"{cluster.task_type} {cluster.task_index} lost contact with a peer during multi-worker "
+            f"training ({type(err).__name__}: {first_line[:300]}). Expected all "
+            f"{cluster.num_workers} workers to run to the end; one stopped or became unreachable. "
+            "Find the failed worker's own error in its log. To survive such failures, start the job "
+            "with python -m autodist launch --max-restarts 1 (or your cluster manager's restart "
+            "policy): training resumes from the last save every worker has (each epoch's end, or the step saved on "
+            "SIGTERM)."
+        ) from err
 
 
-def _order_note(call: FitCall, ready: TrainingInput) -> str:
-    """Why a resumed run cannot read the rest of an epoch in the uninterrupted run's order: arrays
-    that autodist shuffles as a dataset, with no global seed (a new seed each run)."""
-    if ready.shuffled_by_autodist and global_seed() is None:
-        return (
-            "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new "
-            "order after a restart"
-        )
-    return ""
+#: Why a resumed run cannot read the rest of an epoch in the uninterrupted run's order: arrays
+#: that autodist shuffles as a dataset, with no global seed (a new seed each run).
+_UNORDERED = (
+    "autodist shuffles these arrays with a seed drawn for each run (no keras.utils.set_random_seed), in a new "
+    "order after a restart"
+)
 
 
 def _planned(call: FitCall, facts: FitFacts, kept: Any = None) -> Plan:
@@ -433,7 +415,7 @@ def _plan_for(
         model=None if call.builder is not None else call.model,
         fit_facts=facts,
         kept=kept,
-        **({"model_info": model_info} if model_info is not None else {}),
+        model_info=model_info,
         **call.plan_keywords(),
     )
     if call.data.batch_needed(call.requested_batch) and the_plan.num_replicas > 1:
@@ -444,18 +426,3 @@ def _plan_for(
             "autodist re-batches the dataset to it."
         )
     return the_plan
-
-
-def _peer_message(the_plan: Plan, err: Exception) -> str:
-    cluster = the_plan.cluster
-    assert cluster is not None
-    first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return (
-        f"{cluster.task_type} {cluster.task_index} lost contact with a peer during multi-worker "
-        f"training ({type(err).__name__}: {first_line[:300]}). Expected all "
-        f"{cluster.num_workers} workers to run to the end; one stopped or became unreachable. "
-        "Find the failed worker's own error in its log. To survive such failures, start the job "
-        "with python -m autodist launch --max-restarts 1 (or your cluster manager's restart "
-        "policy): training resumes from the last save every worker has (each epoch's end, or the step saved on "
-        "SIGTERM)."
-    )

@@ -95,16 +95,13 @@ def _own_steps_under_autodist(model: Any) -> None:
         own_steps(model)
 
 
-def steps_as_one_device(model: Any, the_plan: Any) -> bool:
+def steps_as_one_device(model: Any, the_plan: Any) -> None:
     """Run a Keras 3 model's own ``train_step``/``test_step`` (or Keras's, when the model defines
     ``compute_loss``) with one device's losses and the replicas' mean gradient, when the plan has
-    the ``own_step_replica_mean`` workaround and more than one replica. ``True`` when it does."""
-    if not OWN_STEP_REPLICA_MEAN.in_plan(the_plan) or the_plan.num_replicas < 2:
-        return False
-    if the_plan.keras_flavor != "keras3" or not any(overrides(model, name) for name in OWN_STEP_METHODS):
-        return False
-    own_steps(model)
-    return True
+    the ``own_step_replica_mean`` workaround and more than one replica."""
+    wanted = OWN_STEP_REPLICA_MEAN.in_plan(the_plan) and the_plan.num_replicas > 1 and the_plan.keras_flavor == "keras3"
+    if wanted and any(overrides(model, name) for name in OWN_STEP_METHODS):
+        own_steps(model)
 
 
 def shares_weighted(model: Any, the_plan: Any, last: int | None) -> bool:

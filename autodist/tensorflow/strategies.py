@@ -91,7 +91,7 @@ def configure_cpu_devices(num_devices: int) -> None:
     cpu = tf.config.list_physical_devices("CPU")[0]
     current = tf.config.get_logical_device_configuration(cpu)
     wanted = num_devices if num_devices > 1 else 0
-    if (len(current or []) or 0) == wanted or (wanted == 0 and not current):
+    if len(current or []) == wanted:
         return
     _refuse_if_started(
         f"AUTODIST_CPU_DEVICES={num_devices} asks for {num_devices} logical CPU devices "
@@ -169,18 +169,18 @@ def start(plan: Plan, *, workarounds: bool = True) -> Any:
 
 
 def _create(plan: Plan) -> Any:
-    kind = plan.strategy
-    if strategy_type(kind).collective_workers:
-        existing = [s for k, s in STATE.strategies.items() if strategy_type(k[0]).collective_workers]
-        if existing:  # collectives are configured once per process: one MultiWorkerMirrored
-            return existing[0]
-    if strategy_type(kind).backend != "tensorflow":
+    kind = strategy_type(plan.strategy)
+    # collectives are configured once per process: one MultiWorkerMirrored
+    existing = [s for k, s in STATE.strategies.items() if strategy_type(k[0]).collective_workers]
+    if kind.collective_workers and existing:
+        return existing[0]
+    if kind.backend != "tensorflow":
         raise StrategyUnavailableError(
-            f"This version of autodist cannot build {kind.value!r}. "
+            f"This version of autodist cannot build {plan.strategy.value!r}. "
             "Expected one of the seven StrategyKind values. Use one of those, "
             "or create the strategy yourself and call model.fit inside strategy.scope()."
         )
-    return strategy_type(kind).build(plan)
+    return kind.build(plan)
 
 
 @Default.builds
@@ -443,20 +443,15 @@ def describe_strategy(strategy: Any) -> ScriptStrategy:
     import tensorflow as tf
 
     kind = kind_of_class(type(strategy))
-    shown = (
-        "MultiWorkerMirroredStrategy"
-        if kind is not None and strategy_type(kind).collective_workers
-        else type(strategy).__name__
-    )
     if kind is None:
         known = ", ".join(dict(_SHOWN).get(name, name) for t in TYPES.values() for name in t.adopts[:1])
         raise StrategyUnavailableError(
-            f"The model was created in the scope of the script's own {shown}, which autodist "
+            f"The model was created in the scope of the script's own {type(strategy).__name__}, which autodist "
             f"cannot train under (Expected one of: {known}). Call model.fit yourself inside that strategy's scope, "
             "or build the model outside it and let autodist.fit choose."
         )
-    extended = strategy.extended
-    devices = tuple(extended.worker_devices) if not strategy_type(kind).asynchronous else ()
+    shown = "MultiWorkerMirroredStrategy" if strategy_type(kind).collective_workers else type(strategy).__name__
+    devices = tuple(strategy.extended.worker_devices) if not strategy_type(kind).asynchronous else ()
     present = {_kind_and_index(device.name) for device in tf.config.list_logical_devices()}
     missing = [d for d in devices if _kind_and_index(d) not in present]
     if missing:
