@@ -377,17 +377,10 @@ def _lock(backup: str, command: list[str]) -> int:
                 f"saves in {backup}. Expected one launch of a command at a time. Pass --backup-dir "
                 "(another folder for this run) to run both."
             ) from None
-        if _names(backup + ".lock", descriptor):
-            return descriptor
+        with contextlib.suppress(OSError):  # the path names no file now
+            if os.path.samestat(os.lstat(backup + ".lock"), os.fstat(descriptor)):
+                return descriptor
         os.close(descriptor)  # removed by the launch that held it: lock the one at the path now
-
-
-def _names(path: str, descriptor: int) -> bool:
-    try:
-        found, held = os.lstat(path), os.fstat(descriptor)
-    except OSError:
-        return False
-    return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino)
 
 
 def default_launch_backup(command: list[str], spec: Any) -> str:
