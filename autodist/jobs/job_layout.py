@@ -221,7 +221,8 @@ def check_hosts(hosts: list[str]) -> list[str]:
                 f"whose entry {index + 1}, {received(entry)}, is none of them). Pass for example --hosts host1,host2 "
                 "or --hosts 10.0.0.1,10.0.0.2."
             )
-        same = [index + 1 for index, other in enumerate(checked) if _same_host(other, host)]
+        key = host.lower().rstrip(".")  # names are case-insensitive; a final dot changes nothing
+        same = [index + 1 for index, other in enumerate(checked) if other.lower().rstrip(".") == key]
         if same:
             raise ArgumentError(
                 f"launch: --hosts must name each host once (Received: --hosts {received(raw)}, whose entries {same[0]} "
@@ -230,11 +231,6 @@ def check_hosts(hosts: list[str]) -> list[str]:
             )
         checked.append(host)
     return checked
-
-
-def _same_host(one: str, other: str) -> bool:
-    """Whether two checked hosts are one (names are case-insensitive; a final dot changes nothing)."""
-    return one.lower().rstrip(".") == other.lower().rstrip(".")
 
 
 def host_plan(

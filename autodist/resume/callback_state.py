@@ -62,10 +62,6 @@ def carried(callback: Any) -> tuple[str, ...]:
     return ()
 
 
-def _is_arrays(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and all(isinstance(part, np.ndarray) for part in value) and len(value) > 0
-
-
 def capture(callbacks: list[Any]) -> tuple[list[dict[str, Any] | None], list[np.ndarray]]:
     """Per callback, its carried attributes (``None`` when it carries none); arrays (lists of
     numpy arrays, such as best weights) go to the second list, the scalars say where:
@@ -80,7 +76,7 @@ def capture(callbacks: list[Any]) -> tuple[list[dict[str, Any] | None], list[np.
         state: dict[str, Any] = {"class": type(callback).__name__}
         for name in names:
             value = getattr(callback, name)
-            if _is_arrays(value):
+            if isinstance(value, (list, tuple)) and all(isinstance(part, np.ndarray) for part in value) and value:
                 state[name] = {"arrays": [len(arrays), len(value)]}
                 arrays.extend(np.asarray(part) for part in value)
             else:

@@ -290,7 +290,10 @@ class Guard:
             self.holding.release(remove=removed)
         if removed:
             for folder in (self.folder, os.path.dirname(self.folder), self.root if self.own_root else None):
-                _remove_if_empty(folder)
+                if folder:
+                    with contextlib.suppress(OSError):  # other workers' folders, or the user's files
+                        os.rmdir(folder)
+                release_private_root()
         if self.received.is_set() and not self.notice_at_exit:
             # came after the fit's end was agreed: as without autodist
             self.received.clear()
@@ -329,13 +332,6 @@ def _cost(newest: Position | None, now: Position) -> str:
         steps = (now.epoch - newest.epoch) * batches + now.step - newest.step
         return f"the {steps} steps since the newest save ({where})"
     return f"the steps since the newest save ({where})"
-
-
-def _remove_if_empty(folder: str | None) -> None:
-    if folder:
-        with contextlib.suppress(OSError):  # other workers' folders, or the user's files
-            os.rmdir(folder)
-    release_private_root()
 
 
 def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:

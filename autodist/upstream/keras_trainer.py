@@ -199,11 +199,6 @@ _RANDOM_OPS = frozenset(
 )
 
 
-def _random_op(kind: str) -> bool:
-    """Whether a TensorFlow op of type ``kind`` draws random numbers (stateful, stateless, shuffles)."""
-    return "Random" in kind or kind in _RANDOM_OPS
-
-
 #: The names Keras counts for what a symbolic call makes and drops: its tensors and its scratch
 #: graphs. A layer, metric or op it makes keeps its name (one device makes those too).
 TRANSIENT_NAMES = ("keras_tensor", "scratch_graph")
@@ -255,7 +250,7 @@ def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[st
             return original(self, *args, **kwargs)
         finally:
             for op in graph.get_operations()[start:]:
-                if op not in owners and _random_op(op.type):
+                if op not in owners and ("Random" in op.type or op.type in _RANDOM_OPS):  # a draw of any kind
                     owners[op] = self
 
     try:
