@@ -471,25 +471,18 @@ def manifest_parser(subparsers: Any) -> None:
         ("--namespace", None, "the namespace (default: kubectl's)"),
         ("--backup-claim", None, "a PersistentVolumeClaim for the saves, so a restarted pod resumes"),
         ("--timeout", None, "seconds the job may run (activeDeadlineSeconds)"),
-    ):
-        parser.add_argument(flag, default=default, required=text.endswith("(required)"), help=text)
-    parser.add_argument(
-        "--jobset",
-        action="store_true",
-        help="a JobSet instead of indexed Jobs (the JobSet controller must be installed)",
-    )
-    parser.add_argument(
-        "--allow-root",
-        action="store_true",
-        help="run as the image's user, root included, for images that need it (the restricted Pod Security "
-        "Standard then rejects the pods: docs/kubernetes.md)",
-    )
-    parser.add_argument(
-        "--writable-root",
-        action="store_true",
-        help="a writable root file system, for scripts that write beside themselves",
-    )
-    parser.add_argument("--json", action="store_true", help="print the objects as JSON")
+        ("--jobset", False, "a JobSet instead of indexed Jobs (the JobSet controller must be installed)"),
+        (
+            "--allow-root",
+            False,
+            "run as the image's user, root included, for images that need it (the restricted Pod Security "
+            "Standard then rejects the pods: docs/kubernetes.md)",
+        ),
+        ("--writable-root", False, "a writable root file system, for scripts that write beside themselves"),
+        ("--json", False, "print the objects as JSON"),
+    ):  # a default of False: a switch
+        taken = {"action": "store_true"} if default is False else {"default": default}
+        parser.add_argument(flag, required=text.endswith("(required)"), help=text, **taken)
     parser.add_argument("pod_command", nargs=argparse.REMAINDER, metavar="-- command", help="the command each pod runs")
     parser.set_defaults(
         command=manifest_command, render=lambda objects: (manifest_comments(objects) + to_yaml(objects)).rstrip("\n")

@@ -221,7 +221,8 @@ def check_hosts(hosts: list[str]) -> list[str]:
                 f"whose entry {index + 1}, {received(entry)}, is none of them). Pass for example --hosts host1,host2 "
                 "or --hosts 10.0.0.1,10.0.0.2."
             )
-        same = [index + 1 for index, other in enumerate(checked) if _same_host(other, host)]
+        key = host.lower().rstrip(".")  # names are case-insensitive; a final dot changes nothing
+        same = [index + 1 for index, other in enumerate(checked) if other.lower().rstrip(".") == key]
         if same:
             raise ArgumentError(
                 f"launch: --hosts must name each host once (Received: --hosts {received(raw)}, whose entries {same[0]} "
@@ -230,11 +231,6 @@ def check_hosts(hosts: list[str]) -> list[str]:
             )
         checked.append(host)
     return checked
-
-
-def _same_host(one: str, other: str) -> bool:
-    """Whether two checked hosts are one (names are case-insensitive; a final dot changes nothing)."""
-    return one.lower().rstrip(".") == other.lower().rstrip(".")
 
 
 def host_plan(
@@ -377,17 +373,10 @@ def _lock(backup: str, command: list[str]) -> int:
                 f"saves in {backup}. Expected one launch of a command at a time. Pass --backup-dir "
                 "(another folder for this run) to run both."
             ) from None
-        if _names(backup + ".lock", descriptor):
-            return descriptor
+        with contextlib.suppress(OSError):  # the path names no file now
+            if os.path.samestat(os.lstat(backup + ".lock"), os.fstat(descriptor)):
+                return descriptor
         os.close(descriptor)  # removed by the launch that held it: lock the one at the path now
-
-
-def _names(path: str, descriptor: int) -> bool:
-    try:
-        found, held = os.lstat(path), os.fstat(descriptor)
-    except OSError:
-        return False
-    return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino)
 
 
 def default_launch_backup(command: list[str], spec: Any) -> str:

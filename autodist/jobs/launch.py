@@ -318,12 +318,6 @@ class Launcher:
                     "saved a step); the next start resumes from the newest save every worker has"
                 )
 
-    def _grace_after(self, outcome: _Outcome) -> float:
-        """All of it after a preempted task (the others save the same step meanwhile); at most
-        :data:`FAILURE_GRACE` after another failure (the others wait on it, with nothing to save)."""
-        preempted = outcome.failed is not None and outcome.failed.process.returncode == PREEMPTED_EXIT_CODE
-        return self.spec.grace if preempted else min(self.spec.grace, FAILURE_GRACE)
-
     def _watch(self, tasks: list[_Task], deadline: float | None) -> _Outcome:
         """Wait until every task succeeds, one fails or stalls, or the deadline passes."""
         while True:
@@ -376,7 +370,10 @@ class Launcher:
                 except BaseException:  # SIGTERM/SIGHUP/SIGINT reached the launcher: tasks save their step
                     self._stop(tasks, self.spec.grace)
                     raise
-                self._stop(tasks, self._grace_after(outcome))
+                # all of it after a preempted task (the others save the same step meanwhile); at most
+                # FAILURE_GRACE after another failure (the others wait on it, with nothing to save)
+                preempted = outcome.failed is not None and outcome.failed.process.returncode == PREEMPTED_EXIT_CODE
+                self._stop(tasks, self.spec.grace if preempted else min(self.spec.grace, FAILURE_GRACE))
                 if outcome.state == JobState.SUCCEEDED:
                     return LaunchResult(0, attempt + 1)
                 summary = self._summary(outcome, time.monotonic() - started, tasks)

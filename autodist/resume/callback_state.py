@@ -62,19 +62,6 @@ def carried(callback: Any) -> tuple[str, ...]:
     return ()
 
 
-def _is_arrays(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and all(isinstance(part, np.ndarray) for part in value) and len(value) > 0
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready copy of a scalar (numpy numbers and 0-d arrays as Python numbers)."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if isinstance(value, np.generic):
-        value = value.item()
-    return value
-
-
 def capture(callbacks: list[Any]) -> tuple[list[dict[str, Any] | None], list[np.ndarray]]:
     """Per callback, its carried attributes (``None`` when it carries none); arrays (lists of
     numpy arrays, such as best weights) go to the second list, the scalars say where:
@@ -89,11 +76,14 @@ def capture(callbacks: list[Any]) -> tuple[list[dict[str, Any] | None], list[np.
         state: dict[str, Any] = {"class": type(callback).__name__}
         for name in names:
             value = getattr(callback, name)
-            if _is_arrays(value):
+            if isinstance(value, (list, tuple)) and all(isinstance(part, np.ndarray) for part in value) and value:
                 state[name] = {"arrays": [len(arrays), len(value)]}
                 arrays.extend(np.asarray(part) for part in value)
             else:
-                value = _plain(value)
+                if isinstance(value, np.ndarray) and value.ndim == 0:  # JSON-ready: numpy numbers as Python's
+                    value = value.item()
+                if isinstance(value, np.generic):
+                    value = value.item()
                 if value is None or isinstance(value, (bool, int, float, str)):
                     state[name] = value
         scalars.append(state)

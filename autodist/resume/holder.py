@@ -122,19 +122,13 @@ def hold(
                 said = True
             sleep(_POLL_S)
             continue
-        if _same_file(fd, path):
-            break
+        with contextlib.suppress(OSError):  # the path names no file now
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
         os.close(fd)  # its holder removed the file as it let go: hold the new one
     os.ftruncate(fd, 0)
     os.write(fd, json.dumps(_me()).encode())
     return Holding(path, fd)
-
-
-def _same_file(fd: int, path: str) -> bool:
-    try:
-        return os.path.samestat(os.fstat(fd), os.stat(path))
-    except OSError:
-        return False
 
 
 def _me() -> dict[str, object]:

@@ -253,7 +253,10 @@ class Guard:
         :data:`PREEMPTED_EXIT_CODE`: a new start returns that History and trains nothing."""
         if not self.agreement.any_preempted(self.preempted()):
             return
-        record = {"history": _plain(getattr(history, "history", {})), "epochs": list(getattr(history, "epoch", []))}
+        logged = {
+            key: [_number(value) for value in values] for key, values in dict(getattr(history, "history", {})).items()
+        }
+        record = {"history": logged, "epochs": list(getattr(history, "epoch", []))}
         epochs = int(getattr(history, "params", {}).get("epochs") or 0)
         position = Position(epochs, 0, getattr(history, "params", {}).get("steps"))
         saved = self.save(model, "done", position, metrics=False, extra=record) is not None
@@ -277,10 +280,9 @@ class Guard:
         self.acted.set()  # an exit that waits goes on
         if self.installed and self.notice_at_exit:
             atexit.unregister(self._at_exit)
-            self.installed = False
-        if self.installed:
+        elif self.installed:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if self.previous_handler is None else self.previous_handler)
-            self.installed = False
+        self.installed = False
         removed = finished or self.staging
         if removed:
             train_state.clear(self.folder)  # while still held: no other process reads a half-cleared folder
@@ -288,15 +290,14 @@ class Guard:
             self.holding.release(remove=removed)
         if removed:
             for folder in (self.folder, os.path.dirname(self.folder), self.root if self.own_root else None):
-                _remove_if_empty(folder)
+                if folder:
+                    with contextlib.suppress(OSError):  # other workers' folders, or the user's files
+                        os.rmdir(folder)
+                release_private_root()
         if self.received.is_set() and not self.notice_at_exit:
             # came after the fit's end was agreed: as without autodist
             self.received.clear()
             os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _plain(history: Any) -> dict[str, list[float]]:
-    return {key: [_number(value) for value in values] for key, values in dict(history).items()}
 
 
 def _number(value: Any) -> Any:
@@ -331,13 +332,6 @@ def _cost(newest: Position | None, now: Position) -> str:
         steps = (now.epoch - newest.epoch) * batches + now.step - newest.step
         return f"the {steps} steps since the newest save ({where})"
     return f"the steps since the newest save ({where})"
-
-
-def _remove_if_empty(folder: str | None) -> None:
-    if folder:
-        with contextlib.suppress(OSError):  # other workers' folders, or the user's files
-            os.rmdir(folder)
-    release_private_root()
 
 
 def guard(keras_module: Any, state: Guard) -> tuple[Any, Any]:

@@ -42,7 +42,6 @@ from autodist.upstream.tf_data import finite_cardinality, shuffles
 from autodist.resume.preemption import Guard, history_of, restore_state
 from autodist.resume.train_state import (
     Damaged,
-    Position,
     Save,
     clear,
     damaged,
@@ -151,18 +150,12 @@ class _EpochPhases(Sequence):  # type: ignore[type-arg]
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
-        epoch = self.epochs[index]
-        skip = self.step * int(self.kwargs["batch_size"]) if index == 0 else 0
-        order = epoch_order(self.seed, epoch, self.train)[skip:]
+        epoch, offset = self.epochs[index], self.step if index == 0 else 0
+        order = epoch_order(self.seed, epoch, self.train)[offset * int(self.kwargs["batch_size"]) :]
         kwargs = {**self.kwargs, "initial_epoch": epoch, "epochs": epoch + 1}
         if kwargs.get("sample_weight") is not None:
             kwargs["sample_weight"] = take_samples(kwargs["sample_weight"], order)
-        return Phase(
-            take_samples(self.x, order),
-            take_samples(self.y, order),
-            kwargs,
-            batch_offset=self.step if index == 0 else 0,
-        )
+        return Phase(take_samples(self.x, order), take_samples(self.y, order), kwargs, batch_offset=offset)
 
 
 def _ordered_phases(x: Any, y: Any, kwargs: Mapping[str, Any], epoch: int, step: int, epochs: int, seed: int) -> Phases:
@@ -222,41 +215,31 @@ def _skipped(data: Input, kwargs: Mapping[str, Any], epoch: int, step: int) -> A
 @Dataset.answers(SKIPPED)
 def _dataset_skipped(data: Dataset, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
     x = data.raw
+    note = _SHUFFLED_DATASET if shuffles(x) else ""
     if _dataset_streamed(data, kwargs):
-        return _stream_phases(x, kwargs, epoch, step)
+        # an endless dataset read steps_per_epoch batches an epoch, one stream from the first epoch of
+        # the run (initial_epoch) on: skip every batch the run has read
+        steps = int(kwargs["steps_per_epoch"])
+        read = (epoch - int(kwargs.get("initial_epoch") or 0)) * steps
+        first = (x.skip(read + step), None, {**kwargs, "steps_per_epoch": steps - step} if step else dict(kwargs))
+        return first, (x.skip(read + steps), None, dict(kwargs)), steps, note
     if kwargs.get("steps_per_epoch") is not None or finite_cardinality(x) is None:
         return None
-    note = _SHUFFLED_DATASET if shuffles(x) else ""
     return (x.skip(step), None, kwargs), (x, None, kwargs), finite_cardinality(x), note
 
 
 @Arrays.answers(SKIPPED)
 def _arrays_skipped(data: Arrays, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
-    if kwargs.get("steps_per_epoch") is not None or not kwargs.get("batch_size") or kwargs.get("shuffle", True):
-        return None
-    return _array_phases(data.arrays, data.targets, kwargs, step)
-
-
-def _stream_phases(dataset: Any, kwargs: Mapping[str, Any], epoch: int, step: int) -> Any:
-    """An endless dataset read ``steps_per_epoch`` batches an epoch, one stream from the first
-    epoch of the run (``initial_epoch``) on: skip every batch the run has read."""
-    steps = int(kwargs["steps_per_epoch"])
-    read = (epoch - int(kwargs.get("initial_epoch") or 0)) * steps
-    note = _SHUFFLED_DATASET if shuffles(dataset) else ""
-    first = (dataset.skip(read + step), None, {**kwargs, "steps_per_epoch": steps - step} if step else dict(kwargs))
-    rest = (dataset.skip(read + steps), None, dict(kwargs))
-    return first, rest, steps, note
-
-
-def _array_phases(x: Any, y: Any, kwargs: Mapping[str, Any], step: int) -> Any:
     """Unshuffled arrays that Keras batches: the training part sliced after the trained samples,
     the validation part (``validation_split``) kept as it was."""
+    if kwargs.get("steps_per_epoch") is not None or not kwargs.get("batch_size") or kwargs.get("shuffle", True):
+        return None
+    x, y = data.arrays, data.targets
     train, batches, changes = _training_part(x, y, kwargs)
-    batch = int(kwargs["batch_size"])
-    weights = kwargs.get("sample_weight")
-    if weights is not None:
-        changes["sample_weight"] = slice_samples(weights, step * batch, train)
-    first = (slice_samples(x, step * batch, train), slice_samples(y, step * batch, train), {**kwargs, **changes})
+    skip = step * int(kwargs["batch_size"])
+    if kwargs.get("sample_weight") is not None:
+        changes["sample_weight"] = slice_samples(kwargs["sample_weight"], skip, train)
+    first = (slice_samples(x, skip, train), slice_samples(y, skip, train), {**kwargs, **changes})
     return first, (x, y, dict(kwargs)), batches, ""
 
 
@@ -268,11 +251,8 @@ def _training_part(x: Any, y: Any, kwargs: Mapping[str, Any]) -> tuple[int, int,
     if not split:
         return train, batches, {}
     held_out = (x, y) if kwargs.get("sample_weight") is None else (x, y, kwargs["sample_weight"])
-    return (
-        train,
-        batches,
-        {"validation_split": 0.0, "validation_data": tuple(slice_samples(part, train, None) for part in held_out)},
-    )
+    validation = tuple(slice_samples(part, train, None) for part in held_out)
+    return train, batches, {"validation_split": 0.0, "validation_data": validation}
 
 
 def _inexact_warning(epoch: int, step: int, batches: int | None, note: str) -> str:
@@ -436,10 +416,11 @@ def _damaged_warning(folder: str, aside: str, broken: list[Damaged], resumed: Sa
     newest = broken[-1].position
     held = f"epoch {newest.epoch + 1}, after {newest.step} of its batches"
     if resumed is None:
+        steps = f": {newest.epoch * newest.batches + newest.step} steps" if newest.batches else ""
         return (
             f"Every save in {folder} is damaged: {named}. The run starts over from its first step, and the steps they "
             "held "
-            f"(up to {held}{_steps(newest)}) are trained again. The damaged files are kept in {aside}."
+            f"(up to {held}{steps}) are trained again. The damaged files are kept in {aside}."
         )
     back = resumed.position
     if (back.epoch, back.step) >= (newest.epoch, newest.step):
@@ -452,10 +433,6 @@ def _damaged_warning(folder: str, aside: str, broken: list[Damaged], resumed: Sa
         f"{back.epoch + 1}, after {back.step} of its batches), so the steps up to {held} are trained again. The "
         f"damaged files are kept in {aside}."
     )
-
-
-def _steps(position: Position) -> str:
-    return f": {position.epoch * position.batches + position.step} steps" if position.batches else ""
 
 
 def _run_plan(

@@ -102,11 +102,8 @@ def state_variables(model: Any, *, metrics: bool = True) -> dict[str, list[Any]]
     return groups
 
 
-def build_optimizer(optimizer: Any, variables: list[Any]) -> None:
-    """Create an optimizer's slots for ``variables`` now, if it has none yet (tf_keras creates
-    them at its first step): ``build`` for Keras 3 and tf_keras optimizers,
-    ``_create_all_weights`` for tf_keras's legacy ``OptimizerV2`` ones, which have no ``build``."""
-    optimizer_slots_ready(optimizer, variables)
+#: Create an optimizer's slots now, before a restore assigns them (tf_keras creates them at its first step).
+build_optimizer = optimizer_slots_ready
 
 
 def _optimizer_variables(model: Any) -> list[Any]:
@@ -141,16 +138,10 @@ class Save:
 
 
 def save(
-    folder: str,
-    kind: str,
-    position: Position,
-    groups: dict[str, list[Any]],
-    *,
-    keep: int = KEEP,
-    extra: dict | None = None,
+    folder: str, kind: str, position: Position, groups: dict[str, list[Any]], *, extra: dict | None = None
 ) -> Save:
     """Write the variables' values, then the position and ``extra`` (atomically), as
-    ``<folder>/<kind>-<epoch>-<step>.*``; keep the ``keep`` newest saves."""
+    ``<folder>/<kind>-<epoch>-<step>.*``; keep the :data:`KEEP` newest saves."""
     values = {
         name: [np.asarray(v.numpy() if hasattr(v, "numpy") else v) for v in variables]
         for name, variables in groups.items()
@@ -166,7 +157,7 @@ def save(
     except BaseException:
         _remove(folder, name)  # its own files only: the saves made before stay
         raise
-    for old in saves(folder)[:-keep]:
+    for old in saves(folder)[:-KEEP]:
         _remove(folder, old.name)
     return Save(name, kind, position)
 

@@ -57,14 +57,6 @@ __all__ = [
 ]
 
 
-def _replicas() -> int:
-    import tensorflow as tf
-
-    if tf.distribute.in_cross_replica_context() or not tf.distribute.has_strategy():
-        return 1
-    return int(tf.distribute.get_strategy().num_replicas_in_sync)
-
-
 def divides_loss_itself() -> bool:
     """Whether this Keras divides the loss by the replicas itself (3.8 and later)."""
     try:
@@ -109,9 +101,10 @@ def patch_distributed_gradients() -> Any:
     def scaled(original: Any) -> Any:
         def scale_loss(self: Any, loss: Any) -> Any:
             loss = original(self, loss)
-            if in_own_step():  # own_step_replica_mean divides the gradients instead
+            # in a step of the model's own, own_step_replica_mean divides the gradients instead
+            if in_own_step() or tf.distribute.in_cross_replica_context() or not tf.distribute.has_strategy():
                 return loss
-            replicas = _replicas()
+            replicas = int(tf.distribute.get_strategy().num_replicas_in_sync)
             return loss if replicas < 2 else loss * tf.cast(1.0 / replicas, loss.dtype)
 
         return scale_loss
@@ -124,28 +117,13 @@ def patch_distributed_gradients() -> Any:
     return originals
 
 
-def _build_across_replicas(optimizer: Any, variables: list[Any]) -> None:
-    """Build ``optimizer`` over ``variables`` once for all replicas: in a merge call, with its
-    variables created outside the step being traced, under the strategy."""
-    import tensorflow as tf
-    from keras.src import backend
-
-    def build(strategy: Any) -> None:
-        with tf.init_scope(), strategy.scope():
-            if not optimizer.built:
-                with backend.name_scope(optimizer.name, caller=optimizer):
-                    optimizer.build(variables)
-                optimizer.built = True
-
-    tf.distribute.get_replica_context().merge_call(build)
-
-
 @patch_once("build", "keras.optimizer_build")
 def patch_optimizer_build() -> Any:
     """An optimizer not built yet, applied in a replica's step under a strategy with more than
-    one replica, is built across the replicas first (:func:`_build_across_replicas`); anywhere
-    else ``apply`` is Keras's."""
+    one replica, is built across the replicas first: in a merge call, with its variables created
+    outside the step being traced, under the strategy; anywhere else ``apply`` is Keras's."""
     import tensorflow as tf
+    from keras.src import backend
     from keras.src.optimizers import base_optimizer
 
     original_apply = base_optimizer.BaseOptimizer.apply
@@ -161,7 +139,15 @@ def patch_optimizer_build() -> Any:
         )
         if first_in_a_replica:
             trainable_variables = list(trainable_variables)
-            _build_across_replicas(self, trainable_variables)
+
+            def build(strategy: Any) -> None:
+                with tf.init_scope(), strategy.scope():
+                    if not self.built:
+                        with backend.name_scope(self.name, caller=self):
+                            self.build(trainable_variables)
+                        self.built = True
+
+            tf.distribute.get_replica_context().merge_call(build)
         return original_apply(self, grads, trainable_variables)
 
     replace(base_optimizer.BaseOptimizer, "apply", apply)

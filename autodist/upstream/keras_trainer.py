@@ -61,22 +61,6 @@ TRAINER_PATCHES = (
 SYMBOLIC_BUILD_PATCHES = TRAINER_PATCHES[:4]
 
 
-def _multi_worker(strategy: Any) -> bool:
-    return bool(roles.find("tf_trainer_module")._collective_all_reduce_multi_worker(strategy))
-
-
-def _mirrored(strategy: Any) -> bool:
-    import tensorflow as tf
-
-    return isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
-
-
-def _fully_built(model: Any) -> bool:
-    """Whether a compiled Keras 3 model's layers, loss, metrics and optimizer are all built."""
-    parts = (getattr(model, "_compile_metrics", None), getattr(model, "_compile_loss", None), model.optimizer)
-    return all(layer.built for layer in all_layers(model)) and all(part is None or part.built for part in parts)
-
-
 def has_no_call(model: Any) -> bool:
     """Whether a Keras 3 model's class has no ``call()`` of its own (keras.io's VAE, the GAN of
     the "customizing fit" guide: their ``train_step`` calls the sub-models themselves).
@@ -215,11 +199,6 @@ _RANDOM_OPS = frozenset(
 )
 
 
-def _random_op(kind: str) -> bool:
-    """Whether a TensorFlow op of type ``kind`` draws random numbers (stateful, stateless, shuffles)."""
-    return "Random" in kind or kind in _RANDOM_OPS
-
-
 #: The names Keras counts for what a symbolic call makes and drops: its tensors and its scratch
 #: graphs. A layer, metric or op it makes keeps its name (one device makes those too).
 TRANSIENT_NAMES = ("keras_tensor", "scratch_graph")
@@ -271,7 +250,7 @@ def traced_draws(model: Any, data_batch: Any) -> tuple[tuple[str, ...], tuple[st
             return original(self, *args, **kwargs)
         finally:
             for op in graph.get_operations()[start:]:
-                if op not in owners and _random_op(op.type):
+                if op not in owners and ("Random" in op.type or op.type in _RANDOM_OPS):  # a draw of any kind
                     owners[op] = self
 
     try:
@@ -325,20 +304,23 @@ def _install_symbolic_build() -> Any:
         if "no_call_symbolic_build" in STATE.symbolic_build and has_no_call(self):
             return _build_without_call(self, self.distribute_strategy)
         if "symbolic_build_reads_input" in STATE.symbolic_build:
-            if _fully_built(self):
-                return None  # nothing to build: read nothing from the input
+            parts = (getattr(self, "_compile_metrics", None), getattr(self, "_compile_loss", None), self.optimizer)
+            if all(layer.built for layer in all_layers(self)) and all(part is None or part.built for part in parts):
+                return None  # layers, loss, metrics and optimizer all built: read nothing from the input
             batch = _py_dataset_batch(iterator)
             batch = _dataset_batch(iterator) if batch is None else batch
             if batch is not None:
                 with self.distribute_strategy.scope():
                     return self._symbolic_build(data_batch=batch)
-        if "first_batch_symbolic_build" not in STATE.symbolic_build or not _mirrored(self.distribute_strategy):
-            return original_build(self, iterator=iterator, data_batch=data_batch)
         import tensorflow as tf
 
         strategy = self.distribute_strategy
-        if not (hasattr(iterator, "__iter__") or hasattr(iterator, "enumerate_epoch")):
-            return original_build(self, iterator=iterator, data_batch=data_batch)  # a shape we do not know
+        if (
+            "first_batch_symbolic_build" not in STATE.symbolic_build
+            or not isinstance(strategy, (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy))
+            or not (hasattr(iterator, "__iter__") or hasattr(iterator, "enumerate_epoch"))  # a shape we do not know
+        ):
+            return original_build(self, iterator=iterator, data_batch=data_batch)
         data_batch = tree.map_structure(
             lambda v: (
                 strategy.experimental_local_results(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v
@@ -373,17 +355,13 @@ def patch_trainer(names: Any) -> list[str]:
         if "reduce_per_replica" not in STATE.originals(__name__):
             original_reduce = trainer.reduce_per_replica
 
-            def _rank(value: Any) -> int | None:
-                sample = value.values[0] if hasattr(value, "values") else value
-                shape = getattr(sample, "shape", None)
-                return None if shape is None else shape.rank
-
             def reduce_per_replica(values: Any, strategy: Any, reduction: str) -> Any:
-                if reduction not in ("auto", "mean") or not _multi_worker(strategy):
+                if reduction not in ("auto", "mean") or not trainer._collective_all_reduce_multi_worker(strategy):
                     return original_reduce(values, strategy, reduction)
 
                 def reduce_one(value: Any) -> Any:
-                    if _rank(value) == 0:
+                    shape = getattr(value.values[0] if hasattr(value, "values") else value, "shape", None)
+                    if shape is not None and shape.rank == 0:
                         return strategy.reduce("MEAN", value, axis=None)
                     return original_reduce(value, strategy, reduction)
 

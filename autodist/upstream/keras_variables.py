@@ -76,36 +76,25 @@ def patch_aggregating_variable_updates() -> Any:
     from tensorflow.python.distribute import ps_values, values
 
     variable_class = roles.find("tf_variable")
-    original_add = variable_class.assign_add
-    original_sub = variable_class.assign_sub
+    original_add, original_sub = variable_class.assign_add, variable_class.assign_sub
 
-    def _delta(self: Any, value: Any) -> Any:
-        value = self._convert_to_tensor(value, dtype=self._dtype)
-        return tf.cast(value, self._value.dtype)
+    def delta_update(name: str, original: Any) -> Any:
+        def update(self: Any, value: Any) -> Any:
+            # AggregatingVariable: CentralStorage (and PS) SUM-aggregated state. CachingVariable: every
+            # variable on a ps task, where Keras's read-modify-write races between workers.
+            # MirroredVariable with SUM aggregation: Mirrored and MultiWorkerMirrored counters.
+            inner = getattr(self, "_value", None)
+            if isinstance(inner, (ps_values.AggregatingVariable, ps_values.CachingVariable)) or (
+                isinstance(inner, values.MirroredVariable) and inner.aggregation == tf.VariableAggregation.SUM
+            ):
+                delta = tf.cast(self._convert_to_tensor(value, dtype=self._dtype), inner.dtype)
+                return getattr(inner, name)(delta)
+            return original(self, value)
 
-    # AggregatingVariable: CentralStorage (and PS) SUM-aggregated state. CachingVariable: every
-    # variable on a ps task, where Keras's read-modify-write races between workers.
-    # MirroredVariable with SUM aggregation: Mirrored and MultiWorkerMirrored counters.
-    shared = (ps_values.AggregatingVariable, ps_values.CachingVariable)
+        return update
 
-    def summed(variable: Any) -> bool:
-        inner = getattr(variable, "_value", None)
-        if isinstance(inner, shared):
-            return True
-        return isinstance(inner, values.MirroredVariable) and inner.aggregation == tf.VariableAggregation.SUM
-
-    def assign_add(self: Any, value: Any) -> Any:
-        if summed(self):
-            return self._value.assign_add(_delta(self, value))
-        return original_add(self, value)
-
-    def assign_sub(self: Any, value: Any) -> Any:
-        if summed(self):
-            return self._value.assign_sub(_delta(self, value))
-        return original_sub(self, value)
-
-    replace(variable_class, "assign_add", assign_add)
-    replace(variable_class, "assign_sub", assign_sub)
+    replace(variable_class, "assign_add", delta_update("assign_add", original_add))
+    replace(variable_class, "assign_sub", delta_update("assign_sub", original_sub))
     STATE.originals(__name__)["assign_sub"] = original_sub
     return original_add
 

@@ -57,27 +57,25 @@ def resolve(dotted: str) -> Any:
     release names them). Raises :class:`LookupError` naming the part that is missing."""
     role, rest = roles.split(dotted)
     if role is not None:
-        target: Any = roles.find(role)
-        for index, part in enumerate(rest.split(".") if rest else ()):
-            try:
-                target = getattr(target, part)
-            except AttributeError:
-                raise LookupError(f"<{role}>." + ".".join(rest.split(".")[: index + 1])) from None
-        return target
+        return _attribute(roles.find(role), f"<{role}>", rest.split(".") if rest else [])
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
-        module_name = ".".join(parts[:cut])
         try:
-            found: Any = importlib.import_module(module_name)
+            module = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
             continue
-        for index, part in enumerate(parts[cut:]):
-            try:
-                found = getattr(found, part)
-            except AttributeError:
-                raise LookupError(".".join(parts[: cut + index + 1])) from None
-        return found
+        return _attribute(module, ".".join(parts[:cut]), parts[cut:])
     raise LookupError(parts[0])
+
+
+def _attribute(found: Any, name: str, parts: list[str]) -> Any:
+    """``found``'s attribute ``parts`` (``found`` is ``name``); :class:`LookupError` names the first part missing."""
+    for index, part in enumerate(parts):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise LookupError(".".join([name, *parts[: index + 1]])) from None
+    return found
 
 
 def _signature_lacks(name: str) -> str | None:

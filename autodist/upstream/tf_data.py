@@ -254,12 +254,12 @@ def _children(node: Any) -> list[Any]:
     ``_datasets`` (zip), ``_data_inputs`` and ``_selector_input`` (``sample_from_datasets``,
     ``choose_from_datasets``), ``_dataset_to_concatenate``, and any other attribute holding a
     dataset or a list, tuple or dict of datasets."""
-    found: list[Any] = []
+    found: dict[int, Any] = {}  # each dataset once, in order
     for value in vars(node).values() if hasattr(node, "__dict__") else ():
         for item in leaves(value):
-            if _pipeline_node(item) and item is not node and not any(item is seen for seen in found):
-                found.append(item)
-    return found
+            if any(cls.__name__ == "DatasetV2" for cls in type(item).__mro__) and item is not node:
+                found.setdefault(id(item), item)
+    return list(found.values())
 
 
 def leaves(value: Any) -> Iterator[Any]:
@@ -269,10 +269,6 @@ def leaves(value: Any) -> Iterator[Any]:
     if isinstance(value, (list, tuple)):
         return (leaf for item in value for leaf in leaves(item))
     return iter((value,))
-
-
-def _pipeline_node(value: Any) -> bool:
-    return any(cls.__name__ == "DatasetV2" for cls in type(value).__mro__)
 
 
 def _reads_files(function: Any) -> bool:

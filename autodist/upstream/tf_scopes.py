@@ -165,14 +165,6 @@ def _wrapped_enter_or_assert(original: Callable[[Any], Any]) -> Callable[[Any], 
     return enter_or_assert_strategy
 
 
-def _wrapped_load(original: Callable[..., Any]) -> Callable[..., Any]:
-    def load(*args: Any, **kwargs: Any) -> Any:
-        with aside():
-            return original(*args, **kwargs)
-
-    return load
-
-
 def install(strategy: Any) -> None:
     """Let other scopes and plain SavedModel loads in while ``strategy`` is current (each where
     its touch is on). Idempotent."""
@@ -197,7 +189,11 @@ def _wrap_loads() -> None:
     if getattr(saved_model_load.load, "autodist_wrapped", False):
         return
     original_load = saved_model_load.load
-    load = _wrapped_load(original_load)
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        with aside():
+            return original_load(*args, **kwargs)
+
     load.autodist_wrapped = True  # type: ignore[attr-defined]
     for name, module in list(sys.modules.items()):
         if (name == saved_model_load.__name__ or name.startswith("tensorflow._api.")) and getattr(
