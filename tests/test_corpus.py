@@ -613,6 +613,16 @@ def test_the_speed_mode_times_the_epochs_after_each_fits_first_and_compares_pair
     assert [speed.order(pair) for pair in range(4)] == [(0, 1), (1, 0), (0, 1), (1, 0)]
 
 
+def test_every_program_the_speed_mode_measures_trains_with_fit_and_every_kind_is_there():
+    """A program that never calls ``fit`` has no epoch to time: its warm-up trains nothing."""
+    from tests.corpus import speed
+
+    for name in speed.SPEED_SET:
+        assert ".fit(" in corpus.program(name).read_text(), f"{name} calls no fit"
+    kinds = {"convnet", "RNN", "transformer", "GAN or VAE with its own step", "structured data through tf.data"}
+    assert kinds <= set(speed.SPEED_SET.values()) and len(speed.SPEED_SET) >= 20
+
+
 def test_a_program_too_small_for_a_steady_epoch_gets_the_samples_that_give_it_one():
     from tests.corpus import speed
 

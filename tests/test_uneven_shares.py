@@ -3,8 +3,9 @@ one device, each arm in its own process (the workaround ``uneven_shares_weighted
 
 Each replica takes its share's mean loss and Keras counts the replicas' means equally, so where a
 batch splits unevenly the smaller share's samples weigh more than on one device. autodist weights
-each replica's gradients by its share of the step's samples: every input kind whose batches may
-split unevenly then trains to one device's numbers, unwarned, and with the workaround left out
+each replica's loss by its share of the step's samples (a step of the model's own: its gradients):
+every input kind whose batches may split unevenly, and a model whose replicas share their batch
+statistics, then train to one device's numbers, unwarned, and with the workaround left out
 (``AUTODIST_KERAS_COMPAT=auto,-uneven_shares_weighted``) Keras's weighting comes back, warned.
 """
 
@@ -67,8 +68,10 @@ class OwnStep(keras.Model):  # a train_step of its own, with a loss it computes 
 
 def model(own=False):
     keras.utils.set_random_seed(0)
-    made = OwnStep() if own else keras.Sequential([keras.Input((6,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
-    made.compile(optimizer=keras.optimizers.SGD(0.05), loss=None if own else "mse")
+    middle = [keras.layers.BatchNormalization(synchronized=True)] if own == "synchronized" else []
+    layers = [keras.Input((6,)), keras.layers.Dense(4, activation="relu"), *middle, keras.layers.Dense(1)]
+    made = OwnStep() if own is True else keras.Sequential(layers)
+    made.compile(optimizer=keras.optimizers.SGD(0.05), loss=None if own is True else "mse")
     return made
 
 
@@ -87,6 +90,8 @@ KINDS = {
     "PyDataset of 15-sample batches": (lambda: (Batches(),), {}, False),
     "generator of 15-sample batches + steps_per_epoch": (lambda: (batches_forever(),), dict(steps_per_epoch=6), False),
     "train_step of its own, last batch 3 of 99": (lambda: (X, Y), dict(batch_size=16), True),
+    # its statistics all-reduced: one replica's loss reaches the other's gradients through them
+    "synchronized BatchNormalization, last batch 3 of 99": (lambda: (X, Y), dict(batch_size=16), "synchronized"),
 }
 found = {}
 for kind, (data, kwargs, own) in KINDS.items():

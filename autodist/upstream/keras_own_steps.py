@@ -24,8 +24,9 @@ gradients as they are.
 Where a batch does not split evenly over the replicas (the last batch of an epoch, 89 samples
 split 45/44), each replica's mean still counts 1/N in that sum, so the samples of the smaller
 share weigh more than on one device. :func:`share_weights` runs a model's ``train_step`` with
-each replica's share of the step's samples (``n_k`` of ``n``, one scalar all-reduce) and the
-optimizer's gradients weighted by ``N * n_k / n``: the sum is then the whole batch's mean
+each replica's share of the step's samples (``n_k`` of ``n``, one scalar all-reduce) and its loss
+weighted by ``N * n_k / n`` inside Keras's tape (``optimizer.scale_loss``; in a step of the
+model's own, the gradients the optimizer applies): the sum is then the whole batch's mean
 gradient, as one device takes it (the workaround ``uneven_shares_weighted``).
 
 Both are right for a gradient of each share's mean. A step that takes the gradient of a sum over
@@ -411,7 +412,32 @@ def _patch_apply() -> None:
     for owner in (base_optimizer.BaseOptimizer, loss_scale_optimizer.LossScaleOptimizer):
         STATE.originals(__name__)[f"{owner.__name__}.apply"] = owner.apply
         replace(owner, "apply", _scaling(owner.apply))
+        replace(owner, "scale_loss", _weighting_loss(owner.scale_loss))
     _patch_gradient()
+
+
+def _weighting_loss(original_scale: Callable[..., Any]) -> Callable[..., Any]:
+    """``scale_loss`` (which Keras's own ``train_step`` calls inside its tape, on every Keras 3
+    release) that multiplies a replica's loss by its share's weight where :func:`share_weights`
+    runs Keras's own step; the weight is then taken, and ``apply`` leaves the gradients as they are.
+    Weighting the loss weights all it reaches: what one replica's loss contributes through a
+    cross-replica op (a synchronized BatchNormalization's statistics, whose gradient TensorFlow
+    sums over the replicas) lands in another replica's gradients, which weighting them after the
+    tape gives that replica's weight (measured: 7e-5 from one device in float64 after one epoch
+    ending 52/51, where the loss weighted is 1e-16). A step of the model's own, and a loss that
+    sums its samples (:func:`summed_over_samples`), keep the weighting at ``apply``."""
+
+    def scale_loss(self: Any, loss: Any) -> Any:
+        loss = original_scale(self, loss)
+        weight = STATE.per_thread("share_weight", None)
+        if weight is None or in_own_step() or summed_over_samples(loss, STATE.per_thread("own_step_rows", None)):
+            return loss
+        import tensorflow as tf
+
+        STATE.thread.share_weight = None  # taken: apply weights nothing more in this step
+        return tf.math.multiply_no_nan(loss, tf.cast(weight, loss.dtype))
+
+    return scale_loss
 
 
 def _scaling(original_apply: Callable[..., Any]) -> Callable[..., Any]:
@@ -497,7 +523,9 @@ UNEVEN_SHARES_WEIGHTED = Workaround(
         " (the last batch of an epoch, 89 samples split 45/44 on 2 replicas; a PyDataset's own odd batches) the"
         " samples of the smaller share weigh more than in model.fit, and History and weights end apart (99"
         " samples, batch 16: 0.03). For an input that may hold a partial batch, autodist weights each"
-        " replica's gradients by its share of the step's samples (one scalar all-reduce per step): the whole"
+        " replica's loss by its share of the step's samples inside Keras's train_step (one scalar all-reduce per"
+        " step), so that what it reaches through the replicas' shared statistics (a synchronized"
+        " BatchNormalization) is weighted too, and the gradients in a step of the model's own: the whole"
         " batch's mean gradient, as one device takes it. A step of the model's own whose tape.gradient takes a"
         " sum over its samples (keras.io's masked language model: a loss with reduction=None) is left as it is,"
         " neither weighted nor divided: the replicas' sum of their sums is one device's gradient. An input whose"
