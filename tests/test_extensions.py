@@ -37,7 +37,7 @@ def answers(kind_type: StrategyType, snapshot: HardwareSnapshot) -> dict:
     """What autodist asks of a strategy, asked of ``kind_type``: each answer, or the refusal."""
     found = {}
     for flag in ("distributes", "shares_batches", "collective_workers", "asynchronous", "drops_remainder",
-                 "single_device", "single_host", "on_tpu", "mirrors_variables", "one_device_when_unsplit"):
+                 "single_device", "single_host", "on_tpu", "mirrors_variables", "one_device_when_unsplit", "splits_weights"):
         found[flag] = getattr(kind_type, flag)
         assert isinstance(found[flag], bool), (kind_type, flag)
     assert kind_type.backend in ("tensorflow", "jax") and kind_type.variables_home in (None, "host", "ps tasks")

@@ -378,7 +378,7 @@ def test_each_strategy_is_one_type_that_answers_what_autodist_asks_of_it():
     owned = {
         kind: tuple(
             name
-            for name in ("single_host", "on_tpu", "mirrors_variables", "one_device_when_unsplit")
+            for name in ("single_host", "on_tpu", "mirrors_variables", "one_device_when_unsplit", "splits_weights")
             if getattr(kind_type, name)
         )
         + (kind_type.variables_home, kind_type.adopts, kind_type.jax_equivalent, kind_type.tune_order)
@@ -393,7 +393,7 @@ def test_each_strategy_is_one_type_that_answers_what_autodist_asks_of_it():
         "parameter_server": ("ps tasks", ("ParameterServerStrategyV2",), "data_parallel", (0, 0)),
         "tpu": ("on_tpu", None, ("TPUStrategyV2", "TPUStrategy"), "data_parallel", (0, 0)),
         "data_parallel": (None, (), None, (0, 0)),
-        "model_parallel": (None, (), None, (0, 0)),
+        "model_parallel": ("splits_weights", None, (), None, (0, 0)),
     }
     snapshot = make_snapshot(num_cpu_devices=2)
     for kind in ("one_device", "mirrored", "central_storage"):

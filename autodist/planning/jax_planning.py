@@ -111,16 +111,17 @@ def _choose_mesh(
     spans processes), the layout map, reasons and warnings."""
     local, total = devices
     axes = [d for d in range(2, local + 1) if local % d == 0]
-    if forced == K.MODEL_PARALLEL and not info.variables:
+    kind = strategy_type(forced) if forced is not None else None
+    if kind is not None and kind.splits_weights and not info.variables:
         return axes[0] if axes else 1, (), (_VARIABLES_UNKNOWN,), ()
-    if forced == K.DEFAULT or total == 1 or info.num_params is None:
+    if (kind is not None and not kind.distributes) or total == 1 or info.num_params is None:
         return 1, (), (() if info.num_params is not None or total == 1 else (_SIZE_UNKNOWN,)), ()
     memories = [d.memory_bytes for d in snapshot.jax_devices if d.memory_bytes]
     budget = int(fraction * min(memories)) if memories else None
     batch = batch_size or KERAS_DEFAULT_BATCH_SIZE
     replicated = _estimate(info, (), 1, math.ceil(batch / total))
     fits = budget is None or replicated is None or replicated.device_bytes <= budget
-    if forced == K.DATA_PARALLEL or (forced is None and fits):
+    if (kind is not None and not kind.splits_weights) or (kind is None and fits):
         why = (
             "device memory unknown (CPU devices)"
             if budget is None

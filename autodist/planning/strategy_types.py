@@ -17,6 +17,7 @@ which answers what the rest of autodist asks of a strategy, instead of comparing
 - ``mirrors_variables``: Keras 3's compiled step runs under TensorFlow's mirrored variables
   (the compile settings Keras breaks there: :mod:`autodist.planning.keras_compat`);
 - ``one_device_when_unsplit``: a batch smaller than its replicas trains on one device instead;
+- ``splits_weights``: Keras on JAX: each replica's weights are split over a ``model`` axis;
 - ``variables_home``: where its variables live, when not on every compute device (the memory model);
 - ``adopts``: the ``tf.distribute`` classes a script's own strategy is kept as;
 - ``jax_equivalent``: what does its job with ``keras.distribution``, for a TensorFlow strategy forced on JAX;
@@ -179,6 +180,7 @@ class StrategyType:
     on_tpu: ClassVar[bool] = False
     mirrors_variables: ClassVar[bool] = False
     one_device_when_unsplit: ClassVar[bool] = False
+    splits_weights: ClassVar[bool] = False
     variables_home: ClassVar[str | None] = None
     adopts: ClassVar[tuple[str, ...]] = ()
     jax_equivalent: ClassVar[str | None] = None
@@ -556,6 +558,7 @@ class ModelParallel(_KerasDistribution):
     """Keras on JAX: ``keras.distribution.ModelParallel``, the weights split over a model axis."""
 
     kind = StrategyKind.MODEL_PARALLEL
+    splits_weights = True
     tensorflow_equivalent = "central_storage"
 
     def mesh(self, replicas: int, model_axis: int, layout_map: tuple[Any, ...] = ()) -> Mesh | None:
