@@ -16,8 +16,8 @@ callbacks need their batch hooks run at every step.
 
 Example:
     >>> from autodist.core.callbacks import needs_each_step
-    >>> needs_each_step(object())  # not a Keras callback: no batch hooks to run
-    False
+    >>> needs_each_step(object())  # not a Keras callback: its hooks are its own, run at every step
+    True
 """
 
 from __future__ import annotations

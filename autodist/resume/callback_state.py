@@ -28,7 +28,7 @@ Example:
     None]
     >>> fresh = keras.callbacks.EarlyStopping(patience=3)
     >>> fresh.on_train_begin()
-    >>> give_back([fresh], scalars, arrays)
+    >>> give_back([fresh, keras.callbacks.History()], scalars, arrays)  # the same callbacks, in order
     >>> fresh.wait, fresh.best
     (2, 0.25)
 """
