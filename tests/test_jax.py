@@ -213,9 +213,10 @@ def test_fit_on_jax_trains_the_same_numbers_as_one_device(on_2_and_4_devices, de
     result = on_2_and_4_devices[devices]
     assert result["devices"] == devices and not result["imported_tensorflow"]
     assert not result["imported_tensorflow_by_fit"], "autodist.fit on JAX imported TensorFlow"
-    for name in ("data_parallel", "data_parallel_split", "dataset", "model_parallel", "model_parallel_adam_builder", "model_parallel_builder_num_params"):
+    for name in ("data_parallel", "data_parallel_split", "data_parallel_builder", "dataset", "model_parallel", "model_parallel_adam_builder", "model_parallel_builder_num_params"):
         case = result[name]
         assert case["weights"] < 1e-5 and case["history"] < 1e-4 and case["keys"], (name, case)
+        assert case["plans_made"] == 1, (name, case["plans_made"])  # a function's model too: planned once it is built
         assert case["devices_used"] == [f"cpu:{i}" for i in range(devices)], name
         assert case["distribution_after"] == "None" and case["history_is_model_history"], name
     assert result["data_parallel"]["strategy"] == "data_parallel" and result["data_parallel"]["mesh"] == [devices]

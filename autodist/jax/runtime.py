@@ -33,7 +33,7 @@ from typing import Any
 from autodist.detection import ray_train  # ray_train.ray_train_worker: the one probe, looked up when called
 from autodist.detection.cluster import detect_cluster
 from autodist.detection.hardware import detect
-from autodist.errors import AutodistError, RuntimeAlreadyStartedError, StrategyUnavailableError
+from autodist.errors import AutodistError, RuntimeAlreadyStartedError
 from autodist.core.input_kinds import Input
 from autodist.jax.inputs import Part, local_inputs
 from autodist.log import warn_all
@@ -257,14 +257,13 @@ def train(
 
 class JaxFit:
     """The stages of one ``fit`` on JAX (:class:`autodist.core.fit_template.FitStages`): the
-    processes joined and the machine detected when planning; a model built by the caller's
-    function under the distribution it is planned for, or on the host when too large to build
-    replicated, then planned and sharded."""
+    processes joined and the machine detected when planning. A model given is planned with its
+    variables; a model the caller's function builds is built on the host first (its mesh follows
+    its variables), then planned once and laid out when it trains, as a model given is."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.environ = environ
         self.snapshot: Any = None
-        self.unsized = False  # too large for one device: its variables decide the layout, once they exist
         self.said: tuple[str, ...] = ()
 
     def read(self, call: FitCall) -> FitCall:
@@ -283,41 +282,32 @@ class JaxFit:
         return plan_here(self.environ, snapshot=self.snapshot, model=model, **call.plan_keywords())
 
     def plan(self, call: FitCall) -> Plan:
+        """The plan of a model given; for a function's model, none yet: no distribution while it builds."""
         self.snapshot, _ = _here(self.environ)
-        if call.builder is None:
-            return self._plan_for(call, call.model)
-        try:
-            return self._plan_for(call, None)
-        except StrategyUnavailableError:
-            self.unsized = True
-            return Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")
+        return (
+            self._plan_for(call, call.model)
+            if call.builder is None
+            else Plan(StrategyKind.DEFAULT, 1, keras_backend="jax")
+        )
 
     def start(self, call: FitCall, the_plan: Plan) -> Started:
-        return Started(the_plan, None if self.unsized else build_distribution(the_plan))
+        return Started(the_plan, build_distribution(the_plan) if call.builder is None else None)
 
     def place(self, call: FitCall, started: Started) -> Placed:
-        """The caller's model (its variables take the layouts when it trains), or the one its
-        function builds under the distribution (on the host, where too large to build replicated)."""
-        where = (
-            contextlib.nullcontext()
-            if call.builder is None
-            else _on_the_host()
-            if self.unsized
-            else distribution_scope(started.distribution)
-        )
+        """The caller's model, or the one its function builds on the host (its variables take the
+        layouts when it trains)."""
+        where = contextlib.nullcontext() if call.builder is None else _on_the_host()
         with where, mixed_precision_while_building(call.mixed_precision, call.builder, started.plan) as notes:
             model = call.builder() if call.builder is not None else call.model
         self.said = tuple(notes)  # a model given: only the warning, with mixed_precision=True (it was built already)
         return Placed(model)
 
     def refine(self, call: FitCall, started: Started, placed: Placed) -> Started:
-        """A built model planned with its size: sharded now where that changes the layout."""
+        """A function's model planned, once, with its variables, and its distribution started."""
         if call.builder is None:
             return started
-        sized = self._plan_for(call, placed.trained)
-        if self.unsized or (sized.strategy, sized.mesh) != (started.plan.strategy, started.plan.mesh):
-            return Started(sized, build_distribution(sized))
-        return started
+        the_plan = self._plan_for(call, placed.trained)
+        return Started(the_plan, build_distribution(the_plan))
 
     def prepare(self, call: FitCall, started: Started, placed: Placed) -> Prepared:
         return Prepared(call, tuple(started.plan.warnings) + self.said)

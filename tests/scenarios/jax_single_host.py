@@ -15,11 +15,24 @@ import sys
 import warnings
 
 import autodist  # first, as a user would
+import autodist.planning.planner
 import keras
 import numpy as np
 from autodist.detection import hardware
 from autodist.detection.jax_devices import JaxDevice
 
+PLANS_MADE: list[object] = []  # every plan autodist makes, from here
+
+
+def _counting(plan):
+    def counted(*args, **kwargs):
+        PLANS_MADE.append(kwargs.get("strategy"))
+        return plan(*args, **kwargs)
+
+    return counted
+
+
+autodist.planning.planner.plan = _counting(autodist.planning.planner.plan)  # what fit plans with
 rng = np.random.default_rng(3)
 X = rng.normal(size=(192, 32)).astype("float32")
 Y = rng.normal(size=(192, 4)).astype("float32")
@@ -49,8 +62,9 @@ def case(optimizer, *, builder=False, x=X, num_params=None, **fit_kwargs):
     ref_history = reference.fit(X, Y, batch_size=32, epochs=1, shuffle=False, verbose=0, **fit_kwargs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        given = (lambda: build(optimizer)) if builder else build(optimizer)  # a builder is called under the distribution
+        given = (lambda: build(optimizer)) if builder else build(optimizer)  # a builder's model is planned once built
         extra = {"batch_size": 32} if hasattr(x, "element_spec") else {"y": Y, "batch_size": 32}
+        before = len(PLANS_MADE)
         history = autodist.fit(given, x, epochs=1, shuffle=False, verbose=0, num_params=num_params, **extra, **fit_kwargs)
         model = history.model if builder else given
     return {
@@ -64,6 +78,7 @@ def case(optimizer, *, builder=False, x=X, num_params=None, **fit_kwargs):
         "distribution_after": repr(keras.distribution.distribution()),
         "history_is_model_history": model.history is history,
         "warnings": [str(w.message) for w in caught if "autodist" in type(w.message).__name__.lower()],
+        "plans_made": len(PLANS_MADE) - before,
     }
 
 
@@ -81,6 +96,7 @@ result = {"devices": len(__import__("jax").devices()), "imported_tensorflow": "t
 result["imported_tensorflow_by_fit"] = fit_imports_tensorflow()
 result["data_parallel"] = case("sgd")
 result["data_parallel_split"] = case("sgd", validation_split=0.25)
+result["data_parallel_builder"] = case("sgd", builder=True)
 measured = hardware.jax_local_devices
 
 
